@@ -1,0 +1,408 @@
+"""``core/v1`` kinds the platform needs: Pod, Node, Namespace, Event, ConfigMap.
+
+The Pod is typed where DRA and scheduling read it (``spec.resourceClaims``, container
+``resources.claims``, ``nodeName``, node selection, tolerations, ``status.resourceClaimStatuses``
+and the extended-resource claim status). Deeply nested parts that allot only carries
+(volumes, probes, security contexts, affinity terms other than node affinity) are kept as
+JSON objects under their real names, so ordinary pod manifests decode while unknown
+top-level fields are still rejected. The conformance ledger lists which parts are opaque.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from allot.api.base import ApiModel, MicroTime, SortedMap, Time
+from allot.api.meta import ListMeta, ObjectMeta
+from allot.api.quantity import Quantity
+
+JsonObject = dict[str, Any]
+
+
+# ------------------------------------------------------------------ node selection
+class NodeSelectorRequirement(ApiModel):
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(ApiModel):
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(ApiModel):
+    node_selector_terms: list[NodeSelectorTerm] | None = None
+
+
+class PreferredSchedulingTerm(ApiModel):
+    weight: int | None = None
+    preference: NodeSelectorTerm | None = None
+
+
+class NodeAffinity(ApiModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
+        None
+    )
+
+
+class Affinity(ApiModel):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: JsonObject | None = None
+    pod_anti_affinity: JsonObject | None = None
+
+
+class Toleration(ApiModel):
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
+class Taint(ApiModel):
+    key: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    time_added: Time | None = None
+
+
+# ----------------------------------------------------------------------- containers
+class ContainerResourceClaim(ApiModel):
+    """``core/v1.ResourceClaim``: a container's use of a pod-level claim."""
+
+    name: str | None = None
+    request: str | None = None
+
+
+class ResourceRequirements(ApiModel):
+    limits: SortedMap[Quantity] | None = None
+    requests: SortedMap[Quantity] | None = None
+    claims: list[ContainerResourceClaim] | None = None
+
+
+class EnvVar(ApiModel):
+    name: str | None = None
+    value: str | None = None
+    value_from: JsonObject | None = None
+
+
+class ContainerPort(ApiModel):
+    name: str | None = None
+    host_port: int | None = None
+    container_port: int | None = None
+    protocol: str | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+
+
+class Container(ApiModel):
+    name: str | None = None
+    image: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    working_dir: str | None = None
+    ports: list[ContainerPort] | None = None
+    env_from: list[JsonObject] | None = None
+    env: list[EnvVar] | None = None
+    resources: ResourceRequirements | None = None
+    resize_policy: list[JsonObject] | None = None
+    restart_policy: str | None = None
+    restart_policy_rules: list[JsonObject] | None = None
+    volume_mounts: list[JsonObject] | None = None
+    volume_devices: list[JsonObject] | None = None
+    liveness_probe: JsonObject | None = None
+    readiness_probe: JsonObject | None = None
+    startup_probe: JsonObject | None = None
+    lifecycle: JsonObject | None = None
+    termination_message_path: str | None = None
+    termination_message_policy: str | None = None
+    image_pull_policy: str | None = None
+    security_context: JsonObject | None = None
+    stdin: bool | None = None
+    stdin_once: bool | None = None
+    tty: bool | None = None
+
+
+class PodResourceClaim(ApiModel):
+    name: str | None = None
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodSpec(ApiModel):
+    volumes: list[JsonObject] | None = None
+    init_containers: list[Container] | None = None
+    containers: list[Container] | None = None
+    ephemeral_containers: list[JsonObject] | None = None
+    restart_policy: str | None = None
+    termination_grace_period_seconds: int | None = None
+    active_deadline_seconds: int | None = None
+    dns_policy: str | None = None
+    node_selector: SortedMap[str] | None = None
+    service_account_name: str | None = None
+    service_account: str | None = None
+    automount_service_account_token: bool | None = None
+    node_name: str | None = None
+    host_network: bool | None = None
+    host_pid: bool | None = Field(default=None, alias="hostPID")
+    host_ipc: bool | None = Field(default=None, alias="hostIPC")
+    share_process_namespace: bool | None = None
+    security_context: JsonObject | None = None
+    image_pull_secrets: list[JsonObject] | None = None
+    hostname: str | None = None
+    subdomain: str | None = None
+    affinity: Affinity | None = None
+    scheduler_name: str | None = None
+    tolerations: list[Toleration] | None = None
+    host_aliases: list[JsonObject] | None = None
+    priority_class_name: str | None = None
+    priority: int | None = None
+    dns_config: JsonObject | None = None
+    readiness_gates: list[JsonObject] | None = None
+    runtime_class_name: str | None = None
+    enable_service_links: bool | None = None
+    preemption_policy: str | None = None
+    overhead: SortedMap[Quantity] | None = None
+    topology_spread_constraints: list[JsonObject] | None = None
+    set_hostname_as_fqdn: bool | None = Field(default=None, alias="setHostnameAsFQDN")
+    os: JsonObject | None = None
+    host_users: bool | None = None
+    scheduling_gates: list[JsonObject] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
+    resources: ResourceRequirements | None = None
+
+
+class PodCondition(ApiModel):
+    type: str | None = None
+    observed_generation: int | None = None
+    status: str | None = None
+    last_probe_time: Time | None = None
+    last_transition_time: Time | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerStateWaiting(ApiModel):
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerStateRunning(ApiModel):
+    started_at: Time | None = None
+
+
+class ContainerStateTerminated(ApiModel):
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+    message: str | None = None
+    started_at: Time | None = None
+    finished_at: Time | None = None
+    container_id: str | None = Field(default=None, alias="containerID")
+
+
+class ContainerState(ApiModel):
+    waiting: ContainerStateWaiting | None = None
+    running: ContainerStateRunning | None = None
+    terminated: ContainerStateTerminated | None = None
+
+
+class ContainerStatus(ApiModel):
+    name: str | None = None
+    state: ContainerState | None = None
+    last_state: ContainerState | None = None
+    ready: bool | None = None
+    restart_count: int | None = None
+    image: str | None = None
+    image_id: str | None = Field(default=None, alias="imageID")
+    container_id: str | None = Field(default=None, alias="containerID")
+    started: bool | None = None
+    allocated_resources: SortedMap[Quantity] | None = None
+    resources: ResourceRequirements | None = None
+    allocated_resources_status: list[JsonObject] | None = None
+
+
+class PodResourceClaimStatus(ApiModel):
+    name: str | None = None
+    resource_claim_name: str | None = None
+
+
+class ContainerExtendedResourceRequest(ApiModel):
+    container_name: str | None = None
+    resource_name: str | None = None
+    request_name: str | None = None
+
+
+class PodExtendedResourceClaimStatus(ApiModel):
+    request_mappings: list[ContainerExtendedResourceRequest] | None = None
+    resource_claim_name: str | None = None
+
+
+class PodIP(ApiModel):
+    ip: str | None = None
+
+
+class PodStatus(ApiModel):
+    observed_generation: int | None = None
+    phase: str | None = None
+    conditions: list[PodCondition] | None = None
+    message: str | None = None
+    reason: str | None = None
+    nominated_node_name: str | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+    host_ips: list[PodIP] | None = Field(default=None, alias="hostIPs")
+    pod_ip: str | None = Field(default=None, alias="podIP")
+    pod_ips: list[PodIP] | None = Field(default=None, alias="podIPs")
+    start_time: Time | None = None
+    init_container_statuses: list[ContainerStatus] | None = None
+    container_statuses: list[ContainerStatus] | None = None
+    qos_class: str | None = Field(default=None, alias="qosClass")
+    ephemeral_container_statuses: list[ContainerStatus] | None = None
+    resize: str | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
+
+
+class Pod(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Pod"] = "Pod"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus | None = None
+
+
+# ------------------------------------------------------------------------------ Node
+class NodeAddress(ApiModel):
+    type: str | None = None
+    address: str | None = None
+
+
+class NodeCondition(ApiModel):
+    type: str | None = None
+    status: str | None = None
+    last_heartbeat_time: Time | None = None
+    last_transition_time: Time | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class NodeSystemInfo(ApiModel):
+    machine_id: str | None = Field(default=None, alias="machineID")
+    system_uuid: str | None = Field(default=None, alias="systemUUID")
+    boot_id: str | None = Field(default=None, alias="bootID")
+    kernel_version: str | None = None
+    os_image: str | None = None
+    container_runtime_version: str | None = None
+    kubelet_version: str | None = None
+    kube_proxy_version: str | None = None
+    operating_system: str | None = None
+    architecture: str | None = None
+    swap: JsonObject | None = None
+
+
+class NodeSpec(ApiModel):
+    pod_cidr: str | None = Field(default=None, alias="podCIDR")
+    pod_cidrs: list[str] | None = Field(default=None, alias="podCIDRs")
+    provider_id: str | None = Field(default=None, alias="providerID")
+    unschedulable: bool | None = None
+    taints: list[Taint] | None = None
+
+
+class NodeStatus(ApiModel):
+    capacity: SortedMap[Quantity] | None = None
+    allocatable: SortedMap[Quantity] | None = None
+    phase: str | None = None
+    conditions: list[NodeCondition] | None = None
+    addresses: list[NodeAddress] | None = None
+    daemon_endpoints: JsonObject | None = None
+    node_info: NodeSystemInfo | None = None
+    images: list[JsonObject] | None = None
+    features: JsonObject | None = None
+    runtime_handlers: list[JsonObject] | None = None
+
+
+class Node(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Node"] = "Node"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus | None = None
+
+
+# ------------------------------------------------------------------- Namespace etc.
+class NamespaceSpec(ApiModel):
+    finalizers: list[str] | None = None
+
+
+class NamespaceStatus(ApiModel):
+    phase: str | None = None
+    conditions: list[JsonObject] | None = None
+
+
+class Namespace(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Namespace"] = "Namespace"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: NamespaceSpec | None = None
+    status: NamespaceStatus | None = None
+
+
+class ObjectReference(ApiModel):
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    uid: str | None = None
+    api_version: str | None = None
+    resource_version: str | None = None
+    field_path: str | None = None
+
+
+class EventSource(ApiModel):
+    component: str | None = None
+    host: str | None = None
+
+
+class Event(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Event"] = "Event"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    involved_object: ObjectReference = Field(default_factory=ObjectReference)
+    reason: str | None = None
+    message: str | None = None
+    source: EventSource | None = None
+    first_timestamp: Time | None = None
+    last_timestamp: Time | None = None
+    count: int | None = None
+    type: str | None = None
+    event_time: MicroTime | None = None
+    series: JsonObject | None = None
+    action: str | None = None
+    related: ObjectReference | None = None
+    reporting_component: str | None = None
+    reporting_instance: str | None = None
+
+
+class ConfigMap(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["ConfigMap"] = "ConfigMap"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    immutable: bool | None = None
+    data: SortedMap[str] | None = None
+    binary_data: SortedMap[str] | None = None
+
+
+class PodList(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["PodList"] = "PodList"
+    metadata: ListMeta = Field(default_factory=ListMeta)
+    items: list[Pod] = Field(default_factory=list)
+
+
+class NodeList(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["NodeList"] = "NodeList"
+    metadata: ListMeta = Field(default_factory=ListMeta)
+    items: list[Node] = Field(default_factory=list)

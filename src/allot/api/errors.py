@@ -1,0 +1,63 @@
+"""Errors raised by the API model layer.
+
+Class tree::
+
+    ApiError
+    ├── QuantityError      a string is not a Kubernetes quantity
+    ├── SemverError        a string is not a strict semantic version
+    └── DecodeError        a document cannot be decoded into a known kind
+        ├── UnknownKindError   apiVersion/kind is not served
+        └── StrictDecodingError unknown or duplicate fields, wrong JSON types
+
+The manifests layer turns DecodeErrors into Kubernetes ``Status`` objects; nothing
+below it knows about HTTP codes.
+"""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """Root of the API model errors."""
+
+
+class QuantityError(ApiError, ValueError):
+    """Text that ``resource.ParseQuantity`` would reject; the message is upstream's."""
+
+
+class SemverError(ApiError, ValueError):
+    """Text that is not a strict semver 2.0.0 version."""
+
+
+class DecodeError(ApiError):
+    """A document could not be decoded into an API object."""
+
+
+class UnknownKindError(DecodeError):
+    """The document's apiVersion/kind pair is not one this server knows."""
+
+    def __init__(self, message: str, *, api_version: str, kind: str) -> None:
+        super().__init__(message)
+        self.api_version = api_version
+        self.kind = kind
+
+
+class StrictDecodingError(DecodeError):
+    """Unknown fields or wrongly typed values, reported like the API server's decoder.
+
+    ``problems`` are the individual texts (``unknown field "spec.foo"``); ``hints`` are
+    allot's own advice (for example the v1beta1 shape under v1), never part of the
+    upstream message.
+    """
+
+    def __init__(
+        self, kind: str, version: str, problems: list[str], hints: list[str] | None = None
+    ) -> None:
+        self.kind = kind
+        self.version = version
+        self.problems = problems
+        self.hints = hints or []
+        joined = ", ".join(problems)
+        super().__init__(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            f"strict decoding error: {joined}"
+        )

@@ -1,0 +1,220 @@
+"""Compiling and evaluating DRA selectors as Kubernetes 1.36 does.
+
+Mirrors ``k8s.io/dynamic-resource-allocation/cel``: an expression is type-checked against
+the ``device`` variable (``driver``, ``attributes``, ``capacity``,
+``allowMultipleAllocations``) and must yield ``bool`` or the unknown type; compile errors
+read ``compilation failed: ERROR: <input>:1:20: ...``; new expressions must stay under the
+length and estimated-cost limits. Compiled selectors are cached by expression text, and
+each :class:`~allot.cel.device.DeviceView` remembers its results.
+
+Used by validation (compile only), lint and the allocator (compile and evaluate).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from allot.cel import libraries, source, values
+from allot.cel.device import DeviceView
+from allot.cel.errors import CompileError, CompileErrorReason, EvaluationError
+
+CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
+CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
+
+T = cel.Type
+_INDEXED_NAMES = {"attributes": "device.indexedAttributes", "capacity": "device.indexedCapacity"}
+_PRIMITIVE_TYPE_NAMES = {
+    "BOOL": "bool",
+    "INT": "int",
+    "UINT": "uint",
+    "DOUBLE": "double",
+    "STRING": "string",
+    "BYTES": "bytes",
+    "NULL": "null_type",
+    "DURATION": "google.protobuf.Duration",
+    "TIMESTAMP": "google.protobuf.Timestamp",
+    "TYPE": "type",
+    "LIST": "list",
+    "MAP": "map",
+    "DYN": "dyn",
+    "ANY": "any",
+}
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
+_UNDECLARED_FIELD = re.compile(
+    r"undeclared reference to 'device\.([A-Za-z_][A-Za-z0-9_]*)' "
+    r"\(in container ''\)"
+)
+_MISSING_KEY = re.compile(r'Key not found in map : "(.*)"')
+
+
+def _variables(*, with_internal: bool, list_type_attributes: bool) -> dict[str, Any]:
+    value_type = T.DYN
+    attributes = T.Map(T.STRING, T.Map(T.STRING, value_type))
+    capacity = T.Map(T.STRING, T.Map(T.STRING, libraries.QUANTITY))
+    variables = {
+        "device.driver": T.STRING,
+        "device.attributes": attributes,
+        "device.capacity": capacity,
+        "device.allowMultipleAllocations": T.BOOL,
+    }
+    if with_internal:
+        variables[_INDEXED_NAMES["attributes"]] = attributes
+        variables[_INDEXED_NAMES["capacity"]] = capacity
+    del list_type_attributes  # the value type is dynamic either way
+    return variables
+
+
+def _new_env(variables: dict[str, Any]) -> Any:
+    return cel.NewEnv(
+        descriptor_pool=values.POOL,
+        variables=variables,
+        functions=libraries.function_declarations(),
+        extensions=[
+            ext_bindings.ExtBindings(),
+            ext_strings.ExtStrings(),
+            ext_optional.ExtOptional(),
+        ],
+    )
+
+
+def clean_runtime_message(text: str) -> str:
+    """Turn the C++ runtime's status text into cel-go's wording where they differ."""
+    text = _STATUS_SUFFIX.sub("", _STATUS_PREFIX.sub("", text))
+    missing = _MISSING_KEY.search(text)
+    if missing:
+        return f"no such key: {missing.group(1)}"
+    return text
+
+
+def _clean_compile_message(text: str) -> str:
+    lines = [_STATUS_SUFFIX.sub("", line) for line in text.splitlines()]
+    if lines:
+        lines[0] = _STATUS_PREFIX.sub("", lines[0])
+    cleaned = "\n".join(lines)
+    return _UNDECLARED_FIELD.sub(r"undefined field '\1'", cleaned)
+
+
+def type_display_name(cel_type: Any) -> str:
+    """cel-go's name for a type (``int``, ``kubernetes.Quantity``, ``list(dyn)``)."""
+    name = str(cel_type.name())
+    return _PRIMITIVE_TYPE_NAMES.get(name, name)
+
+
+@dataclass
+class CompiledSelector:
+    """A checked selector, ready to evaluate on devices."""
+
+    expression: str
+    program: Any
+    estimated_cost: int
+    compiler: SelectorCompiler = field(repr=False)
+
+    def matches(self, device: DeviceView) -> bool:
+        """Evaluate on ``device``; raise EvaluationError as Kubernetes would fail."""
+        cached = device.results.get(self.expression)
+        if cached is None:
+            cached = self._evaluate(device)
+            device.results[self.expression] = cached
+        if isinstance(cached, EvaluationError):
+            raise cached
+        return cached
+
+    def _evaluate(self, device: DeviceView) -> bool | EvaluationError:
+        try:
+            activation = device.activation(self.compiler)
+        except EvaluationError as err:
+            return err
+        result = self.program.eval(activation)
+        type_name = str(result.type().name())
+        if type_name == "BOOL":
+            return bool(result.value())
+        if type_name == "ERROR":
+            return EvaluationError(clean_runtime_message(str(result.value())))
+        shown = _PRIMITIVE_TYPE_NAMES.get(type_name, type_name)
+        return EvaluationError(
+            f"CEL result of type {shown} could not be converted to bool: "
+            f"type conversion error from '{shown}' to 'bool'"
+        )
+
+
+class SelectorCompiler:
+    """Compiles selectors once per expression text; thread-compatible, not thread-safe."""
+
+    def __init__(self, *, list_type_attributes: bool = False) -> None:
+        self.list_type_attributes = list_type_attributes
+        self._check_env = _new_env(
+            _variables(with_internal=False, list_type_attributes=list_type_attributes)
+        )
+        self._run_env = _new_env(
+            _variables(with_internal=True, list_type_attributes=list_type_attributes)
+        )
+        self._cache: dict[str, CompiledSelector | CompileError] = {}
+        self._domain_literals: set[str] = set()
+        self.literal_version = 0
+
+    def compile(self, expression: str, *, stored: bool = False) -> CompiledSelector:
+        """Compile ``expression``; ``stored`` skips the limits as for stored objects."""
+        if not stored:
+            self.check_limits(expression)
+        cached = self._cache.get(expression)
+        if cached is None:
+            cached = self._compile_uncached(expression)
+            self._cache[expression] = cached
+        if isinstance(cached, CompileError):
+            raise cached
+        return cached
+
+    def check_limits(self, expression: str) -> None:
+        """The validation-only limits: length, then (after compiling) the estimated cost."""
+        if len(expression) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
+            raise CompileError(
+                f"may not be more than {CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes",
+                CompileErrorReason.TOO_LONG,
+            )
+        compiled = self.compile(expression, stored=True)
+        if compiled.estimated_cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
+            raise CompileError("too complex, exceeds cost limit", CompileErrorReason.FORBIDDEN)
+
+    def _compile_uncached(self, expression: str) -> CompiledSelector | CompileError:
+        try:
+            checked = self._check_env.compile(expression)
+        except RuntimeError as err:
+            return CompileError("compilation failed: " + _clean_compile_message(str(err)))
+        result_type = type_display_name(checked.return_type())
+        if result_type not in ("bool", "dyn"):
+            return CompileError(f"must evaluate to bool or the unknown type, not {result_type}")
+        tokens = source.tokenize(expression)
+        rewritten = source.rewrite_domain_indexing(expression, tokens, _INDEXED_NAMES)
+        program = self._run_env.compile(rewritten)
+        literals = source.string_literals(tokens) - self._domain_literals
+        if rewritten != expression and literals:
+            self._domain_literals |= literals
+            self.literal_version += 1
+        return CompiledSelector(expression, program, source.estimate_cost(tokens), self)
+
+    def new_activation(self, device: DeviceView) -> Any:
+        """Build the runtime activation for ``device`` (called by DeviceView)."""
+        return self._run_env.Activation(
+            {
+                "device.driver": device.driver,
+                "device.attributes": device.attributes,
+                "device.capacity": device.capacity,
+                "device.allowMultipleAllocations": device.allow_multiple_allocations,
+                _INDEXED_NAMES["attributes"]: self._padded(device.attributes),
+                _INDEXED_NAMES["capacity"]: self._padded(device.capacity),
+            }
+        )
+
+    def _padded(self, domains: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        missing = self._domain_literals.difference(domains)
+        if not missing:
+            return domains
+        padded = dict(domains)
+        padded.update((domain, {}) for domain in missing)
+        return padded

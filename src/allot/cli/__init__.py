@@ -1,0 +1,1 @@
+"""The ``allot`` command line: thin wrappers that parse arguments and print results."""

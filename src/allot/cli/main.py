@@ -1,0 +1,54 @@
+"""Entry point of the ``allot`` command: argument parsing and the no-traceback guarantee.
+
+Each subcommand lives in its own module with ``register(subparsers)`` and a ``run(args)``
+returning the exit code. Any error that escapes a subcommand is printed as one line on
+standard error with exit code 2, never as a traceback (set ``ALLOT_DEBUG=1`` to see it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from allot import __version__
+from allot.cli import validate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="allot", description="GPU entitlements for multi-tenant Kubernetes DRA."
+    )
+    parser.add_argument("--version", action="version", version=f"allot {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    validate.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as err:  # the last line of defence: one clear line, no traceback
+        if os.environ.get("ALLOT_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"error: internal error in allot {args.command}: {type(err).__name__}: {err}",
+            file=sys.stderr,
+        )
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

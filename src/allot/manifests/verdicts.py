@@ -1,0 +1,157 @@
+"""Judging manifests as the API server would on create, and printing like kubectl.
+
+For every document: decode strictly, apply defaults, validate (with Namespaces from the same
+input supplying the admin-access label), and record a :class:`Verdict` holding either the
+accepted object or the ``Status`` the API server would return. Kinds that Kubernetes
+serves but allot does not (Deployments, Jobs...) are reported as skipped, not failed.
+Called by ``allot validate`` and ``make demo``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from allot.api.base import ApiModel
+from allot.api.errors import DecodeError
+from allot.api.kinds import decode, kind_info
+from allot.api.meta import Status
+from allot.cel import SelectorCompiler
+from allot.manifests.documents import Document
+from allot.statuses import InvalidObjectError, hints, to_status
+from allot.validation.objects import apply_defaults, validate_create
+from allot.validation.resource import ResourceContext
+
+UPSTREAM_GROUPS_NOT_SERVED = (
+    "apps/",
+    "batch/",
+    "networking.k8s.io/",
+    "rbac.authorization.k8s.io/",
+    "policy/",
+    "autoscaling/",
+    "storage.k8s.io/",
+    "scheduling.k8s.io/",
+    "coordination.k8s.io/",
+)
+UPSTREAM_CORE_KINDS_NOT_SERVED = (
+    "Service",
+    "Secret",
+    "ServiceAccount",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "LimitRange",
+    "ResourceQuota",
+    "Endpoints",
+    "ReplicationController",
+)
+
+
+class Outcome(enum.Enum):
+    VALID = "valid"
+    INVALID = "invalid"
+    SKIPPED = "skipped"
+
+
+@dataclass
+class Verdict:
+    document: Document
+    outcome: Outcome
+    summary: str  # "deviceclass.resource.k8s.io/gpu-whole" or "apps/v1 Deployment x"
+    status: Status | None = None
+    obj: ApiModel | None = None
+
+    def render(self) -> str:
+        """The lines kubectl would print for this document (plus allot's hints)."""
+        if self.outcome is Outcome.VALID:
+            return f"{self.summary} valid"
+        if self.outcome is Outcome.SKIPPED:
+            return (
+                f"{self.summary} skipped: not a kind allot serves (Kubernetes would "
+                "validate it with its own controllers)"
+            )
+        return _render_failure(self)
+
+
+def judge(documents: list[Document], compiler: SelectorCompiler | None = None) -> list[Verdict]:
+    compiler = compiler or SelectorCompiler()
+    namespaces = _namespace_labels(documents)
+    context = ResourceContext(
+        compiler=compiler, namespace_labels=namespaces.get if namespaces else None
+    )
+    return [_judge_one(document, context) for document in documents]
+
+
+def _namespace_labels(documents: list[Document]) -> dict[str, dict[str, str]]:
+    labels: dict[str, dict[str, str]] = {}
+    for document in documents:
+        content = document.content
+        if content.get("kind") == "Namespace" and content.get("apiVersion") == "v1":
+            metadata = content.get("metadata") or {}
+            if isinstance(metadata, dict) and isinstance(metadata.get("name"), str):
+                labels[metadata["name"]] = dict(metadata.get("labels") or {})
+    return labels
+
+
+def _judge_one(document: Document, context: ResourceContext) -> Verdict:
+    content = document.content
+    api_version = str(content.get("apiVersion", ""))
+    kind = str(content.get("kind", ""))
+    name = _name_of(content)
+    if _is_upstream_kind_not_served(api_version, kind):
+        return Verdict(document, Outcome.SKIPPED, f"{api_version} {kind} {name}".strip())
+    try:
+        obj = decode(content)
+    except DecodeError as err:
+        return Verdict(document, Outcome.INVALID, f"{kind} {name}".strip(), to_status(err))
+    info = kind_info(obj)
+    metadata = getattr(obj, "metadata", None)
+    if info.namespaced and metadata is not None and not metadata.namespace:
+        metadata.namespace = "default"
+    apply_defaults(obj)
+    summary = (
+        f"{info.kind.lower()}.{info.group}/{name}" if info.group else f"{info.kind.lower()}/{name}"
+    )
+    errors = validate_create(obj, context)
+    if errors:
+        status = to_status(InvalidObjectError(info, name, errors))
+        return Verdict(document, Outcome.INVALID, summary, status, obj)
+    return Verdict(document, Outcome.VALID, summary, None, obj)
+
+
+def _name_of(content: dict[str, object]) -> str:
+    metadata = content.get("metadata")
+    if isinstance(metadata, dict):
+        name = metadata.get("name") or metadata.get("generateName")
+        if isinstance(name, str):
+            return name
+    return ""
+
+
+def _is_upstream_kind_not_served(api_version: str, kind: str) -> bool:
+    if api_version.startswith(UPSTREAM_GROUPS_NOT_SERVED):
+        return True
+    return api_version == "v1" and kind in UPSTREAM_CORE_KINDS_NOT_SERVED
+
+
+def _render_failure(verdict: Verdict) -> str:
+    status = verdict.status or Status()
+    source = verdict.document.source
+    if status.reason == "Invalid" and status.details is not None:
+        causes = [c for c in status.details.causes or [] if c.reason != "Hint"]
+        kind = status.details.kind or ""
+        header = f'The {kind} "{status.details.name}" is invalid: '
+        if len(causes) == 1:
+            lines = [header + f"{causes[0].field}: {causes[0].message}"]
+        else:
+            lines = [header] + [f"* {c.field}: {c.message}" for c in causes]
+    elif status.reason == "NotFound":
+        lines = [
+            f'error: resource mapping not found for name: "{_name_of(verdict.document.content)}"'
+            f' namespace: "" from "{source}": {status.message}'
+        ]
+    else:
+        lines = [
+            f'Error from server ({status.reason}): error when creating "{source}": {status.message}'
+        ]
+    lines += [f"  hint: {hint}" for hint in hints(status)]
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""The one place where allot's exceptions become Kubernetes ``metav1.Status`` objects.
+
+Every error a user sees, from ``allot validate`` today and from the API server later, is a
+``Status`` with ``reason``, ``message``, ``code`` and, for invalid objects, one cause per
+field error, exactly as the Kubernetes API server writes them. allot's own advice (the
+v1beta1-shape hint, for instance) travels as extra causes with reason ``Hint`` so that the
+upstream ``message`` stays byte-identical. Mapping is by exception class (walking the MRO),
+so a new subclass inherits its parent's mapping.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from allot.api.errors import ApiError, DecodeError, StrictDecodingError, UnknownKindError
+from allot.api.kinds import KindInfo
+from allot.api.meta import Status, StatusCause, StatusDetails
+from allot.validation.field import FieldError
+
+HINT_REASON = "Hint"
+
+
+class InvalidObjectError(Exception):
+    """Validation failed; carries the field errors and the object's identity."""
+
+    def __init__(self, info: KindInfo, name: str, errors: list[FieldError]) -> None:
+        super().__init__(invalid_message(info, name, errors))
+        self.info = info
+        self.name = name
+        self.errors = errors
+
+
+def invalid_message(info: KindInfo, name: str, errors: list[FieldError]) -> str:
+    texts = [str(error) for error in errors]
+    body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    return f'{info.qualified_kind} "{name}" is invalid: {body}'
+
+
+_QUANTITY_OPERATOR = re.compile(
+    r"found no matching overload for '_(>=|>|<=|<)_' applied to "
+    r"'\(kubernetes\.Quantity, kubernetes\.Quantity\)'"
+)
+_QUANTITY_ADVICE = {
+    ">=": "a.compareTo(b) >= 0",
+    ">": "a.isGreaterThan(b)",
+    "<=": "a.compareTo(b) <= 0",
+    "<": "a.isLessThan(b)",
+}
+
+
+def field_hints(errors: list[FieldError]) -> list[str]:
+    """allot's advice for field errors whose upstream text leaves users guessing."""
+    found: list[str] = []
+    for error in errors:
+        match = _QUANTITY_OPERATOR.search(error.detail)
+        if match:
+            operator = match.group(1)
+            found.append(
+                f"{error.path}: Quantities cannot be compared with '{operator}' in "
+                f"CEL; write {_QUANTITY_ADVICE[operator]}, e.g. "
+                "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) "
+                ">= 0"
+            )
+    return found
+
+
+def _invalid(err: Exception) -> Status:
+    assert isinstance(err, InvalidObjectError)
+    causes = [
+        StatusCause(reason=e.type.reason, message=e.body(), field=str(e.path)) for e in err.errors
+    ]
+    causes += [StatusCause(reason=HINT_REASON, message=hint) for hint in field_hints(err.errors)]
+    return Status(
+        status="Failure",
+        message=str(err),
+        reason="Invalid",
+        code=422,
+        details=StatusDetails(
+            name=err.name, group=err.info.group or None, kind=err.info.kind, causes=causes
+        ),
+    )
+
+
+def _strict(err: Exception) -> Status:
+    assert isinstance(err, StrictDecodingError)
+    causes = [StatusCause(reason=HINT_REASON, message=hint) for hint in err.hints]
+    return Status(
+        status="Failure",
+        message=str(err),
+        reason="BadRequest",
+        code=400,
+        details=StatusDetails(causes=causes) if causes else None,
+    )
+
+
+def _bad_request(err: Exception) -> Status:
+    return Status(status="Failure", message=str(err), reason="BadRequest", code=400)
+
+
+def _unknown_kind(err: Exception) -> Status:
+    assert isinstance(err, UnknownKindError)
+    return Status(
+        status="Failure",
+        message=str(err),
+        reason="NotFound",
+        code=404,
+        details=StatusDetails(kind=err.kind or None),
+    )
+
+
+_MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
+    InvalidObjectError: _invalid,
+    StrictDecodingError: _strict,
+    UnknownKindError: _unknown_kind,
+    DecodeError: _bad_request,
+    ApiError: _bad_request,
+}
+
+
+def to_status(err: Exception) -> Status:
+    """The ``Status`` for ``err``; unknown exceptions become a 500 InternalError."""
+    for cls in type(err).__mro__:
+        mapper = _MAPPERS.get(cls)
+        if mapper is not None:
+            return mapper(err)
+    return Status(
+        status="Failure",
+        reason="InternalError",
+        code=500,
+        message=f"Internal error occurred: {err}",
+    )
+
+
+def hints(status: Status) -> list[str]:
+    causes = status.details.causes if status.details and status.details.causes else []
+    return [c.message or "" for c in causes if c.reason == HINT_REASON]

@@ -1,0 +1,155 @@
+"""``core/v1`` validation for the kinds allot serves, focused on what DRA depends on.
+
+Pods: claim references (``spec.resourceClaims`` one-of, names, container
+``resources.claims`` pointing at existing entries), containers with names and images,
+restart policy. Namespaces, Nodes, ConfigMaps and Events get their name and basic field
+checks. Called by :mod:`allot.validation.objects`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from allot.api import core_v1 as corev1
+from allot.validation import meta as metavalidation
+from allot.validation import names
+from allot.validation.field import (
+    ErrorList,
+    Path,
+    duplicate,
+    invalid,
+    not_found,
+    not_supported,
+    required,
+    too_long,
+)
+
+RESTART_POLICIES = ["Always", "Never", "OnFailure"]
+CONFIG_MAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_MAP_MAX_BYTES = 1024 * 1024
+
+
+def validate_pod_spec(spec: corev1.PodSpec, path: Path) -> ErrorList:
+    errors: ErrorList = []
+    claim_names = [c.name or "" for c in spec.resource_claims or []]
+    errors += _validate_pod_claims(spec.resource_claims or [], path.child("resourceClaims"))
+    containers = spec.containers or []
+    if not containers:
+        errors.append(required(path.child("containers")))
+    all_names: list[str] = []
+    for wire, group in (("initContainers", spec.init_containers or []), ("containers", containers)):
+        for index, container in enumerate(group):
+            item = path.child(wire).index(index)
+            errors += _validate_container(container, item, claim_names)
+            if container.name in all_names:
+                errors.append(duplicate(item.child("name"), container.name))
+            all_names.append(container.name or "")
+    if spec.restart_policy and spec.restart_policy not in RESTART_POLICIES:
+        errors.append(
+            not_supported(path.child("restartPolicy"), spec.restart_policy, RESTART_POLICIES)
+        )
+    if spec.node_name:
+        errors += [
+            invalid(path.child("nodeName"), spec.node_name, msg)
+            for msg in names.is_dns1123_subdomain(spec.node_name)
+        ]
+    return errors
+
+
+def _validate_pod_claims(claims: list[corev1.PodResourceClaim], path: Path) -> ErrorList:
+    errors: ErrorList = []
+    seen: set[str] = set()
+    for index, claim in enumerate(claims):
+        item = path.index(index)
+        errors += metavalidation.validate_dns_label(claim.name, item.child("name"))
+        if claim.name in seen:
+            errors.append(duplicate(item.child("name"), claim.name))
+        seen.add(claim.name or "")
+        has_claim = claim.resource_claim_name is not None
+        has_template = claim.resource_claim_template_name is not None
+        if has_claim and has_template:
+            errors.append(
+                invalid(
+                    item,
+                    None,
+                    "at most one of `resourceClaimName` or "
+                    "`resourceClaimTemplateName` may be specified",
+                )
+            )
+        elif not has_claim and not has_template:
+            errors.append(
+                required(
+                    item, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+                )
+            )
+        for wire, value in (
+            ("resourceClaimName", claim.resource_claim_name),
+            ("resourceClaimTemplateName", claim.resource_claim_template_name),
+        ):
+            if value is not None:
+                errors += [
+                    invalid(item.child(wire), value, msg)
+                    for msg in names.is_dns1123_subdomain(value)
+                ]
+    return errors
+
+
+def _validate_container(
+    container: corev1.Container, path: Path, claim_names: list[str]
+) -> ErrorList:
+    errors = metavalidation.validate_dns_label(container.name, path.child("name"))
+    if not container.image:
+        errors.append(required(path.child("image")))
+    claims = container.resources.claims if container.resources else None
+    seen: set[tuple[str, str]] = set()
+    for index, claim in enumerate(claims or []):
+        item = path.child("resources", "claims").index(index)
+        if not claim.name:
+            errors.append(required(item.child("name")))
+        elif claim.name not in claim_names:
+            detail = (
+                "must be one of the names in pod.spec.resourceClaims: " + ", ".join(claim_names)
+                if claim_names
+                else "must be one of the names in pod.spec.resourceClaims which is empty"
+            )
+            errors.append(not_found(item, claim.name, detail))
+        key = (claim.name or "", claim.request or "")
+        if key in seen:
+            errors.append(duplicate(item, claim.name))
+        seen.add(key)
+    return errors
+
+
+def validate_config_map(config_map: corev1.ConfigMap) -> ErrorList:
+    errors: ErrorList = []
+    total = 0
+    for wire, mapping in (
+        ("data", config_map.data or {}),
+        ("binaryData", config_map.binary_data or {}),
+    ):
+        for key, value in mapping.items():
+            if not CONFIG_MAP_KEY.match(key):
+                errors.append(
+                    invalid(
+                        Path(wire),
+                        key,
+                        "a valid config key must consist of "
+                        "alphanumeric characters, '-', '_' or '.' (e.g. "
+                        "'key.name',  or 'KEY_NAME',  or 'key-name', regex used "
+                        "for validation is '[-._a-zA-Z0-9]+')",
+                    )
+                )
+            total += len(value)
+    if total > CONFIG_MAP_MAX_BYTES:
+        errors.append(too_long(Path(""), CONFIG_MAP_MAX_BYTES))
+    return errors
+
+
+def validate_event(event: corev1.Event) -> ErrorList:
+    errors: ErrorList = []
+    involved = event.involved_object
+    if not involved.kind:
+        errors.append(required(Path("involvedObject").child("kind")))
+    if event.type and event.type not in ("Normal", "Warning"):
+        errors.append(not_supported(Path("type"), event.type, ["Normal", "Warning"]))
+    return errors

@@ -1,0 +1,162 @@
+"""Name and format checks of ``k8s.io/apimachinery/pkg/util/validation``, with their texts.
+
+Each ``is_*`` function returns the list of messages Kubernetes would produce (empty when
+the value is fine), so callers wrap them into field errors exactly as upstream does.
+"""
+
+from __future__ import annotations
+
+import re
+
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN_FMT = rf"{DNS1123_LABEL_FMT}(\.{DNS1123_LABEL_FMT})*"
+C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+LABEL_VALUE_FMT = rf"({QUALIFIED_NAME_FMT})?"
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+QUALIFIED_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+
+_DNS1123_LABEL = re.compile(f"^{DNS1123_LABEL_FMT}$")
+_DNS1123_SUBDOMAIN = re.compile(f"^{DNS1123_SUBDOMAIN_FMT}$")
+_C_IDENTIFIER = re.compile(f"^{C_IDENTIFIER_FMT}$")
+_QUALIFIED_NAME = re.compile(f"^{QUALIFIED_NAME_FMT}$")
+_LABEL_VALUE = re.compile(f"^{LABEL_VALUE_FMT}$")
+
+
+def _regex_error(message: str, fmt: str, *examples: str) -> str:
+    if examples:
+        shown = ",  or ".join(f"'{e}'" for e in examples)
+        message += f" (e.g. {shown}, regex used for validation is '{fmt}')"
+    else:
+        message += f" (regex used for validation is '{fmt}')"
+    return message
+
+
+def max_len_error(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    errors = []
+    if len(value) > DNS1123_LABEL_MAX:
+        errors.append(max_len_error(DNS1123_LABEL_MAX))
+    if not _DNS1123_LABEL.match(value):
+        errors.append(
+            _regex_error(
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+                "'-', and must start and end with an alphanumeric character",
+                DNS1123_LABEL_FMT,
+                "my-name",
+                "123-abc",
+            )
+        )
+    return errors
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    errors = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        errors.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
+    if not _DNS1123_SUBDOMAIN.match(value):
+        errors.append(
+            _regex_error(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+                DNS1123_SUBDOMAIN_FMT,
+                "example.com",
+            )
+        )
+    return errors
+
+
+def is_c_identifier(value: str) -> list[str]:
+    if _C_IDENTIFIER.match(value):
+        return []
+    return [
+        _regex_error(
+            "a valid C identifier must start with alphabetic character or '_', followed by a "
+            "string of alphanumeric characters or '_'",
+            C_IDENTIFIER_FMT,
+            "my_name",
+            "MY_NAME",
+            "MyName",
+        )
+    ]
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """A label key or annotation key: ``[prefix/]name``."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+        errors: list[str] = []
+    elif len(parts) == 2:
+        prefix, name = parts
+        errors = []
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors.extend("prefix part " + msg for msg in is_dns1123_subdomain(prefix))
+    else:
+        return [
+            _regex_error(
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
+                "must start and end with an alphanumeric character",
+                QUALIFIED_NAME_FMT,
+                "MyName",
+                "my.name",
+                "123-abc",
+            )
+            + " with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX:
+        errors.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
+    if name and not _QUALIFIED_NAME.match(name):
+        errors.append(
+            "name part "
+            + _regex_error(
+                "must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                "end with an alphanumeric character",
+                QUALIFIED_NAME_FMT,
+                "MyName",
+                "my.name",
+                "123-abc",
+            )
+        )
+    return errors
+
+
+def is_label_value(value: str) -> list[str]:
+    errors = []
+    if len(value) > LABEL_VALUE_MAX:
+        errors.append(max_len_error(LABEL_VALUE_MAX))
+    if not _LABEL_VALUE.match(value):
+        errors.append(
+            _regex_error(
+                "a valid label must be an empty string or consist of alphanumeric characters, "
+                "'-', '_' or '.', and must start and end with an alphanumeric character",
+                LABEL_VALUE_FMT,
+                "MyValue",
+                "my_value",
+                "12345",
+            )
+        )
+    return errors
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def is_normalized_uuid(value: str) -> list[str]:
+    if _UUID.match(value):
+        return []
+    return [
+        "uid must be in RFC 4122 normalized form, "
+        "`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters"
+    ]
