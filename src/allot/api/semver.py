@@ -102,11 +102,7 @@ def _split_core(text: str) -> tuple[str, str, str]:
 def _parse_cached(text: str) -> Semver:
     match = SEMVER_PATTERN.match(text)
     if match is None:
-        raise SemverError(
-            f"No Major.Minor.Patch elements found in {text!r}"
-            if text.count(".") < 2
-            else f"invalid semantic version {text!r}"
-        )
+        raise SemverError(_parse_problem(text))
     pre = match.group("pre")
     build = match.group("build")
     return Semver(
@@ -116,6 +112,22 @@ def _parse_cached(text: str) -> Semver:
         tuple(pre.split(".")) if pre else (),
         tuple(build.split(".")) if build else (),
     )
+
+
+def _parse_problem(text: str) -> str:
+    """blang/semver's message for text that does not parse."""
+    if not text:
+        return "Version string empty"
+    parts = text.split(".", 2)
+    if len(parts) != 3:
+        return "No Major.Minor.Patch elements found"
+    core_patch = re.split(r"[-+]", parts[2], maxsplit=1)[0]
+    for label, part in (("major", parts[0]), ("minor", parts[1]), ("patch", core_patch)):
+        if not part.isdigit():
+            return f"Invalid character(s) found in {label} number {part!r}"
+        if len(part) > 1 and part.startswith("0"):
+            return f"{label.capitalize()} number must not contain leading zeroes {part!r}"
+    return f"Invalid prerelease or build metadata in {text!r}"
 
 
 def _compare_prerelease(left: tuple[str, ...], right: tuple[str, ...]) -> int:

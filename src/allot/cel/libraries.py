@@ -30,7 +30,7 @@ from allot.cel import values
 T = cel.Type
 QUANTITY = T(values.QUANTITY_TYPE_NAME)
 SEMVER = T(values.SEMVER_TYPE_NAME)
-ELEMENT = T("A")
+ELEMENT = T.DYN  # the binding has no type parameters; dyn unifies with any element
 LIST_OF_ELEMENT = T.List(ELEMENT)
 
 OverloadSpec = tuple[str, Any, Sequence[Any], bool, Callable[..., Any] | None]

@@ -1,0 +1,40 @@
+"""Shared fixtures and helpers for the test suite.
+
+Scenario files live in ``tests/scenarios`` and the published examples in ``examples/``;
+both are plain data read by several test modules. Hypothesis runs derandomized so every
+run is repeatable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import settings
+
+from allot.cel import SelectorCompiler
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = REPO / "tests" / "scenarios"
+EXAMPLES = REPO / "examples"
+
+settings.register_profile("repeatable", derandomize=True, deadline=None, max_examples=150)
+settings.load_profile("repeatable")
+
+
+def load_yaml_documents(path: Path) -> list[Any]:
+    with path.open() as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc is not None]
+
+
+def load_scenarios(name: str) -> list[dict[str, Any]]:
+    documents = load_yaml_documents(SCENARIOS / name)
+    scenarios: list[dict[str, Any]] = documents[0]
+    return scenarios
+
+
+@pytest.fixture(scope="session")
+def compiler() -> SelectorCompiler:
+    return SelectorCompiler()
