@@ -15,12 +15,14 @@ LONG_EXPRESSION = " && ".join(["true"] * 2100)
 
 
 def _device_view(scenario: dict[str, Any]) -> DeviceView:
-    device = resourceapi.Device.model_validate({
-        "name": "device-0",
-        "attributes": scenario.get("attributes", {}),
-        "capacity": scenario.get("capacity", {}),
-        "allowMultipleAllocations": scenario.get("allowMultipleAllocations"),
-    })
+    device = resourceapi.Device.model_validate(
+        {
+            "name": "device-0",
+            "attributes": scenario.get("attributes", {}),
+            "capacity": scenario.get("capacity", {}),
+            "allowMultipleAllocations": scenario.get("allowMultipleAllocations"),
+        }
+    )
     return DeviceView(scenario.get("driver", "dra.example.com"), device)
 
 
@@ -53,7 +55,8 @@ def test_compile_error_text_matches_kubernetes_layout(compiler: SelectorCompiler
         "compilation failed: ERROR: <input>:1:42: found no matching overload for '_>=_' "
         "applied to '(kubernetes.Quantity, kubernetes.Quantity)'\n"
         ' | device.capacity["gpu.nvidia.com"].memory >= quantity("40Gi")\n'
-        " | .........................................^")
+        " | .........................................^"
+    )
 
 
 def test_compiled_programs_are_cached_by_text(compiler: SelectorCompiler) -> None:

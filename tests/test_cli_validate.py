@@ -13,9 +13,13 @@ from allot.cli.main import main
 from tests.conftest import EXAMPLES
 
 SEEDS = EXAMPLES / "seeds"
-ACCEPTED = ["000-gpu-deviceclasses.yaml", "000-legal-whole-gpu-resourceclaim.yaml",
-            "000-research-gpu-slice-resourceclaim.yaml", "003-single-gpu-template.yaml",
-            "004-gpu-40g.yaml"]
+ACCEPTED = [
+    "000-gpu-deviceclasses.yaml",
+    "000-legal-whole-gpu-resourceclaim.yaml",
+    "000-research-gpu-slice-resourceclaim.yaml",
+    "003-single-gpu-template.yaml",
+    "004-gpu-40g.yaml",
+]
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -33,57 +37,74 @@ def test_seed_manifests_are_accepted(capsys: pytest.CaptureFixture[str], name: s
 
 
 def test_seed_001_dra_manifests_are_all_rejected_with_hints(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, _ = run(capsys, str(SEEDS / "001-dra-manifests.yaml"), "-o", "json")
     assert code == 1
     records = json.loads(out)
     assert [r["outcome"] for r in records] == ["invalid"] * 4
     statuses = [r["status"] for r in records]
     assert statuses[0]["reason"] == "Invalid"
-    assert "found no matching overload for '_>=_' applied to '(kubernetes.Quantity, " \
-           "kubernetes.Quantity)'" in statuses[0]["message"]
+    assert (
+        "found no matching overload for '_>=_' applied to '(kubernetes.Quantity, "
+        "kubernetes.Quantity)'" in statuses[0]["message"]
+    )
     assert statuses[1]["message"] == (
         'ResourceClaimTemplate in version "v1" cannot be handled as a ResourceClaimTemplate: '
         'strict decoding error: unknown field "spec.spec.devices.requests[0].deviceClassName", '
-        'unknown field "spec.spec.devices.requests[0].selectors"')
+        'unknown field "spec.spec.devices.requests[0].selectors"'
+    )
     assert statuses[2]["message"].endswith(
-        'unknown field "spec.devices.requests[0].deviceClassName"')
+        'unknown field "spec.devices.requests[0].deviceClassName"'
+    )
     for status in statuses:
         hints = [c["message"] for c in status["details"]["causes"] if c["reason"] == "Hint"]
         assert hints, status
     assert "compareTo(quantity('40Gi')) >= 0" in statuses[0]["details"]["causes"][-1]["message"]
-    assert "move deviceClassName, selectors under spec.spec.devices.requests[0].exactly" in \
-        statuses[1]["details"]["causes"][0]["message"]
+    assert (
+        "move deviceClassName, selectors under spec.spec.devices.requests[0].exactly"
+        in statuses[1]["details"]["causes"][0]["message"]
+    )
 
 
 def test_text_output_reads_like_kubectl(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, str(SEEDS / "001-dra-manifests.yaml"))
     assert code == 1
     lines = err.splitlines()
-    assert lines[0].startswith('The DeviceClass "high-memory-gpu" is invalid: '
-                               "spec.selectors[0].cel.expression: Invalid value: ")
-    assert any(line.startswith('Error from server (BadRequest): error when creating "') and
-               "cannot be handled as a ResourceClaim:" in line for line in lines)
+    assert lines[0].startswith(
+        'The DeviceClass "high-memory-gpu" is invalid: '
+        "spec.selectors[0].cel.expression: Invalid value: "
+    )
+    assert any(
+        line.startswith('Error from server (BadRequest): error when creating "')
+        and "cannot be handled as a ResourceClaim:" in line
+        for line in lines
+    )
     assert sum(line.startswith("  hint: ") for line in lines) == 5
 
 
 def test_workloads_pods_valid_and_unserved_kinds_skipped(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, _ = run(capsys, str(SEEDS / "001-workloads.yaml"))
     assert code == 0
     assert out.splitlines()[0].startswith("batch/v1 Job finetune-qwen skipped")
     assert "pod/qwen-inference valid" in out
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"kind: [unclosed\n", 'error parsing "{path}": error converting YAML to JSON: yaml: '),
-    (b"\xff\xfe\x00garbage", 'error parsing "{path}": invalid UTF-8 at byte 0'),
-    (b"- a\n- b\n", 'error parsing "{path}" (document 1): expected an object'),
-    (b"apiVersion: v1\nkind: Namespace\nkind: Pod\n", 'duplicate field "kind"'),
-    (b'{"apiVersion": "v1", "kind":', 'error parsing "{path}": invalid JSON at line 1'),
-])
-def test_bad_files_get_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                      content: bytes, message: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"kind: [unclosed\n", 'error parsing "{path}": error converting YAML to JSON: yaml: '),
+        (b"\xff\xfe\x00garbage", 'error parsing "{path}": invalid UTF-8 at byte 0'),
+        (b"- a\n- b\n", 'error parsing "{path}" (document 1): expected an object'),
+        (b"apiVersion: v1\nkind: Namespace\nkind: Pod\n", 'duplicate field "kind"'),
+        (b'{"apiVersion": "v1", "kind":', 'error parsing "{path}": invalid JSON at line 1'),
+    ],
+)
+def test_bad_files_get_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)
     code, out, err = run(capsys, str(path))
@@ -98,12 +119,21 @@ def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, err) == (1, 'error: the path "/nonexistent/x.yaml" does not exist\n')
 
 
-def test_json_list_and_standard_input(monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
-    document = {"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-         "metadata": {"name": "gpu"}}]}
+def test_json_list_and_standard_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": "gpu"},
+            },
+        ],
+    }
 
     class Stdin:
         buffer = __import__("io").BytesIO(json.dumps(document).encode())
@@ -115,7 +145,8 @@ def test_json_list_and_standard_input(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_admin_access_uses_namespace_from_the_same_input(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "admin.yaml"
     path.write_text("""
 apiVersion: v1
@@ -129,8 +160,10 @@ spec: {devices: {requests: [{name: a, exactly: {deviceClassName: x, adminAccess:
 """)
     code, _, err = run(capsys, str(path))
     assert code == 1
-    assert "adminAccess: Forbidden: admin access to devices requires the " \
-           "`resource.kubernetes.io/admin-access: true` label" in err
+    assert (
+        "adminAccess: Forbidden: admin access to devices requires the "
+        "`resource.kubernetes.io/admin-access: true` label" in err
+    )
 
 
 def test_empty_input_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -151,7 +184,12 @@ def test_oversized_files_are_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_console_script_runs(tmp_path: Path) -> None:
     allot = Path(sys.executable).with_name("allot")
-    result = subprocess.run([str(allot), "validate", str(SEEDS / "003-single-gpu-template.yaml")],
-                            capture_output=True, text=True, check=False, timeout=60)
+    result = subprocess.run(
+        [str(allot), "validate", str(SEEDS / "003-single-gpu-template.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "resourceclaimtemplate.resource.k8s.io/single-gpu valid\n"

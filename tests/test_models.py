@@ -23,11 +23,15 @@ from allot.api.quantity import Quantity
 from tests.conftest import EXAMPLES, load_yaml_documents
 
 TOP_LEVEL = [info.model for info in kinds.KINDS] + [
-    metav1.Status, resourceapi.ResourceClaimList, resourceapi.ResourceSliceList,
-    corev1.PodList]
+    metav1.Status,
+    resourceapi.ResourceClaimList,
+    resourceapi.ResourceSliceList,
+    corev1.PodList,
+]
 QUANTITIES = st.sampled_from(["1", "100m", "40Gi", "81559Mi", "1536Mi", "6G", "1e3", "-5"])
-TIMES = st.datetimes(min_value=dt.datetime(2020, 1, 1), max_value=dt.datetime(2030, 1, 1),
-                     timezones=st.just(dt.UTC)).map(lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ"))
+TIMES = st.datetimes(
+    min_value=dt.datetime(2020, 1, 1), max_value=dt.datetime(2030, 1, 1), timezones=st.just(dt.UTC)
+).map(lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ"))
 WORDS = st.text(alphabet="abcdefghij-.", min_size=1, max_size=8)
 
 
@@ -43,13 +47,17 @@ def _strategy_for(annotation: Any, depth: int) -> st.SearchStrategy[Any]:
     if origin is list:
         return st.lists(_strategy_for(args[0], depth + 1), max_size=2 if depth < 4 else 0)
     if origin is dict:
-        return st.dictionaries(WORDS, _strategy_for(args[1], depth + 1),
-                               max_size=2 if depth < 4 else 0)
+        return st.dictionaries(
+            WORDS, _strategy_for(args[1], depth + 1), max_size=2 if depth < 4 else 0
+        )
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return wire_strategy(annotation, depth + 1)
     simple: dict[Any, st.SearchStrategy[Any]] = {
-        str: WORDS, int: st.integers(-(2**40), 2**40), bool: st.booleans(),
-        Quantity: QUANTITIES, dt.datetime: TIMES,
+        str: WORDS,
+        int: st.integers(-(2**40), 2**40),
+        bool: st.booleans(),
+        Quantity: QUANTITIES,
+        dt.datetime: TIMES,
     }
     if annotation in simple:
         return simple[annotation]
@@ -96,73 +104,106 @@ def test_published_objects_decode_and_re_encode_identically(path: Any) -> None:
 
 def test_camel_case_and_omitted_empties() -> None:
     result = resourceapi.DeviceRequestAllocationResult(
-        request="gpu", driver="gpu.nvidia.com", pool="node-1", device="gpu-0",
-        share_id="2f3c0a5e-1d4b-4b8e-9e0a-0c8f7b6a5d4c")
-    assert result.to_wire() == {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-1",
-                                "device": "gpu-0",
-                                "shareID": "2f3c0a5e-1d4b-4b8e-9e0a-0c8f7b6a5d4c"}
+        request="gpu",
+        driver="gpu.nvidia.com",
+        pool="node-1",
+        device="gpu-0",
+        share_id="2f3c0a5e-1d4b-4b8e-9e0a-0c8f7b6a5d4c",
+    )
+    assert result.to_wire() == {
+        "request": "gpu",
+        "driver": "gpu.nvidia.com",
+        "pool": "node-1",
+        "device": "gpu-0",
+        "shareID": "2f3c0a5e-1d4b-4b8e-9e0a-0c8f7b6a5d4c",
+    }
     attribute = resourceapi.DeviceAttribute.model_validate({"int": 3})
-    assert attribute.int_ == 3 and attribute.to_wire() == {"int": 3}
+    assert attribute.int_ == 3
+    assert attribute.to_wire() == {"int": 3}
 
 
 def test_maps_are_written_with_sorted_keys() -> None:
     device = resourceapi.Device.model_validate(
-        {"name": "d", "attributes": {"zeta": {"int": 1}, "alpha": {"int": 2}}})
+        {"name": "d", "attributes": {"zeta": {"int": 1}, "alpha": {"int": 2}}}
+    )
     assert list(device.to_wire()["attributes"]) == ["alpha", "zeta"]
 
 
 def test_quantities_are_written_canonically() -> None:
     capacity = resourceapi.DeviceCapacity.model_validate({"value": "1.5Gi"})
     assert capacity.to_wire() == {"value": "1536Mi"}
-    assert resourceapi.DeviceCapacity.model_validate({"value": 1024}).to_wire() == {
-        "value": "1024"}
+    assert resourceapi.DeviceCapacity.model_validate({"value": 1024}).to_wire() == {"value": "1024"}
 
 
 def test_unknown_fields_are_reported_with_their_paths_and_v1beta1_hint() -> None:
-    document = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                "metadata": {"name": "c"},
-                "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "x",
-                                                   "count": 2}]}, "foo": 1}}
+    document = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "spec": {
+            "devices": {"requests": [{"name": "gpu", "deviceClassName": "x", "count": 2}]},
+            "foo": 1,
+        },
+    }
     with pytest.raises(StrictDecodingError) as caught:
         kinds.decode(document)
     assert str(caught.value) == (
         'ResourceClaim in version "v1" cannot be handled as a ResourceClaim: strict decoding '
         'error: unknown field "spec.devices.requests[0].deviceClassName", unknown field '
-        '"spec.devices.requests[0].count", unknown field "spec.foo"')
+        '"spec.devices.requests[0].count", unknown field "spec.foo"'
+    )
     assert caught.value.hints == [
         "spec.devices.requests[0] has the v1beta1 shape: in resource.k8s.io/v1, move "
         "deviceClassName, count under spec.devices.requests[0].exactly (or list alternatives "
-        "under spec.devices.requests[0].firstAvailable)"]
+        "under spec.devices.requests[0].firstAvailable)"
+    ]
 
 
 def test_wrong_types_name_the_field() -> None:
-    document = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                "metadata": {"name": "c"},
-                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                    "deviceClassName": "x", "count": "two"}}]}}}
+    document = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "x", "count": "two"}}]
+            }
+        },
+    }
     with pytest.raises(StrictDecodingError) as caught:
         kinds.decode(document)
     assert caught.value.problems == [
         "json: cannot unmarshal string into Go struct field "
-        "ResourceClaim.spec.devices.requests[0].exactly.count of type int64"]
+        "ResourceClaim.spec.devices.requests[0].exactly.count of type int64"
+    ]
 
 
 def test_bad_quantity_is_a_decoding_error() -> None:
-    document = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                "metadata": {"name": "s"}, "spec": {"devices": [
-                    {"name": "d", "capacity": {"memory": {"value": "80GB"}}}]}}
+    document = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {"devices": [{"name": "d", "capacity": {"memory": {"value": "80GB"}}}]},
+    }
     with pytest.raises(StrictDecodingError, match="quantities must match the regular"):
         kinds.decode(document)
 
 
-@pytest.mark.parametrize(("document", "message"), [
-    ({"apiVersion": "resource.k8s.io/v1beta3", "kind": "ResourceClaim"},
-     'no matches for kind "ResourceClaim" in version "resource.k8s.io/v1beta3"'),
-    ({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim"},
-     "allot serves resource.k8s.io/v1 only"),
-    ({"kind": "Pod"}, "Object 'apiVersion' is missing"),
-    ({"apiVersion": "v1"}, "Object 'Kind' is missing"),
-])
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            {"apiVersion": "resource.k8s.io/v1beta3", "kind": "ResourceClaim"},
+            'no matches for kind "ResourceClaim" in version "resource.k8s.io/v1beta3"',
+        ),
+        (
+            {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim"},
+            "allot serves resource.k8s.io/v1 only",
+        ),
+        ({"kind": "Pod"}, "Object 'apiVersion' is missing"),
+        ({"apiVersion": "v1"}, "Object 'Kind' is missing"),
+    ],
+)
 def test_unknown_or_missing_kinds(document: dict[str, Any], message: str) -> None:
     with pytest.raises(UnknownKindError, match=message):
         kinds.decode(document)

@@ -27,8 +27,9 @@ def _expand(document: dict[str, Any]) -> dict[str, Any]:
     document = copy.deepcopy(document)
     devices = document.get("spec", {}).get("devices", {})
     if isinstance(devices, dict) and devices.get("requests") == "MANY_REQUESTS_33":
-        devices["requests"] = [{"name": f"r{i}", "exactly": {"deviceClassName": "x"}}
-                               for i in range(33)]
+        devices["requests"] = [
+            {"name": f"r{i}", "exactly": {"deviceClassName": "x"}} for i in range(33)
+        ]
     return document
 
 
@@ -47,53 +48,81 @@ def test_validation_scenario(scenario: dict[str, Any], compiler: SelectorCompile
 
 def _claim(spec: dict[str, Any]) -> resourceapi.ResourceClaim:
     return resourceapi.ResourceClaim.model_validate(
-        {"metadata": {"name": "c", "namespace": "default"}, "spec": spec})
+        {"metadata": {"name": "c", "namespace": "default"}, "spec": spec}
+    )
 
 
-GPU_SPEC = {"devices": {"requests": [{"name": "gpu", "exactly": {
-    "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}]}}
+GPU_SPEC = {
+    "devices": {
+        "requests": [
+            {
+                "name": "gpu",
+                "exactly": {
+                    "deviceClassName": "gpu.nvidia.com",
+                    "allocationMode": "ExactCount",
+                    "count": 1,
+                },
+            }
+        ]
+    }
+}
 
 
 def test_claim_spec_is_immutable(compiler: SelectorCompiler) -> None:
     old, new = _claim(GPU_SPEC), _claim(GPU_SPEC)
     assert validate_update(new, old, _context(compiler, None)) == []
-    assert new.spec.devices and new.spec.devices.requests
+    assert new.spec.devices
+    assert new.spec.devices.requests
     new.spec.devices.requests[0].name = "other"
     errors = validate_update(new, old, _context(compiler, None))
-    assert [e.body() for e in errors][0].endswith(": field is immutable")
+    assert next(e.body() for e in errors).endswith(": field is immutable")
     assert str(errors[0].path) == "spec"
 
 
 def test_unchanged_class_selectors_are_not_recompiled(compiler: SelectorCompiler) -> None:
     long_expression = " && ".join(["true"] * 2100)
-    document = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                "metadata": {"name": "c"},
-                "spec": {"selectors": [{"cel": {"expression": long_expression}}]}}
+    document = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "c"},
+        "spec": {"selectors": [{"cel": {"expression": long_expression}}]},
+    }
     old = kinds.decode(document)
     assert [str(e) for e in validate_create(old, _context(compiler, None))] == [
-        "spec.selectors[0].cel.expression: Too long: may not be more than 10240 bytes"]
+        "spec.selectors[0].cel.expression: Too long: may not be more than 10240 bytes"
+    ]
     relabelled = kinds.decode({**document, "metadata": {"name": "c", "labels": {"a": "b"}}})
     assert validate_update(relabelled, old, _context(compiler, None)) == []
 
 
 def test_slice_identity_is_immutable(compiler: SelectorCompiler) -> None:
-    document = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                "metadata": {"name": "s"},
-                "spec": {"driver": "gpu.nvidia.com", "nodeName": "n",
-                         "pool": {"name": "p", "resourceSliceCount": 1}}}
+    document: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": "n",
+            "pool": {"name": "p", "resourceSliceCount": 1},
+        },
+    }
     old = kinds.decode(document)
-    moved = kinds.decode({**document, "spec": {**document["spec"], "nodeName": "m",
-                                               "driver": "other.example.com"}})
+    moved = kinds.decode(
+        {**document, "spec": {**document["spec"], "nodeName": "m", "driver": "other.example.com"}}
+    )
     assert [str(e) for e in validate_update(moved, old, _context(compiler, None))] == [
         'spec.driver: Invalid value: "other.example.com": field is immutable',
-        'spec.nodeName: Invalid value: "m": field is immutable']
+        'spec.nodeName: Invalid value: "m": field is immutable',
+    ]
 
 
-def _allocated(results: list[dict[str, Any]], reserved: list[dict[str, Any]] | None = None
-               ) -> resourceapi.ResourceClaim:
+def _allocated(
+    results: list[dict[str, Any]], reserved: list[dict[str, Any]] | None = None
+) -> resourceapi.ResourceClaim:
     claim = _claim(GPU_SPEC)
     claim.status = resourceapi.ResourceClaimStatus.model_validate(
-        {"allocation": {"devices": {"results": results}}, "reservedFor": reserved})
+        {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}
+    )
     return claim
 
 
@@ -106,12 +135,13 @@ def test_status_allocation_rules(compiler: SelectorCompiler) -> None:
     assert validate_status_update(_allocated([RESULT]), unallocated, context) == []
     wrong = _allocated([{**RESULT, "request": "nope", "shareID": "ABC"}])
     assert [str(e) for e in validate_status_update(wrong, unallocated, context)] == [
-        "status.allocation.devices.results[0].request: Invalid value: \"nope\": must be the "
+        'status.allocation.devices.results[0].request: Invalid value: "nope": must be the '
         "name of a request in the claim or the name of a request and a subrequest separated "
         "by '/'",
         'status.allocation.devices.results[0].shareID: Invalid value: "ABC": uid must be in '
         "RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase "
-        "hexadecimal characters"]
+        "hexadecimal characters",
+    ]
     changed = _allocated([{**RESULT, "device": "gpu-1"}])
     errors = validate_status_update(changed, _allocated([RESULT]), context)
     assert [e.body() for e in errors] == ['Invalid value: "<allocation>": field is immutable']
@@ -120,46 +150,76 @@ def test_status_allocation_rules(compiler: SelectorCompiler) -> None:
 def test_reserved_for_requires_allocation(compiler: SelectorCompiler) -> None:
     claim = _claim(GPU_SPEC)
     claim.status = resourceapi.ResourceClaimStatus.model_validate(
-        {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]})
+        {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}
+    )
     errors = validate_status_update(claim, _claim(GPU_SPEC), _context(compiler, None))
     assert [str(e) for e in errors] == [
-        "status.reservedFor: Forbidden: may not be specified when `allocated` is not set"]
+        "status.reservedFor: Forbidden: may not be specified when `allocated` is not set"
+    ]
 
 
 def test_invalid_status_matches_the_api_server(compiler: SelectorCompiler) -> None:
-    obj = kinds.decode({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                        "metadata": {"name": "bad-claim", "namespace": "default"},
-                        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {}},
-                                                          {"name": "x"}]}}})
+    obj = kinds.decode(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "bad-claim", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {}}, {"name": "x"}]}},
+        }
+    )
     apply_defaults(obj)
     errors = validate_create(obj, _context(compiler, None))
     status = to_status(InvalidObjectError(kinds.kind_info(obj), "bad-claim", errors)).to_wire()
     assert status == {
-        "apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
+        "apiVersion": "v1",
+        "kind": "Status",
+        "metadata": {},
+        "status": "Failure",
         "message": 'ResourceClaim.resource.k8s.io "bad-claim" is invalid: '
-                   "[spec.devices.requests[0].exactly.deviceClassName: Required value, "
-                   "spec.devices.requests[1]: Required value: exactly one of `exactly` or "
-                   "`firstAvailable` is required]",
+        "[spec.devices.requests[0].exactly.deviceClassName: Required value, "
+        "spec.devices.requests[1]: Required value: exactly one of `exactly` or "
+        "`firstAvailable` is required]",
         "reason": "Invalid",
-        "details": {"name": "bad-claim", "group": "resource.k8s.io", "kind": "ResourceClaim",
-                    "causes": [
-                        {"reason": "FieldValueRequired", "message": "Required value",
-                         "field": "spec.devices.requests[0].exactly.deviceClassName"},
-                        {"reason": "FieldValueRequired",
-                         "message": "Required value: exactly one of `exactly` or "
-                                    "`firstAvailable` is required",
-                         "field": "spec.devices.requests[1]"}]},
-        "code": 422}
+        "details": {
+            "name": "bad-claim",
+            "group": "resource.k8s.io",
+            "kind": "ResourceClaim",
+            "causes": [
+                {
+                    "reason": "FieldValueRequired",
+                    "message": "Required value",
+                    "field": "spec.devices.requests[0].exactly.deviceClassName",
+                },
+                {
+                    "reason": "FieldValueRequired",
+                    "message": "Required value: exactly one of `exactly` or "
+                    "`firstAvailable` is required",
+                    "field": "spec.devices.requests[1]",
+                },
+            ],
+        },
+        "code": 422,
+    }
 
 
 def test_quantity_operator_error_carries_a_hint(compiler: SelectorCompiler) -> None:
-    obj = kinds.decode({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                        "metadata": {"name": "c"}, "spec": {"selectors": [{"cel": {
-                            "expression": 'device.capacity["x"].memory < quantity("1")'}}]}})
+    obj = kinds.decode(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "c"},
+            "spec": {
+                "selectors": [
+                    {"cel": {"expression": 'device.capacity["x"].memory < quantity("1")'}}
+                ]
+            },
+        }
+    )
     errors = validate_create(obj, _context(compiler, None))
     status = to_status(InvalidObjectError(kinds.kind_info(obj), "c", errors))
     assert hints(status) == [
         "spec.selectors[0].cel.expression: Quantities cannot be compared with '<' in CEL; "
         "write a.isLessThan(b), e.g. device.capacity['gpu.nvidia.com'].memory.compareTo("
-        "quantity('40Gi')) >= 0"]
+        "quantity('40Gi')) >= 0"
+    ]
     assert "Hint" not in (status.message or "")

@@ -16,26 +16,42 @@ from allot.cli.main import main as allot_main
 
 EXAMPLES = Path("examples")
 STEPS = [
-    ("Seed 000: the platform team's DeviceClasses and the tenants' claims",
-     ["seeds/000-gpu-deviceclasses.yaml", "seeds/000-legal-whole-gpu-resourceclaim.yaml",
-      "seeds/000-research-gpu-slice-resourceclaim.yaml"]),
-    ("Seeds 003 and 004: NVIDIA's and a GPU platform's templates and pods",
-     ["seeds/003-single-gpu-template.yaml", "seeds/004-gpu-40g.yaml"]),
-    ("Seed 001: the article's DRA manifests (v1beta1 shape under v1, Quantity >=)",
-     ["seeds/001-dra-manifests.yaml"]),
-    ("Seed 001: its workloads (Job and Deployment are not kinds allot serves)",
-     ["seeds/001-workloads.yaml"]),
-    ("NVIDIA DRA driver: published ResourceSlices and DeviceClasses",
-     ["nvidia/deviceclasses.yaml", "nvidia/a100-40gb-x1-whole-gpu.yaml",
-      "nvidia/a100-40gb-static-mig-7x1g5gb.yaml", "nvidia/h100-80gb-x8-whole-gpus.yaml",
-      "nvidia/h100-80gb-dynamic-mig-partitionable.yaml"]),
+    (
+        "Seed 000: the platform team's DeviceClasses and the tenants' claims",
+        [
+            "seeds/000-gpu-deviceclasses.yaml",
+            "seeds/000-legal-whole-gpu-resourceclaim.yaml",
+            "seeds/000-research-gpu-slice-resourceclaim.yaml",
+        ],
+    ),
+    (
+        "Seeds 003 and 004: NVIDIA's and a GPU platform's templates and pods",
+        ["seeds/003-single-gpu-template.yaml", "seeds/004-gpu-40g.yaml"],
+    ),
+    (
+        "Seed 001: the article's DRA manifests (v1beta1 shape under v1, Quantity >=)",
+        ["seeds/001-dra-manifests.yaml"],
+    ),
+    (
+        "Seed 001: its workloads (Job and Deployment are not kinds allot serves)",
+        ["seeds/001-workloads.yaml"],
+    ),
+    (
+        "NVIDIA DRA driver: published ResourceSlices and DeviceClasses",
+        [
+            "nvidia/deviceclasses.yaml",
+            "nvidia/a100-40gb-x1-whole-gpu.yaml",
+            "nvidia/a100-40gb-static-mig-7x1g5gb.yaml",
+            "nvidia/h100-80gb-x8-whole-gpus.yaml",
+            "nvidia/h100-80gb-dynamic-mig-partitionable.yaml",
+        ],
+    ),
 ]
 
 
 def run() -> int:
     if not EXAMPLES.is_dir():
-        print("error: run the demo from the repository root (examples/ not found)",
-              file=sys.stderr)
+        print("error: run the demo from the repository root (examples/ not found)", file=sys.stderr)
         return 1
     for title, files in STEPS:
         print(f"\n=== {title}")

@@ -182,10 +182,8 @@ def _range_bound(tokens: list[Token], macro_index: int) -> int:
                 if depth == 0:
                     break
             index -= 1
-        is_literal_list = (
-            index == 0
-            or (tokens[index - 1].kind == "op"
-            and tokens[index - 1].text not in (")", "]"))
+        is_literal_list = index == 0 or (
+            tokens[index - 1].kind == "op" and tokens[index - 1].text not in (")", "]")
         )
         if is_literal_list:
             elements = sum(1 for t in tokens[index + 1 : receiver_end] if t.text == ",")
