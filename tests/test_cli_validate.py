@@ -193,3 +193,20 @@ def test_console_script_runs(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "resourceclaimtemplate.resource.k8s.io/single-gpu valid\n"
+
+
+def test_oversized_objects_get_the_api_servers_413(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "huge.json"
+    huge = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "big"},
+        "data": {"blob": "x" * (3 * 1024 * 1024 + 1)},
+    }
+    path.write_text(json.dumps(huge))
+    code, _, err = run(capsys, str(path))
+    assert code == 1
+    assert err.startswith("Error from server (RequestEntityTooLarge): error when creating")
+    assert "Request entity too large: limit is 3145728" in err

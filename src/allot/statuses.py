@@ -13,7 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from allot.api.errors import ApiError, DecodeError, StrictDecodingError, UnknownKindError
+from allot.api.errors import (
+    ApiError,
+    DecodeError,
+    ObjectTooLargeError,
+    StrictDecodingError,
+    UnknownKindError,
+)
 from allot.api.kinds import KindInfo
 from allot.api.meta import Status, StatusCause, StatusDetails
 from allot.validation.field import FieldError
@@ -109,7 +115,12 @@ def _unknown_kind(err: Exception) -> Status:
     )
 
 
+def _too_large(err: Exception) -> Status:
+    return Status(status="Failure", message=str(err), reason="RequestEntityTooLarge", code=413)
+
+
 _MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
+    ObjectTooLargeError: _too_large,
     InvalidObjectError: _invalid,
     StrictDecodingError: _strict,
     UnknownKindError: _unknown_kind,

@@ -5,6 +5,7 @@ Class tree::
     ApiError
     ├── QuantityError      a string is not a Kubernetes quantity
     ├── SemverError        a string is not a strict semantic version
+    ├── ObjectTooLargeError an object is larger than the API server accepts
     └── DecodeError        a document cannot be decoded into a known kind
         ├── UnknownKindError   apiVersion/kind is not served
         └── StrictDecodingError unknown or duplicate fields, wrong JSON types
@@ -26,6 +27,14 @@ class QuantityError(ApiError, ValueError):
 
 class SemverError(ApiError, ValueError):
     """Text that is not a strict semver 2.0.0 version."""
+
+
+class ObjectTooLargeError(ApiError):
+    """An object over the API server's request limit (3 MiB); the text is upstream's."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Request entity too large: limit is {limit}")
+        self.limit = limit
 
 
 class DecodeError(ApiError):

@@ -19,7 +19,10 @@ from pydantic import ValidationError
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.base import ApiModel
-from allot.api.errors import StrictDecodingError, UnknownKindError
+from allot.api.errors import ObjectTooLargeError, StrictDecodingError, UnknownKindError
+
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+"""The API server's request body limit (``--max-request-bytes`` default)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ def decode(document: Any) -> ApiModel:
             f"Object 'apiVersion' is missing in '{_preview(document)}'", api_version="", kind=kind
         )
     info = lookup(api_version, kind)
+    if len(json.dumps(document, separators=(",", ":"), default=str)) > MAX_REQUEST_BODY_BYTES:
+        raise ObjectTooLargeError(MAX_REQUEST_BODY_BYTES)
     try:
         return info.model.model_validate(document)
     except ValidationError as err:

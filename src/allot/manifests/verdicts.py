@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass
 
 from allot.api.base import ApiModel
-from allot.api.errors import DecodeError
+from allot.api.errors import ApiError
 from allot.api.kinds import decode, kind_info
 from allot.api.meta import Status
 from allot.cel import SelectorCompiler
@@ -101,7 +101,7 @@ def _judge_one(document: Document, context: ResourceContext) -> Verdict:
         return Verdict(document, Outcome.SKIPPED, f"{api_version} {kind} {name}".strip())
     try:
         obj = decode(content)
-    except DecodeError as err:
+    except ApiError as err:
         return Verdict(document, Outcome.INVALID, f"{kind} {name}".strip(), to_status(err))
     info = kind_info(obj)
     metadata = getattr(obj, "metadata", None)
