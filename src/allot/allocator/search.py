@@ -1,0 +1,527 @@
+"""The structured allocator: a depth-first search over devices (incubating v0.36.0).
+
+Contract (as upstream's ``Allocator``): ``allocate(node, claims)`` returns one
+``AllocationResult`` per claim, ``None`` when the claims do not fit together on the node,
+or raises :class:`AllocationError` for bad input (``InvalidPoolsError`` when nothing fits
+and some pool was invalid). Inputs are never modified. The search visits claims, requests
+and devices in order, explores combinations (not permutations) within a request, tries
+``firstAvailable`` alternatives strictly in order, and backtracks through undo closures.
+``stats.allocate_one_invocations`` counts the recursion steps as upstream does.
+
+An :class:`Allocator` is built once for a set of slices and classes (device views and
+compiled selectors are reused across calls); each call has its own ``_Search`` state.
+Ported from ``allocator_incubating.go`` (allocateOne, allocateDevice, isSelectable).
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from allot.allocator import results as resultbuilder
+from allot.allocator.capacity import Consumption, consumption
+from allot.allocator.constraints import Constraint
+from allot.allocator.errors import AllocationError, InvalidPoolsError
+from allot.allocator.pools import Pool, PoolDevice, PoolKey, device_matches_node, gather_pools
+from allot.allocator.requests import (
+    MAX_DEVICES_PER_CLAIM,
+    ClaimData,
+    RequestBuilder,
+    RequestData,
+)
+from allot.allocator.state import AllocatedState, DeviceID, device_id_text
+from allot.allocator.trace import Reason, Tracer
+from allot.api import core_v1 as corev1
+from allot.api import resource_v1 as resourceapi
+from allot.api.features import KUBERNETES_1_36, Features
+from allot.api.quantity import Quantity
+from allot.cel import DeviceView, EvaluationError, SelectorCompiler
+
+BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+class Outcome(enum.Enum):
+    SUCCESS = "success"
+    FAIL = "fail"
+    MAX_EXCEEDED = "max-exceeded"
+
+
+@dataclass
+class Stats:
+    allocate_one_invocations: int = 0
+
+
+@dataclass
+class InternalResult:
+    request: RequestData
+    device: PoolDevice
+    share_id: str | None = None
+    consumed: Consumption | None = None
+
+
+def tolerates(toleration: resourceapi.DeviceToleration, taint: resourceapi.DeviceTaint) -> bool:
+    """``resourceclaim.ToleratesTaint``."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    operator = toleration.operator or resourceapi.TOLERATION_OP_EQUAL
+    if operator == resourceapi.TOLERATION_OP_EXISTS:
+        return True
+    return operator == resourceapi.TOLERATION_OP_EQUAL and (toleration.value or "") == (
+        taint.value or ""
+    )
+
+
+class Allocator:
+    """Reusable across calls for one snapshot of slices and classes."""
+
+    def __init__(
+        self,
+        slices: Iterable[resourceapi.ResourceSlice],
+        classes: Iterable[resourceapi.DeviceClass],
+        *,
+        features: Features = KUBERNETES_1_36,
+        compiler: SelectorCompiler | None = None,
+        new_share_id: Callable[[], str] | None = None,
+    ) -> None:
+        if features.dra_list_type_attributes:
+            raise AllocationError(
+                "the DRAListTypeAttributes feature (the experimental "
+                "allocator) is not supported by allot"
+            )
+        self.features = features
+        self.compiler = compiler or SelectorCompiler()
+        self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
+        self.classes = {c.metadata.name or "": c for c in classes}
+        self.slices = list(slices)
+        self.on_node: dict[str, list[resourceapi.ResourceSlice]] = {}
+        self.shared: list[resourceapi.ResourceSlice] = []
+        self.by_pool: dict[PoolKey, list[resourceapi.ResourceSlice]] = {}
+        for slice_ in self.slices:
+            if slice_.spec.node_name and not slice_.spec.shared_counters:
+                self.on_node.setdefault(slice_.spec.node_name, []).append(slice_)
+            else:
+                self.shared.append(slice_)
+            pool = slice_.spec.pool.name if slice_.spec.pool else ""
+            self.by_pool.setdefault((slice_.spec.driver or "", pool or ""), []).append(slice_)
+        self._views: dict[tuple[int, str], DeviceView] = {}
+        self.stats = Stats()
+
+    def view(self, slice_: resourceapi.ResourceSlice, device: resourceapi.Device) -> DeviceView:
+        key = (id(slice_), device.name or "")
+        view = self._views.get(key)
+        if view is None:
+            view = DeviceView(slice_.spec.driver or "", device)
+            self._views[key] = view
+        return view
+
+    def pools_for(self, node: corev1.Node) -> list[Pool]:
+        candidates = self.on_node.get(node.metadata.name or "", []) + self.shared
+        return gather_pools(node, candidates, self.by_pool, self.features, self.view)
+
+    def allocate(
+        self,
+        node: corev1.Node,
+        claims: list[resourceapi.ResourceClaim],
+        state: AllocatedState | None = None,
+        tracer: Tracer | None = None,
+    ) -> list[resourceapi.AllocationResult] | None:
+        search = _Search(self, node, claims, state or AllocatedState(), tracer)
+        try:
+            return search.run()
+        finally:
+            self.stats.allocate_one_invocations += search.invocations
+
+
+@dataclass
+class _Search:
+    """The state of one ``allocate`` call (no locking needed: never shared)."""
+
+    allocator: Allocator
+    node: corev1.Node
+    claims: list[resourceapi.ResourceClaim]
+    state: AllocatedState
+    tracer: Tracer | None
+    invocations: int = 0
+    pools: list[Pool] = field(default_factory=list)
+    candidates: list[tuple[Pool, PoolDevice]] = field(default_factory=list)
+    claim_data: list[ClaimData] = field(default_factory=list)
+    results: list[list[InternalResult]] = field(default_factory=list)
+    allocating: list[set[DeviceID]] = field(default_factory=list)
+    selectable_cache: dict[tuple[DeviceID, int], bool] = field(default_factory=dict)
+    available_counters: dict[str, dict[str, dict[str, Quantity]]] = field(default_factory=dict)
+    in_flight_counters: dict[str, dict[str, dict[str, Quantity]]] = field(default_factory=dict)
+    in_flight_capacity: dict[DeviceID, Consumption] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- entry point
+    def run(self) -> list[resourceapi.AllocationResult] | None:
+        features = self.allocator.features
+        self.pools = self.allocator.pools_for(self.node)
+        self.candidates = [
+            (pool, device)
+            for pool in self.pools
+            if not pool.is_incomplete and not pool.is_invalid
+            for device in pool.devices
+        ]
+        builder = RequestBuilder(
+            compiler=self.allocator.compiler,
+            classes=self.allocator.classes.get,
+            admin_access=features.dra_admin_access,
+            prioritized_list=features.dra_prioritized_list,
+            consumable_capacity=features.dra_consumable_capacity,
+            enumerate_all=self._enumerate_all,
+        )
+        self.claim_data = [builder.build(i, claim) for i, claim in enumerate(self.claims)]
+        self.results = [[] for _ in self.claims]
+        self.allocating = [set() for _ in self.claims]
+        outcome = self.allocate_one(0, 0, -1, 0, 0)
+        if outcome is not Outcome.SUCCESS:
+            if any(pool.is_invalid for pool in self.pools):
+                raise InvalidPoolsError()
+            return None
+        return [
+            resultbuilder.build_allocation(
+                self.node, data, self.results[i], binding=self._binding_enabled()
+            )
+            for i, data in enumerate(self.claim_data)
+        ]
+
+    def _binding_enabled(self) -> bool:
+        features = self.allocator.features
+        return features.dra_device_binding_conditions and features.dra_resource_claim_device_status
+
+    def _enumerate_all(self, request: RequestData) -> list[PoolDevice]:
+        label = self.claim_label(request.claim_index)
+        devices = []
+        for pool in self.pools:
+            if pool.is_incomplete:
+                raise AllocationError(
+                    f"claim {label}, request {request.name}: asks for all "
+                    f"devices, but resource pool {pool.label} is currently "
+                    "being updated"
+                )
+            if pool.is_invalid:
+                raise AllocationError(
+                    f"claim {label}, request {request.name}: asks for all "
+                    f"devices, but resource pool {pool.label} is currently "
+                    "invalid"
+                )
+            for device in pool.devices:
+                if not self.is_selectable(device, request):
+                    continue
+                if (
+                    self.allocator.features.dra_consumable_capacity
+                    and self._capacity_for(device, request) is None
+                ):
+                    continue
+                devices.append(device)
+        return devices
+
+    def claim_label(self, index: int) -> str:
+        claim = self.claims[index]
+        namespace, name = claim.metadata.namespace, claim.metadata.name or ""
+        return f"{namespace}/{name}" if namespace else name
+
+    # ------------------------------------------------------------------ the search
+    # port of allocator_incubating.go:allocateOne @ v0.36.0
+    def allocate_one(self, claim: int, request: int, sub: int, device: int, start: int) -> Outcome:
+        self.invocations += 1
+        if claim == len(self.claim_data):
+            return Outcome.SUCCESS
+        data = self.claim_data[claim]
+        if request == len(data.requests):
+            outcome = self.allocate_one(claim + 1, 0, -1, 0, 0)
+            return Outcome.FAIL if outcome is Outcome.MAX_EXCEEDED else outcome
+        entry = data.requests[request]
+        if entry.exact is None and sub < 0:
+            return self._try_alternatives(claim, request)
+        current = entry.exact if entry.exact is not None else entry.alternatives[sub]
+        if current.is_all and not current.all_devices:
+            return Outcome.FAIL
+        if device == current.num_devices:
+            return self.allocate_one(claim, request + 1, -1, 0, 0)
+        if len(self.results[claim]) + current.num_devices - device > MAX_DEVICES_PER_CLAIM:
+            return Outcome.MAX_EXCEEDED
+        if current.all_devices is not None:
+            return self._allocate_listed(claim, request, sub, device, current)
+        return self._allocate_next(claim, request, sub, device, start, current)
+
+    def _try_alternatives(self, claim: int, request: int) -> Outcome:
+        all_exceeded = True
+        for sub in range(len(self.claim_data[claim].requests[request].alternatives)):
+            outcome = self.allocate_one(claim, request, sub, 0, 0)
+            if outcome is Outcome.MAX_EXCEEDED:
+                continue
+            all_exceeded = False
+            if outcome is Outcome.SUCCESS:
+                return outcome
+        return Outcome.MAX_EXCEEDED if all_exceeded else Outcome.FAIL
+
+    def _allocate_listed(
+        self, claim: int, request: int, sub: int, device: int, current: RequestData
+    ) -> Outcome:
+        listed = current.all_devices or []
+        undo = self.try_allocate(current, listed[device], must=True)
+        if undo is None:
+            return Outcome.FAIL
+        outcome = self.allocate_one(claim, request, sub, device + 1, 0)
+        if outcome is not Outcome.SUCCESS:
+            undo()
+        return outcome
+
+    def _allocate_next(
+        self, claim: int, request: int, sub: int, device: int, start: int, current: RequestData
+    ) -> Outcome:
+        for position in range(start, len(self.candidates)):
+            _, candidate = self.candidates[position]
+            if not self._is_candidate(candidate, current, claim):
+                continue
+            undo = self.try_allocate(current, candidate, must=False)
+            if undo is None:
+                continue
+            outcome = self.allocate_one(claim, request, sub, device + 1, position + 1)
+            if outcome is Outcome.SUCCESS:
+                return outcome
+            undo()
+            if outcome is Outcome.MAX_EXCEEDED:
+                return outcome
+        return Outcome.FAIL
+
+    def _is_candidate(self, device: PoolDevice, request: RequestData, claim: int) -> bool:
+        if self._in_use(device, request, claim):
+            return False
+        if not self.is_selectable(device, request):
+            return False
+        if (
+            self.allocator.features.dra_consumable_capacity
+            and self._capacity_for(device, request) is None
+        ):
+            self._reject(request, device, Reason.CAPACITY)
+            return False
+        return True
+
+    def _in_use(self, device: PoolDevice, request: RequestData, claim: int) -> bool:
+        if request.admin_access:
+            in_use = device.id in self.allocating[claim]
+        else:
+            in_use = device.id in self.state.allocated_devices or any(
+                device.id in chosen for chosen in self.allocating
+            )
+        if in_use:
+            self._reject(request, device, Reason.IN_USE, self.state.owners.get(device.id, ""))
+        return in_use
+
+    # ---------------------------------------------------------------- selection
+    # port of allocator_incubating.go:isSelectable @ v0.36.0
+    def is_selectable(self, device: PoolDevice, request: RequestData) -> bool:
+        key = (device.id, id(request))
+        cached = self.selectable_cache.get(key)
+        if cached is None:
+            cached = self._selectable_uncached(device, request)
+            self.selectable_cache[key] = cached
+        return cached
+
+    def _selectable_uncached(self, device: PoolDevice, request: RequestData) -> bool:
+        if device.device.binding_conditions and not self._binding_enabled():
+            self._reject(request, device, Reason.BINDING_CONDITIONS)
+            return False
+        if device.slice.spec.per_device_node_selection and not device_matches_node(
+            device.device, self.node
+        ):
+            self._reject(request, device, Reason.NODE_MISMATCH)
+            return False
+        owners = [
+            (f"class {request.class_name}", request.class_selectors, Reason.CLASS_SELECTOR),
+            (
+                f"claim {self.claim_label(request.claim_index)}",
+                request.request_selectors,
+                Reason.REQUEST_SELECTOR,
+            ),
+        ]
+        for owner, selectors, reason in owners:
+            for position, selector in enumerate(selectors):
+                try:
+                    matched = selector.matches(device.view)
+                except EvaluationError as err:
+                    raise AllocationError(
+                        f"{owner}: selector #{position}: CEL runtime error: {err}"
+                    ) from None
+                if not matched:
+                    self._reject(request, device, reason, f"#{position}: {selector.expression}")
+                    return False
+        return True
+
+    def _capacity_for(self, device: PoolDevice, request: RequestData) -> Consumption | None:
+        return consumption(
+            device.device,
+            request.capacity_requests,
+            self.state.aggregated_capacity.get(device.id, {}),
+            self.in_flight_capacity.get(device.id, {}),
+        )
+
+    # ------------------------------------------------------------------ allocation
+    # port of allocator_incubating.go:allocateDevice @ v0.36.0
+    def try_allocate(
+        self, request: RequestData, device: PoolDevice, *, must: bool
+    ) -> Callable[[], None] | None:
+        features = self.allocator.features
+        claim = request.claim_index
+        multi = device.is_multi_allocatable
+        if not request.admin_access and (
+            device.id in self.state.allocated_devices
+            or (not multi and any(device.id in chosen for chosen in self.allocating))
+        ):
+            self._reject(request, device, Reason.IN_USE, self.state.owners.get(device.id, ""))
+            return None
+        if request.admin_access and not multi and device.id in self.allocating[claim]:
+            return None
+        if device.device.consumes_counters and not features.dra_partitionable_devices:
+            return None
+        counters_added = self._take_counters(request, device)
+        if counters_added is None:
+            return None
+        if features.dra_device_taints and not self._tolerated(request, device):
+            return None
+        undo_constraints = self._add_to_constraints(request, device, must)
+        if undo_constraints is None:
+            return None
+        if not multi:
+            self.allocating[claim].add(device.id)
+        result = InternalResult(request, device)
+        if features.dra_consumable_capacity:
+            result.consumed = self._capacity_for(device, request)
+            if multi and result.consumed is not None:
+                result.share_id = self.allocator.new_share_id()
+                self._add_in_flight_capacity(device.id, result.consumed, +1)
+        self.results[claim].append(result)
+        size = len(self.results[claim]) - 1
+
+        def undo() -> None:
+            undo_constraints()
+            if not multi:
+                self.allocating[claim].discard(device.id)
+                if counters_added:
+                    self._release_counters(device)
+            elif result.share_id is not None and result.consumed is not None:
+                self._add_in_flight_capacity(device.id, result.consumed, -1)
+            del self.results[claim][size:]
+
+        return undo
+
+    def _tolerated(self, request: RequestData, device: PoolDevice) -> bool:
+        for taint in device.device.taints or []:
+            if taint.effect not in BLOCKING_TAINT_EFFECTS:
+                continue
+            if not any(tolerates(t, taint) for t in request.tolerations):
+                self._reject(
+                    request, device, Reason.TAINT, f"{taint.key}={taint.value or ''}:{taint.effect}"
+                )
+                return False
+        return True
+
+    def _add_to_constraints(
+        self, request: RequestData, device: PoolDevice, must: bool
+    ) -> Callable[[], None] | None:
+        added: list[Constraint] = []
+        for constraint in self.claim_data[request.claim_index].constraints:
+            if not constraint.applies_to(request.name):
+                continue
+            if not constraint.add(request.name, device):
+                for previous in reversed(added):
+                    previous.remove(request.name, device)
+                if must:
+                    raise AllocationError(
+                        f"claim {self.claim_label(request.claim_index)}, request "
+                        f"{request.name}: cannot add device {device_id_text(device.id)} because "
+                        "a claim constraint would not be satisfied"
+                    )
+                self._reject(request, device, Reason.CONSTRAINT, constraint.attribute)
+                return None
+            added.append(constraint)
+
+        def undo() -> None:
+            for constraint in reversed(added):
+                constraint.remove(request.name, device)
+
+        return undo
+
+    def _add_in_flight_capacity(self, device_id: DeviceID, amounts: Consumption, sign: int) -> None:
+        totals = self.in_flight_capacity.setdefault(device_id, {})
+        for name, amount in amounts.items():
+            current = totals.get(name, Quantity(0))
+            totals[name] = current.add(amount) if sign > 0 else current.sub(amount)
+
+    # -------------------------------------------------------------------- counters
+    def _take_counters(self, request: RequestData, device: PoolDevice) -> bool | None:
+        """Add the device's counter consumption; None when a counter would run out.
+
+        Returns True when counters were added (and must be released on undo), False when
+        the device consumes none. Mirrors upstream's quirk (ledger 5.15.3): counters stay
+        added when a later check (taints, constraints) rejects the device.
+        """
+        if not device.device.consumes_counters:
+            return False
+        if device.is_multi_allocatable and device.id in self.state.aggregated_capacity:
+            return False
+        pool_name = device.id[1]
+        available = self._available_counters(device.id[0], pool_name)
+        in_flight = self.in_flight_counters.setdefault(pool_name, {})
+        for consumption_ in device.device.consumes_counters:
+            counters = in_flight.setdefault(consumption_.counter_set or "", {})
+            for name, counter in (consumption_.counters or {}).items():
+                counters[name] = counters.get(name, Quantity(0)).add(counter.value or Quantity(0))
+        for consumption_ in device.device.consumes_counters:
+            set_name = consumption_.counter_set or ""
+            for name in consumption_.counters or {}:
+                free = available.get(set_name, {}).get(name, Quantity(0))
+                used = in_flight[set_name][name]
+                if free < used:
+                    self._reject(
+                        request,
+                        device,
+                        Reason.COUNTERS,
+                        f"{set_name}/{name}: needs {used}, {free} free",
+                    )
+                    self._release_counters(device)
+                    return None
+        return True
+
+    def _release_counters(self, device: PoolDevice) -> None:
+        in_flight = self.in_flight_counters.get(device.id[1], {})
+        for consumption_ in device.device.consumes_counters or []:
+            counters = in_flight.get(consumption_.counter_set or "", {})
+            for name, counter in (consumption_.counters or {}).items():
+                counters[name] = counters.get(name, Quantity(0)).sub(counter.value or Quantity(0))
+
+    def _available_counters(self, driver: str, pool_name: str) -> dict[str, dict[str, Quantity]]:
+        # Keyed by pool name only, as upstream (ledger 5.15.4).
+        cached = self.available_counters.get(pool_name)
+        if cached is not None:
+            return cached
+        pool = next((p for p in self.pools if p.driver == driver and p.name == pool_name), None)
+        available: dict[str, dict[str, Quantity]] = {}
+        if pool is not None:
+            available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+            for device in pool.counting_devices:
+                if device.id not in self.state.allocated_devices:
+                    continue
+                for consumption_ in device.device.consumes_counters or []:
+                    counters = available.setdefault(consumption_.counter_set or "", {})
+                    for name, counter in (consumption_.counters or {}).items():
+                        counters[name] = counters.get(name, Quantity(0)).sub(
+                            counter.value or Quantity(0)
+                        )
+        self.available_counters[pool_name] = available
+        return available
+
+    # ---------------------------------------------------------------------- trace
+    def _reject(
+        self, request: RequestData, device: PoolDevice, reason: Reason, detail: str = ""
+    ) -> None:
+        if self.tracer is not None:
+            self.tracer.reject(
+                self.claim_label(request.claim_index), request.name, device.id, reason, detail
+            )
