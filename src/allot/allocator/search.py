@@ -32,7 +32,7 @@ from allot.allocator.requests import (
     RequestData,
 )
 from allot.allocator.state import AllocatedState, DeviceID, device_id_text
-from allot.allocator.trace import Reason, Tracer
+from allot.allocator.trace import Reason, Rejection, Tracer
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
@@ -122,6 +122,21 @@ class Allocator:
         candidates = self.on_node.get(node.metadata.name or "", []) + self.shared
         return gather_pools(node, candidates, self.by_pool, self.features, self.view)
 
+    def examine(
+        self,
+        node: corev1.Node,
+        claims: list[resourceapi.ResourceClaim],
+        state: AllocatedState | None = None,
+    ) -> list[RequestReport]:
+        """Judge every device against every (sub)request on its own, for explanations.
+
+        Unlike ``allocate`` this does not search: it applies the per-device checks (in use,
+        selectors, node, capacity, counters free, taints) to each request separately, so
+        the answer covers every request even when the search never reached it.
+        """
+        search = _Search(self, node, claims, state or AllocatedState(), Tracer())
+        return search.examine()
+
     def allocate(
         self,
         node: corev1.Node,
@@ -134,6 +149,18 @@ class Allocator:
             return search.run()
         finally:
             self.stats.allocate_one_invocations += search.invocations
+
+
+@dataclass
+class RequestReport:
+    """The per-device verdicts for one (sub)request on one node."""
+
+    claim: str
+    request: str
+    needed: int
+    candidates: list[PoolDevice]
+    rejections: list[Rejection]
+    skipped_pools: list[str]
 
 
 @dataclass
@@ -225,6 +252,68 @@ class _Search:
         namespace, name = claim.metadata.namespace, claim.metadata.name or ""
         return f"{namespace}/{name}" if namespace else name
 
+    def examine(self) -> list[RequestReport]:
+        self.pools = self.allocator.pools_for(self.node)
+        self.candidates = [
+            (pool, device)
+            for pool in self.pools
+            if not pool.is_incomplete and not pool.is_invalid
+            for device in pool.devices
+        ]
+        skipped = [
+            f"{p.label} ({'incomplete' if p.is_incomplete else p.invalid_reason})"
+            for p in self.pools
+            if p.is_incomplete or p.is_invalid
+        ]
+        builder = RequestBuilder(
+            compiler=self.allocator.compiler,
+            classes=self.allocator.classes.get,
+            admin_access=self.allocator.features.dra_admin_access,
+            prioritized_list=self.allocator.features.dra_prioritized_list,
+            consumable_capacity=self.allocator.features.dra_consumable_capacity,
+            enumerate_all=lambda request: [d for _, d in self.candidates],
+        )
+        self.claim_data = [builder.build(i, claim) for i, claim in enumerate(self.claims)]
+        self.allocating = [set() for _ in self.claims]
+        reports = []
+        for data in self.claim_data:
+            for entry in data.requests:
+                for request in [entry.exact] if entry.exact is not None else entry.alternatives:
+                    if request is not None:
+                        reports.append(self._examine_request(data.label, request, skipped))
+        return reports
+
+    def _examine_request(
+        self, label: str, request: RequestData, skipped: list[str]
+    ) -> RequestReport:
+        tracer = Tracer()
+        self.tracer = tracer
+        accepted = []
+        for _, device in self.candidates:
+            # Selectors first: "not this kind of device" explains more than "in use".
+            if not self.is_selectable(device, request) or self._in_use(
+                device, request, request.claim_index
+            ):
+                continue
+            if (
+                self.allocator.features.dra_consumable_capacity
+                and self._capacity_for(device, request) is None
+            ):
+                self._reject(request, device, Reason.CAPACITY)
+                continue
+            taken = self._take_counters(request, device)
+            if taken is None:
+                continue
+            if taken:
+                self._release_counters(device)
+            if self.allocator.features.dra_device_taints and not self._tolerated(request, device):
+                continue
+            accepted.append(device)
+        rejections = list(tracer.rejections.get((label, request.name), {}).values())
+        return RequestReport(
+            label, request.name, request.num_devices, accepted, rejections, skipped
+        )
+
     # ------------------------------------------------------------------ the search
     # port of allocator_incubating.go:allocateOne @ v0.36.0
     def allocate_one(self, claim: int, request: int, sub: int, device: int, start: int) -> Outcome:
@@ -311,7 +400,7 @@ class _Search:
                 device.id in chosen for chosen in self.allocating
             )
         if in_use:
-            self._reject(request, device, Reason.IN_USE, self.state.owners.get(device.id, ""))
+            self._reject(request, device, Reason.IN_USE, self._holder(device))
         return in_use
 
     # ---------------------------------------------------------------- selection
@@ -350,7 +439,12 @@ class _Search:
                         f"{owner}: selector #{position}: CEL runtime error: {err}"
                     ) from None
                 if not matched:
-                    self._reject(request, device, reason, f"#{position}: {selector.expression}")
+                    self._reject(
+                        request,
+                        device,
+                        reason,
+                        f"{owner}, selector #{position}: {selector.expression}",
+                    )
                     return False
         return True
 
@@ -374,7 +468,7 @@ class _Search:
             device.id in self.state.allocated_devices
             or (not multi and any(device.id in chosen for chosen in self.allocating))
         ):
-            self._reject(request, device, Reason.IN_USE, self.state.owners.get(device.id, ""))
+            self._reject(request, device, Reason.IN_USE, self._holder(device))
             return None
         if request.admin_access and not multi and device.id in self.allocating[claim]:
             return None
@@ -518,6 +612,10 @@ class _Search:
         return available
 
     # ---------------------------------------------------------------------- trace
+    def _holder(self, device: PoolDevice) -> str:
+        owner = self.state.owners.get(device.id)
+        return f"held by {owner}" if owner else "chosen for another claim of this step"
+
     def _reject(
         self, request: RequestData, device: PoolDevice, reason: Reason, detail: str = ""
     ) -> None:

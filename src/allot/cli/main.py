@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from allot import __version__
-from allot.cli import validate
+from allot.cli import simulate, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"allot {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     validate.register(subparsers)
+    simulate.register(subparsers)
     return parser
 
 
