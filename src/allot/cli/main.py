@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from allot import __version__
-from allot.cli import simulate, validate
+from allot.cli import lint, simulate, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     validate.register(subparsers)
     simulate.register(subparsers)
+    lint.register(subparsers)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Static checks of a DRA catalogue against published devices (``allot lint``). Pure."""

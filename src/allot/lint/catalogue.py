@@ -1,0 +1,317 @@
+"""Linting a DeviceClass catalogue against the ResourceSlices a cluster really publishes.
+
+A class that matches nothing makes every tenant claim through it wait forever, silently.
+This module evaluates each class on every published device and reports:
+
+- ``no-match``: the class matches no device, with the reason (a driver that is never
+  published, an attribute or value no device has) and the nearest devices;
+- ``selector-error``: the selector fails at run time on some devices (which would abort
+  allocation in Kubernetes);
+- ``shared-devices``: classes of different tenants (by a label) can take the same devices;
+- ``whole-matches-partitions``: a class that takes whole GPUs also takes MIG partitions.
+
+Where it can, a finding carries a corrected selector, checked against the same devices.
+Pure: callers pass decoded objects. Used by ``allot lint`` (and later ``allot doctor``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from allot.api import resource_v1 as resourceapi
+from allot.cel import CompileError, DeviceView, EvaluationError, SelectorCompiler
+
+TENANT_LABEL = "gpu.platform/tenant"
+NVIDIA_DRIVER = "gpu.nvidia.com"
+CLASS_NAMES_USED_AS_DRIVERS = {"mig.nvidia.com": "mig", "vfio.gpu.nvidia.com": "vfio"}
+_DRIVER = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
+_ATTRIBUTE = re.compile(
+    r"""device\.attributes\[(["'])([^"']+)\1\](?:\.(\w+)|\[(["'])(\w+)\4\])"""
+    r"""(?:\s*==\s*(["'])([^"']*)\6)?"""
+)
+
+
+@dataclass
+class Finding:
+    code: str
+    device_class: str
+    message: str
+    details: list[str] = field(default_factory=list)
+    suggestion: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "class": self.device_class,
+            "message": self.message,
+            "details": self.details,
+            "suggestion": self.suggestion,
+        }
+
+
+@dataclass
+class ClassMatch:
+    device_class: resourceapi.DeviceClass
+    matched: list[DeviceView]
+    errors: list[tuple[DeviceView, str]]
+
+
+def device_views(slices: list[resourceapi.ResourceSlice]) -> list[DeviceView]:
+    return [DeviceView(s.spec.driver or "", d) for s in slices for d in s.spec.devices or []]
+
+
+def device_label(view: DeviceView) -> str:
+    return f"{view.driver}/{view.name}"
+
+
+class CatalogueLinter:
+    def __init__(
+        self,
+        classes: list[resourceapi.DeviceClass],
+        slices: list[resourceapi.ResourceSlice],
+        *,
+        tenant_label: str = TENANT_LABEL,
+        compiler: SelectorCompiler | None = None,
+    ) -> None:
+        self.classes = classes
+        self.views = device_views(slices)
+        self.tenant_label = tenant_label
+        self.compiler = compiler or SelectorCompiler()
+
+    def lint(self) -> list[Finding]:
+        matches = [self.match(c) for c in self.classes]
+        findings: list[Finding] = []
+        for match in matches:
+            findings += self._class_findings(match)
+        findings += self._shared_between_tenants(matches)
+        return findings
+
+    def expressions(self, device_class: resourceapi.DeviceClass) -> list[str]:
+        return [
+            s.cel.expression
+            for s in device_class.spec.selectors or []
+            if s.cel and s.cel.expression
+        ]
+
+    def match(self, device_class: resourceapi.DeviceClass) -> ClassMatch:
+        result = ClassMatch(device_class, [], [])
+        try:
+            selectors = [
+                self.compiler.compile(e, stored=True) for e in self.expressions(device_class)
+            ]
+        except CompileError:
+            return result
+        for view in self.views:
+            try:
+                if all(s.matches(view) for s in selectors):
+                    result.matched.append(view)
+            except EvaluationError as err:
+                result.errors.append((view, str(err)))
+        return result
+
+    def count_matches(self, expression: str) -> int:
+        selector = self.compiler.compile(expression, stored=True)
+        count = 0
+        for view in self.views:
+            try:
+                count += selector.matches(view)
+            except EvaluationError:
+                continue
+        return count
+
+    # ----------------------------------------------------------------- per class
+    def _class_findings(self, match: ClassMatch) -> list[Finding]:
+        name = match.device_class.metadata.name or ""
+        findings = []
+        try:
+            for expression in self.expressions(match.device_class):
+                self.compiler.compile(expression, stored=True)
+        except CompileError as err:
+            return [Finding("compile-error", name, "a selector does not compile", [err.detail])]
+        if match.errors:
+            counts = Counter(message for _, message in match.errors)
+            findings.append(
+                Finding(
+                    "selector-error",
+                    name,
+                    f"the selector fails on {len(match.errors)} device(s); Kubernetes aborts "
+                    "allocation for every claim that reaches such a device",
+                    [
+                        f"{count} x {message} (e.g. {device_label(next(v for v, m in match.errors if m == message))})"
+                        for message, count in counts.most_common(3)
+                    ],
+                    "guard optional attributes with has(), the 'in' operator or .?name.orValue()",
+                )
+            )
+        if not match.matched:
+            findings.append(self._no_match(match))
+        partitions = self._partition_finding(match)
+        if partitions is not None:
+            findings.append(partitions)
+        return findings
+
+    def _no_match(self, match: ClassMatch) -> Finding:
+        name = match.device_class.metadata.name or ""
+        expressions = self.expressions(match.device_class)
+        drivers = sorted({v.driver for v in self.views})
+        details: list[str] = []
+        suggestion = None
+        for expression in expressions:
+            for driver in {m.group(2) for m in _DRIVER.finditer(expression)} - set(drivers):
+                details.append(
+                    f"driver '{driver}' is never published (published: "
+                    f"{', '.join(drivers) or 'none'})"
+                )
+                suggestion = suggestion or self._driver_fix(expression, driver)
+            details += self._attribute_reasons(expression)
+        details += self._nearest(expressions)
+        if suggestion is not None:
+            suggestion += f"  # matches {self.count_matches(suggestion)} device(s)"
+        return Finding(
+            "no-match",
+            name,
+            "the class matches no published device; claims through it stay pending forever",
+            details,
+            suggestion,
+        )
+
+    def _driver_fix(self, expression: str, driver: str) -> str | None:
+        device_type = CLASS_NAMES_USED_AS_DRIVERS.get(driver)
+        if device_type is None:
+            return None
+        fixed = _DRIVER.sub(
+            lambda m: (
+                (
+                    f"device.driver == '{NVIDIA_DRIVER}' && "
+                    f"device.attributes['{NVIDIA_DRIVER}'].type == '{device_type}'"
+                )
+                if m.group(2) == driver
+                else m.group(0)
+            ),
+            expression,
+        )
+        return fixed.strip()
+
+    def _attribute_reasons(self, expression: str) -> list[str]:
+        reasons = []
+        for match in _ATTRIBUTE.finditer(expression):
+            domain, identifier = match.group(2), match.group(3) or match.group(5)
+            published = [v.attributes.get(domain, {}).get(identifier) for v in self.views]
+            present = [value for value in published if value is not None]
+            if not present:
+                reasons.append(f"attribute {domain}/{identifier} is never published")
+            elif match.group(7) is not None and match.group(7) not in map(str, present):
+                values = sorted({str(v) for v in present})
+                reasons.append(
+                    f"no device publishes {domain}/{identifier} == "
+                    f"'{match.group(7)}' (published: {', '.join(values[:8])})"
+                )
+        return reasons
+
+    def _nearest(self, expressions: list[str]) -> list[str]:
+        clauses = [c.strip() for e in expressions for c in _split_conjunction(e)]
+        if len(clauses) < 2:
+            return []
+        compiled = []
+        for clause in clauses:
+            try:
+                compiled.append(self.compiler.compile(clause, stored=True))
+            except CompileError:
+                return []
+        scored = []
+        for view in self.views:
+            passed = []
+            for clause in compiled:
+                try:
+                    passed.append(clause.matches(view))
+                except EvaluationError:
+                    passed.append(False)
+            failed = [c.expression for c, ok in zip(compiled, passed, strict=True) if not ok]
+            scored.append((len(failed), device_label(view), failed))
+        scored.sort(key=lambda item: (item[0], item[1]))
+        return [
+            f"nearest: {label} fails only {' && '.join(failed)}"
+            for _, label, failed in scored[:2]
+            if failed
+        ]
+
+    def _partition_finding(self, match: ClassMatch) -> Finding | None:
+        types = Counter(str(v.attributes.get(v.driver, {}).get("type")) for v in match.matched)
+        if not types.get("gpu") or not types.get("mig"):
+            return None
+        name = match.device_class.metadata.name or ""
+        expressions = self.expressions(match.device_class)
+        suggestion = " && ".join(f"({e.strip()})" if "||" in e else e.strip() for e in expressions)
+        suggestion += f" && device.attributes['{NVIDIA_DRIVER}'].type == 'gpu'"
+        suggestion += f"  # matches {self.count_matches(suggestion)} device(s)"
+        return Finding(
+            "whole-matches-partitions",
+            name,
+            f"the class takes whole GPUs ({types['gpu']}) and also MIG partitions "
+            f"({types['mig']}): a tenant entitled to whole GPUs can take slices, "
+            "and a whole GPU can be blocked by a slice",
+            [],
+            suggestion,
+        )
+
+    # ------------------------------------------------------------- across classes
+    def _shared_between_tenants(self, matches: list[ClassMatch]) -> list[Finding]:
+        findings = []
+        for index, left in enumerate(matches):
+            for right in matches[index + 1 :]:
+                tenants = (self._tenant(left.device_class), self._tenant(right.device_class))
+                if None in tenants or tenants[0] == tenants[1]:
+                    continue
+                shared = {id(v) for v in left.matched} & {id(v) for v in right.matched}
+                if not shared:
+                    continue
+                examples = [device_label(v) for v in left.matched if id(v) in shared][:3]
+                findings.append(
+                    Finding(
+                        "shared-devices",
+                        left.device_class.metadata.name or "",
+                        f"shares {len(shared)} device(s) with class "
+                        f"{right.device_class.metadata.name} of tenant {tenants[1]} (this class "
+                        f"belongs to {tenants[0]}): the tenants compete for the same hardware",
+                        [f"e.g. {', '.join(examples)}"],
+                    )
+                )
+        return findings
+
+    def _tenant(self, device_class: resourceapi.DeviceClass) -> str | None:
+        return (device_class.metadata.labels or {}).get(self.tenant_label)
+
+
+def _split_conjunction(expression: str) -> list[str]:
+    """Top-level ``&&`` operands (outside parentheses, brackets and strings)."""
+    parts, depth, quote, current = [], 0, "", []
+    index = 0
+    while index < len(expression):
+        char = expression[index]
+        if quote:
+            current.append(char)
+            if char == "\\" and index + 1 < len(expression):
+                current.append(expression[index + 1])
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+            current.append(char)
+        elif char in "([{":
+            depth += 1
+            current.append(char)
+        elif char in ")]}":
+            depth -= 1
+            current.append(char)
+        elif expression.startswith("&&", index) and depth == 0:
+            parts.append("".join(current))
+            current = []
+            index += 1
+        else:
+            current.append(char)
+        index += 1
+    parts.append("".join(current))
+    return [p for p in parts if p.strip()]
