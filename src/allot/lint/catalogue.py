@@ -139,7 +139,7 @@ class CatalogueLinter:
                     f"the selector fails on {len(match.errors)} device(s); Kubernetes aborts "
                     "allocation for every claim that reaches such a device",
                     [
-                        f"{count} x {message} (e.g. {device_label(next(v for v, m in match.errors if m == message))})"
+                        f"{count} x {message} (e.g. {_first_device(match, message)})"
                         for message, count in counts.most_common(3)
                     ],
                     "guard optional attributes with has(), the 'in' operator or .?name.orValue()",
@@ -223,9 +223,9 @@ class CatalogueLinter:
         scored = []
         for view in self.views:
             passed = []
-            for clause in compiled:
+            for selector in compiled:
                 try:
-                    passed.append(clause.matches(view))
+                    passed.append(selector.matches(view))
                 except EvaluationError:
                     passed.append(False)
             failed = [c.expression for c, ok in zip(compiled, passed, strict=True) if not ok]
@@ -282,6 +282,10 @@ class CatalogueLinter:
 
     def _tenant(self, device_class: resourceapi.DeviceClass) -> str | None:
         return (device_class.metadata.labels or {}).get(self.tenant_label)
+
+
+def _first_device(match: ClassMatch, message: str) -> str:
+    return next(device_label(view) for view, error in match.errors if error == message)
 
 
 def _split_conjunction(expression: str) -> list[str]:
