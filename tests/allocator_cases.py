@@ -38,13 +38,22 @@ def node(name: str) -> corev1.Node:
     return corev1.Node.model_validate({"metadata": {"name": name, "labels": NODES[name]}})
 
 
-def device_class(name: str, driver: str, selectors: list[str] | None = None,
-                 config: list[dict[str, Any]] | None = None) -> resourceapi.DeviceClass:
+def device_class(
+    name: str,
+    driver: str,
+    selectors: list[str] | None = None,
+    config: list[dict[str, Any]] | None = None,
+) -> resourceapi.DeviceClass:
     expressions = selectors if selectors is not None else [f'device.driver == "{driver}"']
-    return resourceapi.DeviceClass.model_validate({
-        "metadata": {"name": name},
-        "spec": {"selectors": [{"cel": {"expression": e}} for e in expressions],
-                 "config": config}})
+    return resourceapi.DeviceClass.model_validate(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "selectors": [{"cel": {"expression": e}} for e in expressions],
+                "config": config,
+            },
+        }
+    )
 
 
 def resource_slice(spec: dict[str, Any]) -> resourceapi.ResourceSlice:
@@ -53,8 +62,11 @@ def resource_slice(spec: dict[str, Any]) -> resourceapi.ResourceSlice:
         devices = [{"name": f"device-{i}"} for i in range(32)]
     wire: dict[str, Any] = {
         "driver": spec.get("driver", "driver-a"),
-        "pool": {"name": spec.get("pool", "pool-1"), "generation": spec.get("generation", 1),
-                 "resourceSliceCount": spec.get("count", 1)},
+        "pool": {
+            "name": spec.get("pool", "pool-1"),
+            "generation": spec.get("generation", 1),
+            "resourceSliceCount": spec.get("count", 1),
+        },
         "devices": devices,
         "sharedCounters": spec.get("sharedCounters"),
     }
@@ -67,15 +79,18 @@ def resource_slice(spec: dict[str, Any]) -> resourceapi.ResourceSlice:
     elif spec.get("node", "node-1") is not None:
         wire["nodeName"] = spec.get("node", "node-1")
     return resourceapi.ResourceSlice.model_validate(
-        {"metadata": {"name": spec["name"]}, "spec": wire})
+        {"metadata": {"name": spec["name"]}, "spec": wire}
+    )
 
 
 def expand(raw: dict[str, Any]) -> Case:
     raw = copy.deepcopy(raw)
     selectors = raw.get("classSelectors", {})
     configs = raw.get("classConfig", {})
-    classes = [device_class(c, d, selectors.get(c), configs.get(c))
-               for c, d in (("class-a", "driver-a"), ("class-b", "driver-b"))]
+    classes = [
+        device_class(c, d, selectors.get(c), configs.get(c))
+        for c, d in (("class-a", "driver-a"), ("class-b", "driver-b"))
+    ]
     state = AllocatedState()
     claims = []
     for claim in raw.get("claims", []):
@@ -85,12 +100,21 @@ def expand(raw: dict[str, Any]) -> Case:
             key = tuple(device_id.split("/"))
             state.aggregated_capacity[key] = {k: Quantity.parse(v) for k, v in consumed.items()}
         if "devices" in claim:
-            claims.append(resourceapi.ResourceClaim.model_validate(
-                {"metadata": {"name": claim["name"]}, "spec": {"devices": claim["devices"]}}))
-    return Case(raw["name"], node(raw.get("node", "node-1")),
-                Features.from_mapping(raw.get("features", {})), classes,
-                [resource_slice(s) for s in raw.get("slices", [])], claims, state,
-                raw.get("expect", {}))
+            claims.append(
+                resourceapi.ResourceClaim.model_validate(
+                    {"metadata": {"name": claim["name"]}, "spec": {"devices": claim["devices"]}}
+                )
+            )
+    return Case(
+        raw["name"],
+        node(raw.get("node", "node-1")),
+        Features.from_mapping(raw.get("features", {})),
+        classes,
+        [resource_slice(s) for s in raw.get("slices", [])],
+        claims,
+        state,
+        raw.get("expect", {}),
+    )
 
 
 def summarize(allocation: resourceapi.AllocationResult) -> list[list[Any]]:
@@ -98,8 +122,7 @@ def summarize(allocation: resourceapi.AllocationResult) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for result in (allocation.devices.results if allocation.devices else None) or []:
         wire = result.to_wire()
-        extras = {k: v for k, v in wire.items() if k not in ("request", "driver", "pool",
-                                                              "device")}
+        extras = {k: v for k, v in wire.items() if k not in ("request", "driver", "pool", "device")}
         if "shareID" in extras:
             extras["shareID"] = "SHARE"
         row: list[Any] = [result.request, f"{result.driver}/{result.pool}/{result.device}"]
@@ -109,5 +132,8 @@ def summarize(allocation: resourceapi.AllocationResult) -> list[list[Any]]:
     return rows
 
 
-N1_SELECTOR = {"nodeSelectorTerms": [{"matchFields": [
-    {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}
+N1_SELECTOR = {
+    "nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+    ]
+}

@@ -10,10 +10,16 @@ import pytest
 from allot.cli.main import main
 from tests.conftest import EXAMPLES
 
+AT_LEAST_80GI = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'
 SCENARIO = EXAMPLES / "scenarios" / "seed-000.yaml"
-FIXTURES = [str(EXAMPLES / "nvidia" / n) for n in (
-    "a100-40gb-x1-whole-gpu.yaml", "a100-40gb-static-mig-7x1g5gb.yaml",
-    "h100-80gb-dynamic-mig-partitionable.yaml")]
+FIXTURES = [
+    str(EXAMPLES / "nvidia" / n)
+    for n in (
+        "a100-40gb-x1-whole-gpu.yaml",
+        "a100-40gb-static-mig-7x1g5gb.yaml",
+        "h100-80gb-dynamic-mig-partitionable.yaml",
+    )
+]
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -28,22 +34,61 @@ def test_simulate_json_shape_and_results(capsys: pytest.CaptureFixture[str]) -> 
     document = json.loads(out)
     assert document["summary"] == {"steps": 9, "succeeded": 8, "failed": 1}
     first = document["steps"][0]
-    assert set(first) == {"index", "name", "claims", "success", "node", "nodesTried",
-                          "results", "error", "fatal", "nodeErrors"}
+    assert set(first) == {
+        "index",
+        "name",
+        "claims",
+        "success",
+        "node",
+        "nodesTried",
+        "results",
+        "error",
+        "fatal",
+        "nodeErrors",
+    }
     assert first["node"] == "gpu-node-a100-01"
-    assert first["results"] == [{"claim": "legal-ai/legal-whole-gpu", "allocation": {
-        "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com",
-                                 "pool": "gpu-node-a100-01", "device": "gpu-0"}]},
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["gpu-node-a100-01"]}]}]}}}]
-    slices = [s["results"][0]["allocation"]["devices"]["results"][0]["device"]
-              for s in document["steps"][1:8]]
+    assert first["results"] == [
+        {
+            "claim": "legal-ai/legal-whole-gpu",
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "gpu",
+                            "driver": "gpu.nvidia.com",
+                            "pool": "gpu-node-a100-01",
+                            "device": "gpu-0",
+                        }
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {
+                                    "key": "metadata.name",
+                                    "operator": "In",
+                                    "values": ["gpu-node-a100-01"],
+                                }
+                            ]
+                        }
+                    ]
+                },
+            },
+        }
+    ]
+    slices = [
+        s["results"][0]["allocation"]["devices"]["results"][0]["device"]
+        for s in document["steps"][1:8]
+    ]
     assert slices == [f"gpu-0-mig-1g5gb-19-{i}" for i in range(7)]
     last = document["steps"][8]
     assert last["success"] is False
     assert last["error"] == "0/2 nodes are available: 2 cannot allocate all claims."
-    assert last["nodeErrors"] == {"gpu-node-a100-01": "cannot allocate all claims",
-                                  "gpu-node-a100-mig-01": "cannot allocate all claims"}
+    assert last["nodeErrors"] == {
+        "gpu-node-a100-01": "cannot allocate all claims",
+        "gpu-node-a100-mig-01": "cannot allocate all claims",
+    }
 
 
 def test_explain_names_holders_and_selectors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,20 +99,38 @@ def test_explain_names_holders_and_selectors(capsys: pytest.CaptureFixture[str])
     assert "7 already in use — held by research-ai/research-gpu-slice" in out
 
 
-def test_explain_hints_at_the_80gb_trap(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                        ) -> None:
+def test_explain_hints_at_the_80gb_trap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = {
         "objects": [
-            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-             "metadata": {"name": "gpu"}, "spec": {"selectors": [{"cel": {
-                 "expression": "device.driver == 'gpu.nvidia.com'"}}]}},
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": "gpu"},
+                "spec": {
+                    "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]
+                },
+            },
             *_documents(EXAMPLES / "nvidia" / "h100-80gb-x8-whole-gpus.yaml"),
-            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": "big", "namespace": "ml"},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                 "deviceClassName": "gpu", "selectors": [{"cel": {"expression":
-                     'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'}}]}}]}}},
-        ]}
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "big", "namespace": "ml"},
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpu",
+                                "exactly": {
+                                    "deviceClassName": "gpu",
+                                    "selectors": [{"cel": {"expression": AT_LEAST_80GI}}],
+                                },
+                            }
+                        ]
+                    }
+                },
+            },
+        ]
+    }
     path = tmp_path / "scenario.json"
     path.write_text(json.dumps(scenario))
     code, out, _ = run(capsys, "simulate", str(path), "--explain")
@@ -83,16 +146,22 @@ def _documents(path: Path) -> list[dict[str, object]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("objects: 5\n", "'objects' must be a list of manifests"),
-    ("objects: []\nsteps: [{claims: []}]\n", "steps[0]: needs 'claims'"),
-    ("objects: []\nfeatures: {draNoSuchGate: true}\n", "unknown feature gate 'draNoSuchGate'"),
-    ("objects: [{apiVersion: v1, kind: Pod, metadata: {name: p}}]\n",
-     "objects[0]: kind Pod is not used by simulations"),
-    ("objectz: []\n", "unknown scenario key(s): objectz"),
-])
-def test_bad_scenarios_get_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                        content: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("objects: 5\n", "'objects' must be a list of manifests"),
+        ("objects: []\nsteps: [{claims: []}]\n", "steps[0]: needs 'claims'"),
+        ("objects: []\nfeatures: {draNoSuchGate: true}\n", "unknown feature gate 'draNoSuchGate'"),
+        (
+            "objects: [{apiVersion: v1, kind: Pod, metadata: {name: p}}]\n",
+            "objects[0]: kind Pod is not used by simulations",
+        ),
+        ("objectz: []\n", "unknown scenario key(s): objectz"),
+    ],
+)
+def test_bad_scenarios_get_clear_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(content)
     code, _, err = run(capsys, "simulate", str(path))
@@ -101,9 +170,9 @@ def test_bad_scenarios_get_clear_errors(tmp_path: Path, capsys: pytest.CaptureFi
     assert "Traceback" not in err
 
 
-def test_missing_claims_and_classes_leave_steps_pending(tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]
-                                                        ) -> None:
+def test_missing_claims_and_classes_leave_steps_pending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("""
 objects:
@@ -121,26 +190,36 @@ steps:
 
 
 def test_lint_finds_the_seed_mistakes(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "lint", str(EXAMPLES / "seeds" / "000-gpu-deviceclasses.yaml"),
-                       *FIXTURES, "-o", "json")
+    code, out, _ = run(
+        capsys,
+        "lint",
+        str(EXAMPLES / "seeds" / "000-gpu-deviceclasses.yaml"),
+        *FIXTURES,
+        "-o",
+        "json",
+    )
     assert code == 1
     findings = {(f["class"], f["code"]): f for f in json.loads(out)}
     assert set(findings) == {("gpu-slice", "no-match"), ("gpu-whole", "whole-matches-partitions")}
     no_match = findings[("gpu-slice", "no-match")]
-    assert "driver 'mig.nvidia.com' is never published (published: gpu.nvidia.com)" in \
-        no_match["details"]
+    assert (
+        "driver 'mig.nvidia.com' is never published (published: gpu.nvidia.com)"
+        in no_match["details"]
+    )
     assert no_match["suggestion"] == (
         "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
-        "'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'  # matches 7 device(s)")
+        "'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'  # matches 7 device(s)"
+    )
     assert findings[("gpu-whole", "whole-matches-partitions")]["suggestion"] == (
         "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
-        "'gpu'  # matches 2 device(s)")
+        "'gpu'  # matches 2 device(s)"
+    )
 
 
-def test_lint_clean_catalogue_and_shared_tenants(tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "lint", str(EXAMPLES / "nvidia" / "deviceclasses.yaml"),
-                       *FIXTURES)
+def test_lint_clean_catalogue_and_shared_tenants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "lint", str(EXAMPLES / "nvidia" / "deviceclasses.yaml"), *FIXTURES)
     assert code == 1  # the compute-domain classes match nothing without that driver
     assert "compute-domain-daemon.nvidia.com: [no-match]" in out
     assert "\ngpu.nvidia.com: [" not in out

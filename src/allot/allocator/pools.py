@@ -34,10 +34,10 @@ class PoolDevice:
     slice: resourceapi.ResourceSlice
     device: resourceapi.Device
     view: DeviceView
+    is_multi_allocatable: bool = False
 
-    @property
-    def is_multi_allocatable(self) -> bool:
-        return bool(self.device.allow_multiple_allocations)
+    def __post_init__(self) -> None:
+        self.is_multi_allocatable = bool(self.device.allow_multiple_allocations)
 
 
 @dataclass
@@ -59,6 +59,33 @@ class Pool:
     @property
     def label(self) -> str:
         return f"{self.driver}/{self.name}"
+
+
+@dataclass
+class NodePools:
+    """Everything about a node's pools that does not change while the slices do not."""
+
+    pools: list[Pool]
+    candidates: list[tuple[Pool, PoolDevice]]
+    device_ids: frozenset[DeviceID]
+    has_invalid: bool
+    has_shareable: bool
+
+    @classmethod
+    def of(cls, pools: list[Pool]) -> NodePools:
+        candidates = [
+            (pool, device)
+            for pool in pools
+            if not pool.is_incomplete and not pool.is_invalid
+            for device in pool.devices
+        ]
+        return cls(
+            pools,
+            candidates,
+            frozenset(d.id for _, d in candidates),
+            any(p.is_invalid for p in pools),
+            any(d.is_multi_allocatable for _, d in candidates),
+        )
 
 
 def slice_matches_node(slice_: resourceapi.ResourceSlice, node: corev1.Node) -> bool | None:

@@ -24,7 +24,14 @@ from allot.allocator import results as resultbuilder
 from allot.allocator.capacity import Consumption, consumption
 from allot.allocator.constraints import Constraint
 from allot.allocator.errors import AllocationError, InvalidPoolsError
-from allot.allocator.pools import Pool, PoolDevice, PoolKey, device_matches_node, gather_pools
+from allot.allocator.pools import (
+    NodePools,
+    Pool,
+    PoolDevice,
+    PoolKey,
+    device_matches_node,
+    gather_pools,
+)
 from allot.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
     ClaimData,
@@ -108,7 +115,19 @@ class Allocator:
             pool = slice_.spec.pool.name if slice_.spec.pool else ""
             self.by_pool.setdefault((slice_.spec.driver or "", pool or ""), []).append(slice_)
         self._views: dict[tuple[int, str], DeviceView] = {}
+        self._pools: dict[tuple[str, tuple[tuple[str, str], ...]], NodePools] = {}
+        self.selectable: dict[tuple[int, int], tuple[Reason, str] | None] = {}
+        self._selector_keys: dict[tuple[str, tuple[str, ...]], int] = {}
         self.stats = Stats()
+
+    def selector_key(self, request: RequestData) -> int:
+        """A small integer naming the selectors a request applies (class + request)."""
+        signature = (request.class_name, tuple(s.expression for s in request.request_selectors))
+        key = self._selector_keys.get(signature)
+        if key is None:
+            key = len(self._selector_keys)
+            self._selector_keys[signature] = key
+        return key
 
     def view(self, slice_: resourceapi.ResourceSlice, device: resourceapi.Device) -> DeviceView:
         key = (id(slice_), device.name or "")
@@ -119,8 +138,20 @@ class Allocator:
         return view
 
     def pools_for(self, node: corev1.Node) -> list[Pool]:
-        candidates = self.on_node.get(node.metadata.name or "", []) + self.shared
-        return gather_pools(node, candidates, self.by_pool, self.features, self.view)
+        return self.node_pools(node).pools
+
+    def node_pools(self, node: corev1.Node) -> NodePools:
+        """The node's pools; cached, since they depend only on slices and node labels."""
+        labels = node.metadata.labels or {}
+        key = (node.metadata.name or "", tuple(sorted(labels.items())))
+        cached = self._pools.get(key)
+        if cached is None:
+            candidates = self.on_node.get(node.metadata.name or "", []) + self.shared
+            cached = NodePools.of(
+                gather_pools(node, candidates, self.by_pool, self.features, self.view)
+            )
+            self._pools[key] = cached
+        return cached
 
     def examine(
         self,
@@ -175,6 +206,9 @@ class _Search:
     invocations: int = 0
     pools: list[Pool] = field(default_factory=list)
     candidates: list[tuple[Pool, PoolDevice]] = field(default_factory=list)
+    node_pools: NodePools = field(
+        default_factory=lambda: NodePools([], [], frozenset(), False, False)
+    )
     claim_data: list[ClaimData] = field(default_factory=list)
     results: list[list[InternalResult]] = field(default_factory=list)
     allocating: list[set[DeviceID]] = field(default_factory=list)
@@ -186,13 +220,9 @@ class _Search:
     # ---------------------------------------------------------------- entry point
     def run(self) -> list[resourceapi.AllocationResult] | None:
         features = self.allocator.features
-        self.pools = self.allocator.pools_for(self.node)
-        self.candidates = [
-            (pool, device)
-            for pool in self.pools
-            if not pool.is_incomplete and not pool.is_invalid
-            for device in pool.devices
-        ]
+        self.node_pools = self.allocator.node_pools(self.node)
+        self.pools = self.node_pools.pools
+        self.candidates = self.node_pools.candidates
         builder = RequestBuilder(
             compiler=self.allocator.compiler,
             classes=self.allocator.classes.get,
@@ -202,6 +232,8 @@ class _Search:
             enumerate_all=self._enumerate_all,
         )
         self.claim_data = [builder.build(i, claim) for i, claim in enumerate(self.claims)]
+        if self._nothing_free():
+            return None
         self.results = [[] for _ in self.claims]
         self.allocating = [set() for _ in self.claims]
         outcome = self.allocate_one(0, 0, -1, 0, 0)
@@ -215,6 +247,24 @@ class _Search:
             )
             for i, data in enumerate(self.claim_data)
         ]
+
+    def _nothing_free(self) -> bool:
+        """Fast path for a full node: every device is exclusively allocated already.
+
+        The search would skip every device on its in-use check (before any selector runs)
+        and fail, so the answer is the same without it. Not taken when a request could
+        ignore in-use devices (admin access), when devices are shareable, for ``All``
+        requests, or when an invalid pool must be reported.
+        """
+        index = self.node_pools
+        if not index.candidates or index.has_invalid or index.has_shareable:
+            return False
+        for data in self.claim_data:
+            for entry in data.requests:
+                for request in [entry.exact] if entry.exact is not None else entry.alternatives:
+                    if request is None or request.admin_access or request.is_all:
+                        return False
+        return self.state.allocated_devices.issuperset(index.device_ids)
 
     def _binding_enabled(self) -> bool:
         features = self.allocator.features
@@ -253,13 +303,9 @@ class _Search:
         return f"{namespace}/{name}" if namespace else name
 
     def examine(self) -> list[RequestReport]:
-        self.pools = self.allocator.pools_for(self.node)
-        self.candidates = [
-            (pool, device)
-            for pool in self.pools
-            if not pool.is_incomplete and not pool.is_invalid
-            for device in pool.devices
-        ]
+        self.node_pools = self.allocator.node_pools(self.node)
+        self.pools = self.node_pools.pools
+        self.candidates = self.node_pools.candidates
         skipped = [
             f"{p.label} ({'incomplete' if p.is_incomplete else p.invalid_reason})"
             for p in self.pools
@@ -422,6 +468,22 @@ class _Search:
         ):
             self._reject(request, device, Reason.NODE_MISMATCH)
             return False
+        # Selector verdicts depend only on the device and the selectors: cache them for
+        # the allocator's lifetime, with the reason so explanations can replay it.
+        key = (id(device.view), self.allocator.selector_key(request))
+        cache = self.allocator.selectable
+        if key in cache:
+            verdict = cache[key]
+        else:
+            verdict = cache[key] = self._selector_verdict(device, request)
+        if verdict is not None:
+            self._reject(request, device, verdict[0], verdict[1])
+            return False
+        return True
+
+    def _selector_verdict(
+        self, device: PoolDevice, request: RequestData
+    ) -> tuple[Reason, str] | None:
         owners = [
             (f"class {request.class_name}", request.class_selectors, Reason.CLASS_SELECTOR),
             (
@@ -439,14 +501,9 @@ class _Search:
                         f"{owner}: selector #{position}: CEL runtime error: {err}"
                     ) from None
                 if not matched:
-                    self._reject(
-                        request,
-                        device,
-                        reason,
-                        f"{owner}, selector #{position}: {selector.expression}",
-                    )
-                    return False
-        return True
+                    where = owner if reason is Reason.CLASS_SELECTOR else "request"
+                    return reason, f"{where}, selector #{position}: {selector.expression}"
+        return None
 
     def _capacity_for(self, device: PoolDevice, request: RequestData) -> Consumption | None:
         return consumption(
