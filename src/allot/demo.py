@@ -1,9 +1,15 @@
 """``make demo``: the current end-to-end walk through what allot does today.
 
-Validates the manifests quoted in the seed documents (``examples/seeds``) and NVIDIA's
-published objects (``examples/nvidia``) exactly as ``allot validate`` would, printing each
-verdict: the walkthrough's classes and claims are accepted, every DRA manifest of seed 001
-is rejected the way a Kubernetes 1.36 API server rejects it, with allot's hint on the fix.
+1. ``allot validate`` on the manifests quoted in the seed documents (``examples/seeds``)
+   and NVIDIA's published objects (``examples/nvidia``): the walkthrough's classes and
+   claims are accepted, every DRA manifest of seed 001 is rejected the way a Kubernetes
+   1.36 API server rejects it, with allot's hint on the fix.
+2. ``allot lint`` on seed 000's catalogue against the NVIDIA fixtures: ``gpu-slice``
+   matches nothing and ``gpu-whole`` also takes MIG partitions, with corrected selectors.
+3. ``allot simulate --explain`` of both tenants' claims on the seed's two node pools with
+   the corrected classes, until the MIG slices run out and the 8th slice claim is
+   explained.
+
 Run from the repository root.
 """
 
@@ -15,6 +21,11 @@ from pathlib import Path
 from allot.cli.main import main as allot_main
 
 EXAMPLES = Path("examples")
+LINT = ["lint", "examples/seeds/000-gpu-deviceclasses.yaml",
+        "examples/nvidia/a100-40gb-x1-whole-gpu.yaml",
+        "examples/nvidia/a100-40gb-static-mig-7x1g5gb.yaml",
+        "examples/nvidia/h100-80gb-dynamic-mig-partitionable.yaml"]
+SIMULATE = ["simulate", "examples/scenarios/seed-000.yaml", "--explain"]
 STEPS = [
     (
         "Seed 000: the platform team's DeviceClasses and the tenants' claims",
@@ -54,12 +65,19 @@ def run() -> int:
         print("error: run the demo from the repository root (examples/ not found)", file=sys.stderr)
         return 1
     for title, files in STEPS:
-        print(f"\n=== {title}")
-        print("$ allot validate " + " ".join(f"examples/{f}" for f in files), flush=True)
-        code = allot_main(["validate", *(str(EXAMPLES / f) for f in files)])
-        sys.stderr.flush()
-        print(f"(exit status {code})", flush=True)
+        _run(title, ["validate", *(str(EXAMPLES / f) for f in files)])
+    _run("Seed 000's catalogue against what the NVIDIA driver publishes", LINT)
+    _run("Seed 000 with the corrected classes: both tenants, then an 8th MIG slice", SIMULATE)
     return 0
+
+
+def _run(title: str, argv: list[str]) -> None:
+    print(f"\n=== {title}")
+    print("$ allot " + " ".join(argv), flush=True)
+    code = allot_main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    print(f"(exit status {code})", flush=True)
 
 
 if __name__ == "__main__":
