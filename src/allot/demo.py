@@ -21,10 +21,13 @@ from pathlib import Path
 from allot.cli.main import main as allot_main
 
 EXAMPLES = Path("examples")
-LINT = ["lint", "examples/seeds/000-gpu-deviceclasses.yaml",
-        "examples/nvidia/a100-40gb-x1-whole-gpu.yaml",
-        "examples/nvidia/a100-40gb-static-mig-7x1g5gb.yaml",
-        "examples/nvidia/h100-80gb-dynamic-mig-partitionable.yaml"]
+LINT = [
+    "lint",
+    "examples/seeds/000-gpu-deviceclasses.yaml",
+    "examples/nvidia/a100-40gb-x1-whole-gpu.yaml",
+    "examples/nvidia/a100-40gb-static-mig-7x1g5gb.yaml",
+    "examples/nvidia/h100-80gb-dynamic-mig-partitionable.yaml",
+]
 SIMULATE = ["simulate", "examples/scenarios/seed-000.yaml", "--explain"]
 STEPS = [
     (

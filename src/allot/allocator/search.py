@@ -294,12 +294,15 @@ class _Search:
                     and self._capacity_for(device, request) is None
                 ):
                     continue
-                if device.device.consumes_counters and \
-                        self.allocator.features.dra_partitionable_devices:
+                if (
+                    device.device.consumes_counters
+                    and self.allocator.features.dra_partitionable_devices
+                ):
                     raise AllocationError(
                         f"claim {label}, request {request.name}: allocationMode All over devices "
                         "that consume shared counters crashes kube-scheduler 1.36.0 and 1.36.1 "
-                        "(fixed in 1.36.2); allot refuses it instead")
+                        "(fixed in 1.36.2); allot refuses it instead"
+                    )
                 devices.append(device)
         return devices
 
