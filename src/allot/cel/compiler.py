@@ -53,7 +53,8 @@ _UNDECLARED_FIELD = re.compile(
 _MISSING_KEY = re.compile(r'Key not found in map : "(.*)"')
 
 
-def _variables(*, with_internal: bool, list_type_attributes: bool) -> dict[str, Any]:
+def _variables(*, with_internal: bool) -> dict[str, Any]:
+    """The ``device`` fields; attribute values are dynamic (scalars, or lists with the gate)."""
     value_type = T.DYN
     attributes = T.Map(T.STRING, T.Map(T.STRING, value_type))
     capacity = T.Map(T.STRING, T.Map(T.STRING, libraries.QUANTITY))
@@ -66,7 +67,6 @@ def _variables(*, with_internal: bool, list_type_attributes: bool) -> dict[str, 
     if with_internal:
         variables[_INDEXED_NAMES["attributes"]] = attributes
         variables[_INDEXED_NAMES["capacity"]] = capacity
-    del list_type_attributes  # the value type is dynamic either way
     return variables
 
 
@@ -148,12 +148,8 @@ class SelectorCompiler:
 
     def __init__(self, *, list_type_attributes: bool = False) -> None:
         self.list_type_attributes = list_type_attributes
-        self._check_env = _new_env(
-            _variables(with_internal=False, list_type_attributes=list_type_attributes)
-        )
-        self._run_env = _new_env(
-            _variables(with_internal=True, list_type_attributes=list_type_attributes)
-        )
+        self._check_env = _new_env(_variables(with_internal=False))
+        self._run_env = _new_env(_variables(with_internal=True))
         self._cache: dict[str, CompiledSelector | CompileError] = {}
         self._domain_literals: set[str] = set()
         self.literal_version = 0
