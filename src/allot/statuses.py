@@ -22,9 +22,21 @@ from allot.api.errors import (
 )
 from allot.api.kinds import KindInfo
 from allot.api.meta import Status, StatusCause, StatusDetails
+from allot.store import errors as storeerrors
 from allot.validation.field import FieldError
 
 HINT_REASON = "Hint"
+
+
+class RequestError(Exception):
+    """Base of request-level errors raised above this layer (the API server's own).
+
+    Subclasses set ``code`` and ``reason``; this module maps them generically, so the API
+    server defines its errors without a second mapping.
+    """
+
+    code = 400
+    reason = "BadRequest"
 
 
 class InvalidObjectError(Exception):
@@ -115,11 +127,35 @@ def _unknown_kind(err: Exception) -> Status:
     )
 
 
+def _request(err: Exception) -> Status:
+    assert isinstance(err, RequestError)
+    return Status(status="Failure", message=str(err), reason=err.reason, code=err.code)
+
+
+def _store(reason: str, code: int) -> Callable[[Exception], Status]:
+    def mapper(err: Exception) -> Status:
+        assert isinstance(err, storeerrors.StoreError)
+        details = None
+        if err.name or err.plural:
+            details = StatusDetails(
+                name=err.name or None, group=err.group or None, kind=err.plural or None
+            )
+        return Status(status="Failure", message=str(err), reason=reason, code=code, details=details)
+
+    return mapper
+
+
 def _too_large(err: Exception) -> Status:
     return Status(status="Failure", message=str(err), reason="RequestEntityTooLarge", code=413)
 
 
 _MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
+    RequestError: _request,
+    storeerrors.NotFound: _store("NotFound", 404),
+    storeerrors.AlreadyExists: _store("AlreadyExists", 409),
+    storeerrors.Conflict: _store("Conflict", 409),
+    storeerrors.Expired: _store("Expired", 410),
+    storeerrors.BadRequest: _store("BadRequest", 400),
     ObjectTooLargeError: _too_large,
     InvalidObjectError: _invalid,
     StrictDecodingError: _strict,

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from allot import __version__
-from allot.cli import lint, simulate, validate
+from allot.cli import lint, simulate, up, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.register(subparsers)
     simulate.register(subparsers)
     lint.register(subparsers)
+    up.register(subparsers)
     return parser
 
 

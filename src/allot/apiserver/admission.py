@@ -1,0 +1,164 @@
+"""The admission chain every write passes: decode, default, validate, then admission hooks.
+
+``fieldValidation`` follows the API server: ``Strict`` rejects unknown fields with the
+strict-decoding error, ``Warn`` (the server default) drops them and returns warnings,
+``Ignore`` drops them silently. Defaulting and validation are ``allot.validation``'s.
+Hooks (entitlement policies and quotas in later issues) see the decoded object and may
+raise :class:`AdmissionDenied`; a rejected write changes nothing. Called by the handlers.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from allot.api.base import ApiModel
+from allot.api.errors import StrictDecodingError
+from allot.api.kinds import decode, render_location
+from allot.apiserver.resources import ServedResource
+from allot.cel import SelectorCompiler
+from allot.statuses import InvalidObjectError
+from allot.validation.objects import (
+    apply_defaults,
+    validate_create,
+    validate_status_update,
+    validate_update,
+)
+from allot.validation.resource import ResourceContext
+
+
+class Operation(enum.Enum):
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+
+
+class AdmissionDenied(Exception):
+    """A hook refused the request; the message is shown to the user (403 Forbidden)."""
+
+
+@dataclass
+class AdmissionRequest:
+    cluster: str
+    operation: Operation
+    resource: ServedResource
+    subresource: str
+    namespace: str
+    name: str
+    object: ApiModel | None
+    old_object: ApiModel | None
+    dry_run: bool = False
+
+
+class AdmissionHook(Protocol):
+    def admit(self, request: AdmissionRequest) -> list[str]:
+        """Return warnings, or raise AdmissionDenied."""
+
+
+@dataclass
+class AdmissionChain:
+    namespace_labels: Callable[[str, str], dict[str, str] | None]
+    compiler: SelectorCompiler = field(default_factory=SelectorCompiler)
+    hooks: list[AdmissionHook] = field(default_factory=list)
+
+    def decode(self, body: dict[str, Any], mode: str) -> tuple[ApiModel, list[str]]:
+        """Decode honouring ``fieldValidation``; returns the object and warnings."""
+        try:
+            return decode(body), []
+        except StrictDecodingError as err:
+            unknown = [p for p in err.problems if p.startswith("unknown field ")]
+            if mode == "Strict" or len(unknown) != len(err.problems):
+                raise
+            info_model = _model_for(body)
+            cleaned = strip_unknown(info_model, body) if info_model else body
+            warnings = [] if mode == "Ignore" else unknown
+            return decode(cleaned), warnings
+
+    def admit(self, request: AdmissionRequest) -> list[str]:
+        obj = request.object
+        context = ResourceContext(
+            compiler=self.compiler,
+            namespace_labels=lambda ns: self.namespace_labels(request.cluster, ns),
+        )
+        if obj is not None:
+            errors = self._validate(request, obj, context)
+            if errors:
+                raise InvalidObjectError(request.resource.info, request.name, errors)
+        warnings: list[str] = []
+        for hook in self.hooks:
+            warnings += hook.admit(request)
+        return warnings
+
+    @staticmethod
+    def _validate(request: AdmissionRequest, obj: ApiModel, context: ResourceContext) -> list[Any]:
+        if request.operation is Operation.CREATE:
+            apply_defaults(obj)
+            return validate_create(obj, context)
+        if request.old_object is None:
+            return []
+        if request.subresource == "status":
+            return validate_status_update(obj, request.old_object, context)
+        return validate_update(obj, request.old_object, context)
+
+
+def _model_for(body: dict[str, Any]) -> type[BaseModel] | None:
+    from allot.api.kinds import lookup
+
+    try:
+        return lookup(str(body.get("apiVersion")), str(body.get("kind"))).model
+    except Exception:
+        return None
+
+
+def strip_unknown(model: type[BaseModel], data: Any) -> Any:
+    """``data`` without the fields ``model`` does not know (for Warn/Ignore)."""
+    if not isinstance(data, dict):
+        return data
+    fields = {(info.alias or name): info for name, info in model.model_fields.items()}
+    cleaned = {}
+    for key, value in data.items():
+        info = fields.get(key)
+        if info is None:
+            continue
+        cleaned[key] = _strip_value(info.annotation, value)
+    return cleaned
+
+
+def _strip_value(annotation: Any, value: Any) -> Any:
+    models = [a for a in _flatten(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+    if not models:
+        return value
+    target = models[0]
+    if isinstance(value, list):
+        return [strip_unknown(target, item) for item in value]
+    if isinstance(value, dict) and _is_map(annotation):
+        return {k: strip_unknown(target, v) for k, v in value.items()}
+    return strip_unknown(target, value)
+
+
+def _flatten(annotation: Any) -> list[Any]:
+    found = [annotation]
+    for argument in getattr(annotation, "__args__", ()) or ():
+        found += _flatten(argument)
+    for argument in getattr(annotation, "__metadata__", ()) or ():
+        del argument
+    origin = getattr(annotation, "__origin__", None)
+    if origin is not None and hasattr(annotation, "__metadata__"):
+        found += _flatten(origin)
+    return found
+
+
+def _is_map(annotation: Any) -> bool:
+    return any(getattr(a, "__origin__", None) is dict for a in _flatten(annotation))
+
+
+def warning_header(warnings: list[str]) -> list[tuple[str, str]]:
+    return [("Warning", f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"') for w in warnings]
+
+
+def describe_location(location: tuple[int | str, ...]) -> str:
+    return render_location(location)

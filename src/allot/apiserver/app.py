@@ -1,0 +1,461 @@
+"""The ASGI application: clusters under ``/clusters/<name>``, authentication, routing.
+
+Every request names its cluster in the URL prefix; its bearer token must belong to that
+cluster (401 without a valid token, 403 with another cluster's). Below the prefix the
+Kubernetes paths are served: ``/version``, discovery, ``/openapi/v3``, resource REST with
+Tables, watches and pod logs, and ``selfsubjectaccessreviews``. Every failure becomes a
+``metav1.Status`` through :func:`allot.statuses.to_status`, so clients never see a bare
+500. Built by :class:`ApiServer`, served by uvicorn (``allot up``) or in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from allot.api.errors import ApiError
+from allot.apiserver import discovery, openapi, protobuf, selectors, tables
+from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
+from allot.apiserver.errors import (
+    BadRequest,
+    Forbidden,
+    MethodNotAllowed,
+    NotFoundPath,
+    RequestTooLarge,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from allot.apiserver.handlers import Handlers, WriteOptions, WriteResult
+from allot.apiserver.requests import Target, parse_resource_path
+from allot.apiserver.resources import by_kind
+from allot.apiserver.security import HOST_CLUSTER, Tokens
+from allot.apiserver.watches import DEFAULT_TIMEOUT_SECONDS, WatchRequest, WatchStream
+from allot.statuses import InvalidObjectError, RequestError, to_status
+from allot.store import Store
+from allot.store.errors import StoreError
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+Obj = dict[str, Any]
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class ApiServer:
+    """One data directory: the store, the tokens, the clusters and the HTTP application."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        clock: Callable[[], dt.datetime] = _now,
+        hooks: list[AdmissionHook] | None = None,
+    ) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = data_dir
+        self.clock = clock
+        self.store = Store(data_dir / "state.db", clock=clock)
+        self.tokens = Tokens(data_dir / "tokens.json")
+        self.admission = AdmissionChain(
+            namespace_labels=self._namespace_labels, hooks=list(hooks or [])
+        )
+        self.handlers = Handlers(self.store, self.admission, clock)
+        self.logs_dir = data_dir / "logs"
+        self.stopping = asyncio.Event()
+        self.add_cluster(HOST_CLUSTER)
+
+    # ---------------------------------------------------------------- clusters
+    def add_cluster(self, name: str) -> str:
+        token = self.tokens.ensure(name)
+        namespaces = by_kind("Namespace").store
+        for namespace in SYSTEM_NAMESPACES:
+            if not self.store.namespace_exists(name, namespace):
+                self.store.create(
+                    name,
+                    namespaces,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": namespace},
+                        "spec": {"finalizers": ["kubernetes"]},
+                        "status": {"phase": "Active"},
+                    },
+                )
+        return token
+
+    def _namespace_labels(self, cluster: str, namespace: str) -> dict[str, str] | None:
+        try:
+            obj = self.store.get(cluster, by_kind("Namespace").store, "", namespace)
+        except StoreError:
+            return None
+        labels: dict[str, str] = obj["metadata"].get("labels") or {}
+        return labels
+
+    # -------------------------------------------------------------- application
+    def app(self) -> Starlette:
+        methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+        return Starlette(
+            routes=[
+                Route("/healthz", self._health),
+                Route("/readyz", self._health),
+                Route("/livez", self._health),
+                Route("/clusters/{cluster}/{path:path}", self._entry, methods=methods),
+                Route("/{path:path}", self._outside, methods=methods),
+            ]
+        )
+
+    async def _health(self, request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def _outside(self, request: Request) -> Response:
+        return _status_response(NotFoundPath())
+
+    async def _entry(self, request: Request) -> Response:
+        cluster = request.path_params["cluster"]
+        try:
+            self._authenticate(request, cluster)
+            return await self._dispatch(request, cluster, request.path_params["path"])
+        except (RequestError, StoreError, ApiError, InvalidObjectError) as err:
+            return _status_response(err)
+        except Exception as err:  # never a bare 500 page
+            return _status_response(err)
+
+    def _authenticate(self, request: Request, cluster: str) -> None:
+        header = request.headers.get("authorization", "")
+        token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        owner = self.tokens.cluster_for(token) if token else None
+        if owner is None:
+            raise Unauthorized()
+        if owner != cluster:
+            raise Forbidden(
+                f'clusters "{cluster}" is forbidden: User "system:allot:{owner}" '
+                f"cannot access cluster {cluster!r} with this token"
+            )
+
+    async def _dispatch(self, request: Request, cluster: str, path: str) -> Response:
+        segments = [s for s in path.split("/") if s]
+        method = request.method
+        prefix = f"/clusters/{cluster}"
+        if method == "GET":
+            document = self._static_document(segments, request, prefix)
+            if document is not None:
+                return document
+        if (
+            segments[:4] == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]
+            and method == "POST"
+        ):
+            return await self._access_review(request)
+        target = parse_resource_path(segments)
+        if target is None:
+            raise NotFoundPath()
+        if target.name is None:
+            return await self._collection(request, cluster, target)
+        return await self._item(request, cluster, target)
+
+    def _static_document(
+        self, segments: list[str], request: Request, prefix: str
+    ) -> Response | None:
+        accept = request.headers.get("accept", "")
+        if segments == ["version"]:
+            return JSONResponse(discovery.VERSION_INFO)
+        if segments in (["api"], ["apis"]):
+            if discovery.wants_aggregated(accept):
+                return JSONResponse(
+                    discovery.aggregated(core=segments == ["api"]),
+                    media_type=discovery.AGGREGATED_CONTENT_TYPE,
+                )
+            return JSONResponse(
+                discovery.legacy_api() if segments == ["api"] else discovery.legacy_groups()
+            )
+        if segments == ["api", "v1"]:
+            return JSONResponse(discovery.legacy_resources("", "v1"))
+        if len(segments) == 2 and segments[0] == "apis":
+            group = discovery.legacy_group(segments[1])
+            if group is None:
+                raise NotFoundPath()
+            return JSONResponse(group)
+        if len(segments) == 3 and segments[0] == "apis":
+            document = discovery.legacy_resources(segments[1], segments[2])
+            if document is None:
+                raise NotFoundPath()
+            return JSONResponse(document)
+        if segments[:2] == ["openapi", "v3"]:
+            return self._openapi(segments[2:], prefix)
+        if segments[:1] == ["openapi"]:
+            raise NotFoundPath()
+        return None
+
+    @staticmethod
+    def _openapi(rest: list[str], prefix: str) -> Response:
+        if not rest:
+            return JSONResponse(openapi.index(prefix))
+        if rest[0] == "api" and len(rest) == 2:
+            body = openapi.document_bytes("", rest[1])
+        elif rest[0] == "apis" and len(rest) == 3:
+            body = openapi.document_bytes(rest[1], rest[2])
+        else:
+            body = None
+        if body is None:
+            raise NotFoundPath()
+        return Response(
+            body, media_type="application/json", headers={"Cache-Control": "public, immutable"}
+        )
+
+    async def _access_review(self, request: Request) -> Response:
+        body = await self._body(request)
+        review = {
+            **body,
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "status": {"allowed": True, "reason": "the cluster's token holds every permission"},
+        }
+        return JSONResponse(review, status_code=201)
+
+    # -------------------------------------------------------------- collections
+    async def _collection(self, request: Request, cluster: str, target: Target) -> Response:
+        method = request.method
+        if method == "GET":
+            if request.query_params.get("watch") in ("true", "1"):
+                return self._watch(request, cluster, target)
+            return self._list(request, cluster, target)
+        if method == "POST":
+            if target.namespace is None and target.resource.namespaced:
+                raise MethodNotAllowed("POST")
+            result = self.handlers.create(
+                cluster, target, await self._body(request), self._write_options(request)
+            )
+            return self._written(result, 201)
+        if method == "DELETE":
+            return self._delete_collection(request, cluster, target)
+        raise MethodNotAllowed(method)
+
+    def _selected(self, request: Request, cluster: str, target: Target) -> tuple[list[Obj], int]:
+        query = request.query_params
+        items, rv = self.store.list_objects(cluster, target.resource.store, target.namespace)
+        label = selectors.label_selector(query.get("labelSelector"))
+        field = selectors.field_selector(query.get("fieldSelector"), target.resource.store.key)
+        return [o for o in items if label(o) and field(o)], rv
+
+    def _list(self, request: Request, cluster: str, target: Target) -> Response:
+        items, rv = self._selected(request, cluster, target)
+        items, continue_token = _paginate(items, request.query_params)
+        if _wants_table(request):
+            return JSONResponse(
+                tables.table(
+                    target.resource.plural,
+                    items,
+                    self.clock(),
+                    include_object=request.query_params.get("includeObject", "Metadata"),
+                    resource_version=str(rv),
+                    continue_token=continue_token,
+                )
+            )
+        metadata: Obj = {"resourceVersion": str(rv)}
+        if continue_token:
+            metadata["continue"] = continue_token
+        return JSONResponse(
+            {
+                "kind": f"{target.resource.kind}List",
+                "apiVersion": target.resource.api_version,
+                "metadata": metadata,
+                "items": items,
+            }
+        )
+
+    def _watch(self, request: Request, cluster: str, target: Target) -> Response:
+        query = request.query_params
+        label = selectors.label_selector(query.get("labelSelector"))
+        field = selectors.field_selector(query.get("fieldSelector"), target.resource.store.key)
+        timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS)
+        watch = WatchRequest(
+            cluster=cluster,
+            resource=target.resource,
+            namespace=target.namespace,
+            matches=lambda o: label(o) and field(o),
+            resource_version=query.get("resourceVersion"),
+            send_initial_events=query.get("sendInitialEvents") == "true",
+            allow_bookmarks=query.get("allowWatchBookmarks") == "true",
+            timeout_seconds=timeout,
+            as_table=_wants_table(request),
+            include_object=query.get("includeObject", "Metadata"),
+        )
+        stream = WatchStream(self.store, watch, self.clock, self.stopping)
+        return StreamingResponse(stream.stream(), media_type="application/json")
+
+    def _delete_collection(self, request: Request, cluster: str, target: Target) -> Response:
+        items, _ = self._selected(request, cluster, target)
+        deleted = []
+        for item in items:
+            metadata = item["metadata"]
+            item_target = Target(target.resource, metadata.get("namespace"), metadata["name"], "")
+            deleted.append(self.handlers.delete(cluster, item_target, {}, _dry_run(request)))
+        return JSONResponse(
+            {
+                "kind": f"{target.resource.kind}List",
+                "apiVersion": target.resource.api_version,
+                "metadata": {"resourceVersion": str(self.store.current_rv())},
+                "items": deleted,
+            }
+        )
+
+    # -------------------------------------------------------------------- items
+    async def _item(self, request: Request, cluster: str, target: Target) -> Response:
+        method = request.method
+        if target.subresource == "log":
+            if method != "GET":
+                raise MethodNotAllowed(method)
+            return await self._log(request, cluster, target)
+        if method == "GET":
+            obj = self.handlers.get(cluster, target)
+            if _wants_table(request):
+                return JSONResponse(
+                    tables.table(
+                        target.resource.plural,
+                        [obj],
+                        self.clock(),
+                        include_object=request.query_params.get("includeObject", "Metadata"),
+                        resource_version=obj["metadata"].get("resourceVersion", ""),
+                    )
+                )
+            return JSONResponse(obj)
+        if method == "PUT":
+            result = self.handlers.update(
+                cluster, target, await self._body(request), self._write_options(request)
+            )
+            return self._written(result, 200)
+        if method == "PATCH":
+            raw = await self._raw_body(request)
+            result = self.handlers.patch(
+                cluster,
+                target,
+                request.headers.get("content-type", ""),
+                raw,
+                self._write_options(request),
+            )
+            return self._written(result, 201 if result.created else 200)
+        if method == "DELETE":
+            options = await self._body(request, allow_empty=True)
+            obj = self.handlers.delete(cluster, target, options, _dry_run(request))
+            return JSONResponse(obj)
+        raise MethodNotAllowed(method)
+
+    async def _log(self, request: Request, cluster: str, target: Target) -> Response:
+        pod = self.handlers.get(cluster, target)
+        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        container = request.query_params.get("container") or (containers[0] if containers else "")
+        if container not in containers:
+            raise BadRequest(f"container {container} is not valid for pod {target.name}")
+        path = (
+            self.logs_dir
+            / cluster
+            / (target.namespace or "")
+            / (target.name or "")
+            / f"{container}.log"
+        )
+        if not path.exists():
+            raise BadRequest(
+                f'container "{container}" in pod "{target.name}" is waiting to '
+                "start: ContainerCreating"
+            )
+        text = path.read_text(errors="replace")
+        tail = request.query_params.get("tailLines")
+        if tail is not None and tail.isdigit():
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(tail) :]) if int(tail) else ""
+        return PlainTextResponse(text)
+
+    # ---------------------------------------------------------------- plumbing
+    async def _raw_body(self, request: Request) -> bytes:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            raise RequestTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                raise RequestTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
+        return body
+
+    async def _body(self, request: Request, *, allow_empty: bool = False) -> Obj:
+        raw = await self._raw_body(request)
+        if not raw.strip():
+            if allow_empty:
+                return {}
+            raise BadRequest("the request body is empty")
+        content_type = request.headers.get("content-type", "application/json").split(";")[0]
+        if content_type == "application/vnd.kubernetes.protobuf":
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError as err:
+                raise UnsupportedMediaType(str(err)) from None
+        if content_type not in ("application/json", "", "application/yaml", "*/*"):
+            raise UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml, "
+                "application/vnd.kubernetes.protobuf"
+            )
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise BadRequest(
+                f"the body of the request was not valid JSON: {err.msg} at line "
+                f"{err.lineno} column {err.colno}"
+            ) from None
+        if not isinstance(body, dict):
+            raise BadRequest("the body of the request must be a JSON object")
+        return body
+
+    @staticmethod
+    def _write_options(request: Request) -> WriteOptions:
+        query = request.query_params
+        return WriteOptions(
+            field_manager=query.get("fieldManager", ""),
+            field_validation=query.get("fieldValidation", "Warn"),
+            dry_run=_dry_run(request),
+            force=query.get("force") == "true",
+        )
+
+    @staticmethod
+    def _written(result: WriteResult, code: int) -> Response:
+        return JSONResponse(
+            result.object, status_code=code, headers=dict(warning_header(result.warnings))
+        )
+
+
+def _status_response(err: Exception) -> Response:
+    status = to_status(err)
+    return JSONResponse(status.to_wire(), status_code=status.code or 500)
+
+
+def _wants_table(request: Request) -> bool:
+    return "as=Table" in request.headers.get("accept", "")
+
+
+def _dry_run(request: Request) -> bool:
+    return request.query_params.get("dryRun") == "All"
+
+
+def _paginate(items: list[Obj], query: Any) -> tuple[list[Obj], str]:
+    limit_text = query.get("limit")
+    start = 0
+    token = query.get("continue")
+    if token:
+        try:
+            start = int(token)
+        except ValueError:
+            raise BadRequest("continue key is not valid: illegal base64 data") from None
+    if not limit_text or not limit_text.isdigit() or int(limit_text) <= 0:
+        return items[start:], ""
+    end = start + int(limit_text)
+    return items[start:end], str(end) if end < len(items) else ""

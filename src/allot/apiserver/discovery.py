@@ -1,0 +1,152 @@
+"""Discovery documents: aggregated v2 (what kubectl 1.37 asks for) and the legacy forms.
+
+The aggregated answer must carry the content type
+``application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`` and a
+``responseKind`` per resource, or kubectl silently sees nothing. The legacy documents
+(``/api``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``, ``/api/v1``) serve ``auth can-i`` and
+the Python dynamic client. Called by the HTTP handlers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allot.apiserver import resources
+
+AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+VERSION_INFO = {
+    "major": "1",
+    "minor": "36",
+    "emulationMajor": "1",
+    "emulationMinor": "36",
+    "minCompatibilityMajor": "1",
+    "minCompatibilityMinor": "35",
+    "gitVersion": "v1.36.0",
+    "gitCommit": "allot",
+    "gitTreeState": "clean",
+    "buildDate": "2026-04-22T00:00:00Z",
+    "goVersion": "go1.25.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
+def wants_aggregated(accept: str) -> bool:
+    return "as=APIGroupDiscoveryList" in accept
+
+
+def _resource_entry(resource: resources.ServedResource) -> dict[str, Any]:
+    kind = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+    entry: dict[str, Any] = {
+        "resource": resource.plural,
+        "singularResource": resource.singular,
+        "scope": "Namespaced" if resource.namespaced else "Cluster",
+        "responseKind": kind,
+        "verbs": resource.verbs,
+    }
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    subresources = []
+    for sub in resource.subresources:
+        sub_kind = kind if sub == "status" else {"group": "", "version": "", "kind": ""}
+        verbs = ["get", "patch", "update"] if sub == "status" else ["get"]
+        subresources.append({"subresource": sub, "responseKind": sub_kind, "verbs": verbs})
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated(core: bool) -> dict[str, Any]:
+    items = []
+    for group, version in resources.group_versions():
+        if (group == "") != core:
+            continue
+        items.append(
+            {
+                "metadata": {"name": group} if group else {},
+                "versions": [
+                    {
+                        "version": version,
+                        "freshness": "Current",
+                        "resources": [
+                            _resource_entry(r) for r in resources.in_group_version(group, version)
+                        ],
+                    }
+                ],
+            }
+        )
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }
+
+
+def legacy_api() -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}
+        ],
+    }
+
+
+def _group(group: str, version: str) -> dict[str, Any]:
+    gv = {"groupVersion": f"{group}/{version}", "version": version}
+    return {"name": group, "versions": [gv], "preferredVersion": gv}
+
+
+def legacy_groups() -> dict[str, Any]:
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(g, v) for g, v in resources.group_versions() if g],
+    }
+
+
+def legacy_group(group: str) -> dict[str, Any] | None:
+    for name, version in resources.group_versions():
+        if name == group and name:
+            return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, version)}
+    return None
+
+
+def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
+    served = resources.in_group_version(group, version)
+    if not served:
+        return None
+    entries: list[dict[str, Any]] = []
+    for resource in served:
+        entry: dict[str, Any] = {
+            "name": resource.plural,
+            "singularName": resource.singular,
+            "namespaced": resource.namespaced,
+            "kind": resource.kind,
+            "verbs": resource.verbs,
+        }
+        if resource.short_names:
+            entry["shortNames"] = list(resource.short_names)
+        if resource.categories:
+            entry["categories"] = list(resource.categories)
+        entries.append(entry)
+        for sub in resource.subresources:
+            entries.append(
+                {
+                    "name": f"{resource.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": resource.namespaced,
+                    "kind": resource.kind if sub == "status" else "",
+                    "verbs": ["get", "patch", "update"] if sub == "status" else ["get"],
+                }
+            )
+    group_version = f"{group}/{version}" if group else version
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": entries,
+    }

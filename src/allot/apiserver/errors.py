@@ -1,0 +1,58 @@
+"""Request errors of the API server, each with its HTTP code and Kubernetes reason.
+
+They derive from :class:`allot.statuses.RequestError`, which ``allot.statuses`` maps to a
+``Status`` (the only mapping in the code base). Texts are the upstream API server's.
+"""
+
+from __future__ import annotations
+
+from allot.statuses import RequestError
+
+
+class NotFoundPath(RequestError):
+    code, reason = 404, "NotFound"
+
+    def __init__(self) -> None:
+        super().__init__("the server could not find the requested resource")
+
+
+class Unauthorized(RequestError):
+    code, reason = 401, "Unauthorized"
+
+    def __init__(self) -> None:
+        super().__init__("Unauthorized")
+
+
+class Forbidden(RequestError):
+    code, reason = 403, "Forbidden"
+
+
+class MethodNotAllowed(RequestError):
+    code, reason = 405, "MethodNotAllowed"
+
+    def __init__(self, method: str) -> None:
+        super().__init__(
+            f"the server does not allow this method on the requested resource ({method})"
+        )
+
+
+class UnsupportedMediaType(RequestError):
+    code, reason = 415, "UnsupportedMediaType"
+
+
+class RequestTooLarge(RequestError):
+    code, reason = 413, "RequestEntityTooLarge"
+
+
+class BadRequest(RequestError):
+    code, reason = 400, "BadRequest"
+
+
+class Unprocessable(RequestError):
+    code, reason = 422, "Invalid"
+
+
+class Denied(RequestError):
+    """An admission hook refused the request."""
+
+    code, reason = 403, "Forbidden"

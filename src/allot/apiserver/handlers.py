@@ -1,0 +1,313 @@
+"""The generic REST verbs for every served resource: get, list, create, update, patch, delete.
+
+One implementation serves all kinds (Kubernetes REST is uniform); the per-kind differences
+are data: whether writes to the main resource keep ``status`` (and ``/status`` writes only
+``status``), whether ``spec`` changes bump ``generation``, and the status a new object
+starts with. Every write runs the admission chain before the store sees it, so a rejected
+write changes nothing. Called by :mod:`allot.apiserver.app`.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from allot.apiserver import patching
+from allot.apiserver.admission import AdmissionChain, AdmissionRequest, Operation
+from allot.apiserver.errors import BadRequest, UnsupportedMediaType
+from allot.apiserver.requests import Target
+from allot.apiserver.resources import ServedResource
+from allot.store import Store
+from allot.store.errors import NotFound
+
+Obj = dict[str, Any]
+PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/apply-patch+cbor",
+)
+
+
+@dataclass
+class WriteOptions:
+    field_manager: str
+    field_validation: str
+    dry_run: bool
+    force: bool = False
+
+
+@dataclass
+class WriteResult:
+    object: Obj
+    warnings: list[str]
+    created: bool = False
+
+
+class Handlers:
+    def __init__(
+        self, store: Store, admission: AdmissionChain, clock: Callable[[], dt.datetime]
+    ) -> None:
+        self.store = store
+        self.admission = admission
+        self.clock = clock
+
+    # ----------------------------------------------------------------- reading
+    def get(self, cluster: str, target: Target) -> Obj:
+        obj = self.store.get(
+            cluster, target.resource.store, target.namespace or "", target.name or ""
+        )
+        return self.with_type(target.resource, obj)
+
+    @staticmethod
+    def with_type(resource: ServedResource, obj: Obj) -> Obj:
+        return {
+            "apiVersion": resource.api_version,
+            "kind": resource.kind,
+            **{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")},
+        }
+
+    # ----------------------------------------------------------------- writing
+    def create(
+        self,
+        cluster: str,
+        target: Target,
+        body: Obj,
+        options: WriteOptions,
+        operation: str = "Update",
+    ) -> WriteResult:
+        resource = target.resource
+        body = self._checked_body(resource, target, body)
+        model, warnings = self.admission.decode(body, options.field_validation)
+        metadata = body.get("metadata") or {}
+        request = AdmissionRequest(
+            cluster,
+            Operation.CREATE,
+            resource,
+            "",
+            target.namespace or "",
+            metadata.get("name") or metadata.get("generateName") or "",
+            model,
+            None,
+            options.dry_run,
+        )
+        warnings += self.admission.admit(request)
+        obj = model.to_wire()
+        self._initial_status(resource, obj)
+        if "spec" in obj:
+            obj["metadata"]["generation"] = 1
+        self._record_manager(obj, options.field_manager, operation)
+        created = self.store.create(cluster, resource.store, obj, dry_run=options.dry_run)
+        return WriteResult(self.with_type(resource, created), warnings, created=True)
+
+    def update(self, cluster: str, target: Target, body: Obj, options: WriteOptions) -> WriteResult:
+        resource = target.resource
+        body = self._checked_body(resource, target, body)
+        if (body.get("metadata") or {}).get("name") != target.name:
+            raise BadRequest("the name of the object does not match the name on the URL")
+        current = self.store.get(cluster, resource.store, target.namespace or "", target.name or "")
+        return self._replace(cluster, target, current, body, options)
+
+    def patch(
+        self, cluster: str, target: Target, content_type: str, raw: bytes, options: WriteOptions
+    ) -> WriteResult:
+        resource = target.resource
+        patch_type = content_type.split(";")[0].strip()
+        if patch_type not in PATCH_TYPES:
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types "
+                f"include: {', '.join(PATCH_TYPES[:4])}"
+            )
+        patch = _parse_patch_body(raw)
+        try:
+            current = self.store.get(
+                cluster, resource.store, target.namespace or "", target.name or ""
+            )
+        except NotFound:
+            if patch_type != "application/apply-patch+yaml" or target.subresource:
+                raise
+            if not isinstance(patch, dict):
+                raise BadRequest("an apply patch must be an object") from None
+            return self.create(cluster, target, patch, options, "Apply")
+        current_typed = self.with_type(resource, current)
+        patched = self._apply_patch(patch_type, current_typed, patch)
+        if not isinstance(patched, dict):
+            raise BadRequest("the patched object is not an object")
+        patched.setdefault("metadata", {})["resourceVersion"] = (patched.get("metadata") or {}).get(
+            "resourceVersion"
+        ) or current["metadata"]["resourceVersion"]
+        operation = "Apply" if patch_type == "application/apply-patch+yaml" else "Update"
+        return self._replace(cluster, target, current, patched, options, operation)
+
+    def delete(self, cluster: str, target: Target, options: Obj, dry_run: bool) -> Obj:
+        resource = target.resource
+        preconditions = options.get("preconditions") or {}
+        current = self.store.get(cluster, resource.store, target.namespace or "", target.name or "")
+        request = AdmissionRequest(
+            cluster,
+            Operation.DELETE,
+            resource,
+            "",
+            target.namespace or "",
+            target.name or "",
+            None,
+            self._model(current, resource),
+            dry_run,
+        )
+        self.admission.admit(request)
+        obj, _ = self.store.delete(
+            cluster,
+            resource.store,
+            target.namespace or "",
+            target.name or "",
+            uid=preconditions.get("uid"),
+            resource_version=preconditions.get("resourceVersion"),
+            dry_run=dry_run,
+        )
+        return self.with_type(resource, obj)
+
+    # ---------------------------------------------------------------- internals
+    def _replace(
+        self,
+        cluster: str,
+        target: Target,
+        current: Obj,
+        body: Obj,
+        options: WriteOptions,
+        operation: str = "Update",
+    ) -> WriteResult:
+        resource = target.resource
+        new = self._merge_for_subresource(resource, target.subresource, current, body)
+        model, warnings = self.admission.decode(new, options.field_validation)
+        request = AdmissionRequest(
+            cluster,
+            Operation.UPDATE,
+            resource,
+            target.subresource,
+            target.namespace or "",
+            target.name or "",
+            model,
+            self._model(current, resource),
+            options.dry_run,
+        )
+        warnings += self.admission.admit(request)
+        obj = model.to_wire()
+        obj["metadata"]["resourceVersion"] = (new.get("metadata") or {}).get("resourceVersion")
+        generation = current["metadata"].get("generation")
+        if generation is not None:
+            changed = obj.get("spec") != current.get("spec")
+            obj["metadata"]["generation"] = generation + 1 if changed else generation
+        self._record_manager(obj, options.field_manager, operation)
+        updated = self.store.update(cluster, resource.store, obj, dry_run=options.dry_run)
+        return WriteResult(self.with_type(resource, updated), warnings)
+
+    @staticmethod
+    def _merge_for_subresource(
+        resource: ServedResource, subresource: str, current: Obj, body: Obj
+    ) -> Obj:
+        if subresource == "status":
+            merged = copy.deepcopy(current)
+            merged["status"] = copy.deepcopy(body.get("status"))
+            if merged["status"] is None:
+                merged.pop("status")
+            merged["metadata"]["resourceVersion"] = (body.get("metadata") or {}).get(
+                "resourceVersion"
+            )
+            return merged
+        merged = copy.deepcopy(body)
+        if resource.has_status:
+            if "status" in current:
+                merged["status"] = copy.deepcopy(current["status"])
+            else:
+                merged.pop("status", None)
+        return merged
+
+    @staticmethod
+    def _apply_patch(patch_type: str, current: Obj, patch: Any) -> Any:
+        if patch_type == "application/json-patch+json":
+            return patching.json_patch(current, patch)
+        if patch_type == "application/merge-patch+json":
+            return patching.merge_patch(current, patch)
+        return patching.strategic_merge_patch(current, patch)
+
+    def _checked_body(self, resource: ServedResource, target: Target, body: Obj) -> Obj:
+        if not isinstance(body, dict):
+            raise BadRequest("the body of the request must be a JSON object")
+        body = copy.deepcopy(body)
+        body.setdefault("apiVersion", resource.api_version)
+        body.setdefault("kind", resource.kind)
+        if body["apiVersion"] != resource.api_version or body["kind"] != resource.kind:
+            raise BadRequest(
+                f"the API version in the data ({body['apiVersion']}) does not "
+                f"match the expected API version ({resource.api_version})"
+                if body["apiVersion"] != resource.api_version
+                else f"the kind in the data ({body['kind']}) does not match the "
+                f"expected kind ({resource.kind})"
+            )
+        metadata = body.setdefault("metadata", {})
+        if not isinstance(metadata, dict):
+            raise BadRequest("metadata must be an object")
+        if resource.namespaced:
+            if metadata.get("namespace") and metadata["namespace"] != target.namespace:
+                raise BadRequest(
+                    "the namespace of the provided object does not match the "
+                    "namespace sent on the request"
+                )
+            metadata["namespace"] = target.namespace
+        return body
+
+    @staticmethod
+    def _initial_status(resource: ServedResource, obj: Obj) -> None:
+        if resource.kind == "ResourceClaim":
+            obj.pop("status", None)
+        elif resource.kind == "Pod":
+            obj["status"] = {
+                "phase": "Pending",
+                "qosClass": "BestEffort",
+                **(obj.get("status") or {}),
+            }
+        elif resource.kind == "Namespace":
+            obj["status"] = {"phase": "Active"}
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+
+    @staticmethod
+    def _model(obj: Obj, resource: ServedResource) -> Any:
+        return resource.info.model.model_validate(obj)
+
+    def _record_manager(self, obj: Obj, manager: str, operation: str) -> None:
+        """Simplified managedFields: one entry per (manager, operation), no field sets."""
+        if not manager:
+            return
+        entries = [
+            e
+            for e in obj["metadata"].get("managedFields") or []
+            if not (e.get("manager") == manager and e.get("operation") == operation)
+        ]
+        entries.append(
+            {
+                "manager": manager,
+                "operation": operation,
+                "apiVersion": obj.get("apiVersion", ""),
+                "time": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {},
+            }
+        )
+        obj["metadata"]["managedFields"] = entries
+
+
+def _parse_patch_body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw or b"{}")
+    except json.JSONDecodeError:
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as err:
+            raise BadRequest(f"error decoding patch: {err}") from None

@@ -1,0 +1,104 @@
+"""The resources the API server serves, with what discovery and the handlers need.
+
+Each :class:`ServedResource` joins the model's kind information with the serving details:
+singular name, short names, categories, subresources, whether writes to the main resource
+keep ``status`` (the upstream split), and the store key. The registry is looked up by
+group/version/plural from request paths. Called by the handlers, discovery and OpenAPI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from allot.api.kinds import KINDS, KindInfo
+from allot.store import Resource
+
+
+@dataclass(frozen=True)
+class ServedResource:
+    info: KindInfo
+    singular: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str:
+        return self.info.group
+
+    @property
+    def version(self) -> str:
+        return self.info.version
+
+    @property
+    def plural(self) -> str:
+        return self.info.plural
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    @property
+    def namespaced(self) -> bool:
+        return self.info.namespaced
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    @property
+    def store(self) -> Resource:
+        return Resource(self.group, self.plural, self.kind, self.namespaced)
+
+    @property
+    def api_version(self) -> str:
+        return self.info.api_version
+
+    @property
+    def verbs(self) -> list[str]:
+        return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+_DETAILS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    # kind: (singular, short names, categories, subresources)
+    "DeviceClass": ("deviceclass", (), (), ()),
+    "ResourceSlice": ("resourceslice", (), (), ()),
+    "ResourceClaim": ("resourceclaim", (), (), ("status",)),
+    "ResourceClaimTemplate": ("resourceclaimtemplate", (), (), ()),
+    "Pod": ("pod", ("po",), ("all",), ("status", "log")),
+    "Node": ("node", ("no",), (), ("status",)),
+    "Namespace": ("namespace", ("ns",), (), ("status",)),
+    "Event": ("event", ("ev",), (), ()),
+    "ConfigMap": ("configmap", ("cm",), (), ()),
+}
+
+
+def _served(info: KindInfo) -> ServedResource:
+    singular, short, categories, subresources = _DETAILS[info.kind]
+    return ServedResource(info, singular, short, categories, subresources)
+
+
+RESOURCES: tuple[ServedResource, ...] = tuple(_served(info) for info in KINDS)
+_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
+_BY_KIND = {r.kind: r for r in RESOURCES}
+
+
+def lookup(group: str, version: str, plural: str) -> ServedResource | None:
+    return _BY_PATH.get((group, version, plural))
+
+
+def by_kind(kind: str) -> ServedResource:
+    return _BY_KIND[kind]
+
+
+def group_versions() -> list[tuple[str, str]]:
+    """Every (group, version) served, core first."""
+    seen: list[tuple[str, str]] = []
+    for resource in RESOURCES:
+        if (resource.group, resource.version) not in seen:
+            seen.append((resource.group, resource.version))
+    return sorted(seen, key=lambda gv: (gv[0] != "", gv))
+
+
+def in_group_version(group: str, version: str) -> list[ServedResource]:
+    return [r for r in RESOURCES if r.group == group and r.version == version]

@@ -1,0 +1,167 @@
+"""Watch streams: one JSON event per line, flushed, as kubectl and the Python client read them.
+
+Semantics (kubectl-protocol §3.5): without a resourceVersion (or ``0``) the stream starts with
+synthetic ADDED events for the current state; with ``N`` it replays retained events after
+``N`` (410 Expired when they were compacted); ``sendInitialEvents=true`` ends the initial
+state with a BOOKMARK annotated ``k8s.io/initial-events-end``. Label and field selectors
+filter events. With a Table Accept header each event carries a one-row Table. The stream
+ends after ``timeoutSeconds`` (default 30 minutes) or when the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from allot.apiserver import tables
+from allot.apiserver.resources import ServedResource
+from allot.store import Store, WatchEvent
+from allot.store.errors import Expired
+
+Obj = dict[str, Any]
+DEFAULT_TIMEOUT_SECONDS = 1800
+QUEUE_LIMIT = 10_000
+
+
+@dataclass
+class WatchRequest:
+    cluster: str
+    resource: ServedResource
+    namespace: str | None
+    matches: Callable[[Obj], bool]
+    resource_version: str | None
+    send_initial_events: bool
+    allow_bookmarks: bool
+    timeout_seconds: float
+    as_table: bool
+    include_object: str
+
+
+def _line(event_type: str, obj: Obj) -> bytes:
+    return (json.dumps({"type": event_type, "object": obj}, separators=(",", ":")) + "\n").encode()
+
+
+class WatchStream:
+    """Subscribes to the store before reading history, so no event is lost in between."""
+
+    def __init__(
+        self,
+        store: Store,
+        request: WatchRequest,
+        clock: Callable[[], dt.datetime],
+        stopping: asyncio.Event,
+    ) -> None:
+        self.store = store
+        self.request = request
+        self.clock = clock
+        self.stopping = stopping
+        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        self.overflowed = False
+
+    def _listen(self, event: WatchEvent) -> None:
+        request = self.request
+        if event.cluster != request.cluster or event.resource != request.resource.store.key:
+            return
+        if self.queue.qsize() >= QUEUE_LIMIT:
+            self.overflowed = True
+            self.queue.put_nowait(None)
+            return
+        self.queue.put_nowait(event)
+
+    def _render(self, obj: Obj) -> Obj:
+        request = self.request
+        obj.setdefault("apiVersion", request.resource.api_version)
+        obj.setdefault("kind", request.resource.kind)
+        if not request.as_table:
+            return obj
+        return tables.table(
+            request.resource.plural,
+            [obj],
+            self.clock(),
+            include_object=request.include_object,
+            resource_version=obj["metadata"].get("resourceVersion", ""),
+        )
+
+    def _wanted(self, obj: Obj) -> bool:
+        namespace = self.request.namespace
+        if namespace is not None and obj["metadata"].get("namespace") != namespace:
+            return False
+        return self.request.matches(obj)
+
+    def _bookmark(self, rv: int, initial_end: bool) -> bytes:
+        metadata: Obj = {"resourceVersion": str(rv)}
+        if initial_end:
+            metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return _line(
+            "BOOKMARK",
+            {
+                "kind": self.request.resource.kind,
+                "apiVersion": self.request.resource.api_version,
+                "metadata": metadata,
+            },
+        )
+
+    def initial(self) -> tuple[list[bytes], int]:
+        """The lines to send first and the resourceVersion live events must exceed."""
+        request = self.request
+        version = request.resource_version
+        if version in (None, "", "0") or request.send_initial_events:
+            items, rv = self.store.list_objects(
+                request.cluster, request.resource.store, request.namespace
+            )
+            lines = [_line("ADDED", self._render(o)) for o in items if self._wanted(o)]
+            if request.send_initial_events and request.allow_bookmarks:
+                lines.append(self._bookmark(rv, initial_end=True))
+            return lines, rv
+        start = int(version)
+        events = self.store.events_since(request.cluster, request.resource.store, start)
+        lines = [_line(e.type, self._render(e.object)) for e in events if self._wanted(e.object)]
+        return lines, events[-1].rv if events else start
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        self.store.add_listener(self._listen)
+        try:
+            try:
+                lines, last_rv = self.initial()
+            except Expired as err:
+                yield _line(
+                    "ERROR",
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Failure",
+                        "message": str(err),
+                        "reason": "Expired",
+                        "code": 410,
+                    },
+                )
+                return
+            for line in lines:
+                yield line
+            async for line in self._live(last_rv):
+                yield line
+        finally:
+            self.store.remove_listener(self._listen)
+
+    async def _live(self, last_rv: int) -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request.timeout_seconds
+        while not self.stopping.is_set():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            try:
+                event = await asyncio.wait_for(self.queue.get(), min(remaining, 1.0))
+            except TimeoutError:
+                continue
+            if event is None:
+                return  # overflow: the client re-lists
+            if event.rv <= last_rv or not self._wanted(event.object):
+                continue
+            last_rv = event.rv
+            yield _line(event.type, self._render(event.object))

@@ -1,0 +1,48 @@
+"""Errors of the object store, one class per Kubernetes status reason.
+
+Class tree::
+
+    StoreError
+    ├── NotFound        404: the object (or its namespace) does not exist
+    ├── AlreadyExists   409: create of an existing name
+    ├── Conflict        409: stale resourceVersion (optimistic concurrency)
+    ├── Expired         410: a watch asked for history the store no longer keeps
+    └── BadRequest      400: an impossible request (namespace mismatch, bad selector...)
+
+Only ``allot.statuses`` turns them into ``metav1.Status``; messages are upstream's texts.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Root of the store errors; ``resource`` is ``plural.group`` or ``plural``."""
+
+    def __init__(
+        self, message: str, *, resource: str = "", name: str = "", group: str = "", plural: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.resource = resource
+        self.name = name
+        self.group = group
+        self.plural = plural
+
+
+class NotFound(StoreError):
+    pass
+
+
+class AlreadyExists(StoreError):
+    pass
+
+
+class Conflict(StoreError):
+    pass
+
+
+class Expired(StoreError):
+    pass
+
+
+class BadRequest(StoreError):
+    pass

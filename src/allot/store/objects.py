@@ -1,0 +1,425 @@
+"""The object store: every cluster's objects in one SQLite database (WAL mode).
+
+Design (documented in docs/architecture.md):
+
+- One database file holds the host cluster and every virtual cluster; rows are keyed by
+  (cluster, resource, namespace, name). Objects are stored as their wire JSON.
+- One resourceVersion sequence is shared by all clusters: the ``events`` table's integer
+  key. Every write appends an event in the same transaction, so an acknowledged write and
+  its watch event are durable together (WAL, ``synchronous=NORMAL``: survives a crash of
+  the process).
+- The last ``EVENT_RETENTION`` events are kept for watch resumption; older resource
+  versions get 410 Expired, as etcd compaction does.
+- An in-memory copy of every object answers gets and lists without touching SQLite.
+- Deletion honours finalizers (``deletionTimestamp`` first, removal when the last
+  finalizer goes), garbage-collects dependents by ``ownerReferences`` and empties a
+  deleted namespace.
+
+Called by the API server (one store per data directory) and by tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import random
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
+
+EVENT_RETENTION = 50_000
+NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+Obj = dict[str, Any]
+ObjectKey = tuple[str, str, str, str]  # cluster, resource, namespace, name
+
+
+@dataclass(frozen=True)
+class Resource:
+    """What the store needs to know about a resource type."""
+
+    group: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED
+    rv: int
+    cluster: str
+    resource: str
+    object: Obj
+
+
+Listener = Callable[[WatchEvent], None]
+Clock = Callable[[], dt.datetime]
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def rfc3339(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Store:
+    def __init__(self, path: Path, *, clock: Clock = _utcnow, seed: int | None = None) -> None:
+        self.path = path
+        self.clock = clock
+        self._random = random.Random(seed)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript("""
+            CREATE TABLE IF NOT EXISTS objects (
+                cluster TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL,
+                name TEXT NOT NULL, body TEXT NOT NULL,
+                PRIMARY KEY (cluster, resource, namespace, name));
+            CREATE TABLE IF NOT EXISTS events (
+                rv INTEGER PRIMARY KEY AUTOINCREMENT, cluster TEXT NOT NULL,
+                resource TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS events_by_resource ON events (cluster, resource, rv);
+        """)
+        self._objects: dict[ObjectKey, Obj] = {}
+        for cluster, resource, namespace, name, body in self._db.execute(
+            "SELECT cluster, resource, namespace, name, body FROM objects"
+        ):
+            self._objects[(cluster, resource, namespace, name)] = json.loads(body)
+        self._listeners: list[Listener] = []
+        self._writes = 0
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------ reading
+    def current_rv(self) -> int:
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='events'").fetchone()
+        return int(row[0]) if row else 0
+
+    def oldest_rv(self) -> int:
+        row = self._db.execute("SELECT MIN(rv) FROM events").fetchone()
+        return int(row[0]) if row and row[0] is not None else self.current_rv() + 1
+
+    def get(self, cluster: str, resource: Resource, namespace: str, name: str) -> Obj:
+        found = self._objects.get((cluster, resource.key, namespace, name))
+        if found is None:
+            raise NotFound(
+                f'{resource.key} "{name}" not found',
+                resource=resource.key,
+                name=name,
+                group=resource.group,
+                plural=resource.plural,
+            )
+        return copy.deepcopy(found)
+
+    def list_objects(
+        self, cluster: str, resource: Resource, namespace: str | None = None
+    ) -> tuple[list[Obj], int]:
+        """All objects of a resource (in a namespace, or all), sorted, and the list RV."""
+        with self._lock:
+            items = [
+                copy.deepcopy(obj)
+                for (c, r, ns, _), obj in self._objects.items()
+                if c == cluster and r == resource.key and (namespace is None or ns == namespace)
+            ]
+            rv = self.current_rv()
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return items, rv
+
+    def iter_cluster(self, cluster: str) -> Iterator[tuple[str, Obj]]:
+        for (c, resource, _, _), obj in list(self._objects.items()):
+            if c == cluster:
+                yield resource, obj
+
+    def events_since(self, cluster: str, resource: Resource, rv: int) -> list[WatchEvent]:
+        """Events after ``rv`` for a resource; Expired when ``rv`` was compacted away."""
+        with self._lock:
+            if rv + 1 < self.oldest_rv() and rv < self.current_rv():
+                raise Expired(f"too old resource version: {rv} ({self.oldest_rv() - 1})")
+            rows = self._db.execute(
+                "SELECT rv, type, body FROM events WHERE cluster=? AND resource=? AND rv>? "
+                "ORDER BY rv",
+                (cluster, resource.key, rv),
+            ).fetchall()
+        return [
+            WatchEvent(kind, number, cluster, resource.key, json.loads(body))
+            for number, kind, body in rows
+        ]
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    # ------------------------------------------------------------------ writing
+    def create(self, cluster: str, resource: Resource, obj: Obj, *, dry_run: bool = False) -> Obj:
+        obj = copy.deepcopy(obj)
+        metadata = obj.setdefault("metadata", {})
+        namespace = metadata.get("namespace", "") if resource.namespaced else ""
+        if resource.namespaced:
+            self._require_namespace(cluster, namespace)
+        with self._lock:
+            if not metadata.get("name") and metadata.get("generateName"):
+                metadata["name"] = self._generate_name(
+                    cluster, resource, namespace, metadata["generateName"]
+                )
+            name = metadata["name"]
+            key = (cluster, resource.key, namespace, name)
+            if key in self._objects:
+                raise AlreadyExists(
+                    f'{resource.key} "{name}" already exists',
+                    resource=resource.key,
+                    name=name,
+                    group=resource.group,
+                    plural=resource.plural,
+                )
+            metadata["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+            metadata["creationTimestamp"] = rfc3339(self.clock())
+            for transient in ("resourceVersion", "deletionTimestamp", "selfLink"):
+                metadata.pop(transient, None)
+            if dry_run:
+                return obj
+            self._write(key, obj, "ADDED")
+        return copy.deepcopy(obj)
+
+    def update(self, cluster: str, resource: Resource, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """Replace an object; a ``metadata.resourceVersion`` in ``obj`` is a precondition."""
+        obj = copy.deepcopy(obj)
+        metadata = obj["metadata"]
+        namespace = metadata.get("namespace", "") if resource.namespaced else ""
+        key = (cluster, resource.key, namespace, metadata.get("name", ""))
+        with self._lock:
+            current = self._objects.get(key)
+            if current is None:
+                raise NotFound(
+                    f'{resource.key} "{key[3]}" not found',
+                    resource=resource.key,
+                    name=key[3],
+                    group=resource.group,
+                    plural=resource.plural,
+                )
+            expected = metadata.get("resourceVersion")
+            if expected and expected != current["metadata"]["resourceVersion"]:
+                raise Conflict(
+                    f'Operation cannot be fulfilled on {resource.key} "{key[3]}": the object '
+                    "has been modified; please apply your changes to the latest version and "
+                    "try again",
+                    resource=resource.key,
+                    name=key[3],
+                    group=resource.group,
+                    plural=resource.plural,
+                )
+            for immutable in ("uid", "creationTimestamp", "deletionTimestamp"):
+                if immutable in current["metadata"]:
+                    metadata[immutable] = current["metadata"][immutable]
+                else:
+                    metadata.pop(immutable, None)
+            if dry_run:
+                return obj
+            if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
+                self._remove(key, obj)
+                return copy.deepcopy(obj)
+            self._write(key, obj, "MODIFIED")
+        return copy.deepcopy(obj)
+
+    def delete(
+        self,
+        cluster: str,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """Delete (or mark for deletion); returns (object, removed now)."""
+        key = (cluster, resource.key, namespace if resource.namespaced else "", name)
+        with self._lock:
+            current = self._objects.get(key)
+            if current is None:
+                raise NotFound(
+                    f'{resource.key} "{name}" not found',
+                    resource=resource.key,
+                    name=name,
+                    group=resource.group,
+                    plural=resource.plural,
+                )
+            self._check_preconditions(resource, name, current, uid, resource_version)
+            obj = copy.deepcopy(current)
+            if dry_run:
+                return obj, False
+            if obj["metadata"].get("finalizers"):
+                if not obj["metadata"].get("deletionTimestamp"):
+                    obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
+                    obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                    self._write(key, obj, "MODIFIED")
+                return copy.deepcopy(obj), False
+            self._remove(key, obj)
+        return obj, True
+
+    # ----------------------------------------------------------------- internals
+    def _check_preconditions(
+        self,
+        resource: Resource,
+        name: str,
+        current: Obj,
+        uid: str | None,
+        resource_version: str | None,
+    ) -> None:
+        metadata = current["metadata"]
+        if uid and uid != metadata.get("uid"):
+            raise Conflict(
+                f'Operation cannot be fulfilled on {resource.key} "{name}": '
+                f"Precondition failed: UID in precondition: {uid}, UID in object "
+                f"meta: {metadata.get('uid')}",
+                resource=resource.key,
+                name=name,
+                group=resource.group,
+                plural=resource.plural,
+            )
+        if resource_version and resource_version != metadata.get("resourceVersion"):
+            raise Conflict(
+                f'Operation cannot be fulfilled on {resource.key} "{name}": '
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{resource_version}, ResourceVersion in object meta: "
+                f"{metadata.get('resourceVersion')}",
+                resource=resource.key,
+                name=name,
+                group=resource.group,
+                plural=resource.plural,
+            )
+
+    def _require_namespace(self, cluster: str, namespace: str) -> None:
+        if not namespace:
+            raise BadRequest("the namespace of the object is required")
+        if (cluster, "namespaces", "", namespace) not in self._objects:
+            raise NotFound(
+                f'namespaces "{namespace}" not found',
+                resource="namespaces",
+                name=namespace,
+                plural="namespaces",
+            )
+        phase = self._objects[(cluster, "namespaces", "", namespace)].get("status", {})
+        if phase.get("phase") == "Terminating":
+            raise BadRequest(
+                f"unable to create new content in namespace {namespace} because "
+                "it is being terminated"
+            )
+
+    def _generate_name(self, cluster: str, resource: Resource, namespace: str, prefix: str) -> str:
+        base = prefix[:58]
+        for _ in range(16):
+            suffix = "".join(self._random.choice(NAME_SUFFIX_ALPHABET) for _ in range(5))
+            if (cluster, resource.key, namespace, base + suffix) not in self._objects:
+                return base + suffix
+        raise AlreadyExists(
+            f'{resource.key} "{base}" already exists: could not generate a unique name',
+            resource=resource.key,
+            name=base,
+        )
+
+    def _write(self, key: ObjectKey, obj: Obj, event_type: str) -> None:
+        cluster, resource, namespace, name = key
+        self._db.execute("BEGIN")
+        try:
+            cursor = self._db.execute(
+                "INSERT INTO events (cluster, resource, type, body) VALUES (?, ?, ?, '')",
+                (cluster, resource, event_type),
+            )
+            rv = int(cursor.lastrowid or 0)
+            obj["metadata"]["resourceVersion"] = str(rv)
+            body = json.dumps(obj, separators=(",", ":"))
+            self._db.execute("UPDATE events SET body=? WHERE rv=?", (body, rv))
+            self._db.execute(
+                "INSERT OR REPLACE INTO objects (cluster, resource, namespace, name, body) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (cluster, resource, namespace, name, body),
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._objects[key] = copy.deepcopy(obj)
+        self._after_write(WatchEvent(event_type, rv, cluster, resource, copy.deepcopy(obj)))
+
+    def _remove(self, key: ObjectKey, obj: Obj) -> None:
+        cluster, resource, _, name = key
+        self._db.execute("BEGIN")
+        try:
+            cursor = self._db.execute(
+                "INSERT INTO events (cluster, resource, type, body) VALUES (?, ?, 'DELETED', '')",
+                (cluster, resource),
+            )
+            rv = int(cursor.lastrowid or 0)
+            obj["metadata"]["resourceVersion"] = str(rv)
+            self._db.execute(
+                "UPDATE events SET body=? WHERE rv=?", (json.dumps(obj, separators=(",", ":")), rv)
+            )
+            self._db.execute(
+                "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?", key
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._objects.pop(key, None)
+        self._after_write(WatchEvent("DELETED", rv, cluster, resource, copy.deepcopy(obj)))
+        self._collect_garbage(cluster, obj)
+        if resource == "namespaces":
+            self._empty_namespace(cluster, name)
+
+    def _after_write(self, event: WatchEvent) -> None:
+        self._writes += 1
+        if self._writes % 1000 == 0:
+            self._db.execute("DELETE FROM events WHERE rv <= ?", (event.rv - EVENT_RETENTION,))
+        for listener in list(self._listeners):
+            listener(event)
+
+    def _collect_garbage(self, cluster: str, owner: Obj) -> None:
+        """Delete objects whose owner references point at the removed object (background)."""
+        uid = owner["metadata"].get("uid")
+        dependents = [
+            key
+            for key, obj in self._objects.items()
+            if key[0] == cluster
+            and any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences", []))
+        ]
+        for key in dependents:
+            self._delete_key(key)
+
+    def _empty_namespace(self, cluster: str, namespace: str) -> None:
+        for key in [k for k in self._objects if k[0] == cluster and k[2] == namespace]:
+            self._delete_key(key)
+
+    def _delete_key(self, key: ObjectKey) -> None:
+        current = self._objects.get(key)
+        if current is None:
+            return
+        obj = copy.deepcopy(current)
+        if obj["metadata"].get("finalizers"):
+            if not obj["metadata"].get("deletionTimestamp"):
+                obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
+                self._write(key, obj, "MODIFIED")
+            return
+        self._remove(key, obj)
+
+    def namespace_exists(self, cluster: str, namespace: str) -> bool:
+        return (cluster, "namespaces", "", namespace) in self._objects
