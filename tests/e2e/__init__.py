@@ -1,0 +1,1 @@
+"""End-to-end tests: the real kubectl and the official Python client against allot."""

@@ -1,0 +1,140 @@
+"""The SQLite object store: versions, concurrency, finalizers, garbage collection, watches."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from allot.store import Resource, Store
+from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
+from allot.store.objects import WatchEvent
+
+NAMESPACES = Resource("", "namespaces", "Namespace", False)
+CLAIMS = Resource("resource.k8s.io", "resourceclaims", "ResourceClaim", True)
+CLOCK = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+
+
+def _store(path: Path) -> Store:
+    store = Store(path / "state.db", clock=lambda: CLOCK, seed=1)
+    store.create("host", NAMESPACES, {"metadata": {"name": "default"}})
+    return store
+
+
+def _claim(name: str, **metadata: object) -> dict[str, object]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default", **metadata}, "spec": {}}
+
+
+def test_create_sets_identity_and_versions(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    first = store.create("host", CLAIMS, _claim("a"))
+    second = store.create("host", CLAIMS, _claim("b"))
+    assert first["metadata"]["creationTimestamp"] == "2026-11-21T12:00:00Z"
+    assert int(second["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
+    assert first["metadata"]["uid"] != second["metadata"]["uid"]
+    with pytest.raises(AlreadyExists, match='resourceclaims.resource.k8s.io "a" already exists'):
+        store.create("host", CLAIMS, _claim("a"))
+
+
+def test_generate_name_and_missing_namespace(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    made = store.create("host", CLAIMS, {"metadata": {"generateName": "pod-gpu-",
+                                                      "namespace": "default"}})
+    name = made["metadata"]["name"]
+    assert name.startswith("pod-gpu-") and len(name) == len("pod-gpu-") + 5
+    with pytest.raises(NotFound, match='namespaces "nope" not found'):
+        store.create("host", CLAIMS, {"metadata": {"name": "x", "namespace": "nope"}})
+    with pytest.raises(BadRequest):
+        store.create("host", CLAIMS, {"metadata": {"name": "x"}})
+
+
+def test_stale_updates_conflict_and_nothing_is_lost(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    created = store.create("host", CLAIMS, _claim("a"))
+    updated = dict(created, spec={"devices": {}})
+    store.update("host", CLAIMS, updated)
+    with pytest.raises(Conflict, match="the object has been modified"):
+        store.update("host", CLAIMS, dict(created, spec={"devices": {"requests": []}}))
+    assert store.get("host", CLAIMS, "default", "a")["spec"] == {"devices": {}}
+
+
+def test_clusters_are_separate(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create("tenant", NAMESPACES, {"metadata": {"name": "default"}})
+    store.create("host", CLAIMS, _claim("a"))
+    with pytest.raises(NotFound):
+        store.get("tenant", CLAIMS, "default", "a")
+    assert store.list_objects("tenant", CLAIMS)[0] == []
+
+
+def test_finalizers_delay_deletion(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create("host", CLAIMS, _claim("a", finalizers=["example.com/keep"]))
+    marked, removed = store.delete("host", CLAIMS, "default", "a")
+    assert not removed and marked["metadata"]["deletionTimestamp"] == "2026-11-21T12:00:00Z"
+    marked["metadata"]["finalizers"] = []
+    store.update("host", CLAIMS, marked)
+    with pytest.raises(NotFound):
+        store.get("host", CLAIMS, "default", "a")
+
+
+def test_owner_references_are_garbage_collected(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    owner = store.create("host", CLAIMS, _claim("owner"))
+    store.create("host", CLAIMS, _claim("child", ownerReferences=[
+        {"apiVersion": "v1", "kind": "ResourceClaim", "name": "owner",
+         "uid": owner["metadata"]["uid"]}]))
+    store.delete("host", CLAIMS, "default", "owner")
+    assert store.list_objects("host", CLAIMS)[0] == []
+
+
+def test_deleting_a_namespace_deletes_its_objects(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create("host", NAMESPACES, {"metadata": {"name": "team"}})
+    store.create("host", CLAIMS, {"metadata": {"name": "a", "namespace": "team"}})
+    store.delete("host", NAMESPACES, "", "team")
+    assert store.list_objects("host", CLAIMS, "team")[0] == []
+
+
+def test_acknowledged_writes_survive_a_crash(tmp_path: Path) -> None:
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from allot.store import Resource, Store\n"
+        "store = Store(Path(sys.argv[1]))\n"
+        "store.create('host', Resource('', 'namespaces', 'Namespace', False),"
+        " {'metadata': {'name': 'durable'}})\n"
+        "os._exit(0)  # a crash: no close, no checkpoint\n")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "state.db")], check=True,
+                   timeout=60)
+    reopened = Store(tmp_path / "state.db")
+    assert reopened.get("host", NAMESPACES, "", "durable")["metadata"]["name"] == "durable"
+
+
+def test_events_resume_and_expire(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    seen: list[WatchEvent] = []
+    store.add_listener(seen.append)
+    created = store.create("host", CLAIMS, _claim("a"))
+    start = int(created["metadata"]["resourceVersion"])
+    store.update("host", CLAIMS, dict(created, spec={"devices": {}}))
+    store.delete("host", CLAIMS, "default", "a")
+    assert [e.type for e in seen] == ["ADDED", "MODIFIED", "DELETED"]
+    assert [e.type for e in store.events_since("host", CLAIMS, start)] == ["MODIFIED",
+                                                                           "DELETED"]
+    store._db.execute("DELETE FROM events WHERE rv <= ?", (store.current_rv() - 1,))
+    with pytest.raises(Expired, match="too old resource version"):
+        store.events_since("host", CLAIMS, start)
+
+
+def test_dry_run_persists_nothing(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    before = store.current_rv()
+    store.create("host", CLAIMS, _claim("a"), dry_run=True)
+    assert store.current_rv() == before
+    with pytest.raises(NotFound):
+        store.get("host", CLAIMS, "default", "a")
