@@ -28,6 +28,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.selectors
 	$(BIN)/python -m bench.allocator
+	$(BIN)/python -m bench.apiserver
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

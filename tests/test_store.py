@@ -25,8 +25,12 @@ def _store(path: Path) -> Store:
 
 
 def _claim(name: str, **metadata: object) -> dict[str, object]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": "default", **metadata}, "spec": {}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default", **metadata},
+        "spec": {},
+    }
 
 
 def test_create_sets_identity_and_versions(tmp_path: Path) -> None:
@@ -42,8 +46,9 @@ def test_create_sets_identity_and_versions(tmp_path: Path) -> None:
 
 def test_generate_name_and_missing_namespace(tmp_path: Path) -> None:
     store = _store(tmp_path)
-    made = store.create("host", CLAIMS, {"metadata": {"generateName": "pod-gpu-",
-                                                      "namespace": "default"}})
+    made = store.create(
+        "host", CLAIMS, {"metadata": {"generateName": "pod-gpu-", "namespace": "default"}}
+    )
     name = made["metadata"]["name"]
     assert name.startswith("pod-gpu-") and len(name) == len("pod-gpu-") + 5
     with pytest.raises(NotFound, match='namespaces "nope" not found'):
@@ -85,9 +90,21 @@ def test_finalizers_delay_deletion(tmp_path: Path) -> None:
 def test_owner_references_are_garbage_collected(tmp_path: Path) -> None:
     store = _store(tmp_path)
     owner = store.create("host", CLAIMS, _claim("owner"))
-    store.create("host", CLAIMS, _claim("child", ownerReferences=[
-        {"apiVersion": "v1", "kind": "ResourceClaim", "name": "owner",
-         "uid": owner["metadata"]["uid"]}]))
+    store.create(
+        "host",
+        CLAIMS,
+        _claim(
+            "child",
+            ownerReferences=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "ResourceClaim",
+                    "name": "owner",
+                    "uid": owner["metadata"]["uid"],
+                }
+            ],
+        ),
+    )
     store.delete("host", CLAIMS, "default", "owner")
     assert store.list_objects("host", CLAIMS)[0] == []
 
@@ -108,9 +125,11 @@ def test_acknowledged_writes_survive_a_crash(tmp_path: Path) -> None:
         "store = Store(Path(sys.argv[1]))\n"
         "store.create('host', Resource('', 'namespaces', 'Namespace', False),"
         " {'metadata': {'name': 'durable'}})\n"
-        "os._exit(0)  # a crash: no close, no checkpoint\n")
-    subprocess.run([sys.executable, "-c", script, str(tmp_path / "state.db")], check=True,
-                   timeout=60)
+        "os._exit(0)  # a crash: no close, no checkpoint\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "state.db")], check=True, timeout=60
+    )
     reopened = Store(tmp_path / "state.db")
     assert reopened.get("host", NAMESPACES, "", "durable")["metadata"]["name"] == "durable"
 
@@ -124,8 +143,7 @@ def test_events_resume_and_expire(tmp_path: Path) -> None:
     store.update("host", CLAIMS, dict(created, spec={"devices": {}}))
     store.delete("host", CLAIMS, "default", "a")
     assert [e.type for e in seen] == ["ADDED", "MODIFIED", "DELETED"]
-    assert [e.type for e in store.events_since("host", CLAIMS, start)] == ["MODIFIED",
-                                                                           "DELETED"]
+    assert [e.type for e in store.events_since("host", CLAIMS, start)] == ["MODIFIED", "DELETED"]
     store._db.execute("DELETE FROM events WHERE rv <= ?", (store.current_rv() - 1,))
     with pytest.raises(Expired, match="too old resource version"):
         store.events_since("host", CLAIMS, start)

@@ -29,16 +29,33 @@ class Cluster:
     def kubeconfig(self) -> Path:
         return self.server.endpoint.kubeconfigs["host"]
 
-    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True,
-                timeout: float = 60, kubeconfig: Path | None = None
-                ) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "HOME": str(self.home),
-               "KUBECONFIG": str(kubeconfig or self.kubeconfig)}
-        result = subprocess.run([KUBECTL, *args], input=stdin, capture_output=True, text=True,
-                                env=env, timeout=timeout, check=False)
+    def kubectl(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        check: bool = True,
+        timeout: float = 60,
+        kubeconfig: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "HOME": str(self.home),
+            "KUBECONFIG": str(kubeconfig or self.kubeconfig),
+        }
+        result = subprocess.run(
+            [KUBECTL, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
         if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n"
-                                 f"{result.stdout}\n{result.stderr}")
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n"
+                f"{result.stdout}\n{result.stderr}"
+            )
         return result
 
 

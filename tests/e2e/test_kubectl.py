@@ -26,8 +26,10 @@ def test_version_and_discovery(cluster: Cluster) -> None:
 
 def test_apply_get_and_output_formats(cluster: Cluster) -> None:
     out = cluster.kubectl("apply", "-f", str(SEEDS / "000-gpu-deviceclasses.yaml")).stdout
-    assert out.splitlines() == ["deviceclass.resource.k8s.io/gpu-slice created",
-                                "deviceclass.resource.k8s.io/gpu-whole created"]
+    assert out.splitlines() == [
+        "deviceclass.resource.k8s.io/gpu-slice created",
+        "deviceclass.resource.k8s.io/gpu-whole created",
+    ]
     again = cluster.kubectl("apply", "-f", str(SEEDS / "000-gpu-deviceclasses.yaml")).stdout
     assert "unchanged" in again
     labels = cluster.kubectl("get", "deviceclasses", "--show-labels").stdout.splitlines()
@@ -37,17 +39,27 @@ def test_apply_get_and_output_formats(cluster: Cluster) -> None:
     table = cluster.kubectl("get", "resourceclaims", "-A").stdout.splitlines()
     assert table[0].split() == ["NAMESPACE", "NAME", "STATE", "AGE"]
     assert table[1].split()[:3] == ["default", "legal-whole-gpu", "pending"]
-    document = json.loads(cluster.kubectl("get", "resourceclaim", "legal-whole-gpu",
-                                          "-o", "json").stdout)
+    document = json.loads(
+        cluster.kubectl("get", "resourceclaim", "legal-whole-gpu", "-o", "json").stdout
+    )
     assert document["kind"] == "ResourceClaim"
     assert document["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
-    path = cluster.kubectl("get", "resourceclaim", "legal-whole-gpu", "-o",
-                           "jsonpath={.spec.devices.requests[0].exactly.deviceClassName}")
+    path = cluster.kubectl(
+        "get",
+        "resourceclaim",
+        "legal-whole-gpu",
+        "-o",
+        "jsonpath={.spec.devices.requests[0].exactly.deviceClassName}",
+    )
     assert path.stdout == "gpu-whole"
-    assert "legal-whole-gpu" in cluster.kubectl("get", "resourceclaims", "-l",
-                                                "gpu.platform/tenant=legal-ai").stdout
-    assert "No resources found" in cluster.kubectl("get", "resourceclaims", "-l",
-                                                   "gpu.platform/tenant=nobody").stderr
+    assert (
+        "legal-whole-gpu"
+        in cluster.kubectl("get", "resourceclaims", "-l", "gpu.platform/tenant=legal-ai").stdout
+    )
+    assert (
+        "No resources found"
+        in cluster.kubectl("get", "resourceclaims", "-l", "gpu.platform/tenant=nobody").stderr
+    )
     assert "metadata:" in cluster.kubectl("get", "deviceclass", "gpu-whole", "-o", "yaml").stdout
 
 
@@ -62,28 +74,47 @@ def test_server_side_apply_creates_and_updates(cluster: Cluster) -> None:
 def test_strict_field_validation_and_invalid_objects(cluster: Cluster) -> None:
     result = cluster.kubectl("apply", "-f", str(SEEDS / "001-dra-manifests.yaml"), check=False)
     assert result.returncode == 1
-    assert 'strict decoding error: unknown field "spec.devices.requests[0].deviceClassName"' \
+    assert (
+        'strict decoding error: unknown field "spec.devices.requests[0].deviceClassName"'
         in result.stderr
-    assert "found no matching overload for '_>=_' applied to '(kubernetes.Quantity, " \
-           "kubernetes.Quantity)'" in result.stderr
+    )
+    assert (
+        "found no matching overload for '_>=_' applied to '(kubernetes.Quantity, "
+        "kubernetes.Quantity)'" in result.stderr
+    )
     missing = cluster.kubectl("get", "resourceclaim", "nope", check=False)
-    assert missing.stderr.strip() == \
-        'Error from server (NotFound): resourceclaims.resource.k8s.io "nope" not found'
+    assert (
+        missing.stderr.strip()
+        == 'Error from server (NotFound): resourceclaims.resource.k8s.io "nope" not found'
+    )
 
 
 def test_patch_label_describe_delete(cluster: Cluster) -> None:
     cluster.kubectl("apply", "-f", str(SEEDS / "000-research-gpu-slice-resourceclaim.yaml"))
     cluster.kubectl("label", "resourceclaim", "research-gpu-slice", "team=research")
-    cluster.kubectl("patch", "resourceclaim", "research-gpu-slice", "--type=merge", "-p",
-                    '{"metadata":{"annotations":{"owner":"lab"}}}')
-    cluster.kubectl("patch", "resourceclaim", "research-gpu-slice", "--type=json", "-p",
-                    '[{"op":"add","path":"/metadata/labels/extra","value":"yes"}]')
+    cluster.kubectl(
+        "patch",
+        "resourceclaim",
+        "research-gpu-slice",
+        "--type=merge",
+        "-p",
+        '{"metadata":{"annotations":{"owner":"lab"}}}',
+    )
+    cluster.kubectl(
+        "patch",
+        "resourceclaim",
+        "research-gpu-slice",
+        "--type=json",
+        "-p",
+        '[{"op":"add","path":"/metadata/labels/extra","value":"yes"}]',
+    )
     described = cluster.kubectl("describe", "resourceclaim", "research-gpu-slice").stdout
     assert "team=research" in described and "owner: lab" in described
     out = cluster.kubectl("delete", "resourceclaim", "research-gpu-slice").stdout
     assert 'resourceclaim.resource.k8s.io "research-gpu-slice" deleted' in out
-    assert cluster.kubectl("get", "resourceclaim", "research-gpu-slice",
-                           check=False).returncode == 1
+    assert (
+        cluster.kubectl("get", "resourceclaim", "research-gpu-slice", check=False).returncode == 1
+    )
 
 
 def test_explain_uses_the_served_schemas(cluster: Cluster) -> None:
@@ -95,28 +126,55 @@ def test_explain_uses_the_served_schemas(cluster: Cluster) -> None:
 
 def test_watch_and_wait(cluster: Cluster, tmp_path: Path) -> None:
     for name, container in (("qwen-inference", "vllm"), ("embedding-service", "embedder")):
-        cluster.kubectl("create", "-f", "-", stdin=json.dumps({
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"containers": [{"name": container, "image": "vllm/vllm-openai"}]}}))
+        cluster.kubectl(
+            "create",
+            "-f",
+            "-",
+            stdin=json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name},
+                    "spec": {"containers": [{"name": container, "image": "vllm/vllm-openai"}]},
+                }
+            ),
+        )
     results: dict[str, subprocess.CompletedProcess[str]] = {}
 
     def run(key: str, *args: str) -> None:
         results[key] = cluster.kubectl(*args, check=False, timeout=60)
 
     waiters = [
-        threading.Thread(target=run, args=("ready", "wait", "--for=condition=Ready",
-                                           "pod/qwen-inference", "--timeout=30s")),
-        threading.Thread(target=run, args=("phase", "wait", "--for=jsonpath={.status.phase}=Running",
-                                           "pod/qwen-inference", "--timeout=30s")),
-        threading.Thread(target=run, args=("watch", "get", "pods", "-w",
-                                           "--request-timeout=6s")),
+        threading.Thread(
+            target=run,
+            args=("ready", "wait", "--for=condition=Ready", "pod/qwen-inference", "--timeout=30s"),
+        ),
+        threading.Thread(
+            target=run,
+            args=(
+                "phase",
+                "wait",
+                "--for=jsonpath={.status.phase}=Running",
+                "pod/qwen-inference",
+                "--timeout=30s",
+            ),
+        ),
+        threading.Thread(target=run, args=("watch", "get", "pods", "-w", "--request-timeout=6s")),
     ]
     for thread in waiters:
         thread.start()
     time.sleep(2)
-    cluster.kubectl("patch", "pod", "qwen-inference", "--subresource=status", "--type=merge",
-                    "-p", json.dumps({"status": {"phase": "Running", "conditions": [
-                        {"type": "Ready", "status": "True"}]}}))
+    cluster.kubectl(
+        "patch",
+        "pod",
+        "qwen-inference",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(
+            {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+        ),
+    )
     for thread in waiters:
         thread.join(timeout=60)
     assert results["ready"].stdout.strip() == "pod/qwen-inference condition met"
@@ -129,8 +187,7 @@ def test_watch_and_wait(cluster: Cluster, tmp_path: Path) -> None:
 def test_logs(cluster: Cluster) -> None:
     log = cluster.server.api.logs_dir / "host" / "default" / "embedding-service" / "embedder.log"
     missing = cluster.kubectl("logs", "embedding-service", check=False)
-    assert 'container "embedder" in pod "embedding-service" is waiting to start' in \
-        missing.stderr
+    assert 'container "embedder" in pod "embedding-service" is waiting to start' in missing.stderr
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("line 1\nline 2\n")
     assert cluster.kubectl("logs", "embedding-service").stdout == "line 1\nline 2\n"
@@ -140,20 +197,32 @@ def test_logs(cluster: Cluster) -> None:
 def test_auth_can_i_and_tokens(cluster: Cluster, tmp_path: Path) -> None:
     assert cluster.kubectl("auth", "can-i", "create", "resourceclaims").stdout.strip() == "yes"
     bad = tmp_path / "bad.yaml"
-    bad.write_text(cluster.kubeconfig.read_text().replace(
-        cluster.server.api.tokens.ensure("host"), "not-a-token"))
+    bad.write_text(
+        cluster.kubeconfig.read_text().replace(
+            cluster.server.api.tokens.ensure("host"), "not-a-token"
+        )
+    )
     denied = cluster.kubectl("get", "pods", kubeconfig=bad, check=False)
     assert "You must be logged in to the server" in denied.stderr
     tenant_token = cluster.server.api.add_cluster("tenant-a")
     other = tmp_path / "other.yaml"
-    other.write_text(cluster.kubeconfig.read_text().replace(
-        cluster.server.api.tokens.ensure("host"), tenant_token))
+    other.write_text(
+        cluster.kubeconfig.read_text().replace(
+            cluster.server.api.tokens.ensure("host"), tenant_token
+        )
+    )
     forbidden = cluster.kubectl("get", "pods", kubeconfig=other, check=False)
     assert "Error from server (Forbidden)" in forbidden.stderr
 
 
 def test_missing_namespace_is_404(cluster: Cluster) -> None:
-    manifest = json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                           "metadata": {"name": "x", "namespace": "ghost"}, "spec": {}})
+    manifest = json.dumps(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "x", "namespace": "ghost"},
+            "spec": {},
+        }
+    )
     result = cluster.kubectl("create", "-f", "-", stdin=manifest, check=False)
     assert 'namespaces "ghost" not found' in result.stderr

@@ -22,26 +22,48 @@ def api(cluster: Cluster) -> Iterator[client.ApiClient]:
     api_client.close()
 
 
-CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-         "metadata": {"name": "py-claim", "labels": {"app": "py"}},
-         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-             "deviceClassName": "gpu.nvidia.com"}}]}}}
-SLICE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-         "metadata": {"name": "py-slice"},
-         "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-1",
-                  "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
-                  "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": "40Gi"}}}]}}
+CLAIM = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "py-claim", "labels": {"app": "py"}},
+    "spec": {
+        "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}
+    },
+}
+SLICE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceSlice",
+    "metadata": {"name": "py-slice"},
+    "spec": {
+        "driver": "gpu.nvidia.com",
+        "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": "40Gi"}}}],
+    },
+}
 
 
 def test_resource_kinds_crud_and_list(api: client.ApiClient) -> None:
     resource = client.ResourceV1Api(api)
-    resource.create_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                                  "metadata": {"name": "py-class"}, "spec": {}})
+    resource.create_device_class(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "py-class"},
+            "spec": {},
+        }
+    )
     resource.create_resource_slice(SLICE)
     resource.create_namespaced_resource_claim("default", CLAIM)
-    resource.create_namespaced_resource_claim_template("default", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "py-template"}, "spec": {"spec": CLAIM["spec"]}})
+    resource.create_namespaced_resource_claim_template(
+        "default",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "py-template"},
+            "spec": {"spec": CLAIM["spec"]},
+        },
+    )
     claim = resource.read_namespaced_resource_claim("py-claim", "default")
     assert claim.spec.devices.requests[0].exactly.allocation_mode == "ExactCount"
     slices = resource.list_resource_slice(field_selector="spec.nodeName=node-1")
@@ -59,10 +81,16 @@ def test_resource_kinds_crud_and_list(api: client.ApiClient) -> None:
 def test_status_subresource_and_conflicts(api: client.ApiClient) -> None:
     resource = client.ResourceV1Api(api)
     claim = resource.read_namespaced_resource_claim("py-claim", "default")
-    allocation = {"devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com",
-                                           "pool": "node-1", "device": "gpu-0"}]}}
+    allocation = {
+        "devices": {
+            "results": [
+                {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-1", "device": "gpu-0"}
+            ]
+        }
+    }
     patched = resource.patch_namespaced_resource_claim_status(
-        "py-claim", "default", {"status": {"allocation": allocation}})
+        "py-claim", "default", {"status": {"allocation": allocation}}
+    )
     assert patched.status.allocation.devices.results[0].device == "gpu-0"
     stale = claim
     stale.metadata.labels["app"] = "stale"
@@ -70,22 +98,39 @@ def test_status_subresource_and_conflicts(api: client.ApiClient) -> None:
         resource.replace_namespaced_resource_claim("py-claim", "default", stale)
     assert conflict.value.status == 409
     with pytest.raises(ApiException) as invalid:
-        resource.patch_namespaced_resource_claim_status("py-claim", "default", {"status": {
-            "allocation": {"devices": {"results": [{**allocation["devices"]["results"][0],
-                                                    "device": "gpu-1"}]}}}})
+        resource.patch_namespaced_resource_claim_status(
+            "py-claim",
+            "default",
+            {
+                "status": {
+                    "allocation": {
+                        "devices": {
+                            "results": [{**allocation["devices"]["results"][0], "device": "gpu-1"}]
+                        }
+                    }
+                }
+            },
+        )
     assert invalid.value.status == 422
 
 
 def test_core_kinds(api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
-    core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
-                           "metadata": {"name": "py-ns"}})
-    core.create_namespaced_config_map("py-ns", {"apiVersion": "v1", "kind": "ConfigMap",
-                                                "metadata": {"name": "cm"}, "data": {"a": "b"}})
+    core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "py-ns"}})
+    core.create_namespaced_config_map(
+        "py-ns",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "b"}},
+    )
     core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
-    core.create_namespaced_pod("py-ns", {"apiVersion": "v1", "kind": "Pod",
-                                         "metadata": {"name": "p"}, "spec": {"containers": [
-                                             {"name": "main", "image": "busybox"}]}})
+    core.create_namespaced_pod(
+        "py-ns",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+        },
+    )
     assert core.read_namespaced_pod("p", "py-ns").status.phase == "Pending"
     assert core.read_namespaced_config_map("cm", "py-ns").data == {"a": "b"}
     assert [n.metadata.name for n in core.list_node().items] == ["node-1"]
@@ -101,8 +146,11 @@ def test_watch_every_kind(api: client.ApiClient) -> None:
     listings: list[tuple[Any, Any, dict[str, Any]]] = [
         (resource.list_device_class, None, {}),
         (resource.list_resource_slice, None, {}),
-        (resource.list_namespaced_resource_claim, client.ResourceV1ResourceClaim,
-         {"namespace": "default"}),
+        (
+            resource.list_namespaced_resource_claim,
+            client.ResourceV1ResourceClaim,
+            {"namespace": "default"},
+        ),
         (resource.list_namespaced_resource_claim_template, None, {"namespace": "default"}),
         (core.list_namespaced_pod, None, {"namespace": "default"}),
         (core.list_node, None, {}),
@@ -123,8 +171,12 @@ def test_watchers_see_every_change_in_order(api: client.ApiClient) -> None:
 
     def follow(index: int) -> None:
         stream = watch.Watch(return_type=client.ResourceV1ResourceClaim)
-        for event in stream.stream(resource.list_namespaced_resource_claim, "default",
-                                   resource_version=start, timeout_seconds=5):
+        for event in stream.stream(
+            resource.list_namespaced_resource_claim,
+            "default",
+            resource_version=start,
+            timeout_seconds=5,
+        ):
             seen[index].append(f"{event['type']}:{event['object'].metadata.labels.get('n')}")
             if event["type"] == "DELETED":
                 stream.stop()
@@ -132,11 +184,13 @@ def test_watchers_see_every_change_in_order(api: client.ApiClient) -> None:
     threads = [threading.Thread(target=follow, args=(i,)) for i in range(5)]
     for thread in threads:
         thread.start()
-    resource.create_namespaced_resource_claim("default", {**CLAIM, "metadata": {
-        "name": "ordered", "labels": {"n": "0"}}})
+    resource.create_namespaced_resource_claim(
+        "default", {**CLAIM, "metadata": {"name": "ordered", "labels": {"n": "0"}}}
+    )
     for number in range(1, 6):
-        resource.patch_namespaced_resource_claim("ordered", "default",
-                                                 {"metadata": {"labels": {"n": str(number)}}})
+        resource.patch_namespaced_resource_claim(
+            "ordered", "default", {"metadata": {"labels": {"n": str(number)}}}
+        )
     resource.delete_namespaced_resource_claim("ordered", "default")
     for thread in threads:
         thread.join(timeout=20)
@@ -146,9 +200,15 @@ def test_watchers_see_every_change_in_order(api: client.ApiClient) -> None:
 
 def test_concurrent_writers_get_clean_conflicts(api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
-    core.create_namespaced_config_map("default", {"apiVersion": "v1", "kind": "ConfigMap",
-                                                  "metadata": {"name": "counter"},
-                                                  "data": {"n": "0"}})
+    core.create_namespaced_config_map(
+        "default",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "counter"},
+            "data": {"n": "0"},
+        },
+    )
     conflicts = 0
     lock = threading.Lock()
 

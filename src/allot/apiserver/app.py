@@ -248,6 +248,11 @@ class ApiServer:
         return [o for o in items if label(o) and field(o)], rv
 
     def _list(self, request: Request, cluster: str, target: Target) -> Response:
+        query = request.query_params
+        if not _wants_table(request) and not any(
+            query.get(k) for k in ("labelSelector", "fieldSelector", "limit", "continue")
+        ):
+            return self._list_serialized(cluster, target)
         items, rv = self._selected(request, cluster, target)
         items, continue_token = _paginate(items, request.query_params)
         if _wants_table(request):
@@ -272,6 +277,19 @@ class ApiServer:
                 "items": items,
             }
         )
+
+    def _list_serialized(self, cluster: str, target: Target) -> Response:
+        """An unfiltered list assembled from the stored JSON texts (no re-encoding)."""
+        bodies, rv = self.store.list_serialized(cluster, target.resource.store, target.namespace)
+        head = json.dumps(
+            {
+                "kind": f"{target.resource.kind}List",
+                "apiVersion": target.resource.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+            }
+        )[:-1]
+        payload = head + ',"items":[' + ",".join(bodies) + "]}"
+        return Response(payload.encode(), media_type="application/json")
 
     def _watch(self, request: Request, cluster: str, target: Target) -> Response:
         query = request.query_params
