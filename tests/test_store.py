@@ -40,7 +40,7 @@ def test_create_sets_identity_and_versions(tmp_path: Path) -> None:
     assert first["metadata"]["creationTimestamp"] == "2026-11-21T12:00:00Z"
     assert int(second["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
     assert first["metadata"]["uid"] != second["metadata"]["uid"]
-    with pytest.raises(AlreadyExists, match='resourceclaims.resource.k8s.io "a" already exists'):
+    with pytest.raises(AlreadyExists, match=r'resourceclaims\.resource\.k8s\.io "a" already'):
         store.create("host", CLAIMS, _claim("a"))
 
 
@@ -50,7 +50,8 @@ def test_generate_name_and_missing_namespace(tmp_path: Path) -> None:
         "host", CLAIMS, {"metadata": {"generateName": "pod-gpu-", "namespace": "default"}}
     )
     name = made["metadata"]["name"]
-    assert name.startswith("pod-gpu-") and len(name) == len("pod-gpu-") + 5
+    assert name.startswith("pod-gpu-")
+    assert len(name) == len("pod-gpu-") + 5
     with pytest.raises(NotFound, match='namespaces "nope" not found'):
         store.create("host", CLAIMS, {"metadata": {"name": "x", "namespace": "nope"}})
     with pytest.raises(BadRequest):
@@ -80,7 +81,8 @@ def test_finalizers_delay_deletion(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.create("host", CLAIMS, _claim("a", finalizers=["example.com/keep"]))
     marked, removed = store.delete("host", CLAIMS, "default", "a")
-    assert not removed and marked["metadata"]["deletionTimestamp"] == "2026-11-21T12:00:00Z"
+    assert not removed
+    assert marked["metadata"]["deletionTimestamp"] == "2026-11-21T12:00:00Z"
     marked["metadata"]["finalizers"] = []
     store.update("host", CLAIMS, marked)
     with pytest.raises(NotFound):

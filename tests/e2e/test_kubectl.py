@@ -109,7 +109,8 @@ def test_patch_label_describe_delete(cluster: Cluster) -> None:
         '[{"op":"add","path":"/metadata/labels/extra","value":"yes"}]',
     )
     described = cluster.kubectl("describe", "resourceclaim", "research-gpu-slice").stdout
-    assert "team=research" in described and "owner: lab" in described
+    assert "team=research" in described
+    assert "owner: lab" in described
     out = cluster.kubectl("delete", "resourceclaim", "research-gpu-slice").stdout
     assert 'resourceclaim.resource.k8s.io "research-gpu-slice" deleted' in out
     assert (
