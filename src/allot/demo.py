@@ -9,15 +9,22 @@
 3. ``allot simulate --explain`` of both tenants' claims on the seed's two node pools with
    the corrected classes, until the MIG slices run out and the 8th slice claim is
    explained.
+4. The embedded API server: started on a free loopback port (HTTPS, token auth), the real
+   ``kubectl`` applies seed 000's classes and claims, lists them and explains
+   ``resourceclaim.spec.devices``; then the server stops.
 
 Run from the repository root.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot_main
 
 EXAMPLES = Path("examples")
@@ -71,7 +78,39 @@ def run() -> int:
         _run(title, ["validate", *(str(EXAMPLES / f) for f in files)])
     _run("Seed 000's catalogue against what the NVIDIA driver publishes", LINT)
     _run("Seed 000 with the corrected classes: both tenants, then an 8th MIG slice", SIMULATE)
+    _kubectl_walkthrough()
     return 0
+
+
+KUBECTL_STEPS = [
+    ["apply", "-f", "examples/seeds/000-gpu-deviceclasses.yaml"],
+    [
+        "apply",
+        "-f",
+        "examples/seeds/000-legal-whole-gpu-resourceclaim.yaml",
+        "-f",
+        "examples/seeds/000-research-gpu-slice-resourceclaim.yaml",
+    ],
+    ["get", "deviceclasses", "--show-labels"],
+    ["get", "resourceclaims", "-A"],
+    ["explain", "resourceclaim.spec.devices"],
+]
+
+
+def _kubectl_walkthrough() -> None:
+    print("\n=== The embedded API server with the real kubectl", flush=True)
+    kubectl = str(Path(sys.executable).with_name("kubectl"))
+    with tempfile.TemporaryDirectory() as scratch, ServerThread(Path(scratch) / "data") as srv:
+        kubeconfig = srv.endpoint.kubeconfigs["host"]
+        print(f"(allot API server on {srv.endpoint.url}; KUBECONFIG={kubeconfig})")
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": scratch}
+        for argv in KUBECTL_STEPS:
+            print("$ kubectl " + " ".join(argv), flush=True)
+            result = subprocess.run(
+                [kubectl, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+            )
+            print((result.stdout + result.stderr).rstrip(), flush=True)
+    print("(API server stopped)", flush=True)
 
 
 def _run(title: str, argv: list[str]) -> None:
