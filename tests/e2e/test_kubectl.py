@@ -123,6 +123,7 @@ def test_explain_uses_the_served_schemas(cluster: Cluster) -> None:
     assert "KIND:       ResourceClaim" in out
     for field in ("config", "constraints", "requests"):
         assert f"  {field}\t<" in out
+    assert "ordered alternatives under 'firstAvailable'" in " ".join(out.split())
 
 
 def test_watch_and_wait(cluster: Cluster, tmp_path: Path) -> None:
