@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import statistics
 import subprocess
 import sys
@@ -80,7 +81,7 @@ def _start(data: Path) -> tuple[subprocess.Popen[bytes], str, httpx.Client]:
     token = config["users"][0]["user"]["token"]
     client = httpx.Client(
         base_url=server,
-        verify=str(data / "pki" / "ca.crt"),
+        verify=ssl.create_default_context(cafile=data / "pki" / "ca.crt"),
         headers={"Authorization": f"Bearer {token}"},
         timeout=60,
     )
@@ -156,7 +157,7 @@ def bench_creates(client: httpx.Client) -> None:
     )
 
 
-async def bench_watch(server: str, headers: dict[str, str], ca: str) -> None:
+async def bench_watch(server: str, headers: dict[str, str], ca: Path) -> None:
     latencies: list[float] = []
     sent: dict[str, float] = {}
     ready = 0
@@ -213,7 +214,7 @@ def main() -> None:
         try:
             bench_list(client)
             bench_creates(client)
-            asyncio.run(bench_watch(server, dict(client.headers), str(data / "pki" / "ca.crt")))
+            asyncio.run(bench_watch(server, dict(client.headers), data / "pki" / "ca.crt"))
         finally:
             client.close()
             process.terminate()

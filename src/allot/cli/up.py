@@ -46,12 +46,15 @@ def run_up(args: argparse.Namespace) -> int:
 
     try:
         serve(args.data_dir, args.host, args.port, announce)
+    except KeyboardInterrupt:
+        pass  # uvicorn has already shut down gracefully and re-raised the signal
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except OSError as err:
         print(f"error: cannot serve on {args.host}:{args.port}: {err.strerror}", file=sys.stderr)
         return 1
+    print("allot API server stopped", flush=True)
     return 0
 
 

@@ -1,0 +1,221 @@
+"""Protocol details and bad input over raw HTTPS: every failure is a clean Status."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from allot.apiserver.server import free_port
+from tests.e2e.conftest import KUBECTL, Cluster
+
+pytestmark = pytest.mark.slow
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+
+
+@pytest.fixture(scope="module")
+def http(cluster: Cluster) -> Iterator[httpx.Client]:
+    token = cluster.server.api.tokens.ensure("host")
+    with httpx.Client(
+        base_url=f"{cluster.server.endpoint.url}/clusters/host",
+        verify=ssl.create_default_context(cafile=cluster.server.endpoint.tls.ca_cert),
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    ) as client:
+        yield client
+
+
+def _status(response: httpx.Response, code: int, reason: str) -> str:
+    assert response.status_code == code, response.text
+    body = response.json()
+    assert body["kind"] == "Status"
+    assert body["reason"] == reason
+    message: str = body["message"]
+    return message
+
+
+def test_bad_bodies(http: httpx.Client) -> None:
+    assert "not valid JSON" in _status(
+        http.post(CLAIMS, content=b"{nope", headers={"Content-Type": "application/json"}),
+        400,
+        "BadRequest",
+    )
+    assert "unknown format" in _status(
+        http.post(CLAIMS, content=b"x", headers={"Content-Type": "text/plain"}),
+        415,
+        "UnsupportedMediaType",
+    )
+    big = b'{"a":"' + b"x" * (3 * 1024 * 1024) + b'"}'
+    assert "Request entity too large" in _status(
+        http.post(CLAIMS, content=big), 413, "RequestEntityTooLarge"
+    )
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "other"},
+        "spec": {},
+    }
+    assert "does not match the namespace sent on the request" in _status(
+        http.post(CLAIMS, json=claim), 400, "BadRequest"
+    )
+    assert "does not match the expected" in _status(
+        http.post(CLAIMS, json={**claim, "kind": "DeviceClass", "metadata": {"name": "c"}}),
+        400,
+        "BadRequest",
+    )
+
+
+def test_bad_queries_and_paths(http: httpx.Client) -> None:
+    assert "unable to parse requirement" in _status(
+        http.get(CLAIMS, params={"labelSelector": "a b c=="}), 400, "BadRequest"
+    )
+    assert "field label not supported: spec.foo" in _status(
+        http.get(CLAIMS, params={"fieldSelector": "spec.foo=x"}), 400, "BadRequest"
+    )
+    assert (
+        _status(http.get("/apis/nope.example.com/v1/things"), 404, "NotFound")
+        == "the server could not find the requested resource"
+    )
+    assert _status(http.put(CLAIMS), 405, "MethodNotAllowed")
+
+
+def test_field_validation_modes_and_dry_run(http: httpx.Client) -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "warned"},
+        "spec": {"devices": {}, "extra": 1},
+    }
+    strict = http.post(CLAIMS, json=claim, params={"fieldValidation": "Strict"})
+    assert 'unknown field "spec.extra"' in _status(strict, 400, "BadRequest")
+    warned = http.post(CLAIMS, json=claim, params={"fieldValidation": "Warn", "dryRun": "All"})
+    assert warned.status_code == 201
+    assert 'unknown field \\"spec.extra\\"' in warned.headers["warning"]
+    assert "extra" not in warned.json()["spec"]
+    assert http.get(f"{CLAIMS}/warned").status_code == 404  # dry run persisted nothing
+
+
+def test_pagination_and_watch_resume(http: httpx.Client) -> None:
+    for index in range(5):
+        http.post(
+            "/api/v1/namespaces/default/configmaps",
+            json={
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"page-{index}", "labels": {"page": "y"}},
+            },
+        )
+    first = http.get(
+        "/api/v1/namespaces/default/configmaps", params={"limit": 2, "labelSelector": "page=y"}
+    ).json()
+    assert [i["metadata"]["name"] for i in first["items"]] == ["page-0", "page-1"]
+    rest = http.get(
+        "/api/v1/namespaces/default/configmaps",
+        params={"limit": 10, "labelSelector": "page=y", "continue": first["metadata"]["continue"]},
+    ).json()
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["page-2", "page-3", "page-4"]
+    start = first["metadata"]["resourceVersion"]
+    http.delete("/api/v1/namespaces/default/configmaps/page-0")
+    with http.stream(
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        params={"watch": "true", "resourceVersion": start, "timeoutSeconds": "1"},
+    ) as response:
+        events = [json.loads(line) for line in response.iter_lines() if line]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("DELETED", "page-0")]
+    with http.stream(
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        params={"watch": "true", "resourceVersion": "1", "timeoutSeconds": "1"},
+    ) as response:
+        lines = [json.loads(line) for line in response.iter_lines() if line]
+    assert lines[0]["type"] in ("ADDED", "MODIFIED", "DELETED", "ERROR")
+
+
+def test_watch_list_ends_initial_events_with_a_bookmark(http: httpx.Client) -> None:
+    with http.stream(
+        "GET",
+        "/api/v1/namespaces",
+        params={
+            "watch": "true",
+            "sendInitialEvents": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersionMatch": "NotOlderThan",
+            "timeoutSeconds": "1",
+        },
+    ) as response:
+        events = [json.loads(line) for line in response.iter_lines() if line]
+    assert {e["type"] for e in events[:-1]} == {"ADDED"}
+    assert events[-1]["type"] == "BOOKMARK"
+    assert events[-1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_up_stops_on_ctrl_c_and_keeps_objects(tmp_path: Path) -> None:
+    port = free_port()
+    data = tmp_path / "data"
+    command = [
+        sys.executable,
+        "-m",
+        "allot.cli.main",
+        "up",
+        "--data-dir",
+        str(data),
+        "--port",
+        str(port),
+    ]
+
+    def start() -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert process.stdout is not None
+        assert "allot API server on https://127.0.0.1" in process.stdout.readline()
+        return process
+
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path),
+            "KUBECONFIG": str(data / "kubeconfigs" / "host.yaml"),
+        }
+        for _ in range(100):
+            result = subprocess.run(
+                [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+            )
+            if "connection refused" not in result.stderr:
+                return result
+            time.sleep(0.1)
+        return result
+
+    first = start()
+    assert kubectl("create", "namespace", "kept").returncode == 0
+    first.send_signal(signal.SIGINT)
+    output, _ = first.communicate(timeout=20)
+    assert first.returncode == 0
+    assert "allot API server stopped" in output
+    second = start()
+    try:
+        assert "kept" in kubectl("get", "namespaces").stdout
+        printed = subprocess.run(
+            [sys.executable, "-m", "allot.cli.main", "kubeconfig", "--data-dir", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        assert yaml.safe_load(printed)["clusters"][0]["cluster"]["server"].endswith(
+            "/clusters/host"
+        )
+    finally:
+        second.send_signal(signal.SIGINT)
+        second.communicate(timeout=20)
