@@ -180,7 +180,11 @@ async def bench_watch(server: str, headers: dict[str, str], ca: Path) -> None:
 
     limits = httpx.Limits(max_connections=WATCHERS + 10)
     async with httpx.AsyncClient(
-        base_url=server, verify=ca, headers=headers, timeout=60, limits=limits
+        base_url=server,
+        verify=ssl.create_default_context(cafile=ca),
+        headers=headers,
+        timeout=60,
+        limits=limits,
     ) as client:
         tasks = [asyncio.create_task(watcher(client)) for _ in range(WATCHERS)]
         while ready < WATCHERS:

@@ -46,10 +46,10 @@ def _components() -> dict[str, Any]:
     for short, full in sorted(names.items(), key=lambda kv: -len(kv[0])):
         text = text.replace(f'"#/components/schemas/{short}"', f'"#/components/schemas/{full}"')
     renamed = {names.get(k, k): _openapi3(v) for k, v in json.loads(text).items()}
-    for (model, field), text in FIELD_DESCRIPTIONS.items():
-        schema = next((v for k, v in renamed.items() if k.endswith(f".{model}")), None)
-        if schema is not None and field in schema.get("properties", {}):
-            schema["properties"][field]["description"] = text
+    for (model, field), description in FIELD_DESCRIPTIONS.items():
+        for name, schema in renamed.items():
+            if name.endswith(f".{model}") and field in schema.get("properties", {}):
+                schema["properties"][field]["description"] = description
     for resource in resources.RESOURCES:
         entry = renamed[_schema_name(resource.info.model)]
         entry["x-kubernetes-group-version-kind"] = [
