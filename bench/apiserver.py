@@ -105,10 +105,16 @@ def bench_list(client: httpx.Client) -> None:
     timings = []
     for _ in range(10):
         started = time.perf_counter()
-        response = client.get(
-            "/apis/resource.k8s.io/v1/resourceslices?limit=500", headers={"Accept": TABLE}
-        )
-        response.raise_for_status()
+        token = ""
+        while True:  # what `kubectl get resourceslices` does: Table pages of 500
+            params = {"limit": "500", "continue": token} if token else {"limit": "500"}
+            response = client.get(
+                "/apis/resource.k8s.io/v1/resourceslices", params=params, headers={"Accept": TABLE}
+            )
+            response.raise_for_status()
+            token = response.json()["metadata"].get("continue", "")
+            if not token:
+                break
         timings.append(time.perf_counter() - started)
     full = []
     for _ in range(5):
@@ -122,8 +128,11 @@ def bench_list(client: httpx.Client) -> None:
         f" ms, best {best * 1e3:.0f} ms -> {1 / statistics.median(full):.1f} requests/s; "
         f"target < 300 ms -> ratio {best / 0.3:.2f} of the budget"
     )
+    table = statistics.median(timings)
     print(
-        f"  kubectl-style Table page (limit=500): median {statistics.median(timings) * 1e3:.0f} ms"
+        f"  kubectl-style list of {SLICES:,} slices (Table, 2 pages of 500): median "
+        f"{table * 1e3:.0f} ms -> {1 / table:.1f} requests/s; target < 300 ms -> ratio "
+        f"{table / 0.3:.2f} of the budget"
     )
 
 

@@ -242,7 +242,9 @@ class ApiServer:
 
     def _selected(self, request: Request, cluster: str, target: Target) -> tuple[list[Obj], int]:
         query = request.query_params
-        items, rv = self.store.list_objects(cluster, target.resource.store, target.namespace)
+        items, rv = self.store.list_objects(
+            cluster, target.resource.store, target.namespace, shared=True
+        )
         label = selectors.label_selector(query.get("labelSelector"))
         field = selectors.field_selector(query.get("fieldSelector"), target.resource.store.key)
         return [o for o in items if label(o) and field(o)], rv

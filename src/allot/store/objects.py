@@ -130,12 +130,22 @@ class Store:
         return copy.deepcopy(found)
 
     def list_objects(
-        self, cluster: str, resource: Resource, namespace: str | None = None
+        self,
+        cluster: str,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        shared: bool = False,
     ) -> tuple[list[Obj], int]:
-        """All objects of a resource (in a namespace, or all), sorted, and the list RV."""
+        """All objects of a resource (in a namespace, or all), sorted, and the list RV.
+
+        ``shared=True`` returns the store's own dicts for read-only callers (list
+        rendering), saving a deep copy of every object; they must not be modified.
+        """
+        clone = (lambda o: o) if shared else copy.deepcopy
         with self._lock:
             items = [
-                copy.deepcopy(obj)
+                clone(obj)
                 for (c, r, ns, _), obj in self._objects.items()
                 if c == cluster and r == resource.key and (namespace is None or ns == namespace)
             ]
