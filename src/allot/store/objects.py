@@ -142,10 +142,9 @@ class Store:
         ``shared=True`` returns the store's own dicts for read-only callers (list
         rendering), saving a deep copy of every object; they must not be modified.
         """
-        clone = (lambda o: o) if shared else copy.deepcopy
         with self._lock:
             items = [
-                clone(obj)
+                obj if shared else copy.deepcopy(obj)
                 for (c, r, ns, _), obj in self._objects.items()
                 if c == cluster and r == resource.key and (namespace is None or ns == namespace)
             ]
