@@ -1,0 +1,1 @@
+"""The simulated NVIDIA DRA driver: GPU models, NVML mapping, published slices."""
