@@ -107,7 +107,7 @@ def test_every_model_publishes_valid_slices(model: str, dynamic: bool) -> None:
 
 
 def test_unknown_mig_profile_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="A100-SXM4-40GB has no MIG profile '1g.99gb'"):
+    with pytest.raises(ValueError, match=r"A100-SXM4-40GB has no MIG profile '1g\.99gb'"):
         catalog.simulated_gpus(
             catalog.MODELS["A100-SXM4-40GB"],
             "n",
