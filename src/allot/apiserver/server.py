@@ -65,18 +65,40 @@ def _config(server: ApiServer, endpoint: Endpoint, host: str, port: int) -> uvic
 
 
 def serve(
-    data_dir: Path, host: str, port: int, announce: Callable[[Endpoint], None] | None = None
+    data_dir: Path,
+    host: str,
+    port: int,
+    announce: Callable[[Endpoint], None] | None = None,
+    on_started: Callable[[Endpoint], None] | None = None,
 ) -> None:
+    """Serve until interrupted; ``on_started`` runs in a thread once requests are served."""
     server = ApiServer(data_dir)
     endpoint = prepare(server, host, port)
     if announce is not None:
         announce(endpoint)
     instance = uvicorn.Server(_config(server, endpoint, host, port))
+    if on_started is not None:
+        threading.Thread(
+            target=_when_started,
+            args=(instance, on_started, endpoint),
+            daemon=True,
+            name="allot-after-start",
+        ).start()
     try:
         instance.run()
     finally:
         server.stopping.set()
         server.store.close()
+
+
+def _when_started(
+    instance: uvicorn.Server, action: Callable[[Endpoint], None], endpoint: Endpoint
+) -> None:
+    deadline = time.monotonic() + 60
+    while not instance.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if instance.started:
+        action(endpoint)
 
 
 class ServerThread:

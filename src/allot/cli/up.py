@@ -14,6 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from allot.apiserver.security import Tokens
+from allot.driver.files import data_dir_fleet, save_fleet
+from allot.driver.fleet import Fleet, FleetError
+from allot.driver.publisher import Publisher
+from allot.kube.client import Client
+from allot.kube.errors import KubeError
 
 DEFAULT_DATA_DIR = Path(".allot")
 DEFAULT_PORT = 6443
@@ -28,7 +33,21 @@ def register(subparsers: Any) -> None:
     up.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     up.add_argument("--port", type=int, default=DEFAULT_PORT)
     up.add_argument("--host", default="127.0.0.1", help="a loopback address")
+    up.add_argument(
+        "--fleet",
+        type=Path,
+        default=None,
+        help="fleet file (node pools and GPUs); default: the saved one, or "
+        "seed 000's two A100 pools",
+    )
     up.set_defaults(run=run_up)
+    fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
+    fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
+    scale = fleet_commands.add_parser("scale", help="set the number of nodes of a pool")
+    scale.add_argument("pool")
+    scale.add_argument("nodes", type=int)
+    scale.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    scale.set_defaults(run=run_fleet_scale)
     kubeconfig = subparsers.add_parser("kubeconfig", help="print a cluster's kubeconfig")
     kubeconfig.add_argument("cluster", nargs="?", default="host")
     kubeconfig.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
@@ -38,14 +57,23 @@ def register(subparsers: Any) -> None:
 def run_up(args: argparse.Namespace) -> int:
     from allot.apiserver.server import Endpoint, serve
 
+    try:
+        fleet = data_dir_fleet(args.data_dir, args.fleet)
+    except FleetError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
     def announce(endpoint: Endpoint) -> None:
         print(f"allot API server on {endpoint.url} (data in {args.data_dir})")
         for cluster, path in endpoint.kubeconfigs.items():
             print(f"  cluster {cluster}: export KUBECONFIG={path.resolve()}")
         print("Ctrl-C stops it.", flush=True)
 
+    def publish(endpoint: Endpoint) -> None:
+        _publish(endpoint.kubeconfigs["host"], fleet)
+
     try:
-        serve(args.data_dir, args.host, args.port, announce)
+        serve(args.data_dir, args.host, args.port, announce, publish)
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal
     except ValueError as err:
@@ -55,6 +83,45 @@ def run_up(args: argparse.Namespace) -> int:
         print(f"error: cannot serve on {args.host}:{args.port}: {err.strerror}", file=sys.stderr)
         return 1
     print("allot API server stopped", flush=True)
+    return 0
+
+
+def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
+    try:
+        client = Client.from_kubeconfig(kubeconfig)
+    except KubeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return False
+    try:
+        report = Publisher(client).reconcile(fleet)
+    except (KubeError, FleetError) as err:
+        print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
+        return False
+    finally:
+        client.close()
+    pools = ", ".join(
+        f"{p.name} ({p.nodes} node{'s' if p.nodes != 1 else ''})" for p in fleet.pools
+    )
+    print(
+        f"fleet: {pools}; {len(report.nodes_created)} node(s) added, "
+        f"{len(report.nodes_removed)} removed, {report.slices} slice(s) with "
+        f"{report.devices} device(s) published",
+        flush=True,
+    )
+    return True
+
+
+def run_fleet_scale(args: argparse.Namespace) -> int:
+    try:
+        fleet = data_dir_fleet(args.data_dir, None).scaled(args.pool, args.nodes)
+    except FleetError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    save_fleet(args.data_dir, fleet)
+    kubeconfig = args.data_dir / "kubeconfigs" / "host.yaml"
+    if not kubeconfig.exists() or not _publish(kubeconfig, fleet):
+        print("the fleet file is saved; it is applied when 'allot up' runs", file=sys.stderr)
+        return 1
     return 0
 
 

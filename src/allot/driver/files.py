@@ -1,0 +1,44 @@
+"""Where a data directory keeps its fleet, and reading fleet files with clear errors.
+
+``allot up --fleet FILE`` copies the fleet into ``<data-dir>/fleet.yaml`` so that restarts
+and ``allot fleet scale`` work on the same description; without ``--fleet`` the seed 000
+fleet is used. Called by the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from allot.driver.fleet import SEED_000_FLEET, Fleet, FleetError, parse_fleet
+
+FLEET_FILE = "fleet.yaml"
+
+
+def read_fleet(path: Path) -> Fleet:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise FleetError(f"fleet file {path} does not exist") from None
+    except yaml.YAMLError as err:
+        raise FleetError(f"fleet file {path} is not valid YAML: {err}") from None
+    return parse_fleet(document)
+
+
+def data_dir_fleet(data_dir: Path, override: Path | None) -> Fleet:
+    """The fleet for a data directory: the override, the saved one, or seed 000's."""
+    saved = data_dir / FLEET_FILE
+    if override is not None:
+        fleet = read_fleet(override)
+    elif saved.exists():
+        fleet = read_fleet(saved)
+    else:
+        fleet = parse_fleet(SEED_000_FLEET)
+    save_fleet(data_dir, fleet)
+    return fleet
+
+
+def save_fleet(data_dir: Path, fleet: Fleet) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / FLEET_FILE).write_text(yaml.safe_dump(fleet.raw, sort_keys=False))

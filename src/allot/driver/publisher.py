@@ -1,0 +1,156 @@
+"""Publishing a fleet through the API, as the nodes' kubelets and the driver's plugins do.
+
+For each node of the fleet: the Node object (labels, taints, capacity, Ready), then the
+driver's ResourceSlices owned by that Node (so deleting the Node removes them, as the real
+driver's garbage collection does), and once per cluster the driver's DeviceClasses (the Helm
+chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
+``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate).
+Everything goes through :class:`allot.kube.client.Client`, so it works against the embedded
+platform and, for inspection, against any cluster. ``reconcile`` adds and removes nodes
+when a pool is scaled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from allot.driver.fleet import Fleet, NodeSpec, expand
+from allot.driver.slices import DRIVER, node_slices
+from allot.kube.client import Client
+from allot.kube.errors import KubeConflict, KubeNotFound
+
+Obj = dict[str, Any]
+CLASS_TYPES = (
+    ("gpu.nvidia.com", "gpu", "nvidia.com/gpu"),
+    ("mig.nvidia.com", "mig", None),
+    ("vfio.gpu.nvidia.com", "vfio", None),
+)
+
+
+def device_classes(*, passthrough: bool = False) -> list[Obj]:
+    classes = []
+    for name, device_type, extended in CLASS_TYPES:
+        if device_type == "vfio" and not passthrough:
+            continue
+        spec: Obj = {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": f"device.driver == '{DRIVER}' && "
+                        f"device.attributes['{DRIVER}'].type == '{device_type}'"
+                    }
+                }
+            ]
+        }
+        if extended:
+            spec["extendedResourceName"] = extended
+        classes.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+        )
+    return classes
+
+
+def node_object(spec: NodeSpec) -> Obj:
+    gpu_count = str(len(spec.gpus))
+    capacity = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "500Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": spec.name,
+            "labels": {**spec.labels, "nvidia.com/gpu.count": gpu_count},
+        },
+        "spec": {"taints": spec.taints} if spec.taints else {},
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "allot node agent is posting ready status",
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": "127.0.0.1"},
+                {"type": "Hostname", "address": spec.name},
+            ],
+            "nodeInfo": {
+                "machineID": spec.name,
+                "systemUUID": spec.name,
+                "bootID": spec.name,
+                "kernelVersion": "simulated",
+                "osImage": "allot simulated node",
+                "containerRuntimeVersion": "allot://0.1.0",
+                "kubeletVersion": "v1.36.0",
+                "kubeProxyVersion": "v1.36.0",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+        },
+    }
+
+
+@dataclass
+class PublishReport:
+    nodes_created: list[str] = field(default_factory=list)
+    nodes_removed: list[str] = field(default_factory=list)
+    slices: int = 0
+    devices: int = 0
+
+
+class Publisher:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def ensure_classes(self, *, passthrough: bool = False) -> None:
+        for device_class in device_classes(passthrough=passthrough):
+            try:
+                self.client.create(device_class)
+            except KubeConflict:
+                continue
+
+    def publish_node(self, spec: NodeSpec, report: PublishReport) -> None:
+        node = node_object(spec)
+        try:
+            created = self.client.create(node)
+            report.nodes_created.append(spec.name)
+        except KubeConflict:
+            created = self.client.get("v1", "Node", spec.name)
+        uid = created["metadata"]["uid"]
+        existing = self.client.list(
+            "resource.k8s.io/v1",
+            "ResourceSlice",
+            field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
+        )
+        if existing:
+            return  # the plugin republishes only when devices change; they do not here
+        for document in node_slices(spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig):
+            self.client.create(document)
+            report.slices += 1
+            report.devices += len(document["spec"].get("devices") or [])
+
+    def reconcile(self, fleet: Fleet, *, passthrough: bool = False) -> PublishReport:
+        """Make the cluster's nodes and slices match the fleet."""
+        report = PublishReport()
+        self.ensure_classes(passthrough=passthrough)
+        wanted = expand(fleet)
+        wanted_names = {spec.name for spec in wanted}
+        for node in self.client.list("v1", "Node", label_selector="allot.dev/pool"):
+            name = node["metadata"]["name"]
+            if name not in wanted_names:
+                try:
+                    self.client.delete("v1", "Node", name)
+                    report.nodes_removed.append(name)
+                except KubeNotFound:
+                    continue
+        for spec in wanted:
+            self.publish_node(spec, report)
+        return report

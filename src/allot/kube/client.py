@@ -1,0 +1,159 @@
+"""A generic object client over the official ``kubernetes`` package.
+
+``Client`` reads and writes wire dicts for the served kinds (by apiVersion and kind), using
+``ApiClient.call_api`` so no generated model gets in the way. Connection settings come from
+a kubeconfig file. Errors become :mod:`allot.kube.errors` classes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kubernetes import config as k8sconfig
+from kubernetes.client.exceptions import ApiException
+
+from allot.api.kinds import lookup
+from allot.kube.errors import KubeConflict, KubeError, KubeNotFound
+
+Obj = dict[str, Any]
+MESSAGE_LIMIT = 500
+
+
+class Client:
+    def __init__(self, api_client: Any) -> None:
+        self._api = api_client
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path, context: str | None = None) -> Client:
+        try:
+            api_client = k8sconfig.new_client_from_config(  # type: ignore[no-untyped-call]
+                str(path), context=context
+            )
+        except Exception as err:
+            raise KubeError(f"cannot load kubeconfig {path}: {err}") from None
+        return cls(api_client)
+
+    def close(self) -> None:
+        self._api.close()
+
+    # ---------------------------------------------------------------- requests
+    def _path(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        name: str | None,
+        subresource: str = "",
+    ) -> str:
+        info = lookup(api_version, kind)
+        base = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
+        if info.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        path = f"{base}/{info.plural}"
+        if name:
+            path += f"/{name}"
+        if subresource:
+            path += f"/{subresource}"
+        return path
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        try:
+            _, url, headers, payload, _ = self._api.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=query or [],
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self._api.call_api(method, url, header_params=headers, body=payload)
+            response.read()
+        except ApiException as err:
+            raise _wrap(err.status or 0, err.body, str(err.reason or "")) from None
+        except Exception as err:  # connection refused, TLS...
+            raise KubeError(f"{method} {path}: {err}") from None
+        raw = response.data
+        if not 200 <= response.status < 300:
+            raise _wrap(response.status, raw, str(response.reason or ""))
+        return json.loads(raw) if raw else None
+
+    # ------------------------------------------------------------------- verbs
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        result: Obj = self._call("GET", self._path(api_version, kind, namespace, name))
+        return result
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> list[Obj]:
+        query = [
+            (k, v)
+            for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector))
+            if v
+        ]
+        result = self._call("GET", self._path(api_version, kind, namespace, None), query=query)
+        items: list[Obj] = result.get("items") or []
+        return items
+
+    def create(self, obj: Obj) -> Obj:
+        metadata = obj.get("metadata") or {}
+        result: Obj = self._call(
+            "POST", self._path(obj["apiVersion"], obj["kind"], metadata.get("namespace"), None), obj
+        )
+        return result
+
+    def update(self, obj: Obj, subresource: str = "") -> Obj:
+        metadata = obj["metadata"]
+        path = self._path(
+            obj["apiVersion"], obj["kind"], metadata.get("namespace"), metadata["name"], subresource
+        )
+        result: Obj = self._call("PUT", path, obj)
+        return result
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Obj,
+        namespace: str | None = None,
+        subresource: str = "",
+    ) -> Obj:
+        path = self._path(api_version, kind, namespace, name, subresource)
+        result: Obj = self._call("PATCH", path, patch, content_type="application/merge-patch+json")
+        return result
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
+        self._call(
+            "DELETE",
+            self._path(api_version, kind, namespace, name),
+            {"propagationPolicy": "Background"},
+        )
+
+
+def _wrap(status: int, body: Any, fallback: str) -> KubeError:
+    message, reason = fallback, ""
+    try:
+        document = json.loads(body or "{}")
+        message, reason = document.get("message", message), document.get("reason", "")
+    except (TypeError, ValueError, AttributeError):
+        pass
+    message = str(message)[:MESSAGE_LIMIT]
+    if status == 404:
+        return KubeNotFound(message, 404, reason)
+    if status == 409:
+        return KubeConflict(message, 409, reason)
+    return KubeError(message, status, reason)

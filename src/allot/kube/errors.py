@@ -1,0 +1,27 @@
+"""Errors of cluster access, wrapping the official client's ``ApiException``.
+
+Class tree::
+
+    KubeError            any failed request (``status`` is the HTTP code, 0 if none)
+    ├── KubeNotFound     404
+    └── KubeConflict     409 (AlreadyExists or a stale resourceVersion)
+
+Messages carry the Status ``message`` from the server, truncated, never the raw body.
+"""
+
+from __future__ import annotations
+
+
+class KubeError(Exception):
+    def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+class KubeNotFound(KubeError):
+    pass
+
+
+class KubeConflict(KubeError):
+    pass
