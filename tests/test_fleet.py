@@ -83,3 +83,13 @@ def test_bad_fleets_name_the_problem(document: dict[str, Any], message: str) -> 
     with pytest.raises(FleetError) as caught:
         parse_fleet(document)
     assert message in str(caught.value)
+
+
+def test_example_fleet_files_parse() -> None:
+    from allot.driver.files import read_fleet
+    from tests.conftest import EXAMPLES
+
+    seed = read_fleet(EXAMPLES / "fleets" / "seed-000.yaml")
+    assert seed.raw == SEED_000_FLEET
+    dynamic = read_fleet(EXAMPLES / "fleets" / "h100-dynamic-mig.yaml")
+    assert [len(n.gpus) for n in expand(dynamic)] == [8, 8, 2]

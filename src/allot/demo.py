@@ -9,8 +9,9 @@
 3. ``allot simulate --explain`` of both tenants' claims on the seed's two node pools with
    the corrected classes, until the MIG slices run out and the 8th slice claim is
    explained.
-4. The embedded API server: started on a free loopback port (HTTPS, token auth), the real
-   ``kubectl`` applies seed 000's classes and claims, lists them and explains
+4. The embedded API server: started on a free loopback port (HTTPS, token auth), seed
+   000's fleet published by the simulated NVIDIA driver (nodes, slices, classes); the real
+   ``kubectl`` lists them, applies seed 000's classes and claims, lists those and explains
    ``resourceclaim.spec.devices``; then the server stops.
 
 Run from the repository root.
@@ -26,6 +27,9 @@ from pathlib import Path
 
 from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot_main
+from allot.driver.fleet import SEED_000_FLEET, parse_fleet
+from allot.driver.publisher import Publisher
+from allot.kube.client import Client
 
 EXAMPLES = Path("examples")
 LINT = [
@@ -83,6 +87,9 @@ def run() -> int:
 
 
 KUBECTL_STEPS = [
+    ["get", "nodes"],
+    ["get", "resourceslices", "-o", "wide"],
+    ["get", "deviceclasses"],
     ["apply", "-f", "examples/seeds/000-gpu-deviceclasses.yaml"],
     [
         "apply",
@@ -103,6 +110,15 @@ def _kubectl_walkthrough() -> None:
     with tempfile.TemporaryDirectory() as scratch, ServerThread(Path(scratch) / "data") as srv:
         kubeconfig = srv.endpoint.kubeconfigs["host"]
         print(f"(allot API server on {srv.endpoint.url}; KUBECONFIG={kubeconfig})")
+        client = Client.from_kubeconfig(kubeconfig)
+        try:
+            report = Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
+        finally:
+            client.close()
+        print(
+            f"(seed 000 fleet published: {len(report.nodes_created)} nodes, {report.slices} "
+            f"slices, {report.devices} devices)"
+        )
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": scratch}
         for argv in KUBECTL_STEPS:
             print("$ kubectl " + " ".join(argv), flush=True)
