@@ -11,9 +11,10 @@ Tables, watches and pod logs, and ``selfsubjectaccessreviews``. Every failure be
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,9 @@ class ApiServer:
         self.handlers = Handlers(self.store, self.admission, clock)
         self.logs_dir = data_dir / "logs"
         self.stopping = asyncio.Event()
+        self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
+        self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
+        self.controllers: Any = None  # the ControllerManager, when the platform adds one
         self.add_cluster(HOST_CLUSTER)
 
     # ---------------------------------------------------------------- clusters
@@ -106,14 +110,27 @@ class ApiServer:
     def app(self) -> Starlette:
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         return Starlette(
+            lifespan=self._lifespan,
             routes=[
                 Route("/healthz", self._health),
                 Route("/readyz", self._health),
                 Route("/livez", self._health),
                 Route("/clusters/{cluster}/{path:path}", self._entry, methods=methods),
                 Route("/{path:path}", self._outside, methods=methods),
-            ]
+            ],
         )
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """Start the background work (controllers) with the server, stop it with it."""
+        for hook in self.startup_hooks:
+            await hook()
+        try:
+            yield
+        finally:
+            self.stopping.set()
+            for hook in self.shutdown_hooks:
+                await hook()
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")

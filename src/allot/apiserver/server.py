@@ -59,7 +59,7 @@ def _config(server: ApiServer, endpoint: Endpoint, host: str, port: int) -> uvic
         log_level="warning",
         ssl_certfile=str(endpoint.tls.server_cert),
         ssl_keyfile=str(endpoint.tls.server_key),
-        lifespan="off",
+        lifespan="on",
         timeout_graceful_shutdown=2,
     )
 
@@ -70,9 +70,10 @@ def serve(
     port: int,
     announce: Callable[[Endpoint], None] | None = None,
     on_started: Callable[[Endpoint], None] | None = None,
+    api: ApiServer | None = None,
 ) -> None:
     """Serve until interrupted; ``on_started`` runs in a thread once requests are served."""
-    server = ApiServer(data_dir)
+    server = api or ApiServer(data_dir)
     endpoint = prepare(server, host, port)
     if announce is not None:
         announce(endpoint)
@@ -104,8 +105,10 @@ def _when_started(
 class ServerThread:
     """The API server in a background thread (tests, demo); ``stop()`` shuts it down."""
 
-    def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
-        self.api = ApiServer(data_dir)
+    def __init__(
+        self, data_dir: Path, *, port: int | None = None, api: ApiServer | None = None
+    ) -> None:
+        self.api = api or ApiServer(data_dir)
         self.port = port or free_port()
         self.endpoint = prepare(self.api, "127.0.0.1", self.port)
         self._server = uvicorn.Server(_config(self.api, self.endpoint, "127.0.0.1", self.port))

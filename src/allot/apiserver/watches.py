@@ -61,10 +61,27 @@ class WatchStream:
         self.stopping = stopping
         self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
         self.overflowed = False
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def _listen(self, event: WatchEvent) -> None:
+        """Called by the store in the writer's thread (the loop's, or a controller's)."""
         request = self.request
         if event.cluster != request.cluster or event.resource != request.resource.store.key:
+            return
+        loop = self.loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._enqueue(event)
+        else:
+            loop.call_soon_threadsafe(self._enqueue, event)
+
+    def _enqueue(self, event: WatchEvent) -> None:
+        if self.overflowed:
             return
         if self.queue.qsize() >= QUEUE_LIMIT:
             self.overflowed = True
@@ -123,6 +140,7 @@ class WatchStream:
         return lines, events[-1].rv if events else start
 
     async def stream(self) -> AsyncIterator[bytes]:
+        self.loop = asyncio.get_running_loop()
         self.store.add_listener(self._listen)
         try:
             try:

@@ -56,6 +56,7 @@ def register(subparsers: Any) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     from allot.apiserver.server import Endpoint, serve
+    from allot.platform import build as build_platform
 
     try:
         fleet = data_dir_fleet(args.data_dir, args.fleet)
@@ -73,7 +74,14 @@ def run_up(args: argparse.Namespace) -> int:
         _publish(endpoint.kubeconfigs["host"], fleet)
 
     try:
-        serve(args.data_dir, args.host, args.port, announce, publish)
+        serve(
+            args.data_dir,
+            args.host,
+            args.port,
+            announce,
+            publish,
+            api=build_platform(args.data_dir),
+        )
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal
     except ValueError as err:

@@ -1,0 +1,201 @@
+"""The resourceclaim controller: claims from templates, reservations, deallocation.
+
+For each pod (upstream ``pkg/controller/resourceclaim``): every ``resourceClaimTemplateName``
+entry gets a claim named ``<pod>-<claim>-<5 random chars>`` (the base truncated
+proportionally to 57 characters), owned by the pod, annotated with
+``resource.kubernetes.io/pod-claim-name``, recorded in ``status.resourceClaimStatuses``.
+When a pod is gone or finished, its UID leaves the ``reservedFor`` of every claim it used;
+a claim nobody reserves any more is deallocated and loses the scheduler's finalizer, so a
+generated claim is then garbage-collected with its pod.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable
+from typing import Any
+
+from allot.controllers.context import ControllerContext
+from allot.store import WatchEvent
+
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+MANAGER = "resourceclaim-controller"
+TERMINAL = ("Succeeded", "Failed")
+Obj = dict[str, Any]
+
+
+def generate_name(pod: str, claim: str) -> str:
+    """Upstream's generateName for a pod's claim (``<pod>-<claim>-``, truncated to 57)."""
+    base = f"{pod}-{claim}-"
+    if len(base) <= 57:
+        return base
+    return f"{pod[: len(pod) * 57 // len(base)]}-{claim[: len(claim) * 57 // len(base)]}"
+
+
+class ClaimController:
+    name = "resourceclaim"
+
+    def __init__(self, context: ControllerContext) -> None:
+        self.context = context
+        self.gone: dict[tuple[str, str], Obj] = {}
+
+    def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.cluster != self.context.cluster:
+            return []
+        if event.resource == "pods":
+            metadata = event.object["metadata"]
+            key = ("pod", metadata.get("namespace", ""), metadata["name"])
+            if event.type == "DELETED":
+                self.gone[(key[1], key[2])] = event.object
+            return [key]
+        return []
+
+    def initial_keys(self) -> list[Hashable]:
+        return [
+            ("pod", p["metadata"].get("namespace", ""), p["metadata"]["name"])
+            for p in self.context.list("Pod")
+        ]
+
+    def reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, tuple)
+        _, namespace, name = key
+        pod = self.context.get("Pod", namespace, name)
+        if pod is None:
+            last = self.gone.pop((namespace, name), None)
+            if last is not None:
+                self._release(last)
+            return
+        if (
+            pod["metadata"].get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase") in TERMINAL
+        ):
+            self._release(pod)
+            return
+        self._ensure_generated_claims(pod)
+
+    # ------------------------------------------------------------- creation
+    def _ensure_generated_claims(self, pod: Obj) -> None:
+        namespace = pod["metadata"].get("namespace", "")
+        statuses = {
+            s["name"]: s for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        }
+        missing = [
+            c
+            for c in (pod.get("spec") or {}).get("resourceClaims") or []
+            if c.get("resourceClaimTemplateName") and c["name"] not in statuses
+        ]
+        if not missing:
+            return
+        new_statuses = list(statuses.values())
+        for pod_claim in missing:
+            claim_name = self._claim_for(pod, pod_claim)
+            if claim_name is None:
+                continue
+            new_statuses.append({"name": pod_claim["name"], "resourceClaimName": claim_name})
+        if len(new_statuses) != len(statuses):
+            latest = self.context.get("Pod", namespace, pod["metadata"]["name"])
+            if latest is None:
+                return
+            latest.setdefault("status", {})["resourceClaimStatuses"] = new_statuses
+            self.context.update_status("Pod", latest, MANAGER)
+
+    def _claim_for(self, pod: Obj, pod_claim: Obj) -> str | None:
+        namespace = pod["metadata"].get("namespace", "")
+        uid = pod["metadata"]["uid"]
+        for claim in self.context.list("ResourceClaim", namespace):
+            owners = claim["metadata"].get("ownerReferences") or []
+            annotations = claim["metadata"].get("annotations") or {}
+            if (
+                any(o.get("uid") == uid and o.get("controller") for o in owners)
+                and annotations.get(POD_CLAIM_ANNOTATION) == pod_claim["name"]
+            ):
+                name: str = claim["metadata"]["name"]
+                return name  # an orphan from an earlier attempt
+        template = self.context.get(
+            "ResourceClaimTemplate", namespace, pod_claim["resourceClaimTemplateName"]
+        )
+        if template is None:
+            self.context.event(
+                pod,
+                "Warning",
+                "FailedResourceClaimCreation",
+                f"PodResourceClaim {pod_claim['name']}: resource claim template "
+                f'"{pod_claim["resourceClaimTemplateName"]}": '
+                f"resourceclaimtemplate.resource.k8s.io "
+                f'"{pod_claim["resourceClaimTemplateName"]}" not found',
+                MANAGER,
+            )
+            return None
+        template_meta = (template.get("spec") or {}).get("metadata") or {}
+        claim = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {
+                "generateName": generate_name(pod["metadata"]["name"], pod_claim["name"]),
+                "namespace": namespace,
+                "labels": copy.deepcopy(template_meta.get("labels")) or None,
+                "annotations": {
+                    **(template_meta.get("annotations") or {}),
+                    POD_CLAIM_ANNOTATION: pod_claim["name"],
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": pod["metadata"]["name"],
+                        "uid": uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+        }
+        claim["metadata"] = {k: v for k, v in claim["metadata"].items() if v is not None}
+        created = self.context.create("ResourceClaim", claim, MANAGER)
+        created_name: str = created["metadata"]["name"]
+        return created_name
+
+    # -------------------------------------------------------------- release
+    def _release(self, pod: Obj) -> None:
+        namespace = pod["metadata"].get("namespace", "")
+        uid = pod["metadata"].get("uid")
+        names = {
+            c.get("resourceClaimName") for c in (pod.get("spec") or {}).get("resourceClaims") or []
+        }
+        names |= {
+            s.get("resourceClaimName")
+            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        }
+        extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+        names.add(extended.get("resourceClaimName"))
+        for name in sorted(n for n in names if n):
+            claim = self.context.get("ResourceClaim", namespace, name)
+            if claim is not None:
+                self._unreserve(claim, uid)
+
+    def _unreserve(self, claim: Obj, uid: str | None) -> None:
+        status = claim.get("status") or {}
+        reserved = status.get("reservedFor") or []
+        remaining = [r for r in reserved if r.get("uid") != uid]
+        if remaining != reserved:
+            status["reservedFor"] = remaining or None
+            if not remaining:
+                status.pop("reservedFor", None)
+            claim["status"] = status
+            claim = self.context.update_status("ResourceClaim", claim, MANAGER)
+        if remaining or not status.get("allocation"):
+            return
+        claim["status"] = {
+            k: v
+            for k, v in (claim.get("status") or {}).items()
+            if k not in ("allocation", "reservedFor", "devices")
+        }
+        claim = self.context.update_status("ResourceClaim", claim, MANAGER)
+        finalizers = claim["metadata"].get("finalizers") or []
+        if FINALIZER in finalizers:
+            claim["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER] or None
+            if claim["metadata"]["finalizers"] is None:
+                del claim["metadata"]["finalizers"]
+            self.context.update("ResourceClaim", claim, MANAGER)

@@ -1,0 +1,125 @@
+"""What controllers share: reading the store, writing through the API handlers, Events.
+
+Writes go through :class:`allot.apiserver.handlers.Handlers` with a field manager per
+controller, so they are validated and versioned like any client's; ``Conflict`` simply
+makes the runtime retry. Events are core/v1 Events as kube-scheduler and the kubelet write
+them (reason, message, count, first/last timestamp). Used by every controller.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from allot.apiserver.handlers import Handlers, WriteOptions
+from allot.apiserver.requests import Target
+from allot.apiserver.resources import ServedResource, by_kind
+from allot.store import Store
+from allot.store.errors import AlreadyExists, NotFound
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class ControllerContext:
+    cluster: str
+    store: Store
+    handlers: Handlers
+    clock: Callable[[], dt.datetime]
+
+    def resource(self, kind: str) -> ServedResource:
+        return by_kind(kind)
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        try:
+            return self.store.get(self.cluster, by_kind(kind).store, namespace, name)
+        except NotFound:
+            return None
+
+    def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
+        items, _ = self.store.list_objects(
+            self.cluster, by_kind(kind).store, namespace, shared=True
+        )
+        return items
+
+    def _target(self, kind: str, obj: Obj, subresource: str = "") -> Target:
+        resource = by_kind(kind)
+        metadata = obj["metadata"]
+        return Target(
+            resource,
+            metadata.get("namespace") if resource.namespaced else None,
+            metadata.get("name"),
+            subresource,
+        )
+
+    def create(self, kind: str, obj: Obj, manager: str) -> Obj:
+        resource = by_kind(kind)
+        namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+        target = Target(resource, namespace, None, "")
+        return self.handlers.create(self.cluster, target, obj, _options(manager)).object
+
+    def update(self, kind: str, obj: Obj, manager: str) -> Obj:
+        return self.handlers.update(
+            self.cluster, self._target(kind, obj), obj, _options(manager)
+        ).object
+
+    def update_status(self, kind: str, obj: Obj, manager: str) -> Obj:
+        return self.handlers.update(
+            self.cluster, self._target(kind, obj, "status"), obj, _options(manager)
+        ).object
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        resource = by_kind(kind)
+        target = Target(resource, namespace if resource.namespaced else None, name, "")
+        try:
+            self.handlers.delete(self.cluster, target, {}, dry_run=False)
+        except NotFound:
+            return
+
+    def event(
+        self, involved: Obj, event_type: str, reason: str, message: str, component: str
+    ) -> None:
+        """Record an Event (or bump the count of an identical recent one)."""
+        metadata = involved["metadata"]
+        namespace = metadata.get("namespace") or "default"
+        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        digest = hashlib.sha1(f"{reason}/{message}/{metadata.get('uid')}".encode()).hexdigest()
+        name = f"{metadata['name']}.{digest[:16]}"[:253]
+        existing = self.get("Event", namespace, name)
+        if existing is not None:
+            existing["count"] = int(existing.get("count") or 1) + 1
+            existing["lastTimestamp"] = now
+            self.update("Event", existing, component)
+            return
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {
+                "kind": involved.get("kind"),
+                "apiVersion": involved.get("apiVersion"),
+                "namespace": metadata.get("namespace"),
+                "name": metadata["name"],
+                "uid": metadata.get("uid"),
+                "resourceVersion": metadata.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": event_type,
+            "source": {"component": component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": component,
+        }
+        try:
+            self.create("Event", event, component)
+        except AlreadyExists:
+            return
+
+
+def _options(manager: str) -> WriteOptions:
+    return WriteOptions(field_manager=manager, field_validation="Strict", dry_run=False)

@@ -1,0 +1,107 @@
+"""Running controllers inside the API server's event loop, driven by store events.
+
+Each controller maps store events to work keys and reconciles one key at a time; keys are
+de-duplicated while queued, failures are retried with a growing delay, and a controller may
+park keys until something relevant changes (the scheduler's unschedulable pods). Running
+in the server's own loop means no locking: a reconcile reads and writes the store between
+two requests. Controllers write through the API server's handlers, so every change passes
+validation exactly like a client's. Started by :class:`allot.apiserver.app.ApiServer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from allot.store import WatchEvent
+from allot.store.errors import Conflict
+
+LOG = logging.getLogger("allot.controllers")
+MAX_BACKOFF_SECONDS = 30.0
+
+
+class Controller(Protocol):
+    name: str
+
+    def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        """The work keys an event concerns (empty when it does not matter)."""
+
+    def initial_keys(self) -> list[Hashable]:
+        """Keys to reconcile at start (the state already stored)."""
+
+    def reconcile(self, key: Hashable) -> None:
+        """Bring ``key`` to its desired state; raise to be retried later."""
+
+
+@dataclass
+class _Worker:
+    controller: Controller
+    queue: asyncio.Queue[Hashable] = field(default_factory=asyncio.Queue)
+    pending: set[Hashable] = field(default_factory=set)
+    failures: dict[Hashable, int] = field(default_factory=dict)
+
+    def add(self, key: Hashable) -> None:
+        if key not in self.pending:
+            self.pending.add(key)
+            self.queue.put_nowait(key)
+
+
+class ControllerManager:
+    def __init__(self, controllers: list[Controller]) -> None:
+        self.workers = [_Worker(c) for c in controllers]
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def on_event(self, event: WatchEvent) -> None:
+        """Store listener; the store calls it in the loop's thread after each write."""
+        for worker in self.workers:
+            for key in worker.controller.keys_for(event):
+                worker.add(key)
+
+    def start(self) -> None:
+        for worker in self.workers:
+            for key in worker.controller.initial_keys():
+                worker.add(key)
+            self._tasks.append(
+                asyncio.create_task(self._run(worker), name=f"controller-{worker.controller.name}")
+            )
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def idle(self, timeout: float = 10.0) -> bool:
+        """Wait until every queue is empty (tests and benchmarks)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            if all(not w.pending for w in self.workers):
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    async def _run(self, worker: _Worker) -> None:
+        while True:
+            key = await worker.queue.get()
+            worker.pending.discard(key)
+            try:
+                worker.controller.reconcile(key)
+                worker.failures.pop(key, None)
+            except Conflict:
+                worker.add(key)  # someone wrote first: read again and retry at once
+            except Exception:
+                attempts = worker.failures.get(key, 0) + 1
+                worker.failures[key] = attempts
+                delay = min(MAX_BACKOFF_SECONDS, 0.05 * 2**attempts)
+                LOG.exception(
+                    "%s: reconciling %s failed (attempt %d, retry in %.2fs)",
+                    worker.controller.name,
+                    key,
+                    attempts,
+                    delay,
+                )
+                asyncio.get_running_loop().call_later(delay, worker.add, key)
+            await asyncio.sleep(0)

@@ -1,0 +1,434 @@
+"""The scheduler: places pending pods on nodes, allocating their claims with the allocator.
+
+Per pod, as kube-scheduler with the DynamicResources plugin does:
+
+1. resolve the pod's claims (named, or generated and listed in
+   ``status.resourceClaimStatuses``; a missing one parks the pod until it appears); pods
+   asking for GPUs through extended resources (``nvidia.com/gpu: 1``) get the special
+   claim of the DeviceClass whose ``extendedResourceName`` matches;
+2. filter nodes: unschedulable, untolerated NoSchedule/NoExecute taints, ``nodeSelector``
+   and required node affinity, already-allocated claims' node selectors;
+3. on the remaining nodes in name order, take the first where the allocator places every
+   unallocated claim (the same choice ``allot simulate`` makes);
+4. write each claim's finalizer, ``status.allocation`` and ``reservedFor``, then bind.
+
+A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
+message and a ``FailedScheduling`` Event, and is parked until slices, classes, nodes or
+claims change. Allocated state is kept incrementally from claim events.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable
+from typing import Any
+
+from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
+from allot.allocator.nodes import node_selector_matches
+from allot.api import core_v1 as corev1
+from allot.api import resource_v1 as resourceapi
+from allot.controllers.context import ControllerContext
+from allot.simulation.runner import scheduler_message
+from allot.store import WatchEvent
+
+MANAGER = "allot-scheduler"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
+BLOCKING = ("NoSchedule", "NoExecute")
+WAKE_RESOURCES = {"resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "nodes"}
+Obj = dict[str, Any]
+
+
+class Unschedulable(Exception):
+    """The pod cannot be scheduled now; the message goes to its PodScheduled condition."""
+
+
+class Scheduler:
+    name = "scheduler"
+
+    def __init__(self, context: ControllerContext) -> None:
+        self.context = context
+        self.parked: set[tuple[str, str, str]] = set()
+        self._allocator: Allocator | None = None
+        self._nodes: list[corev1.Node] | None = None
+        self._allocations: dict[str, Obj] = {}
+        self._state: AllocatedState | None = None
+
+    # ------------------------------------------------------------------ events
+    def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.cluster != self.context.cluster:
+            return []
+        if event.resource in WAKE_RESOURCES:
+            self._allocator = None
+            self._nodes = None
+            return self._unpark()
+        if event.resource == "resourceclaims.resource.k8s.io":
+            freed = self._track_claim(event)
+            return self._unpark() if freed or event.type == "ADDED" else []
+        if event.resource == "pods":
+            metadata = event.object["metadata"]
+            key = ("pod", metadata.get("namespace", ""), metadata["name"])
+            if event.type == "DELETED":
+                self.parked.discard(key)
+                return self._unpark()
+            if not (event.object.get("spec") or {}).get("nodeName"):
+                return [key]
+        return []
+
+    def _unpark(self) -> list[Hashable]:
+        keys: list[Hashable] = list(self.parked)
+        self.parked.clear()
+        return keys
+
+    def _track_claim(self, event: WatchEvent) -> bool:
+        """Keep the allocated-device index current; True when devices were freed."""
+        metadata = event.object["metadata"]
+        key = f"{metadata.get('namespace')}/{metadata['name']}"
+        allocation = (event.object.get("status") or {}).get("allocation")
+        if event.type == "DELETED":
+            allocation = None
+        previous = self._allocations.get(key)
+        if allocation == previous:
+            return False
+        if allocation is None:
+            self._allocations.pop(key, None)
+        else:
+            self._allocations[key] = allocation
+        self._state = None
+        return previous is not None
+
+    def initial_keys(self) -> list[Hashable]:
+        for claim in self.context.list("ResourceClaim"):
+            allocation = (claim.get("status") or {}).get("allocation")
+            if allocation:
+                metadata = claim["metadata"]
+                self._allocations[f"{metadata.get('namespace')}/{metadata['name']}"] = allocation
+        return [
+            ("pod", p["metadata"].get("namespace", ""), p["metadata"]["name"])
+            for p in self.context.list("Pod")
+            if not (p.get("spec") or {}).get("nodeName")
+        ]
+
+    # --------------------------------------------------------------- reconcile
+    def reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, tuple)
+        _, namespace, name = key
+        pod = self.context.get("Pod", namespace, name)
+        if (
+            pod is None
+            or (pod.get("spec") or {}).get("nodeName")
+            or pod["metadata"].get("deletionTimestamp")
+        ):
+            return
+        try:
+            claims = self._claims(pod)
+            placement = self._place(pod, claims)
+        except Unschedulable as problem:
+            self.parked.add(("pod", namespace, name))
+            self._mark_unschedulable(pod, str(problem))
+            return
+        except AllocationError as err:
+            self.parked.add(("pod", namespace, name))
+            self._mark_unschedulable(
+                pod, f"running DynamicResources filter plugin: {err}", reason="SchedulerError"
+            )
+            return
+        self._bind(pod, placement)
+
+    # ------------------------------------------------------------------ claims
+    def _claims(self, pod: Obj) -> list[Obj]:
+        namespace = pod["metadata"].get("namespace", "")
+        statuses = {
+            s["name"]: s.get("resourceClaimName")
+            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        }
+        claims = []
+        for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
+            name = pod_claim.get("resourceClaimName")
+            if pod_claim.get("resourceClaimTemplateName"):
+                if pod_claim["name"] not in statuses:
+                    raise Unschedulable(
+                        f'pod "{namespace}/{pod["metadata"]["name"]}": '
+                        "ResourceClaim not created yet"
+                    )
+                name = statuses[pod_claim["name"]]
+                if name is None:
+                    continue
+            claim = self.context.get("ResourceClaim", namespace, name or "")
+            if claim is None:
+                raise Unschedulable(f'resourceclaim.resource.k8s.io "{name}" not found')
+            if claim["metadata"].get("deletionTimestamp"):
+                raise Unschedulable(f'resourceclaim "{name}" is being deleted')
+            claims.append(claim)
+        extended = self._extended_claim(pod)
+        if extended is not None:
+            claims.append(extended)
+        return claims
+
+    def _extended_claim(self, pod: Obj) -> Obj | None:
+        """The claim behind extended-resource requests (``nvidia.com/gpu: 1``), if any."""
+        requests = self._extended_requests(pod)
+        if not requests:
+            return None
+        status = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+        namespace = pod["metadata"].get("namespace", "")
+        if status.get("resourceClaimName"):
+            existing = self.context.get("ResourceClaim", namespace, status["resourceClaimName"])
+            if existing is not None:
+                return existing
+        claim = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {
+                "generateName": f"{pod['metadata']['name']}-extended-resources-",
+                "namespace": namespace,
+                "annotations": {EXTENDED_ANNOTATION: "true"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": pod["metadata"]["name"],
+                        "uid": pod["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": request,
+                            "exactly": {
+                                "deviceClassName": device_class,
+                                "allocationMode": "ExactCount",
+                                "count": count,
+                            },
+                        }
+                        for request, (_, _, device_class, count) in requests.items()
+                    ]
+                }
+            },
+        }
+        created = self.context.create("ResourceClaim", claim, MANAGER)
+        latest = self.context.get("Pod", namespace, pod["metadata"]["name"])
+        if latest is not None:
+            latest.setdefault("status", {})["extendedResourceClaimStatus"] = {
+                "requestMappings": [
+                    {"containerName": container, "resourceName": resource, "requestName": request}
+                    for request, (container, resource, _, _) in requests.items()
+                ],
+                "resourceClaimName": created["metadata"]["name"],
+            }
+            self.context.update_status("Pod", latest, MANAGER)
+        return created
+
+    def _extended_requests(self, pod: Obj) -> dict[str, tuple[str, str, str, int]]:
+        by_name = {}
+        for device_class in self.context.list("DeviceClass"):
+            spec = device_class.get("spec") or {}
+            name = device_class["metadata"]["name"]
+            by_name[IMPLICIT_PREFIX + name] = name
+            if spec.get("extendedResourceName"):
+                by_name[spec["extendedResourceName"]] = name
+        requests: dict[str, tuple[str, str, str, int]] = {}
+        spec = pod.get("spec") or {}
+        containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
+        for index, container in enumerate(containers):
+            resources = container.get("resources") or {}
+            amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+            for position, resource in enumerate(sorted(amounts)):
+                if resource in by_name:
+                    requests[f"container-{index}-request-{position}"] = (
+                        container.get("name", ""),
+                        resource,
+                        by_name[resource],
+                        int(float(str(amounts[resource]))),
+                    )
+        return requests
+
+    # -------------------------------------------------------------------- nodes
+    def _node_list(self) -> list[corev1.Node]:
+        if self._nodes is None:
+            self._nodes = [corev1.Node.model_validate(n) for n in self.context.list("Node")]
+        return self._nodes
+
+    def _allocator_for(self) -> Allocator:
+        if self._allocator is None:
+            slices = [
+                resourceapi.ResourceSlice.model_validate(s)
+                for s in self.context.list("ResourceSlice")
+            ]
+            classes = [
+                resourceapi.DeviceClass.model_validate(c) for c in self.context.list("DeviceClass")
+            ]
+            self._allocator = Allocator(slices, classes)
+        return self._allocator
+
+    def _allocated_state(self) -> AllocatedState:
+        if self._state is None:
+            state = AllocatedState()
+            for key, allocation in self._allocations.items():
+                state.add_allocation(key, resourceapi.AllocationResult.model_validate(allocation))
+            self._state = state
+        return self._state
+
+    def _place(self, pod: Obj, claims: list[Obj]) -> tuple[corev1.Node, list[Obj], list[Any]]:
+        nodes = self._node_list()
+        pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
+        self._check_classes(pending)
+        models = [resourceapi.ResourceClaim.model_validate(c) for c in pending]
+        reasons: dict[str, str] = {}
+        for node in nodes:
+            problem = _node_problem(pod, node, claims)
+            if problem:
+                reasons[node.metadata.name or ""] = problem
+                continue
+            if not models:
+                return node, [], []
+            try:
+                results = self._allocator_for().allocate(node, models, self._allocated_state())
+            except InvalidPoolsError as err:
+                reasons[node.metadata.name or ""] = str(err)
+                continue
+            if results is None:
+                reasons[node.metadata.name or ""] = "cannot allocate all claims"
+                continue
+            return node, pending, results
+        raise Unschedulable(scheduler_message(len(nodes), reasons))
+
+    def _check_classes(self, claims: list[Obj]) -> None:
+        classes = {c["metadata"]["name"] for c in self.context.list("DeviceClass")}
+        for claim in claims:
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+                exact = request.get("exactly")
+                names = (
+                    [exact.get("deviceClassName")]
+                    if exact
+                    else [s.get("deviceClassName") for s in request.get("firstAvailable") or []]
+                )
+                for name in names:
+                    if name not in classes:
+                        raise Unschedulable(
+                            f"request {request.get('name')}: device class {name} does not exist"
+                        )
+
+    # --------------------------------------------------------------- binding
+    def _bind(self, pod: Obj, placement: tuple[corev1.Node, list[Obj], list[Any]]) -> None:
+        node, allocated, results = placement
+        consumer = {
+            "resource": "pods",
+            "name": pod["metadata"]["name"],
+            "uid": pod["metadata"]["uid"],
+        }
+        for claim, result in zip(allocated, results, strict=True):
+            self._reserve(claim, result.to_wire(), consumer)
+        namespace = pod["metadata"].get("namespace", "")
+        for claim in self._claims_already_allocated(pod, allocated):
+            self._reserve(claim, None, consumer)
+        latest = self.context.get("Pod", namespace, pod["metadata"]["name"])
+        if latest is None:
+            return
+        latest["spec"]["nodeName"] = node.metadata.name
+        bound = self.context.update("Pod", latest, MANAGER)
+        _set_condition(
+            bound,
+            "PodScheduled",
+            "True",
+            None,
+            None,
+            self.context.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        self.context.update_status("Pod", bound, MANAGER)
+        self.parked.discard(("pod", namespace, pod["metadata"]["name"]))
+
+    def _claims_already_allocated(self, pod: Obj, newly: list[Obj]) -> list[Obj]:
+        names = {c["metadata"]["name"] for c in newly}
+        return [c for c in self._claims(pod) if c["metadata"]["name"] not in names]
+
+    def _reserve(self, claim: Obj, allocation: Obj | None, consumer: Obj) -> None:
+        namespace = claim["metadata"].get("namespace", "")
+        latest = self.context.get("ResourceClaim", namespace, claim["metadata"]["name"])
+        if latest is None:
+            return
+        finalizers = latest["metadata"].get("finalizers") or []
+        if allocation is not None and FINALIZER not in finalizers:
+            latest["metadata"]["finalizers"] = [*finalizers, FINALIZER]
+            latest = self.context.update("ResourceClaim", latest, MANAGER)
+        status = copy.deepcopy(latest.get("status") or {})
+        if allocation is not None:
+            status["allocation"] = allocation
+            key = f"{namespace}/{latest['metadata']['name']}"
+            state = self._state
+            self._allocations[key] = allocation
+            if state is not None:  # otherwise the next rebuild includes it
+                state.add_allocation(key, resourceapi.AllocationResult.model_validate(allocation))
+        reserved = status.get("reservedFor") or []
+        if all(r.get("uid") != consumer["uid"] for r in reserved):
+            status["reservedFor"] = [*reserved, consumer]
+        latest["status"] = status
+        self.context.update_status("ResourceClaim", latest, MANAGER)
+
+    def _mark_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None:
+        conditions = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
+        current = conditions.get("PodScheduled") or {}
+        if current.get("status") == "False" and current.get("message") == message:
+            return
+        now = self.context.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        _set_condition(pod, "PodScheduled", "False", reason, message, now)
+        self.context.update_status("Pod", pod, MANAGER)
+        self.context.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
+
+
+def _set_condition(
+    pod: Obj, kind: str, status: str, reason: str | None, message: str | None, now: str
+) -> None:
+    conditions = [
+        c for c in (pod.setdefault("status", {}).get("conditions") or []) if c.get("type") != kind
+    ]
+    condition = {
+        "type": kind,
+        "status": status,
+        "lastTransitionTime": now,
+        "lastProbeTime": None,
+        "reason": reason,
+        "message": message,
+    }
+    conditions.append({k: v for k, v in condition.items() if v is not None})
+    pod["status"]["conditions"] = conditions
+
+
+def _node_problem(pod: Obj, node: corev1.Node, claims: list[Obj]) -> str | None:
+    spec = pod.get("spec") or {}
+    if node.spec.unschedulable:
+        return "node(s) were unschedulable"
+    tolerations = [corev1.Toleration.model_validate(t) for t in spec.get("tolerations") or []]
+    for taint in node.spec.taints or []:
+        if taint.effect in BLOCKING and not any(_tolerates(t, taint) for t in tolerations):
+            return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
+    labels = node.metadata.labels or {}
+    selector = spec.get("nodeSelector") or {}
+    if any(labels.get(k) != v for k, v in selector.items()):
+        return "node(s) didn't match Pod's node affinity/selector"
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required and not node_selector_matches(corev1.NodeSelector.model_validate(required), node):
+        return "node(s) didn't match Pod's node affinity/selector"
+    for claim in claims:
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        selector_doc = allocation.get("nodeSelector")
+        if selector_doc and not node_selector_matches(
+            corev1.NodeSelector.model_validate(selector_doc), node
+        ):
+            return "resourceclaim not available on the node"
+    return None
+
+
+def _tolerates(toleration: corev1.Toleration, taint: corev1.Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.operator == "Exists":
+        return not toleration.key or toleration.key == taint.key
+    return toleration.key == taint.key and (toleration.value or "") == (taint.value or "")

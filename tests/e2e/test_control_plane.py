@@ -1,0 +1,211 @@
+"""The host control plane with the real kubectl: claims, scheduling, node agent, release."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from allot.apiserver.server import ServerThread
+from allot.driver.fleet import SEED_000_FLEET, parse_fleet
+from allot.driver.publisher import Publisher
+from allot.kube.client import Client
+from allot.platform import build
+from tests.e2e.conftest import Cluster
+
+pytestmark = pytest.mark.slow
+TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+WHOLE = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+SLICE = (
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
+    "'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"
+)
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("platform")
+    data = root / "data"
+    with ServerThread(data, api=build(data)) as server:
+        client = Client.from_kubeconfig(server.endpoint.kubeconfigs["host"])
+        Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
+        client.close()
+        yield Cluster(server, root / "home")
+
+
+def _apply(cluster: Cluster, *documents: Any) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in documents))
+
+
+def _pod(name: str, claims: list[dict[str, str]], **extra: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "tolerations": TOLERATE,
+            "resourceClaims": claims,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"claims": [{"name": c["name"]} for c in claims]},
+                }
+            ],
+            **extra,
+        },
+    }
+
+
+def _wait(cluster: Cluster, condition: str, target: str) -> str:
+    return cluster.kubectl("wait", f"--for={condition}", target, "--timeout=20s").stdout
+
+
+def _json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def test_template_claims_schedule_and_run(platform: Cluster) -> None:
+    _apply(
+        platform,
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu-whole"},
+            "spec": {"selectors": [{"cel": {"expression": WHOLE}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu-slice"},
+            "spec": {"selectors": [{"cel": {"expression": SLICE}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "slice"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-slice"}}]
+                    }
+                }
+            },
+        },
+        _pod("research", [{"name": "gpu", "resourceClaimTemplateName": "slice"}]),
+    )
+    assert "condition met" in _wait(platform, "condition=Ready", "pod/research")
+    pod = _json(platform, "pod", "research")
+    assert pod["spec"]["nodeName"] == "a100-mig-1g5gb-pool-0"
+    statuses = pod["status"]["resourceClaimStatuses"]
+    claim_name = statuses[0]["resourceClaimName"]
+    assert claim_name.startswith("research-gpu-")
+    claim = _json(platform, "resourceclaim", claim_name)
+    status = claim["status"]
+    assert status["allocation"]["devices"]["results"][0]["device"] == "gpu-0-mig-1g5gb-19-0"
+    assert status["reservedFor"][0]["name"] == "research"
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "research"
+    assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+    table = platform.kubectl("get", "resourceclaims").stdout
+    assert "allocated,reserved" in table
+
+
+def test_exhaustion_is_explained_and_resolved_by_release(platform: Cluster) -> None:
+    pods = [
+        _pod(f"slice-{i}", [{"name": "gpu", "resourceClaimTemplateName": "slice"}])
+        for i in range(1, 8)
+    ]
+    _apply(platform, *pods)
+    for index in range(1, 7):
+        _wait(platform, "condition=Ready", f"pod/slice-{index}")
+    time.sleep(0.5)
+    pending = _json(platform, "pod", "slice-7")
+    conditions = {c["type"]: c for c in pending["status"]["conditions"]}
+    assert conditions["PodScheduled"]["reason"] == "Unschedulable"
+    assert (
+        conditions["PodScheduled"]["message"]
+        == "0/2 nodes are available: 2 cannot allocate all claims."
+    )
+    events = platform.kubectl(
+        "get", "events", "--field-selector", "involvedObject.name=slice-7"
+    ).stdout
+    assert "FailedScheduling" in events
+    platform.kubectl("delete", "pod", "research")
+    assert "condition met" in _wait(platform, "condition=Ready", "pod/slice-7")
+    devices = sorted(
+        c["status"]["allocation"]["devices"]["results"][0]["device"]
+        for c in _json(platform, "resourceclaims")["items"]
+        if c.get("status", {}).get("allocation")
+    )
+    assert devices == [f"gpu-0-mig-1g5gb-19-{i}" for i in range(7)]
+
+
+def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
+    _apply(
+        platform,
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "shared-gpu"},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-whole"}}]
+                }
+            },
+        },
+        _pod("qwen", [{"name": "gpu", "resourceClaimName": "shared-gpu"}]),
+        _pod("embedder", [{"name": "gpu", "resourceClaimName": "shared-gpu"}]),
+    )
+    _wait(platform, "condition=Ready", "pod/qwen")
+    _wait(platform, "condition=Ready", "pod/embedder")
+    claim = _json(platform, "resourceclaim", "shared-gpu")
+    assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == [
+        "embedder",
+        "qwen",
+    ]
+    legacy = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "legacy"},
+        "spec": {
+            "tolerations": TOLERATE,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            ],
+        },
+    }
+    _apply(platform, legacy)
+    time.sleep(0.5)
+    assert _json(platform, "pod", "legacy")["spec"].get("nodeName") is None
+    platform.kubectl("delete", "pod", "qwen", "embedder")
+    _wait(platform, "condition=Ready", "pod/legacy")
+    status = _json(platform, "pod", "legacy")["status"]
+    mapping = status["extendedResourceClaimStatus"]
+    assert mapping["requestMappings"] == [
+        {
+            "containerName": "main",
+            "resourceName": "nvidia.com/gpu",
+            "requestName": "container-0-request-0",
+        }
+    ]
+    shared = _json(platform, "resourceclaim", "shared-gpu")
+    assert "allocation" not in shared.get("status", {})  # released when both pods left
+
+
+def test_missing_template_gets_an_event(platform: Cluster, tmp_path: Path) -> None:
+    _apply(platform, _pod("orphan", [{"name": "gpu", "resourceClaimTemplateName": "nope"}]))
+    time.sleep(0.5)
+    events = platform.kubectl(
+        "get", "events", "--field-selector", "involvedObject.name=orphan"
+    ).stdout
+    assert "FailedResourceClaimCreation" in events
+    pod = _json(platform, "pod", "orphan")
+    assert pod["status"]["phase"] == "Pending"
