@@ -153,6 +153,14 @@ class Allocator:
             self._pools[key] = cached
         return cached
 
+    def is_full(self, node: corev1.Node, state: AllocatedState) -> bool:
+        """Every device of the node is exclusively allocated (no shareable ones, no invalid
+        pools): claims without admin access or ``All`` requests cannot fit there."""
+        index = self.node_pools(node)
+        if not index.candidates or index.has_invalid or index.has_shareable:
+            return not index.candidates and not index.has_invalid
+        return state.allocated_devices.issuperset(index.device_ids)
+
     def examine(
         self,
         node: corev1.Node,

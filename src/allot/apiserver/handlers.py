@@ -9,7 +9,6 @@ write changes nothing. Called by :mod:`allot.apiserver.app`.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 from collections.abc import Callable
@@ -104,7 +103,9 @@ class Handlers:
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
         self._record_manager(obj, options.field_manager, operation)
-        created = self.store.create(cluster, resource.store, obj, dry_run=options.dry_run)
+        created = self.store.create(
+            cluster, resource.store, obj, dry_run=options.dry_run, owned=True, copy_result=False
+        )
         return WriteResult(self.with_type(resource, created), warnings, created=True)
 
     def update(self, cluster: str, target: Target, body: Obj, options: WriteOptions) -> WriteResult:
@@ -112,7 +113,7 @@ class Handlers:
         body = self._checked_body(resource, target, body)
         if (body.get("metadata") or {}).get("name") != target.name:
             raise BadRequest("the name of the object does not match the name on the URL")
-        current = self.store.get(cluster, resource.store, target.namespace or "", target.name or "")
+        current = self._current(cluster, target)
         return self._replace(cluster, target, current, body, options)
 
     def patch(
@@ -127,9 +128,7 @@ class Handlers:
             )
         patch = _parse_patch_body(raw)
         try:
-            current = self.store.get(
-                cluster, resource.store, target.namespace or "", target.name or ""
-            )
+            current = self._current(cluster, target)
         except NotFound:
             if patch_type != "application/apply-patch+yaml" or target.subresource:
                 raise
@@ -149,7 +148,7 @@ class Handlers:
     def delete(self, cluster: str, target: Target, options: Obj, dry_run: bool) -> Obj:
         resource = target.resource
         preconditions = options.get("preconditions") or {}
-        current = self.store.get(cluster, resource.store, target.namespace or "", target.name or "")
+        current = self._current(cluster, target)
         request = AdmissionRequest(
             cluster,
             Operation.DELETE,
@@ -174,6 +173,17 @@ class Handlers:
         return self.with_type(resource, obj)
 
     # ---------------------------------------------------------------- internals
+    def _current(self, cluster: str, target: Target) -> Obj:
+        """The stored object, shared (read-only here: every change builds a new dict)."""
+        found = self.store.peek(
+            cluster, target.resource.store, target.namespace or "", target.name or ""
+        )
+        if found is None:  # raises NotFound with the upstream text
+            return self.store.get(
+                cluster, target.resource.store, target.namespace or "", target.name or ""
+            )
+        return found
+
     def _replace(
         self,
         cluster: str,
@@ -205,26 +215,28 @@ class Handlers:
             changed = obj.get("spec") != current.get("spec")
             obj["metadata"]["generation"] = generation + 1 if changed else generation
         self._record_manager(obj, options.field_manager, operation)
-        updated = self.store.update(cluster, resource.store, obj, dry_run=options.dry_run)
+        updated = self.store.update(
+            cluster, resource.store, obj, dry_run=options.dry_run, owned=True, copy_result=False
+        )
         return WriteResult(self.with_type(resource, updated), warnings)
 
     @staticmethod
     def _merge_for_subresource(
         resource: ServedResource, subresource: str, current: Obj, body: Obj
     ) -> Obj:
-        if subresource == "status":
-            merged = copy.deepcopy(current)
-            merged["status"] = copy.deepcopy(body.get("status"))
+        if subresource == "status":  # shallow copies: nothing below is modified in place
+            merged = {**current, "metadata": {**current["metadata"]}}
+            merged["status"] = body.get("status")
             if merged["status"] is None:
                 merged.pop("status")
             merged["metadata"]["resourceVersion"] = (body.get("metadata") or {}).get(
                 "resourceVersion"
             )
             return merged
-        merged = copy.deepcopy(body)
+        merged = dict(body)
         if resource.has_status:
             if "status" in current:
-                merged["status"] = copy.deepcopy(current["status"])
+                merged["status"] = current["status"]
             else:
                 merged.pop("status", None)
         return merged
@@ -240,7 +252,7 @@ class Handlers:
     def _checked_body(self, resource: ServedResource, target: Target, body: Obj) -> Obj:
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
-        body = copy.deepcopy(body)
+        body = {**body, "metadata": dict(body.get("metadata") or {})}
         body.setdefault("apiVersion", resource.api_version)
         body.setdefault("kind", resource.kind)
         if body["apiVersion"] != resource.api_version or body["kind"] != resource.kind:

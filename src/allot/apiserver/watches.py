@@ -91,8 +91,8 @@ class WatchStream:
 
     def _render(self, obj: Obj) -> Obj:
         request = self.request
-        obj.setdefault("apiVersion", request.resource.api_version)
-        obj.setdefault("kind", request.resource.kind)
+        if "apiVersion" not in obj or "kind" not in obj:  # never modify the store's object
+            obj = {"apiVersion": request.resource.api_version, "kind": request.resource.kind, **obj}
         if not request.as_table:
             return obj
         return tables.table(

@@ -39,9 +39,13 @@ class ClaimController:
     def __init__(self, context: ControllerContext) -> None:
         self.context = context
         self.gone: dict[tuple[str, str], Obj] = {}
+        self.generated: dict[tuple[str, str], str] = {}  # (pod uid, pod claim) -> claim
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
+            return []
+        if event.resource == "resourceclaims.resource.k8s.io":
+            self._remember(event.object, forget=event.type == "DELETED")
             return []
         if event.resource == "pods":
             metadata = event.object["metadata"]
@@ -51,7 +55,28 @@ class ClaimController:
             return [key]
         return []
 
+    def _remember(self, claim: Obj, forget: bool = False) -> None:
+        metadata = claim["metadata"]
+        pod_claim = (metadata.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        owner = next(
+            (
+                o
+                for o in metadata.get("ownerReferences") or []
+                if o.get("controller") and o.get("kind") == "Pod"
+            ),
+            None,
+        )
+        if pod_claim is None or owner is None:
+            return
+        key = (owner.get("uid", ""), pod_claim)
+        if forget:
+            self.generated.pop(key, None)
+        else:
+            self.generated[key] = metadata["name"]
+
     def initial_keys(self) -> list[Hashable]:
+        for claim in self.context.list("ResourceClaim"):
+            self._remember(claim)
         return [
             ("pod", p["metadata"].get("namespace", ""), p["metadata"]["name"])
             for p in self.context.list("Pod")
@@ -103,15 +128,9 @@ class ClaimController:
     def _claim_for(self, pod: Obj, pod_claim: Obj) -> str | None:
         namespace = pod["metadata"].get("namespace", "")
         uid = pod["metadata"]["uid"]
-        for claim in self.context.list("ResourceClaim", namespace):
-            owners = claim["metadata"].get("ownerReferences") or []
-            annotations = claim["metadata"].get("annotations") or {}
-            if (
-                any(o.get("uid") == uid and o.get("controller") for o in owners)
-                and annotations.get(POD_CLAIM_ANNOTATION) == pod_claim["name"]
-            ):
-                name: str = claim["metadata"]["name"]
-                return name  # an orphan from an earlier attempt
+        orphan = self.generated.get((uid, pod_claim["name"]))
+        if orphan is not None and self.context.peek("ResourceClaim", namespace, orphan):
+            return orphan  # created by an earlier attempt whose pod update failed
         template = self.context.get(
             "ResourceClaimTemplate", namespace, pod_claim["resourceClaimTemplateName"]
         )
@@ -128,7 +147,7 @@ class ClaimController:
             )
             return None
         template_meta = (template.get("spec") or {}).get("metadata") or {}
-        claim = {
+        claim: Obj = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
             "metadata": {
@@ -155,6 +174,7 @@ class ClaimController:
         claim["metadata"] = {k: v for k, v in claim["metadata"].items() if v is not None}
         created = self.context.create("ResourceClaim", claim, MANAGER)
         created_name: str = created["metadata"]["name"]
+        self.generated[(uid, pod_claim["name"])] = created_name
         return created_name
 
     # -------------------------------------------------------------- release

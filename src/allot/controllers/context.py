@@ -8,6 +8,7 @@ them (reason, message, count, first/last timestamp). Used by every controller.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 from collections.abc import Callable
@@ -39,6 +40,10 @@ class ControllerContext:
         except NotFound:
             return None
 
+    def peek(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The stored object without a copy: read it, never modify it."""
+        return self.store.peek(self.cluster, by_kind(kind).store, namespace, name)
+
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         items, _ = self.store.list_objects(
             self.cluster, by_kind(kind).store, namespace, shared=True
@@ -59,17 +64,23 @@ class ControllerContext:
         resource = by_kind(kind)
         namespace = obj["metadata"].get("namespace") if resource.namespaced else None
         target = Target(resource, namespace, None, "")
-        return self.handlers.create(self.cluster, target, obj, _options(manager)).object
+        return copy.deepcopy(
+            self.handlers.create(self.cluster, target, obj, _options(manager)).object
+        )
 
     def update(self, kind: str, obj: Obj, manager: str) -> Obj:
-        return self.handlers.update(
-            self.cluster, self._target(kind, obj), obj, _options(manager)
-        ).object
+        return copy.deepcopy(
+            self.handlers.update(
+                self.cluster, self._target(kind, obj), obj, _options(manager)
+            ).object
+        )
 
     def update_status(self, kind: str, obj: Obj, manager: str) -> Obj:
-        return self.handlers.update(
-            self.cluster, self._target(kind, obj, "status"), obj, _options(manager)
-        ).object
+        return copy.deepcopy(
+            self.handlers.update(
+                self.cluster, self._target(kind, obj, "status"), obj, _options(manager)
+            ).object
+        )
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         resource = by_kind(kind)

@@ -155,7 +155,7 @@ class Scheduler:
                 name = statuses[pod_claim["name"]]
                 if name is None:
                     continue
-            claim = self.context.get("ResourceClaim", namespace, name or "")
+            claim = self.context.peek("ResourceClaim", namespace, name or "")
             if claim is None:
                 raise Unschedulable(f'resourceclaim.resource.k8s.io "{name}" not found')
             if claim["metadata"].get("deletionTimestamp"):
@@ -279,6 +279,7 @@ class Scheduler:
         pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
         self._check_classes(pending)
         models = [resourceapi.ResourceClaim.model_validate(c) for c in pending]
+        may_skip_full = models and not any(_needs_in_use_devices(c) for c in pending)
         reasons: dict[str, str] = {}
         for node in nodes:
             problem = _node_problem(pod, node, claims)
@@ -287,6 +288,9 @@ class Scheduler:
                 continue
             if not models:
                 return node, [], []
+            if may_skip_full and self._allocator_for().is_full(node, self._allocated_state()):
+                reasons[node.metadata.name or ""] = "cannot allocate all claims"
+                continue
             try:
                 results = self._allocator_for().allocate(node, models, self._allocated_state())
             except InvalidPoolsError as err:
@@ -397,6 +401,17 @@ def _set_condition(
     }
     conditions.append({k: v for k, v in condition.items() if v is not None})
     pod["status"]["conditions"] = conditions
+
+
+def _needs_in_use_devices(claim: Obj) -> bool:
+    """Admin access and ``All`` requests can be satisfied by devices already allocated."""
+    for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        exact = request.get("exactly") or {}
+        if exact.get("adminAccess") or exact.get("allocationMode") == "All":
+            return True
+        if any(s.get("allocationMode") == "All" for s in request.get("firstAvailable") or []):
+            return True
+    return False
 
 
 def _node_problem(pod: Obj, node: corev1.Node, claims: list[Obj]) -> str | None:

@@ -95,14 +95,23 @@ class Store:
             CREATE INDEX IF NOT EXISTS events_by_resource ON events (cluster, resource, rv);
         """)
         self._objects: dict[ObjectKey, Obj] = {}
+        self._by_resource: dict[tuple[str, str], dict[ObjectKey, Obj]] = {}
         self._bodies: dict[ObjectKey, str] = {}
         for cluster, resource, namespace, name, body in self._db.execute(
             "SELECT cluster, resource, namespace, name, body FROM objects"
         ):
-            self._objects[(cluster, resource, namespace, name)] = json.loads(body)
+            self._index((cluster, resource, namespace, name), json.loads(body))
             self._bodies[(cluster, resource, namespace, name)] = body
         self._listeners: list[Listener] = []
         self._writes = 0
+
+    def _index(self, key: ObjectKey, obj: Obj) -> None:
+        self._objects[key] = obj
+        self._by_resource.setdefault((key[0], key[1]), {})[key] = obj
+
+    def _unindex(self, key: ObjectKey) -> None:
+        self._objects.pop(key, None)
+        self._by_resource.get((key[0], key[1]), {}).pop(key, None)
 
     def close(self) -> None:
         with self._lock:
@@ -116,6 +125,10 @@ class Store:
     def oldest_rv(self) -> int:
         row = self._db.execute("SELECT MIN(rv) FROM events").fetchone()
         return int(row[0]) if row and row[0] is not None else self.current_rv() + 1
+
+    def peek(self, cluster: str, resource: Resource, namespace: str, name: str) -> Obj | None:
+        """The stored object itself, for read-only callers (no copy); None if absent."""
+        return self._objects.get((cluster, resource.key, namespace, name))
 
     def get(self, cluster: str, resource: Resource, namespace: str, name: str) -> Obj:
         found = self._objects.get((cluster, resource.key, namespace, name))
@@ -145,7 +158,7 @@ class Store:
         with self._lock:
             items = [
                 obj if shared else copy.deepcopy(obj)
-                for (c, r, ns, _), obj in self._objects.items()
+                for (c, r, ns, _), obj in self._by_resource.get((cluster, resource.key), {}).items()
                 if c == cluster and r == resource.key and (namespace is None or ns == namespace)
             ]
             rv = self.current_rv()
@@ -195,8 +208,19 @@ class Store:
             self._listeners.remove(listener)
 
     # ------------------------------------------------------------------ writing
-    def create(self, cluster: str, resource: Resource, obj: Obj, *, dry_run: bool = False) -> Obj:
-        obj = copy.deepcopy(obj)
+    def create(
+        self,
+        cluster: str,
+        resource: Resource,
+        obj: Obj,
+        *,
+        dry_run: bool = False,
+        owned: bool = False,
+        copy_result: bool = True,
+    ) -> Obj:
+        """Store a new object. ``owned``: the caller hands ``obj`` over (no defensive copy);
+        ``copy_result=False`` returns the stored object itself, which must not be modified."""
+        obj = obj if owned else copy.deepcopy(obj)
         metadata = obj.setdefault("metadata", {})
         namespace = metadata.get("namespace", "") if resource.namespaced else ""
         if resource.namespaced:
@@ -223,11 +247,21 @@ class Store:
             if dry_run:
                 return obj
             self._write(key, obj, "ADDED")
-        return copy.deepcopy(obj)
+        return copy.deepcopy(obj) if copy_result else obj
 
-    def update(self, cluster: str, resource: Resource, obj: Obj, *, dry_run: bool = False) -> Obj:
-        """Replace an object; a ``metadata.resourceVersion`` in ``obj`` is a precondition."""
-        obj = copy.deepcopy(obj)
+    def update(
+        self,
+        cluster: str,
+        resource: Resource,
+        obj: Obj,
+        *,
+        dry_run: bool = False,
+        owned: bool = False,
+        copy_result: bool = True,
+    ) -> Obj:
+        """Replace an object; a ``metadata.resourceVersion`` in ``obj`` is a precondition.
+        ``owned`` and ``copy_result`` as for :meth:`create`."""
+        obj = obj if owned else copy.deepcopy(obj)
         metadata = obj["metadata"]
         namespace = metadata.get("namespace", "") if resource.namespaced else ""
         key = (cluster, resource.key, namespace, metadata.get("name", ""))
@@ -261,9 +295,9 @@ class Store:
                 return obj
             if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
                 self._remove(key, obj)
-                return copy.deepcopy(obj)
+                return copy.deepcopy(obj) if copy_result else obj
             self._write(key, obj, "MODIFIED")
-        return copy.deepcopy(obj)
+        return copy.deepcopy(obj) if copy_result else obj
 
     def delete(
         self,
@@ -383,9 +417,10 @@ class Store:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._objects[key] = copy.deepcopy(obj)
+        # ``obj`` is the store's private copy from here on; listeners must not modify it.
+        self._index(key, obj)
         self._bodies[key] = body
-        self._after_write(WatchEvent(event_type, rv, cluster, resource, copy.deepcopy(obj)))
+        self._after_write(WatchEvent(event_type, rv, cluster, resource, obj))
 
     def _remove(self, key: ObjectKey, obj: Obj) -> None:
         cluster, resource, _, name = key
@@ -407,9 +442,9 @@ class Store:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._objects.pop(key, None)
+        self._unindex(key)
         self._bodies.pop(key, None)
-        self._after_write(WatchEvent("DELETED", rv, cluster, resource, copy.deepcopy(obj)))
+        self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj))
         self._collect_garbage(cluster, obj)
         if resource == "namespaces":
             self._empty_namespace(cluster, name)
