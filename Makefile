@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.selectors
 	$(BIN)/python -m bench.allocator
 	$(BIN)/python -m bench.apiserver
+	$(BIN)/python -m bench.scheduler
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -11,10 +11,10 @@ generated claim is then garbage-collected with its pod.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Hashable
 from typing import Any
 
+from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
 from allot.store import WatchEvent
 
@@ -153,7 +153,7 @@ class ClaimController:
             "metadata": {
                 "generateName": generate_name(pod["metadata"]["name"], pod_claim["name"]),
                 "namespace": namespace,
-                "labels": copy.deepcopy(template_meta.get("labels")) or None,
+                "labels": clone_document(template_meta.get("labels")) or None,
                 "annotations": {
                     **(template_meta.get("annotations") or {}),
                     POD_CLAIM_ANNOTATION: pod_claim["name"],
@@ -169,7 +169,7 @@ class ClaimController:
                     }
                 ],
             },
-            "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+            "spec": clone_document((template.get("spec") or {}).get("spec") or {}),
         }
         claim["metadata"] = {k: v for k, v in claim["metadata"].items() if v is not None}
         created = self.context.create("ResourceClaim", claim, MANAGER)

@@ -8,13 +8,13 @@ them (reason, message, count, first/last timestamp). Used by every controller.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from allot.api.documents import clone_document
 from allot.apiserver.handlers import Handlers, WriteOptions
 from allot.apiserver.requests import Target
 from allot.apiserver.resources import ServedResource, by_kind
@@ -64,19 +64,19 @@ class ControllerContext:
         resource = by_kind(kind)
         namespace = obj["metadata"].get("namespace") if resource.namespaced else None
         target = Target(resource, namespace, None, "")
-        return copy.deepcopy(
+        return clone_document(
             self.handlers.create(self.cluster, target, obj, _options(manager)).object
         )
 
     def update(self, kind: str, obj: Obj, manager: str) -> Obj:
-        return copy.deepcopy(
+        return clone_document(
             self.handlers.update(
                 self.cluster, self._target(kind, obj), obj, _options(manager)
             ).object
         )
 
     def update_status(self, kind: str, obj: Obj, manager: str) -> Obj:
-        return copy.deepcopy(
+        return clone_document(
             self.handlers.update(
                 self.cluster, self._target(kind, obj, "status"), obj, _options(manager)
             ).object

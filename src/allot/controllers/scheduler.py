@@ -19,7 +19,6 @@ claims change. Allocated state is kept incrementally from claim events.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Hashable
 from typing import Any
 
@@ -27,6 +26,7 @@ from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidP
 from allot.allocator.nodes import node_selector_matches
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
+from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
 from allot.simulation.runner import scheduler_message
 from allot.store import WatchEvent
@@ -54,6 +54,9 @@ class Scheduler:
         self._nodes: list[corev1.Node] | None = None
         self._allocations: dict[str, Obj] = {}
         self._state: AllocatedState | None = None
+        # Nodes seen with every device exclusively allocated. Allocations only grow until a
+        # claim is freed or slices and nodes change, so membership holds until then.
+        self._full: set[str] = set()
 
     # ------------------------------------------------------------------ events
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -62,6 +65,7 @@ class Scheduler:
         if event.resource in WAKE_RESOURCES:
             self._allocator = None
             self._nodes = None
+            self._full.clear()
             return self._unpark()
         if event.resource == "resourceclaims.resource.k8s.io":
             freed = self._track_claim(event)
@@ -96,6 +100,8 @@ class Scheduler:
         else:
             self._allocations[key] = allocation
         self._state = None
+        if previous is not None:
+            self._full.clear()
         return previous is not None
 
     def initial_keys(self) -> list[Hashable]:
@@ -281,14 +287,15 @@ class Scheduler:
         models = [resourceapi.ResourceClaim.model_validate(c) for c in pending]
         may_skip_full = models and not any(_needs_in_use_devices(c) for c in pending)
         reasons: dict[str, str] = {}
+        node_filter = _NodeFilter(pod, claims)
         for node in nodes:
-            problem = _node_problem(pod, node, claims)
+            problem = node_filter.problem(node)
             if problem:
                 reasons[node.metadata.name or ""] = problem
                 continue
             if not models:
                 return node, [], []
-            if may_skip_full and self._allocator_for().is_full(node, self._allocated_state()):
+            if may_skip_full and self._known_full(node):
                 reasons[node.metadata.name or ""] = "cannot allocate all claims"
                 continue
             try:
@@ -301,6 +308,15 @@ class Scheduler:
                 continue
             return node, pending, results
         raise Unschedulable(scheduler_message(len(nodes), reasons))
+
+    def _known_full(self, node: corev1.Node) -> bool:
+        name = node.metadata.name or ""
+        if name in self._full:
+            return True
+        if self._allocator_for().is_full(node, self._allocated_state()):
+            self._full.add(name)
+            return True
+        return False
 
     def _check_classes(self, claims: list[Obj]) -> None:
         classes = {c["metadata"]["name"] for c in self.context.list("DeviceClass")}
@@ -360,7 +376,7 @@ class Scheduler:
         if allocation is not None and FINALIZER not in finalizers:
             latest["metadata"]["finalizers"] = [*finalizers, FINALIZER]
             latest = self.context.update("ResourceClaim", latest, MANAGER)
-        status = copy.deepcopy(latest.get("status") or {})
+        status = clone_document(latest.get("status") or {})
         if allocation is not None:
             status["allocation"] = allocation
             key = f"{namespace}/{latest['metadata']['name']}"
@@ -414,31 +430,41 @@ def _needs_in_use_devices(claim: Obj) -> bool:
     return False
 
 
-def _node_problem(pod: Obj, node: corev1.Node, claims: list[Obj]) -> str | None:
-    spec = pod.get("spec") or {}
-    if node.spec.unschedulable:
-        return "node(s) were unschedulable"
-    tolerations = [corev1.Toleration.model_validate(t) for t in spec.get("tolerations") or []]
-    for taint in node.spec.taints or []:
-        if taint.effect in BLOCKING and not any(_tolerates(t, taint) for t in tolerations):
-            return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
-    labels = node.metadata.labels or {}
-    selector = spec.get("nodeSelector") or {}
-    if any(labels.get(k) != v for k, v in selector.items()):
-        return "node(s) didn't match Pod's node affinity/selector"
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required and not node_selector_matches(corev1.NodeSelector.model_validate(required), node):
-        return "node(s) didn't match Pod's node affinity/selector"
-    for claim in claims:
-        allocation = (claim.get("status") or {}).get("allocation") or {}
-        selector_doc = allocation.get("nodeSelector")
-        if selector_doc and not node_selector_matches(
-            corev1.NodeSelector.model_validate(selector_doc), node
-        ):
+class _NodeFilter:
+    """The pod's node-level checks, parsed once per scheduling attempt and then applied
+    to each node in turn, in kube-scheduler's plugin order (the first failing check names
+    the node's reason)."""
+
+    def __init__(self, pod: Obj, claims: list[Obj]) -> None:
+        spec = pod.get("spec") or {}
+        self.tolerations = [
+            corev1.Toleration.model_validate(t) for t in spec.get("tolerations") or []
+        ]
+        self.selector: dict[str, str] = spec.get("nodeSelector") or {}
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        self.required = corev1.NodeSelector.model_validate(required) if required else None
+        self.claim_selectors = [
+            corev1.NodeSelector.model_validate(doc)
+            for claim in claims
+            if (doc := ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector"))
+        ]
+
+    def problem(self, node: corev1.Node) -> str | None:
+        if node.spec.unschedulable:
+            return "node(s) were unschedulable"
+        for taint in node.spec.taints or []:
+            if taint.effect in BLOCKING and not any(_tolerates(t, taint) for t in self.tolerations):
+                return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
+        labels = node.metadata.labels or {}
+        if any(labels.get(k) != v for k, v in self.selector.items()):
+            return "node(s) didn't match Pod's node affinity/selector"
+        if self.required and not node_selector_matches(self.required, node):
+            return "node(s) didn't match Pod's node affinity/selector"
+        if any(not node_selector_matches(s, node) for s in self.claim_selectors):
             return "resourceclaim not available on the node"
-    return None
+        return None
 
 
 def _tolerates(toleration: corev1.Toleration, taint: corev1.Taint) -> bool:

@@ -20,7 +20,6 @@ Called by the API server (one store per data directory) and by tests.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 import random
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from allot.api.documents import clone_document
 from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
 
 EVENT_RETENTION = 50_000
@@ -140,7 +140,7 @@ class Store:
                 group=resource.group,
                 plural=resource.plural,
             )
-        return copy.deepcopy(found)
+        return clone_document(found)
 
     def list_objects(
         self,
@@ -157,7 +157,7 @@ class Store:
         """
         with self._lock:
             items = [
-                obj if shared else copy.deepcopy(obj)
+                obj if shared else clone_document(obj)
                 for (c, r, ns, _), obj in self._by_resource.get((cluster, resource.key), {}).items()
                 if c == cluster and r == resource.key and (namespace is None or ns == namespace)
             ]
@@ -220,7 +220,7 @@ class Store:
     ) -> Obj:
         """Store a new object. ``owned``: the caller hands ``obj`` over (no defensive copy);
         ``copy_result=False`` returns the stored object itself, which must not be modified."""
-        obj = obj if owned else copy.deepcopy(obj)
+        obj = obj if owned else clone_document(obj)
         metadata = obj.setdefault("metadata", {})
         namespace = metadata.get("namespace", "") if resource.namespaced else ""
         if resource.namespaced:
@@ -247,7 +247,7 @@ class Store:
             if dry_run:
                 return obj
             self._write(key, obj, "ADDED")
-        return copy.deepcopy(obj) if copy_result else obj
+        return clone_document(obj) if copy_result else obj
 
     def update(
         self,
@@ -261,7 +261,7 @@ class Store:
     ) -> Obj:
         """Replace an object; a ``metadata.resourceVersion`` in ``obj`` is a precondition.
         ``owned`` and ``copy_result`` as for :meth:`create`."""
-        obj = obj if owned else copy.deepcopy(obj)
+        obj = obj if owned else clone_document(obj)
         metadata = obj["metadata"]
         namespace = metadata.get("namespace", "") if resource.namespaced else ""
         key = (cluster, resource.key, namespace, metadata.get("name", ""))
@@ -295,9 +295,9 @@ class Store:
                 return obj
             if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
                 self._remove(key, obj)
-                return copy.deepcopy(obj) if copy_result else obj
+                return clone_document(obj) if copy_result else obj
             self._write(key, obj, "MODIFIED")
-        return copy.deepcopy(obj) if copy_result else obj
+        return clone_document(obj) if copy_result else obj
 
     def delete(
         self,
@@ -323,7 +323,7 @@ class Store:
                     plural=resource.plural,
                 )
             self._check_preconditions(resource, name, current, uid, resource_version)
-            obj = copy.deepcopy(current)
+            obj = clone_document(current)
             if dry_run:
                 return obj, False
             if obj["metadata"].get("finalizers"):
@@ -331,7 +331,7 @@ class Store:
                     obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
                     obj["metadata"]["deletionGracePeriodSeconds"] = 0
                     self._write(key, obj, "MODIFIED")
-                return copy.deepcopy(obj), False
+                return clone_document(obj), False
             self._remove(key, obj)
         return obj, True
 
@@ -476,7 +476,7 @@ class Store:
         current = self._objects.get(key)
         if current is None:
             return
-        obj = copy.deepcopy(current)
+        obj = clone_document(current)
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
                 obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
