@@ -11,8 +11,11 @@
    explained.
 4. The embedded API server: started on a free loopback port (HTTPS, token auth), seed
    000's fleet published by the simulated NVIDIA driver (nodes, slices, classes); the real
-   ``kubectl`` lists them, applies seed 000's classes and claims, lists those and explains
-   ``resourceclaim.spec.devices``; then the server stops.
+   ``kubectl`` lists them, applies seed 000's classes and claims, lists those; then two
+   pods (``examples/workloads``), one with a MIG slice from a claim template, one asking
+   for ``nvidia.com/gpu: 1``, are scheduled by the host control plane (resourceclaim
+   controller, scheduler, node agent) and become Ready; their allocated claims are listed,
+   ``resourceclaim.spec.devices`` is explained and the server stops.
 
 Run from the repository root.
 """
@@ -30,6 +33,7 @@ from allot.cli.main import main as allot_main
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
+from allot.platform import build
 
 EXAMPLES = Path("examples")
 LINT = [
@@ -100,33 +104,46 @@ KUBECTL_STEPS = [
     ],
     ["get", "deviceclasses", "--show-labels"],
     ["get", "resourceclaims", "-A"],
+    ["apply", "-f", "examples/workloads/seed-000-pods.yaml"],
+    ["wait", "--for=condition=Ready", "pod/research-notebook", "pod/legal-review", "--timeout=60s"],
+    ["get", "pods", "-o", "wide"],
+    ["get", "resourceclaims"],
     ["explain", "resourceclaim.spec.devices"],
 ]
 
 
 def _kubectl_walkthrough() -> None:
     print("\n=== The embedded API server with the real kubectl", flush=True)
-    kubectl = str(Path(sys.executable).with_name("kubectl"))
-    with tempfile.TemporaryDirectory() as scratch, ServerThread(Path(scratch) / "data") as srv:
-        kubeconfig = srv.endpoint.kubeconfigs["host"]
-        print(f"(allot API server on {srv.endpoint.url}; KUBECONFIG={kubeconfig})")
-        client = Client.from_kubeconfig(kubeconfig)
-        try:
-            report = Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
-        finally:
-            client.close()
-        print(
-            f"(seed 000 fleet published: {len(report.nodes_created)} nodes, {report.slices} "
-            f"slices, {report.devices} devices)"
-        )
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": scratch}
-        for argv in KUBECTL_STEPS:
-            print("$ kubectl " + " ".join(argv), flush=True)
-            result = subprocess.run(
-                [kubectl, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
-            )
-            print((result.stdout + result.stderr).rstrip(), flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        data = Path(scratch) / "data"
+        with ServerThread(data, api=build(data)) as server:
+            kubeconfig = server.endpoint.kubeconfigs["host"]
+            print(f"(allot API server on {server.endpoint.url}; KUBECONFIG={kubeconfig})")
+            _publish_seed_fleet(kubeconfig)
+            _run_kubectl_steps({**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": scratch})
     print("(API server stopped)", flush=True)
+
+
+def _publish_seed_fleet(kubeconfig: Path) -> None:
+    client = Client.from_kubeconfig(kubeconfig)
+    try:
+        report = Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
+    finally:
+        client.close()
+    print(
+        f"(seed 000 fleet published: {len(report.nodes_created)} nodes, {report.slices} "
+        f"slices, {report.devices} devices)"
+    )
+
+
+def _run_kubectl_steps(env: dict[str, str]) -> None:
+    kubectl = str(Path(sys.executable).with_name("kubectl"))
+    for argv in KUBECTL_STEPS:
+        print("$ kubectl " + " ".join(argv), flush=True)
+        result = subprocess.run(
+            [kubectl, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        print((result.stdout + result.stderr).rstrip(), flush=True)
 
 
 def _run(title: str, argv: list[str]) -> None:

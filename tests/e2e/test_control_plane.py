@@ -198,6 +198,19 @@ def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
     ]
     shared = _json(platform, "resourceclaim", "shared-gpu")
     assert "allocation" not in shared.get("status", {})  # released when both pods left
+    platform.kubectl("delete", "pod", "legacy")
+    _apply(platform, {**legacy, "metadata": {"name": "legacy-2"}})  # fits at once this time
+    _wait(platform, "condition=Ready", "pod/legacy-2")
+    uid = _json(platform, "pod", "legacy-2")["metadata"]["uid"]
+    owned = [
+        c
+        for c in _json(platform, "resourceclaims")["items"]
+        if any(o["uid"] == uid for o in c["metadata"].get("ownerReferences", []))
+    ]
+    assert len(owned) == 1  # one claim per pod, however many scheduling attempts it took
+    assert owned[0]["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "legacy-2", "uid": uid}
+    ]
 
 
 def test_missing_template_gets_an_event(platform: Cluster, tmp_path: Path) -> None:

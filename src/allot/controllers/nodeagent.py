@@ -5,8 +5,8 @@ prepare the pod's claims (a CDI-like spec per claim under ``<data-dir>/cdi``), t
 the pod to ``Running`` with ready containers, ``Ready`` and ``ContainersReady`` conditions;
 a pod whose containers ``exit`` after a while (annotation
 ``allot.dev/simulated-runtime-seconds``) moves on to ``Succeeded``. When a pod goes away the
-claims are unprepared. The ``process`` runtime (real local processes with the devices'
-environment) shares the preparation code.
+claims are unprepared. A ``process`` runtime (containers' commands as local processes with
+their devices' environment) is not built yet; it is to reuse :class:`DevicePreparer`.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ class Scheduler:
                 pod, f"running DynamicResources filter plugin: {err}", reason="SchedulerError"
             )
             return
-        self._bind(pod, placement)
+        self._bind(pod, claims, placement)
 
     # ------------------------------------------------------------------ claims
     def _claims(self, pod: Obj) -> list[Obj]:
@@ -183,6 +183,9 @@ class Scheduler:
             existing = self.context.get("ResourceClaim", namespace, status["resourceClaimName"])
             if existing is not None:
                 return existing
+        orphan = self._unrecorded_extended_claim(pod)
+        if orphan is not None:  # created by an attempt that failed before recording it
+            return self._record_extended_claim(pod, requests, orphan)
         claim = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
@@ -218,6 +221,25 @@ class Scheduler:
             },
         }
         created = self.context.create("ResourceClaim", claim, MANAGER)
+        return self._record_extended_claim(pod, requests, created)
+
+    def _unrecorded_extended_claim(self, pod: Obj) -> Obj | None:
+        uid = pod["metadata"]["uid"]
+        for claim in self.context.list("ResourceClaim", pod["metadata"].get("namespace", "")):
+            metadata = claim["metadata"]
+            if (metadata.get("annotations") or {}).get(EXTENDED_ANNOTATION) != "true":
+                continue
+            if metadata.get("deletionTimestamp"):
+                continue
+            if any(o.get("uid") == uid for o in metadata.get("ownerReferences") or []):
+                return clone_document(claim)
+        return None
+
+    def _record_extended_claim(
+        self, pod: Obj, requests: dict[str, tuple[str, str, str, int]], claim: Obj
+    ) -> Obj:
+        """Name the claim in the pod's ``status.extendedResourceClaimStatus``."""
+        namespace = pod["metadata"].get("namespace", "")
         latest = self.context.get("Pod", namespace, pod["metadata"]["name"])
         if latest is not None:
             latest.setdefault("status", {})["extendedResourceClaimStatus"] = {
@@ -225,10 +247,10 @@ class Scheduler:
                     {"containerName": container, "resourceName": resource, "requestName": request}
                     for request, (container, resource, _, _) in requests.items()
                 ],
-                "resourceClaimName": created["metadata"]["name"],
+                "resourceClaimName": claim["metadata"]["name"],
             }
             self.context.update_status("Pod", latest, MANAGER)
-        return created
+        return claim
 
     def _extended_requests(self, pod: Obj) -> dict[str, tuple[str, str, str, int]]:
         by_name = {}
@@ -335,7 +357,9 @@ class Scheduler:
                         )
 
     # --------------------------------------------------------------- binding
-    def _bind(self, pod: Obj, placement: tuple[corev1.Node, list[Obj], list[Any]]) -> None:
+    def _bind(
+        self, pod: Obj, claims: list[Obj], placement: tuple[corev1.Node, list[Obj], list[Any]]
+    ) -> None:
         node, allocated, results = placement
         consumer = {
             "resource": "pods",
@@ -345,8 +369,10 @@ class Scheduler:
         for claim, result in zip(allocated, results, strict=True):
             self._reserve(claim, result.to_wire(), consumer)
         namespace = pod["metadata"].get("namespace", "")
-        for claim in self._claims_already_allocated(pod, allocated):
-            self._reserve(claim, None, consumer)
+        newly = {c["metadata"]["name"] for c in allocated}
+        for claim in claims:
+            if claim["metadata"]["name"] not in newly:
+                self._reserve(claim, None, consumer)
         latest = self.context.get("Pod", namespace, pod["metadata"]["name"])
         if latest is None:
             return
@@ -362,10 +388,6 @@ class Scheduler:
         )
         self.context.update_status("Pod", bound, MANAGER)
         self.parked.discard(("pod", namespace, pod["metadata"]["name"]))
-
-    def _claims_already_allocated(self, pod: Obj, newly: list[Obj]) -> list[Obj]:
-        names = {c["metadata"]["name"] for c in newly}
-        return [c for c in self._claims(pod) if c["metadata"]["name"] not in names]
 
     def _reserve(self, claim: Obj, allocation: Obj | None, consumer: Obj) -> None:
         namespace = claim["metadata"].get("namespace", "")
