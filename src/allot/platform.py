@@ -1,9 +1,9 @@
 """The composition root of the embedded platform: API server, controllers, fleet.
 
 ``build`` assembles an :class:`ApiServer` with the host control plane (resourceclaim
-controller, scheduler, simulated node agent) registered to start with the server; the CLI's
-``allot up``, the demo and the end-to-end tests all go through here, so they run the same
-platform.
+controller, scheduler, node agent with a simulated or process runtime) registered to start
+with the server; the CLI's ``allot up``, the demo and the end-to-end tests all go through
+here, so they run the same platform.
 """
 
 from __future__ import annotations
@@ -14,19 +14,26 @@ from allot.apiserver.app import ApiServer
 from allot.apiserver.security import HOST_CLUSTER
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
-from allot.controllers.nodeagent import DevicePreparer, SimulatedNodeAgent
+from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.runtime import ControllerManager
+from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.scheduler import Scheduler
 
+RUNTIMES = ("simulated", "process")
 
-def build(data_dir: Path) -> ApiServer:
+
+def build(data_dir: Path, runtime: str = "simulated") -> ApiServer:
+    """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``)."""
     api = ApiServer(data_dir)
+    pods: Runtime = (
+        ProcessRuntime(api.logs_dir / HOST_CLUSTER) if runtime == "process" else SimulatedRuntime()
+    )
     context = ControllerContext(HOST_CLUSTER, api.store, api.handlers, api.clock)
     manager = ControllerManager(
         [
             ClaimController(context),
             Scheduler(context),
-            SimulatedNodeAgent(context, DevicePreparer(data_dir / "cdi")),
+            NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods),
         ]
     )
     api.store.add_listener(manager.on_event)

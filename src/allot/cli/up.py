@@ -40,6 +40,13 @@ def register(subparsers: Any) -> None:
         help="fleet file (node pools and GPUs); default: the saved one, or "
         "seed 000's two A100 pools",
     )
+    up.add_argument(
+        "--runtime",
+        choices=("simulated", "process"),
+        default="simulated",
+        help="how pods run: simulated (no processes; any image) or process (each "
+        "container's command as a local process with its devices' environment)",
+    )
     up.set_defaults(run=run_up)
     fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
     fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
@@ -80,7 +87,7 @@ def run_up(args: argparse.Namespace) -> int:
             args.port,
             announce,
             publish,
-            api=build_platform(args.data_dir),
+            api=build_platform(args.data_dir, args.runtime),
         )
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal

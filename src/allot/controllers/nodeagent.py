@@ -1,27 +1,28 @@
-"""The node agent, ``simulated`` runtime: pods bound to a simulated node run on a timer.
+"""The node agent: the kubelet's part for the platform's nodes.
 
-For every pod bound to one of its nodes, the agent plays the kubelet: it asks the driver to
-prepare the pod's claims (a CDI-like spec per claim under ``<data-dir>/cdi``), then moves
-the pod to ``Running`` with ready containers, ``Ready`` and ``ContainersReady`` conditions;
-a pod whose containers ``exit`` after a while (annotation
-``allot.dev/simulated-runtime-seconds``) moves on to ``Succeeded``. When a pod goes away the
-claims are unprepared. A ``process`` runtime (containers' commands as local processes with
-their devices' environment) is not built yet; it is to reuse :class:`DevicePreparer`.
+For every pod bound to a node, the agent asks the driver to prepare the pod's claims (a
+CDI-like spec per claim under ``<data-dir>/cdi``), hands the containers to the runtime
+(``allot.controllers.runtimes``: simulated, or real local processes with their devices'
+environment), moves the pod to ``Running`` with ready containers, ``Ready`` and
+``ContainersReady`` conditions, and when the containers exit to ``Succeeded`` or ``Failed``
+with their exit codes. A container that cannot start fails the pod with
+``ContainerCannotRun`` and a Warning event. Claims are unprepared when the pod finishes or
+is deleted; a deleted pod's processes are killed. Built by ``allot.platform``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import datetime as dt
 import json
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 from allot.controllers.context import ControllerContext
+from allot.controllers.runtimes import ContainerStartError, Runtime, container_environment
 from allot.store import WatchEvent
 
 MANAGER = "allot-node-agent"
-RUNTIME_ANNOTATION = "allot.dev/simulated-runtime-seconds"
 Obj = dict[str, Any]
 
 
@@ -67,18 +68,26 @@ class DevicePreparer:
         path.unlink(missing_ok=True)
 
 
-class SimulatedNodeAgent:
+class NodeAgent:
+    """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
+
     name = "node-agent"
 
-    def __init__(self, context: ControllerContext, preparer: DevicePreparer) -> None:
+    def __init__(
+        self, context: ControllerContext, preparer: DevicePreparer, runtime: Runtime
+    ) -> None:
         self.context = context
         self.preparer = preparer
+        self.runtime = runtime
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster or event.resource != "pods":
             return []
         metadata = event.object["metadata"]
-        if event.type == "DELETED":
+        if event.type == "DELETED" or metadata.get("deletionTimestamp"):
+            self.runtime.stop(metadata.get("namespace", ""), metadata["name"])
+            if event.type == "DELETED" and (event.object.get("spec") or {}).get("nodeName"):
+                self._unprepare(event.object)
             return []
         if (event.object.get("spec") or {}).get("nodeName") and (
             event.object.get("status") or {}
@@ -101,76 +110,193 @@ class SimulatedNodeAgent:
         if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
             return
         node = pod["spec"].get("nodeName")
-        for claim in self._claims(pod):
+        claims = self._claims(pod)
+        for claim in claims:
             self.preparer.prepare(claim, node)
-        now = self.context.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-        containers = pod["spec"].get("containers") or []
-        status = pod.setdefault("status", {})
-        status.update(
-            {
-                "phase": "Running",
-                "hostIP": "127.0.0.1",
-                "podIP": "127.0.0.1",
-                "podIPs": [{"ip": "127.0.0.1"}],
-                "hostIPs": [{"ip": "127.0.0.1"}],
-                "startTime": now,
-                "containerStatuses": [
-                    {
-                        "name": c["name"],
-                        "ready": True,
-                        "restartCount": 0,
-                        "image": c.get("image", ""),
-                        "imageID": "",
-                        "started": True,
-                        "state": {"running": {"startedAt": now}},
-                    }
-                    for c in containers
-                ],
-            }
-        )
-        conditions = {c["type"]: c for c in status.get("conditions") or []}
-        for kind in ("Initialized", "ContainersReady", "Ready", "PodScheduled"):
-            conditions[kind] = {"type": kind, "status": "True", "lastTransitionTime": now}
-        status["conditions"] = list(conditions.values())
-        updated = self.context.update_status("Pod", pod, MANAGER)
-        seconds = (pod["metadata"].get("annotations") or {}).get(RUNTIME_ANNOTATION)
-        if seconds is not None:
-            asyncio.get_running_loop().call_later(float(seconds), self._finish, updated)
+        environments = self._environments(pod, claims) if self.runtime.wants_devices else {}
+        try:
+            self.runtime.launch(pod, environments, self._finish)
+        except ContainerStartError as err:
+            self._fail_to_start(pod, str(err))
+            return
+        self.context.update_status("Pod", _running(pod, self.context.clock()), MANAGER)
 
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
-        names = [
-            s.get("resourceClaimName")
-            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-        ]
-        names += [c.get("resourceClaimName") for c in pod["spec"].get("resourceClaims") or []]
-        extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
-        names.append(extended.get("resourceClaimName"))
         claims = []
-        for name in names:
-            claim = self.context.get("ResourceClaim", namespace, name) if name else None
+        for name in sorted(set(_claim_names(pod).values())):
+            claim = self.context.get("ResourceClaim", namespace, name)
             if claim is not None:
                 claims.append(claim)
         return claims
 
-    def _finish(self, pod: Obj) -> None:
+    def _environments(self, pod: Obj, claims: list[Obj]) -> dict[str, dict[str, str]]:
+        """Per container, the device variables of the claims it references."""
+        uuids = _device_uuids(self.context.list("ResourceSlice"))
+        by_name = {c["metadata"]["name"]: c for c in claims}
+        environments = {}
+        for container, names in _claims_by_container(pod).items():
+            devices = [
+                uuids.get(_result_key(r), str(r.get("device")))
+                for name in names
+                if name in by_name
+                for r in _results(by_name[name])
+            ]
+            joined = ",".join(devices)
+            device_env = (
+                {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
+                if devices
+                else {}
+            )
+            spec = next(c for c in pod["spec"]["containers"] if c["name"] == container)
+            environments[container] = container_environment(spec, device_env)
+        return environments
+
+    def _fail_to_start(self, pod: Obj, message: str) -> None:
+        now = _timestamp(self.context.clock())
+        status = pod.setdefault("status", {})
+        status["phase"] = "Failed"
+        status["message"] = message
+        status["reason"] = "ContainerCannotRun"
+        status["containerStatuses"] = [
+            {
+                "name": c["name"],
+                "ready": False,
+                "restartCount": 0,
+                "image": c.get("image", ""),
+                "imageID": "",
+                "state": {
+                    "terminated": {
+                        "exitCode": 128,
+                        "reason": "ContainerCannotRun",
+                        "message": message,
+                        "finishedAt": now,
+                    }
+                },
+            }
+            for c in pod["spec"].get("containers") or []
+        ]
+        self.context.update_status("Pod", pod, MANAGER)
+        self.context.event(pod, "Warning", "Failed", message, "kubelet")
+        self._unprepare(pod)
+
+    def _finish(self, pod: Obj, exit_codes: dict[str, int]) -> None:
         latest = self.context.get(
             "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
         )
         if latest is None or (latest.get("status") or {}).get("phase") != "Running":
             return
-        now = self.context.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = _timestamp(self.context.clock())
         status = latest["status"]
-        status["phase"] = "Succeeded"
+        status["phase"] = "Succeeded" if not any(exit_codes.values()) else "Failed"
         for container in status.get("containerStatuses") or []:
+            code = exit_codes.get(container["name"], 0)
             container["ready"] = False
+            container["started"] = False
             container["state"] = {
-                "terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": now}
+                "terminated": {
+                    "exitCode": code,
+                    "reason": "Completed" if code == 0 else "Error",
+                    "startedAt": container["state"].get("running", {}).get("startedAt", now),
+                    "finishedAt": now,
+                }
             }
         status["conditions"] = [
             {**c, "status": "False"} if c["type"] in ("Ready", "ContainersReady") else c
             for c in status.get("conditions") or []
         ]
         self.context.update_status("Pod", latest, MANAGER)
-        for claim in self._claims(latest):
+        self._unprepare(latest)
+
+    def _unprepare(self, pod: Obj) -> None:
+        for claim in self._claims(pod):
             self.preparer.unprepare(claim["metadata"]["uid"])
+
+
+def _timestamp(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
+    now = _timestamp(now_moment)
+    status = pod.setdefault("status", {})
+    status.update(
+        {
+            "phase": "Running",
+            "hostIP": "127.0.0.1",
+            "podIP": "127.0.0.1",
+            "podIPs": [{"ip": "127.0.0.1"}],
+            "hostIPs": [{"ip": "127.0.0.1"}],
+            "startTime": now,
+            "containerStatuses": [
+                {
+                    "name": c["name"],
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "started": True,
+                    "state": {"running": {"startedAt": now}},
+                }
+                for c in pod["spec"].get("containers") or []
+            ],
+        }
+    )
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
+    for kind in ("Initialized", "ContainersReady", "Ready", "PodScheduled"):
+        conditions[kind] = {"type": kind, "status": "True", "lastTransitionTime": now}
+    status["conditions"] = list(conditions.values())
+    return pod
+
+
+def _claim_names(pod: Obj) -> dict[str, str]:
+    """Pod claim name (``spec.resourceClaims[].name``) to ResourceClaim name; the
+    extended-resource claim under the empty name."""
+    names = {
+        s["name"]: s["resourceClaimName"]
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        if s.get("resourceClaimName")
+    }
+    for entry in pod["spec"].get("resourceClaims") or []:
+        if entry.get("resourceClaimName"):
+            names[entry["name"]] = entry["resourceClaimName"]
+    extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    if extended.get("resourceClaimName"):
+        names[""] = extended["resourceClaimName"]
+    return names
+
+
+def _claims_by_container(pod: Obj) -> dict[str, list[str]]:
+    names = _claim_names(pod)
+    extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    with_extended = {m.get("containerName") for m in extended.get("requestMappings") or []}
+    result = {}
+    for container in pod["spec"].get("containers") or []:
+        refs = ((container.get("resources") or {}).get("claims")) or []
+        claims = [names[r["name"]] for r in refs if r.get("name") in names]
+        if container["name"] in with_extended and "" in names:
+            claims.append(names[""])
+        result[container["name"]] = claims
+    return result
+
+
+def _results(claim: Obj) -> list[Obj]:
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return list((allocation.get("devices") or {}).get("results") or [])
+
+
+def _result_key(result: Obj) -> tuple[str, str, str]:
+    return (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
+
+
+def _device_uuids(slices: list[Obj]) -> dict[tuple[str, str, str], str]:
+    """(driver, pool, device) to the device's ``uuid`` attribute, where it has one."""
+    uuids: dict[tuple[str, str, str], str] = {}
+    for slice_ in slices:
+        spec = slice_.get("spec") or {}
+        pool = (spec.get("pool") or {}).get("name")
+        for device in spec.get("devices") or []:
+            uuid = ((device.get("attributes") or {}).get("uuid") or {}).get("string")
+            if uuid:
+                uuids[(str(spec.get("driver")), str(pool), str(device["name"]))] = str(uuid)
+    return uuids

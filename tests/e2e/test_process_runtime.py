@@ -1,0 +1,155 @@
+"""The process runtime with the real kubectl: containers run as local processes that see
+exactly their allocated devices, report exit codes, write logs and die with their pod."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from allot.apiserver.server import ServerThread
+from allot.driver.fleet import SEED_000_FLEET, parse_fleet
+from allot.driver.publisher import Publisher
+from allot.kube.client import Client
+from allot.platform import build
+from tests.e2e.conftest import Cluster
+
+pytestmark = pytest.mark.slow
+TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+SHOW_DEVICES = "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['MODE'])"
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("process-runtime")
+    data = root / "data"
+    with ServerThread(data, api=build(data, runtime="process")) as server:
+        client = Client.from_kubeconfig(server.endpoint.kubeconfigs["host"])
+        Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
+        client.close()
+        cluster = Cluster(server, root / "home")
+        _apply(cluster, _template())
+        yield cluster
+
+
+def _template() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "slice"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com"}}]
+                }
+            }
+        },
+    }
+
+
+def _apply(cluster: Cluster, *documents: Any) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in documents))
+
+
+def _pod(name: str, command: list[str] | None, claim: bool = True) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "python:3.12",
+        "env": [{"name": "MODE", "value": "check"}],
+    }
+    if command is not None:
+        container["command"] = command
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "tolerations": TOLERATE,
+        "containers": [container],
+    }
+    if claim:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "slice"}]
+        container["resources"] = {"claims": [{"name": "gpu"}]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def _json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def _wait_phase(cluster: Cluster, pod: str, phase: str) -> None:
+    cluster.kubectl(
+        "wait", f"--for=jsonpath={{.status.phase}}={phase}", f"pod/{pod}", "--timeout=30s"
+    )
+
+
+def _mig_uuids(cluster: Cluster, node: str) -> set[str]:
+    """UUIDs of the MIG devices the driver published for ``node``."""
+    return {
+        device["attributes"]["uuid"]["string"]
+        for slice_ in _json(cluster, "resourceslices")["items"]
+        if slice_["spec"].get("nodeName") == node
+        for device in slice_["spec"]["devices"]
+        if device["attributes"]["type"]["string"] == "mig"
+    }
+
+
+def test_process_sees_its_devices_and_logs(platform: Cluster) -> None:
+    _apply(platform, _pod("gpu-check", [sys.executable, "-c", SHOW_DEVICES]))
+    _wait_phase(platform, "gpu-check", "Succeeded")
+    pod = _json(platform, "pod", "gpu-check")
+    visible, mode = platform.kubectl("logs", "gpu-check").stdout.split()
+    assert mode == "check"
+    assert visible in _mig_uuids(platform, pod["spec"]["nodeName"])  # exactly one device
+    state = _json(platform, "pod", "gpu-check")["status"]["containerStatuses"][0]["state"]
+    assert state["terminated"]["exitCode"] == 0
+    assert state["terminated"]["reason"] == "Completed"
+
+
+def test_exit_code_fails_the_pod(platform: Cluster) -> None:
+    _apply(platform, _pod("exits-3", [sys.executable, "-c", "raise SystemExit(3)"], False))
+    _wait_phase(platform, "exits-3", "Failed")
+    terminated = _json(platform, "pod", "exits-3")["status"]["containerStatuses"][0]["state"][
+        "terminated"
+    ]
+    assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
+
+
+def test_container_without_command_cannot_run(platform: Cluster) -> None:
+    _apply(platform, _pod("no-command", None, claim=False))
+    _wait_phase(platform, "no-command", "Failed")
+    status = _json(platform, "pod", "no-command")["status"]
+    assert status["reason"] == "ContainerCannotRun"
+    assert status["message"] == (
+        'container "main" has no command: the process runtime runs commands, not images'
+    )
+    events = platform.kubectl(
+        "get", "events", "--field-selector", "involvedObject.name=no-command"
+    ).stdout
+    assert "Warning" in events
+    assert "Failed" in events
+    assert "has no command" in events
+
+
+def test_deleting_the_pod_kills_its_process(platform: Cluster) -> None:
+    script = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
+    _apply(platform, _pod("sleeper", [sys.executable, "-c", script], claim=False))
+    _wait_phase(platform, "sleeper", "Running")
+    deadline = time.monotonic() + 10
+    logs = ""
+    while not logs.strip() and time.monotonic() < deadline:
+        logs = platform.kubectl("logs", "sleeper").stdout
+        time.sleep(0.1)
+    pid = int(logs.split()[0])
+    os.kill(pid, 0)  # alive
+    platform.kubectl("delete", "pod", "sleeper", "--wait=true")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"process {pid} outlived its pod")
