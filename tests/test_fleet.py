@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from allot.driver.files import read_fleet
 from allot.driver.fleet import SEED_000_FLEET, FleetError, expand, parse_fleet
 
 
@@ -93,3 +95,13 @@ def test_example_fleet_files_parse() -> None:
     assert seed.raw == SEED_000_FLEET
     dynamic = read_fleet(EXAMPLES / "fleets" / "h100-dynamic-mig.yaml")
     assert [len(n.gpus) for n in expand(dynamic)] == [8, 8, 2]
+
+
+@pytest.mark.parametrize("path", sorted(Path("examples/fleets").glob("*.yaml")), ids=str)
+def test_example_fleets_parse_and_expand(path: Path) -> None:
+    fleet = read_fleet(path)
+    nodes = expand(fleet, local_gpus=list)  # no GPU here: local pools get none
+    by_pool = {p.name: p.nodes for p in fleet.pools if not p.local}
+    assert by_pool or any(p.local for p in fleet.pools)
+    for pool, count in by_pool.items():
+        assert len([n for n in nodes if n.pool == pool]) == count
