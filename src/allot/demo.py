@@ -9,13 +9,13 @@
 3. ``allot simulate --explain`` of both tenants' claims on the seed's two node pools with
    the corrected classes, until the MIG slices run out and the 8th slice claim is
    explained.
-4. The embedded API server: started on a free loopback port (HTTPS, token auth), seed
-   000's fleet published by the simulated NVIDIA driver (nodes, slices, classes); the real
-   ``kubectl`` lists them, applies seed 000's classes and claims, lists those; then two
-   pods (``examples/workloads``), one with a MIG slice from a claim template, one asking
-   for ``nvidia.com/gpu: 1``, are scheduled by the host control plane (resourceclaim
-   controller, scheduler, node agent) and become Ready; their allocated claims are listed,
-   ``resourceclaim.spec.devices`` is explained and the server stops.
+4. The embedded platform: API server on a free loopback port (HTTPS, token auth) with the
+   host control plane and the process runtime; seed 000's fleet published by the simulated
+   NVIDIA driver. The real ``kubectl`` applies the corrected classes and the tenants'
+   pods (``examples/workloads/seed-000-host.yaml``): the legal pod gets the whole A100,
+   seven research pods the seven 1g.5gb slices, and their logs show ``nvidia-smi -L``; an
+   8th slice pod stays Pending with the scheduler's reason and event. Then everything
+   stops.
 
 Run from the repository root.
 """
@@ -93,22 +93,16 @@ def run() -> int:
 KUBECTL_STEPS = [
     ["get", "nodes"],
     ["get", "resourceslices", "-o", "wide"],
-    ["get", "deviceclasses"],
-    ["apply", "-f", "examples/seeds/000-gpu-deviceclasses.yaml"],
-    [
-        "apply",
-        "-f",
-        "examples/seeds/000-legal-whole-gpu-resourceclaim.yaml",
-        "-f",
-        "examples/seeds/000-research-gpu-slice-resourceclaim.yaml",
-    ],
-    ["get", "deviceclasses", "--show-labels"],
-    ["get", "resourceclaims", "-A"],
-    ["apply", "-f", "examples/workloads/seed-000-pods.yaml"],
-    ["wait", "--for=condition=Ready", "pod/research-notebook", "pod/legal-review", "--timeout=60s"],
+    ["apply", "-f", "examples/workloads/seed-000-host.yaml"],
+    ["wait", "--for=condition=Ready", "pod", "--all", "--timeout=60s"],
     ["get", "pods", "-o", "wide"],
+    ["logs", "legal-review"],
+    ["logs", "research-0"],
     ["get", "resourceclaims"],
-    ["explain", "resourceclaim.spec.devices"],
+    ["apply", "-f", "examples/workloads/seed-000-eighth-slice.yaml"],
+    ["wait", "--for=condition=PodScheduled=false", "pod/research-7", "--timeout=30s"],
+    ["get", "pod", "research-7"],
+    ["get", "events", "--field-selector", "involvedObject.name=research-7"],
 ]
 
 
@@ -116,7 +110,7 @@ def _kubectl_walkthrough() -> None:
     print("\n=== The embedded API server with the real kubectl", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "data"
-        with ServerThread(data, api=build(data)) as server:
+        with ServerThread(data, api=build(data, runtime="process")) as server:
             kubeconfig = server.endpoint.kubeconfigs["host"]
             print(f"(allot API server on {server.endpoint.url}; KUBECONFIG={kubeconfig})")
             _publish_seed_fleet(kubeconfig)

@@ -24,10 +24,14 @@ RUNTIMES = ("simulated", "process")
 
 def build(data_dir: Path, runtime: str = "simulated") -> ApiServer:
     """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``)."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     api = ApiServer(data_dir)
-    pods: Runtime = (
-        ProcessRuntime(api.logs_dir / HOST_CLUSTER) if runtime == "process" else SimulatedRuntime()
-    )
+    pods: Runtime = SimulatedRuntime()
+    if runtime == "process":
+        processes = ProcessRuntime(api.logs_dir / HOST_CLUSTER, data_dir / "pods" / HOST_CLUSTER)
+        api.shutdown_hooks.append(processes.stop_all)
+        pods = processes
     context = ControllerContext(HOST_CLUSTER, api.store, api.handlers, api.clock)
     manager = ControllerManager(
         [

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,14 +140,75 @@ def test_deleting_the_pod_kills_its_process(platform: Cluster) -> None:
     script = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
     _apply(platform, _pod("sleeper", [sys.executable, "-c", script], claim=False))
     _wait_phase(platform, "sleeper", "Running")
+    pid = _first_log_number(platform, "sleeper")
+    os.kill(pid, 0)  # alive
+    platform.kubectl("delete", "pod", "sleeper", "--wait=true")
+    _wait_gone(pid)
+
+
+def test_nvidia_smi_lists_the_claimed_mig_device(platform: Cluster) -> None:
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has a real nvidia-smi; the shim is only for simulated GPUs")
+    _apply(platform, _pod("smi", ["nvidia-smi", "-L"]))
+    _wait_phase(platform, "smi", "Succeeded")
+    lines = platform.kubectl("logs", "smi").stdout.splitlines()
+    node = _json(platform, "pod", "smi")["spec"]["nodeName"]
+    parent = next(
+        d["attributes"]["parentUUID"]["string"]
+        for s in _json(platform, "resourceslices")["items"]
+        if s["spec"].get("nodeName") == node
+        for d in s["spec"]["devices"]
+    )
+    assert lines[0] == f"GPU 0: NVIDIA A100-SXM4-40GB (UUID: {parent})"
+    assert re.fullmatch(r"  MIG 1g\.5gb      Device  0: \(UUID: MIG-[0-9a-f-]{36}\)", lines[1])
+    assert lines[1].split("UUID: ")[1].rstrip(")") in _mig_uuids(platform, node)
+    assert len(lines) == 2
+
+
+def test_sigterm_then_sigkill_after_the_grace_period(platform: Cluster) -> None:
+    script = (
+        "import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print(os.getpid(), flush=True); time.sleep(120)"
+    )
+    pod = _pod("stubborn", [sys.executable, "-c", script], claim=False)
+    pod["spec"]["terminationGracePeriodSeconds"] = 1
+    _apply(platform, pod)
+    _wait_phase(platform, "stubborn", "Running")
+    pid = _first_log_number(platform, "stubborn")
+    started = time.monotonic()
+    platform.kubectl("delete", "pod", "stubborn")
+    time.sleep(0.5)
+    os.kill(pid, 0)  # ignored SIGTERM: still alive within the grace period
+    _wait_gone(pid)
+    assert time.monotonic() - started >= 1.0
+
+
+def test_restart_policy_on_failure_restarts_until_success(platform: Cluster) -> None:
+    script = (
+        "import os, sys; first = not os.path.exists('ran'); open('ran', 'w').close(); "
+        "print('first' if first else 'again'); sys.exit(1 if first else 0)"
+    )
+    pod = _pod("flaky", [sys.executable, "-c", script], claim=False)
+    pod["spec"]["restartPolicy"] = "OnFailure"
+    _apply(platform, pod)
+    _wait_phase(platform, "flaky", "Succeeded")
+    status = _json(platform, "pod", "flaky")["status"]["containerStatuses"][0]
+    assert status["restartCount"] == 1
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    assert status["state"]["terminated"]["exitCode"] == 0
+    assert platform.kubectl("logs", "flaky").stdout == "first\nagain\n"
+
+
+def _first_log_number(cluster: Cluster, pod: str) -> int:
     deadline = time.monotonic() + 10
     logs = ""
     while not logs.strip() and time.monotonic() < deadline:
-        logs = platform.kubectl("logs", "sleeper").stdout
+        logs = cluster.kubectl("logs", pod).stdout
         time.sleep(0.1)
-    pid = int(logs.split()[0])
-    os.kill(pid, 0)  # alive
-    platform.kubectl("delete", "pod", "sleeper", "--wait=true")
+    return int(logs.split()[0])
+
+
+def _wait_gone(pid: int) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -153,3 +217,27 @@ def test_deleting_the_pod_kills_its_process(platform: Cluster) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"process {pid} outlived its pod")
+
+
+def test_stopping_the_platform_stops_its_processes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    root = tmp_path_factory.mktemp("shutdown")
+    data = root / "data"
+    script = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
+    with ServerThread(data, api=build(data, runtime="process")) as server:
+        client = Client.from_kubeconfig(server.endpoint.kubeconfigs["host"])
+        Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
+        client.close()
+        cluster = Cluster(server, root / "home")
+        _apply(cluster, _pod("long-job", [sys.executable, "-c", script], claim=False))
+        _wait_phase(cluster, "long-job", "Running")
+        pid = _first_log_number(cluster, "long-job")
+    _wait_gone(pid)
+
+
+def test_unknown_runtime_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match="unknown runtime 'docker' \\(known: simulated, process\\)"
+    ):
+        build(tmp_path, runtime="docker")

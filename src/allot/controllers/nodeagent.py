@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from allot.controllers.context import ControllerContext
-from allot.controllers.runtimes import ContainerStartError, Runtime, container_environment
+from allot.controllers.runtimes import (
+    ContainerSetup,
+    ContainerStartError,
+    Runtime,
+    container_environment,
+)
 from allot.store import WatchEvent
 
 MANAGER = "allot-node-agent"
@@ -85,7 +90,7 @@ class NodeAgent:
             return []
         metadata = event.object["metadata"]
         if event.type == "DELETED" or metadata.get("deletionTimestamp"):
-            self.runtime.stop(metadata.get("namespace", ""), metadata["name"])
+            self.runtime.stop(event.object)
             if event.type == "DELETED" and (event.object.get("spec") or {}).get("nodeName"):
                 self._unprepare(event.object)
             return []
@@ -113,9 +118,9 @@ class NodeAgent:
         claims = self._claims(pod)
         for claim in claims:
             self.preparer.prepare(claim, node)
-        environments = self._environments(pod, claims) if self.runtime.wants_devices else {}
+        setups = self._setups(pod, claims) if self.runtime.wants_devices else {}
         try:
-            self.runtime.launch(pod, environments, self._finish)
+            self.runtime.launch(pod, setups, self._finish, self._restarted)
         except ContainerStartError as err:
             self._fail_to_start(pod, str(err))
             return
@@ -130,27 +135,47 @@ class NodeAgent:
                 claims.append(claim)
         return claims
 
-    def _environments(self, pod: Obj, claims: list[Obj]) -> dict[str, dict[str, str]]:
-        """Per container, the device variables of the claims it references."""
-        uuids = _device_uuids(self.context.list("ResourceSlice"))
+    def _setups(self, pod: Obj, claims: list[Obj]) -> dict[str, ContainerSetup]:
+        """Per container: the devices of the claims it references and their variables."""
+        published = _published_devices(self.context.list("ResourceSlice"))
         by_name = {c["metadata"]["name"]: c for c in claims}
-        environments = {}
+        setups = {}
         for container, names in _claims_by_container(pod).items():
             devices = [
-                uuids.get(_result_key(r), str(r.get("device")))
+                published.get(_result_key(r), {"uuid": str(r.get("device"))})
                 for name in names
                 if name in by_name
                 for r in _results(by_name[name])
             ]
-            joined = ",".join(devices)
+            joined = ",".join(d.get("uuid", "") for d in devices)
             device_env = (
                 {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
                 if devices
                 else {}
             )
             spec = next(c for c in pod["spec"]["containers"] if c["name"] == container)
-            environments[container] = container_environment(spec, device_env)
-        return environments
+            setups[container] = ContainerSetup(container_environment(spec, device_env), devices)
+        return setups
+
+    def _restarted(self, pod: Obj, container: str, restarts: int, last_exit: int) -> None:
+        latest = self.context.get(
+            "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+        )
+        if latest is None:
+            return
+        now = _timestamp(self.context.clock())
+        for status in (latest.get("status") or {}).get("containerStatuses") or []:
+            if status["name"] == container:
+                status["restartCount"] = restarts
+                status["lastState"] = {
+                    "terminated": {
+                        "exitCode": last_exit,
+                        "reason": "Completed" if last_exit == 0 else "Error",
+                        "finishedAt": now,
+                    }
+                }
+                status["state"] = {"running": {"startedAt": now}}
+        self.context.update_status("Pod", latest, MANAGER)
 
     def _fail_to_start(self, pod: Obj, message: str) -> None:
         now = _timestamp(self.context.clock())
@@ -289,14 +314,18 @@ def _result_key(result: Obj) -> tuple[str, str, str]:
     return (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
 
 
-def _device_uuids(slices: list[Obj]) -> dict[tuple[str, str, str], str]:
-    """(driver, pool, device) to the device's ``uuid`` attribute, where it has one."""
-    uuids: dict[tuple[str, str, str], str] = {}
+def _published_devices(slices: list[Obj]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """(driver, pool, device) to the device's string attributes (``uuid``, ``type``,
+    ``productName``, ``parentUUID``, ``profile``, ...)."""
+    published: dict[tuple[str, str, str], dict[str, str]] = {}
     for slice_ in slices:
         spec = slice_.get("spec") or {}
-        pool = (spec.get("pool") or {}).get("name")
+        pool = str((spec.get("pool") or {}).get("name"))
         for device in spec.get("devices") or []:
-            uuid = ((device.get("attributes") or {}).get("uuid") or {}).get("string")
-            if uuid:
-                uuids[(str(spec.get("driver")), str(pool), str(device["name"]))] = str(uuid)
-    return uuids
+            attributes = {
+                name: str(value["string"])
+                for name, value in (device.get("attributes") or {}).items()
+                if "string" in value
+            }
+            published[(str(spec.get("driver")), pool, str(device["name"]))] = attributes
+    return published

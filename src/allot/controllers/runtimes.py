@@ -2,45 +2,75 @@
 
 ``SimulatedRuntime`` runs nothing: containers "run" until the pod's
 ``allot.dev/simulated-runtime-seconds`` annotation says they exit (never, without it), so
-demos and tests can use any image. ``ProcessRuntime`` runs each container's ``command`` and
-``args`` as a local process, in its own session, with the container's ``env`` values and
-the environment of the devices it was given (``CUDA_VISIBLE_DEVICES``,
-``NVIDIA_VISIBLE_DEVICES``); output goes to the log file ``kubectl logs`` reads. Images
-are ignored: the process runs in this machine's environment. Both report exit codes back
-to the node agent (``allot.controllers.nodeagent``), which owns the pod's status.
+demos, benchmarks and large fleets can use any image.
+
+``ProcessRuntime`` runs each container's ``command`` and ``args`` as a local process in its
+own session and working directory, with a clean environment (``PATH``, ``HOME``, locale,
+the container's literal ``env`` values and its devices' ``CUDA_VISIBLE_DEVICES`` /
+``NVIDIA_VISIBLE_DEVICES``), output in the log file ``kubectl logs`` reads, and a memory
+limit from ``resources.limits.memory`` (address-space limit). Where this machine has no
+``nvidia-smi``, one answering ``-L`` for the container's devices is put first on
+``PATH``. ``restartPolicy`` is honoured with kubelet-like back-off; deleting the pod sends
+SIGTERM, then SIGKILL after the grace period. It is not a security boundary: processes
+run as the user running allot, with access to its files and network.
+
+Both report to the node agent (``allot.controllers.nodeagent``), which owns pod status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import resource
+import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from allot.api.quantity import Quantity
+from allot.driver.smi import shim_script
+
 Obj = dict[str, Any]
 ExitCallback = Callable[[Obj, dict[str, int]], None]
+RestartCallback = Callable[[Obj, str, int, int], None]
 RUNTIME_ANNOTATION = "allot.dev/simulated-runtime-seconds"
 POLL_SECONDS = 0.1
+BACKOFF_START, BACKOFF_MAX = 1.0, 30.0  # kubelet: 10 s doubling to 5 min; shorter here
+DEFAULT_GRACE_SECONDS = 30
 # Variables a process keeps from the agent's own environment; everything else comes from
 # the pod, as in a container.
-INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 
 
 class ContainerStartError(Exception):
     """A container could not be started; the message says why, for the pod's status."""
 
 
+@dataclass
+class ContainerSetup:
+    """What the node agent prepared for one container."""
+
+    environment: dict[str, str] = field(default_factory=dict)
+    devices: list[dict[str, str]] = field(default_factory=list)  # published attributes
+
+
 class Runtime(Protocol):
-    wants_devices: bool  # whether ``launch`` needs the containers' device environments
+    wants_devices: bool  # whether ``launch`` needs the containers' device setups
 
     def launch(
-        self, pod: Obj, environments: dict[str, dict[str, str]], on_exit: ExitCallback
+        self,
+        pod: Obj,
+        setups: dict[str, ContainerSetup],
+        on_exit: ExitCallback,
+        on_restart: RestartCallback,
     ) -> None: ...
 
-    def stop(self, namespace: str, name: str) -> None: ...
+    def stop(self, pod: Obj) -> None: ...
 
 
 class SimulatedRuntime:
@@ -48,85 +78,227 @@ class SimulatedRuntime:
     wants_devices = False
 
     def launch(
-        self, pod: Obj, environments: dict[str, dict[str, str]], on_exit: ExitCallback
+        self,
+        pod: Obj,
+        setups: dict[str, ContainerSetup],
+        on_exit: ExitCallback,
+        on_restart: RestartCallback,
     ) -> None:
         seconds = (pod["metadata"].get("annotations") or {}).get(RUNTIME_ANNOTATION)
         if seconds is not None:
             codes = {c["name"]: 0 for c in pod["spec"].get("containers") or []}
             asyncio.get_running_loop().call_later(float(seconds), on_exit, pod, codes)
 
-    def stop(self, namespace: str, name: str) -> None:
+    def stop(self, pod: Obj) -> None:
         return None
+
+
+@dataclass
+class _Container:
+    argv: list[str]
+    environment: dict[str, str]
+    directory: Path
+    log: Path
+    memory_limit: int | None
+    process: subprocess.Popen[bytes]
+    restarts: int = 0
+    exit_code: int | None = None
+    last_exit: int = 0
+    restart_at: float | None = None
 
 
 class ProcessRuntime:
     name = "process"
     wants_devices = True
 
-    def __init__(self, logs_dir: Path) -> None:
+    def __init__(self, logs_dir: Path, work_dir: Path) -> None:
         self.logs_dir = logs_dir
-        self._running: dict[tuple[str, str], dict[str, subprocess.Popen[bytes]]] = {}
+        self.work_dir = work_dir
+        self._running: dict[tuple[str, str], dict[str, _Container]] = {}
 
     def launch(
-        self, pod: Obj, environments: dict[str, dict[str, str]], on_exit: ExitCallback
+        self,
+        pod: Obj,
+        setups: dict[str, ContainerSetup],
+        on_exit: ExitCallback,
+        on_restart: RestartCallback,
     ) -> None:
-        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
-        directory = self.logs_dir / key[0] / key[1]
-        directory.mkdir(parents=True, exist_ok=True)
-        processes: dict[str, subprocess.Popen[bytes]] = {}
-        self._running[key] = processes
-        for container in pod["spec"].get("containers") or []:
-            argv = list(container.get("command") or []) + list(container.get("args") or [])
-            if not argv:
-                self.stop(*key)
-                raise ContainerStartError(
-                    f'container "{container["name"]}" has no command: the process runtime '
-                    "runs commands, not images"
-                )
-            processes[container["name"]] = _spawn(
-                argv, environments[container["name"]], directory / f"{container['name']}.log"
+        key = _key(pod)
+        containers: dict[str, _Container] = {}
+        self._running[key] = containers
+        try:
+            for spec in pod["spec"].get("containers") or []:
+                containers[spec["name"]] = self._start(key, spec, setups.get(spec["name"]))
+        except ContainerStartError:
+            self._kill(key)
+            raise
+        loop = asyncio.get_running_loop()
+        loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
+
+    def _start(self, key: tuple[str, str], spec: Obj, setup: ContainerSetup | None) -> _Container:
+        name = spec["name"]
+        argv = list(spec.get("command") or []) + list(spec.get("args") or [])
+        if not argv:
+            raise ContainerStartError(
+                f'container "{name}" has no command: the process runtime runs commands, not images'
             )
-        asyncio.get_running_loop().call_later(POLL_SECONDS, self._poll, pod, on_exit)
+        setup = setup or ContainerSetup()
+        directory = self.work_dir / key[0] / key[1] / name
+        directory.mkdir(parents=True, exist_ok=True)
+        environment = _clean_environment(setup.environment)
+        if setup.devices and not shutil.which("nvidia-smi"):  # a real one knows better
+            tools = directory / ".allot-bin"
+            tools.mkdir(exist_ok=True)
+            smi = tools / "nvidia-smi"
+            smi.write_text(shim_script(setup.devices))
+            smi.chmod(0o755)
+            environment["PATH"] = f"{tools}{os.pathsep}{environment.get('PATH', os.defpath)}"
+        log = self.logs_dir / key[0] / key[1] / f"{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        limit = _memory_limit(spec)
+        return _Container(
+            argv,
+            environment,
+            directory,
+            log,
+            limit,
+            _spawn(argv, environment, directory, log, limit),
+        )
 
-    def _poll(self, pod: Obj, on_exit: ExitCallback) -> None:
-        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
-        processes = self._running.get(key)
-        if processes is None:
+    def _poll(self, pod: Obj, on_exit: ExitCallback, on_restart: RestartCallback) -> None:
+        containers = self._running.get(_key(pod))
+        if containers is None:
             return  # stopped: the pod was deleted
-        codes = {name: process.poll() for name, process in processes.items()}
-        if any(code is None for code in codes.values()):
-            asyncio.get_running_loop().call_later(POLL_SECONDS, self._poll, pod, on_exit)
+        loop = asyncio.get_running_loop()
+        policy = pod["spec"].get("restartPolicy") or "Always"
+        for name, container in containers.items():
+            self._step(name, container, policy, loop.time(), pod, on_restart)
+        if all(c.exit_code is not None and c.restart_at is None for c in containers.values()):
+            del self._running[_key(pod)]
+            on_exit(pod, {name: c.exit_code or 0 for name, c in containers.items()})
             return
-        del self._running[key]
-        on_exit(pod, {name: _exit_code(code) for name, code in codes.items()})
+        loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
 
-    def stop(self, namespace: str, name: str) -> None:
-        for process in (self._running.pop((namespace, name), None) or {}).values():
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    def _step(
+        self,
+        name: str,
+        container: _Container,
+        policy: str,
+        now: float,
+        pod: Obj,
+        on_restart: RestartCallback,
+    ) -> None:
+        if container.restart_at is not None:
+            if now >= container.restart_at:
+                container.restart_at = None
+                container.exit_code = None
+                container.restarts += 1
+                container.process = _spawn(
+                    container.argv,
+                    container.environment,
+                    container.directory,
+                    container.log,
+                    container.memory_limit,
+                )
+                on_restart(pod, name, container.restarts, container.last_exit)
+            return
+        if container.exit_code is not None:
+            return
+        code = container.process.poll()
+        if code is None:
+            return
+        container.exit_code = _exit_code(code)
+        container.last_exit = container.exit_code
+        if policy == "Always" or (policy == "OnFailure" and container.exit_code != 0):
+            delay = min(BACKOFF_MAX, BACKOFF_START * 2**container.restarts)
+            container.restart_at = now + delay
+
+    def stop(self, pod: Obj) -> None:
+        """SIGTERM to every container's process group, SIGKILL after the grace period."""
+        containers = self._running.pop(_key(pod), None) or {}
+        grace = pod["spec"].get("terminationGracePeriodSeconds")
+        grace = DEFAULT_GRACE_SECONDS if grace is None else int(grace)
+        for container in containers.values():
+            if container.process.poll() is None:
+                _signal(container.process, signal.SIGTERM)
+                reaper = threading.Thread(
+                    target=_reap, args=(container.process, grace), daemon=True
+                )
+                reaper.start()
+
+    async def stop_all(self) -> None:
+        """On shutdown: no process outlives the platform (SIGTERM, then SIGKILL after 2 s)."""
+        for key in list(self._running):
+            for container in self._running.pop(key).values():
+                _signal(container.process, signal.SIGTERM)
+                await asyncio.to_thread(_reap, container.process, 2.0)
+
+    def _kill(self, key: tuple[str, str]) -> None:
+        for container in (self._running.pop(key, None) or {}).values():
+            _kill_if_alive(container.process)
 
 
-def _spawn(argv: list[str], environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _key(pod: Obj) -> tuple[str, str]:
+    return (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+
+
+def _clean_environment(values: dict[str, str]) -> dict[str, str]:
     base = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    return {**base, **values}
+
+
+def _memory_limit(spec: Obj) -> int | None:
+    limit = ((spec.get("resources") or {}).get("limits") or {}).get("memory")
+    if limit is None:
+        return None
+    quantity = Quantity.parse(str(limit))
+    return -(-quantity.nanos // 10**9)  # whole bytes, rounded up
+
+
+def _spawn(
+    argv: list[str], environment: dict[str, str], directory: Path, log: Path, limit: int | None
+) -> subprocess.Popen[bytes]:
+    def limit_memory() -> None:  # runs in the child, before exec
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     with log.open("ab") as output:
         try:
             return subprocess.Popen(
                 argv,
-                env={**base, **environment},
+                env=environment,
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
-                cwd=log.parent,
+                cwd=directory,
                 start_new_session=True,
+                preexec_fn=limit_memory if limit is not None else None,
             )
         except OSError as err:
             raise ContainerStartError(f"starting {argv[0]!r}: {err.strerror}") from err
 
 
-def _exit_code(code: int | None) -> int:
+def _signal(process: subprocess.Popen[bytes], number: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, number)
+
+
+def _reap(process: subprocess.Popen[bytes], grace: float) -> None:
+    """Wait for a process told to stop; kill it when the grace period is over."""
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill_if_alive(process)
+
+
+def _kill_if_alive(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        _signal(process, signal.SIGKILL)
+        process.wait()
+
+
+def _exit_code(code: int) -> int:
     """Exit status as Kubernetes reports it: 128 + signal for a killed process."""
-    assert code is not None
     return 128 - code if code < 0 else code
 
 
