@@ -8,6 +8,7 @@ here, so they run the same platform.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from allot.apiserver.app import ApiServer
@@ -22,8 +23,11 @@ from allot.controllers.scheduler import Scheduler
 RUNTIMES = ("simulated", "process")
 
 
-def build(data_dir: Path, runtime: str = "simulated") -> ApiServer:
-    """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``)."""
+def build(
+    data_dir: Path, runtime: str = "simulated", driver_gates: Mapping[str, bool] | None = None
+) -> ApiServer:
+    """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``);
+    ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...)."""
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     api = ApiServer(data_dir)
@@ -37,7 +41,7 @@ def build(data_dir: Path, runtime: str = "simulated") -> ApiServer:
         [
             ClaimController(context),
             Scheduler(context),
-            NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods),
+            NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
         ]
     )
     api.store.add_listener(manager.on_event)

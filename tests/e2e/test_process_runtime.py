@@ -241,3 +241,51 @@ def test_unknown_runtime_is_refused(tmp_path: Path) -> None:
         ValueError, match="unknown runtime 'docker' \\(known: simulated, process\\)"
     ):
         build(tmp_path, runtime="docker")
+
+
+def test_config_the_driver_refuses_is_a_prepare_event(platform: Cluster) -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "mps-slice"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com"}}],
+                "config": [
+                    {
+                        "requests": ["gpu"],
+                        "opaque": {
+                            "driver": "gpu.nvidia.com",
+                            "parameters": {
+                                "apiVersion": "resource.nvidia.com/v1beta1",
+                                "kind": "MigDeviceConfig",
+                                "sharing": {"strategy": "MPS"},
+                            },
+                        },
+                    }
+                ],
+            }
+        },
+    }
+    pod = _pod("mps-user", [sys.executable, "-c", "print('never')"], claim=False)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "mps-slice"}]
+    _apply(platform, claim, pod)
+    platform.kubectl("wait", "--for=jsonpath={.spec.nodeName}", "pod/mps-user", "--timeout=30s")
+    uid = _json(platform, "resourceclaim", "mps-slice")["metadata"]["uid"]
+    expected = (
+        f"error preparing devices for claim default/mps-slice:{uid}: prepare devices failed: "
+        'error validating config: "MPS" is selected as the GPU sharing strategy, but the '
+        '"MPSSupport" feature gate is not enabled'
+    )
+    deadline = time.monotonic() + 10
+    messages: list[str] = []
+    while expected not in messages and time.monotonic() < deadline:
+        events = _json(platform, "events", "--field-selector", "involvedObject.name=mps-user")
+        messages = [
+            e["message"]
+            for e in events["items"]
+            if e["reason"] == ("FailedPrepareDynamicResources")
+        ]
+        time.sleep(0.1)
+    assert expected in messages
+    assert _json(platform, "pod", "mps-user")["status"]["phase"] == "Pending"

@@ -47,6 +47,13 @@ def register(subparsers: Any) -> None:
         help="how pods run: simulated (no processes; any image) or process (each "
         "container's command as a local process with its devices' environment)",
     )
+    up.add_argument(
+        "--driver-feature-gates",
+        default="",
+        metavar="GATE=BOOL,...",
+        help="the NVIDIA driver's feature gates, e.g. TimeSlicingSettings=true,MPSSupport=true "
+        "(all off by default, as in the driver)",
+    )
     up.set_defaults(run=run_up)
     fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
     fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
@@ -61,13 +68,25 @@ def register(subparsers: Any) -> None:
     kubeconfig.set_defaults(run=run_kubeconfig)
 
 
+def _gates(text: str) -> dict[str, bool]:
+    """``A=true,B=false`` as feature gates; ValueError names the bad entry."""
+    gates = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = entry.partition("=")
+        if value.lower() not in ("true", "false") or not name:
+            raise ValueError(f"--driver-feature-gates: {entry!r} is not GATE=true or GATE=false")
+        gates[name] = value.lower() == "true"
+    return gates
+
+
 def run_up(args: argparse.Namespace) -> int:
     from allot.apiserver.server import Endpoint, serve
     from allot.platform import build as build_platform
 
     try:
         fleet = data_dir_fleet(args.data_dir, args.fleet)
-    except FleetError as err:
+        gates = _gates(args.driver_feature_gates)
+    except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -87,7 +106,7 @@ def run_up(args: argparse.Namespace) -> int:
             args.port,
             announce,
             publish,
-            api=build_platform(args.data_dir, args.runtime),
+            api=build_platform(args.data_dir, args.runtime, gates),
         )
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal

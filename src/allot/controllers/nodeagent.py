@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,15 @@ from allot.controllers.runtimes import (
     Runtime,
     container_environment,
 )
+from allot.driver.configs import DriverConfigError, configs_for_results
 from allot.store import WatchEvent
 
 MANAGER = "allot-node-agent"
 Obj = dict[str, Any]
+
+
+class PrepareError(Exception):
+    """The driver refused to prepare a claim's devices; the message is the kubelet's."""
 
 
 class DevicePreparer:
@@ -79,11 +84,16 @@ class NodeAgent:
     name = "node-agent"
 
     def __init__(
-        self, context: ControllerContext, preparer: DevicePreparer, runtime: Runtime
+        self,
+        context: ControllerContext,
+        preparer: DevicePreparer,
+        runtime: Runtime,
+        driver_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self.context = context
         self.preparer = preparer
         self.runtime = runtime
+        self.driver_gates = dict(driver_gates or {})
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster or event.resource != "pods":
@@ -116,6 +126,12 @@ class NodeAgent:
             return
         node = pod["spec"].get("nodeName")
         claims = self._claims(pod)
+        try:
+            for claim in claims:
+                self._check_configs(claim)
+        except PrepareError as err:
+            self.context.event(pod, "Warning", "FailedPrepareDynamicResources", str(err), "kubelet")
+            return  # the pod stays Pending, as with a driver that refuses to prepare
         for claim in claims:
             self.preparer.prepare(claim, node)
         setups = self._setups(pod, claims) if self.runtime.wants_devices else {}
@@ -125,6 +141,26 @@ class NodeAgent:
             self._fail_to_start(pod, str(err))
             return
         self.context.update_status("Pod", _running(pod, self.context.clock()), MANAGER)
+
+    def _check_configs(self, claim: Obj) -> None:
+        """Validate the driver configs that apply to the claim's devices, as the driver's
+        kubelet plugin does before it prepares them."""
+        devices = ((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}
+        if not devices.get("config"):
+            return
+        published = _published_devices(self.context.list("ResourceSlice"))
+        types = {
+            str(r.get("device")): published.get(_result_key(r), {}).get("type", "gpu")
+            for r in devices.get("results") or []
+        }
+        try:
+            configs_for_results(claim, types, self.driver_gates)
+        except DriverConfigError as err:
+            metadata = claim["metadata"]
+            raise PrepareError(
+                f"error preparing devices for claim {metadata.get('namespace')}/"
+                f"{metadata['name']}:{metadata['uid']}: prepare devices failed: {err}"
+            ) from None
 
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
