@@ -24,10 +24,14 @@ RUNTIMES = ("simulated", "process")
 
 
 def build(
-    data_dir: Path, runtime: str = "simulated", driver_gates: Mapping[str, bool] | None = None
+    data_dir: Path,
+    runtime: str = "simulated",
+    driver_gates: Mapping[str, bool] | None = None,
+    placement: str = "first-fit",
 ) -> ApiServer:
     """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``);
-    ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...)."""
+    ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...);
+    ``placement`` the scheduler's node order (``allot.allocator.placement``)."""
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     api = ApiServer(data_dir)
@@ -40,7 +44,7 @@ def build(
     manager = ControllerManager(
         [
             ClaimController(context),
-            Scheduler(context),
+            Scheduler(context, placement),
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
         ]
     )

@@ -153,6 +153,10 @@ class Allocator:
             self._pools[key] = cached
         return cached
 
+    def free_devices(self, node: corev1.Node, state: AllocatedState) -> int:
+        """How many of the node's devices are not exclusively allocated."""
+        return len(self.node_pools(node).device_ids - state.allocated_devices)
+
     def is_full(self, node: corev1.Node, state: AllocatedState) -> bool:
         """Every device of the node is exclusively allocated (no shareable ones, no invalid
         pools): claims without admin access or ``All`` requests cannot fit there."""

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from allot.allocator.placement import PLACEMENTS
 from allot.manifests.documents import ManifestError, read_sources
 from allot.simulation.explain import RequestExplanation, explain_step, render_text
 from allot.simulation.report import to_json, to_text
@@ -46,6 +47,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", metavar="SCENARIO", help="YAML or JSON file, or -")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated share IDs")
+    parser.add_argument(
+        "--placement",
+        choices=PLACEMENTS,
+        default="first-fit",
+        help="node order: first-fit (by name) or pack (fewest free devices first); use the "
+        "same as `allot up --placement`",
+    )
 
 
 def _load(args: argparse.Namespace) -> Simulation | None:
@@ -53,7 +61,9 @@ def _load(args: argparse.Namespace) -> Simulation | None:
         documents = read_sources([args.scenario])
         if len(documents) != 1:
             raise ScenarioError(f"expected one scenario document, found {len(documents)}")
-        return Simulation(parse_scenario(documents[0].content), seed=args.seed)
+        return Simulation(
+            parse_scenario(documents[0].content), seed=args.seed, placement=args.placement
+        )
     except (ManifestError, ScenarioError) as err:
         print(f"error: {args.scenario}: {err}", file=sys.stderr)
         return None

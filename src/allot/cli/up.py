@@ -48,6 +48,13 @@ def register(subparsers: Any) -> None:
         "container's command as a local process with its devices' environment)",
     )
     up.add_argument(
+        "--placement",
+        choices=("first-fit", "pack"),
+        default="first-fit",
+        help="which feasible node a pod gets: first-fit (by name) or pack (fewest free "
+        "devices first); `allot simulate --placement` makes the same choice",
+    )
+    up.add_argument(
         "--driver-feature-gates",
         default="",
         metavar="GATE=BOOL,...",
@@ -106,7 +113,7 @@ def run_up(args: argparse.Namespace) -> int:
             args.port,
             announce,
             publish,
-            api=build_platform(args.data_dir, args.runtime, gates),
+            api=build_platform(args.data_dir, args.runtime, gates, args.placement),
         )
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal

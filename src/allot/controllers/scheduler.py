@@ -8,8 +8,9 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    claim of the DeviceClass whose ``extendedResourceName`` matches;
 2. filter nodes: unschedulable, untolerated NoSchedule/NoExecute taints, ``nodeSelector``
    and required node affinity, already-allocated claims' node selectors;
-3. on the remaining nodes in name order, take the first where the allocator places every
-   unallocated claim (the same choice ``allot simulate`` makes);
+3. on the remaining nodes in the placement policy's order (``allot.allocator.placement``:
+   name order, or fullest first), take the first where the allocator places every
+   unallocated claim (the same choice ``allot simulate --placement`` makes);
 4. write each claim's finalizer, ``status.allocation`` and ``reservedFor``, then bind.
 
 A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
@@ -24,6 +25,7 @@ from typing import Any
 
 from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
 from allot.allocator.nodes import node_selector_matches
+from allot.allocator.placement import check_placement, order_nodes
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
@@ -47,8 +49,9 @@ class Unschedulable(Exception):
 class Scheduler:
     name = "scheduler"
 
-    def __init__(self, context: ControllerContext) -> None:
+    def __init__(self, context: ControllerContext, placement: str = "first-fit") -> None:
         self.context = context
+        self.placement = check_placement(placement)
         self.parked: set[tuple[str, str, str]] = set()
         self._allocator: Allocator | None = None
         self._nodes: list[corev1.Node] | None = None
@@ -304,6 +307,11 @@ class Scheduler:
 
     def _place(self, pod: Obj, claims: list[Obj]) -> tuple[corev1.Node, list[Obj], list[Any]]:
         nodes = self._node_list()
+        if self.placement != "first-fit":
+            state = self._allocated_state()
+            nodes = order_nodes(
+                nodes, self.placement, lambda n: self._allocator_for().free_devices(n, state)
+            )
         pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
         self._check_classes(pending)
         models = [resourceapi.ResourceClaim.model_validate(c) for c in pending]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
 from allot.allocator.nodes import node_selector_matches
+from allot.allocator.placement import check_placement, order_nodes
 from allot.allocator.requests import claim_label
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
@@ -56,8 +57,9 @@ class StepResult:
 class Simulation:
     """Holds the evolving cluster state of one scenario run."""
 
-    def __init__(self, scenario: Scenario, *, seed: int = 0) -> None:
+    def __init__(self, scenario: Scenario, *, seed: int = 0, placement: str = "first-fit") -> None:
         self.scenario = scenario
+        self.placement = check_placement(placement)
         rng = random.Random(seed)
         self.allocator = Allocator(
             scenario.slices,
@@ -87,7 +89,7 @@ class Simulation:
             result.error = problem
             return result
         nodes = (
-            self.nodes
+            order_nodes(self.nodes, self.placement, self._free_devices)
             if step.node is None
             else [n for n in self.nodes if n.metadata.name == step.node]
         )
@@ -116,6 +118,9 @@ class Simulation:
             return result
         result.error = scheduler_message(len(nodes), result.node_errors)
         return result
+
+    def _free_devices(self, node: corev1.Node) -> int:
+        return self.allocator.free_devices(node, self.state)
 
     def _resolve(self, step: Step) -> tuple[list[resourceapi.ResourceClaim], str | None]:
         claims = []
