@@ -91,8 +91,8 @@ def run_up(args: argparse.Namespace) -> int:
     from allot.platform import build as build_platform
 
     try:
+        gates = _gates(args.driver_feature_gates)  # before anything is written
         fleet = data_dir_fleet(args.data_dir, args.fleet)
-        gates = _gates(args.driver_feature_gates)
     except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

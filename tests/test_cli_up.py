@@ -1,0 +1,28 @@
+"""``allot up`` refuses bad options with one clear line before starting anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from allot.cli.main import main
+
+
+def test_bad_driver_feature_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["up", "--data-dir", str(tmp_path), "--driver-feature-gates", "MPSSupport=maybe"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "error: --driver-feature-gates: 'MPSSupport=maybe' is not GATE=true or GATE=false\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_unknown_runtime_and_placement_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for option, value in (("--runtime", "docker"), ("--placement", "spread")):
+        with pytest.raises(SystemExit) as exited:
+            main(["up", "--data-dir", str(tmp_path), option, value])
+        assert exited.value.code == 2
+        assert f"argument {option}: invalid choice: '{value}'" in capsys.readouterr().err
