@@ -219,3 +219,41 @@ def test_up_stops_on_ctrl_c_and_keeps_objects(tmp_path: Path) -> None:
     finally:
         second.send_signal(signal.SIGINT)
         second.communicate(timeout=20)
+
+
+def test_pod_binding_subresource(http: httpx.Client) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "to-bind"},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
+    http.post(pods, json=pod).raise_for_status()
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "to-bind"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+    }
+    response = http.post(f"{pods}/to-bind/binding", json=binding)
+    assert response.status_code == 201, response.text
+    assert response.json()["status"] == "Success"
+    bound = http.get(f"{pods}/to-bind").json()
+    assert bound["spec"]["nodeName"] == "node-1"
+    assert [(c["type"], c["status"]) for c in bound["status"]["conditions"]] == [
+        ("PodScheduled", "True")
+    ]
+    again = _status(http.post(f"{pods}/to-bind/binding", json=binding), 409, "Conflict")
+    assert again == (
+        'Operation cannot be fulfilled on pods/binding "to-bind": pod to-bind is already '
+        'assigned to node "node-1"'
+    )
+    no_target = {**binding, "target": {}}
+    assert "target.name" in _status(
+        http.post(f"{pods}/to-bind/binding", json=no_target), 400, "BadRequest"
+    )
+    assert http.get(f"{pods}/to-bind/binding").status_code == 405
+    discovery = http.get("/api/v1").json()
+    entry = next(r for r in discovery["resources"] if r["name"] == "pods/binding")
+    assert (entry["kind"], entry["verbs"]) == ("Binding", ["create"])

@@ -349,6 +349,20 @@ class ApiServer:
     # -------------------------------------------------------------------- items
     async def _item(self, request: Request, cluster: str, target: Target) -> Response:
         method = request.method
+        if target.subresource == "binding":
+            if method != "POST":
+                raise MethodNotAllowed(method)
+            self.handlers.bind(cluster, target, await self._body(request))
+            return JSONResponse(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 201,
+                },
+                status_code=201,
+            )
         if target.subresource == "log":
             if method != "GET":
                 raise MethodNotAllowed(method)

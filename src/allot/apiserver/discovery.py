@@ -51,8 +51,11 @@ def _resource_entry(resource: resources.ServedResource) -> dict[str, Any]:
     subresources = []
     for sub in resource.subresources:
         sub_kind = kind if sub == "status" else {"group": "", "version": "", "kind": ""}
-        verbs = ["get", "patch", "update"] if sub == "status" else ["get"]
-        subresources.append({"subresource": sub, "responseKind": sub_kind, "verbs": verbs})
+        if sub == "binding":
+            sub_kind = {"group": "", "version": "v1", "kind": "Binding"}
+        subresources.append(
+            {"subresource": sub, "responseKind": sub_kind, "verbs": _subresource_verbs(sub)}
+        )
     if subresources:
         entry["subresources"] = subresources
     return entry
@@ -139,8 +142,8 @@ def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
                     "name": f"{resource.plural}/{sub}",
                     "singularName": "",
                     "namespaced": resource.namespaced,
-                    "kind": resource.kind if sub == "status" else "",
-                    "verbs": ["get", "patch", "update"] if sub == "status" else ["get"],
+                    "kind": {"status": resource.kind, "binding": "Binding"}.get(sub, ""),
+                    "verbs": _subresource_verbs(sub),
                 }
             )
     group_version = f"{group}/{version}" if group else version
@@ -150,3 +153,7 @@ def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
         "groupVersion": group_version,
         "resources": entries,
     }
+
+
+def _subresource_verbs(subresource: str) -> list[str]:
+    return {"status": ["get", "patch", "update"], "binding": ["create"]}.get(subresource, ["get"])

@@ -23,7 +23,7 @@ from allot.apiserver.errors import BadRequest, UnsupportedMediaType
 from allot.apiserver.requests import Target
 from allot.apiserver.resources import ServedResource
 from allot.store import Store
-from allot.store.errors import NotFound
+from allot.store.errors import Conflict, NotFound
 
 Obj = dict[str, Any]
 PATCH_TYPES = (
@@ -171,6 +171,38 @@ class Handlers:
             dry_run=dry_run,
         )
         return self.with_type(resource, obj)
+
+    def bind(self, cluster: str, target: Target, body: Obj) -> None:
+        """``POST pods/<name>/binding``: set ``spec.nodeName`` and ``PodScheduled=True`` in
+        one write, as the API server's pod binding storage does for kube-scheduler."""
+        node = ((body.get("target") or {}) if isinstance(body, dict) else {}).get("name")
+        if body.get("kind") != "Binding" or not node:
+            raise BadRequest("a Binding with target.name (the node) is required")
+        bound_name = (body.get("metadata") or {}).get("name")
+        if bound_name and bound_name != target.name:
+            raise BadRequest("the name of the object does not match the name on the URL")
+        current = self._current(cluster, target)
+        assigned = (current.get("spec") or {}).get("nodeName")
+        if assigned:
+            raise Conflict(
+                f'Operation cannot be fulfilled on pods/binding "{target.name}": pod '
+                f'{target.name} is already assigned to node "{assigned}"',
+                resource="pods",
+                name=target.name or "",
+                plural="pods/binding",
+            )
+        status = dict(current.get("status") or {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
+        status["conditions"] = conditions
+        obj = {
+            **current,
+            "metadata": {**current["metadata"]},
+            "spec": {**current["spec"], "nodeName": node},
+            "status": status,
+        }
+        self.store.update(cluster, target.resource.store, obj, owned=True, copy_result=False)
 
     # ---------------------------------------------------------------- internals
     def _current(self, cluster: str, target: Target) -> Obj:

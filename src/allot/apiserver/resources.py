@@ -65,7 +65,7 @@ _DETAILS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
     "ResourceSlice": ("resourceslice", (), (), ()),
     "ResourceClaim": ("resourceclaim", (), (), ("status",)),
     "ResourceClaimTemplate": ("resourceclaimtemplate", (), (), ()),
-    "Pod": ("pod", ("po",), ("all",), ("status", "log")),
+    "Pod": ("pod", ("po",), ("all",), ("status", "log", "binding")),
     "Node": ("node", ("no",), (), ("status",)),
     "Namespace": ("namespace", ("ns",), (), ("status",)),
     "Event": ("event", ("ev",), (), ()),

@@ -82,6 +82,20 @@ class ControllerContext:
             ).object
         )
 
+    def bind(self, namespace: str, name: str, node: str) -> None:
+        """Bind a pod to a node through the ``binding`` subresource, as kube-scheduler."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        target = Target(by_kind("Pod"), namespace, name, "binding")
+        try:
+            self.handlers.bind(self.cluster, target, body)
+        except NotFound:
+            return  # deleted meanwhile: nothing to bind
+
     def delete(self, kind: str, namespace: str, name: str) -> None:
         resource = by_kind(kind)
         target = Target(resource, namespace if resource.namespaced else None, name, "")

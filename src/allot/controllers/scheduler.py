@@ -381,20 +381,7 @@ class Scheduler:
         for claim in claims:
             if claim["metadata"]["name"] not in newly:
                 self._reserve(claim, None, consumer)
-        latest = self.context.get("Pod", namespace, pod["metadata"]["name"])
-        if latest is None:
-            return
-        latest["spec"]["nodeName"] = node.metadata.name
-        bound = self.context.update("Pod", latest, MANAGER)
-        _set_condition(
-            bound,
-            "PodScheduled",
-            "True",
-            None,
-            None,
-            self.context.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        )
-        self.context.update_status("Pod", bound, MANAGER)
+        self.context.bind(namespace, pod["metadata"]["name"], node.metadata.name or "")
         self.parked.discard(("pod", namespace, pod["metadata"]["name"]))
 
     def _reserve(self, claim: Obj, allocation: Obj | None, consumer: Obj) -> None:
