@@ -114,7 +114,7 @@ class ProcessRuntime:
     def __init__(self, logs_dir: Path, work_dir: Path) -> None:
         self.logs_dir = logs_dir
         self.work_dir = work_dir
-        self._running: dict[tuple[str, str], dict[str, _Container]] = {}
+        self._running: dict[tuple[str, str, str], dict[str, _Container]] = {}
 
     def launch(
         self,
@@ -135,7 +135,9 @@ class ProcessRuntime:
         loop = asyncio.get_running_loop()
         loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
 
-    def _start(self, key: tuple[str, str], spec: Obj, setup: ContainerSetup | None) -> _Container:
+    def _start(
+        self, key: tuple[str, str, str], spec: Obj, setup: ContainerSetup | None
+    ) -> _Container:
         name = spec["name"]
         argv = list(spec.get("command") or []) + list(spec.get("args") or [])
         if not argv:
@@ -233,13 +235,15 @@ class ProcessRuntime:
                 _signal(container.process, signal.SIGTERM)
                 await asyncio.to_thread(_reap, container.process, 2.0)
 
-    def _kill(self, key: tuple[str, str]) -> None:
+    def _kill(self, key: tuple[str, str, str]) -> None:
         for container in (self._running.pop(key, None) or {}).values():
             _kill_if_alive(container.process)
 
 
-def _key(pod: Obj) -> tuple[str, str]:
-    return (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+def _key(pod: Obj) -> tuple[str, str, str]:
+    """Namespace, name and uid: a pod re-created under the same name is another pod."""
+    metadata = pod["metadata"]
+    return (metadata.get("namespace", ""), metadata["name"], metadata.get("uid", ""))
 
 
 def _clean_environment(values: dict[str, str]) -> dict[str, str]:
