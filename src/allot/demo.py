@@ -31,8 +31,7 @@ from pathlib import Path
 from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot_main
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
-from allot.driver.publisher import Publisher
-from allot.kube.client import Client
+from allot.driver.publisher import publish
 from allot.platform import build
 
 EXAMPLES = Path("examples")
@@ -119,11 +118,7 @@ def _kubectl_walkthrough() -> None:
 
 
 def _publish_seed_fleet(kubeconfig: Path) -> None:
-    client = Client.from_kubeconfig(kubeconfig)
-    try:
-        report = Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
-    finally:
-        client.close()
+    report = publish(kubeconfig, parse_fleet(SEED_000_FLEET))
     print(
         f"(seed 000 fleet published: {len(report.nodes_created)} nodes, {report.slices} "
         f"slices, {report.devices} devices)"

@@ -6,16 +6,22 @@ the test's kubeconfig and a private HOME, so no discovery cache leaks between te
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from allot.apiserver.server import ServerThread
+from allot.driver.fleet import SEED_000_FLEET, parse_fleet
+from allot.driver.publisher import publish
+from allot.platform import build
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
@@ -57,6 +63,25 @@ class Cluster:
                 f"{result.stdout}\n{result.stderr}"
             )
         return result
+
+    def apply(self, *documents: Any) -> None:
+        """``kubectl apply -f -`` of these objects."""
+        self.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in documents))
+
+    def get_json(self, *args: str) -> Any:
+        """``kubectl get ARGS -o json``, decoded."""
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+
+@contextmanager
+def running_platform(
+    root: Path, fleet: Any = SEED_000_FLEET, runtime: str = "simulated"
+) -> Iterator[Cluster]:
+    """The whole platform (server and controllers) with ``fleet`` published, until exit."""
+    data = root / "data"
+    with ServerThread(data, api=build(data, runtime=runtime)) as server:
+        publish(server.endpoint.kubeconfigs["host"], parse_fleet(fleet))
+        yield Cluster(server, root / "home")
 
 
 @pytest.fixture(scope="module")

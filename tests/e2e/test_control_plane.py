@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from allot.apiserver.server import ServerThread
-from allot.driver.fleet import SEED_000_FLEET, parse_fleet
-from allot.driver.publisher import Publisher
-from allot.kube.client import Client
-from allot.platform import build
-from tests.e2e.conftest import Cluster
+from allot.driver.fleet import SEED_000_FLEET
+from tests.e2e.conftest import Cluster, running_platform
 
 pytestmark = pytest.mark.slow
 TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -28,17 +22,8 @@ SLICE = (
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    root = tmp_path_factory.mktemp("platform")
-    data = root / "data"
-    with ServerThread(data, api=build(data)) as server:
-        client = Client.from_kubeconfig(server.endpoint.kubeconfigs["host"])
-        Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
-        client.close()
-        yield Cluster(server, root / "home")
-
-
-def _apply(cluster: Cluster, *documents: Any) -> None:
-    cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in documents))
+    with running_platform(tmp_path_factory.mktemp("platform"), SEED_000_FLEET) as cluster:
+        yield cluster
 
 
 def _pod(name: str, claims: list[dict[str, str]], **extra: object) -> dict[str, object]:
@@ -65,13 +50,8 @@ def _wait(cluster: Cluster, condition: str, target: str) -> str:
     return cluster.kubectl("wait", f"--for={condition}", target, "--timeout=20s").stdout
 
 
-def _json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-
-
 def test_template_claims_schedule_and_run(platform: Cluster) -> None:
-    _apply(
-        platform,
+    platform.apply(
         {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "DeviceClass",
@@ -99,12 +79,12 @@ def test_template_claims_schedule_and_run(platform: Cluster) -> None:
         _pod("research", [{"name": "gpu", "resourceClaimTemplateName": "slice"}]),
     )
     assert "condition met" in _wait(platform, "condition=Ready", "pod/research")
-    pod = _json(platform, "pod", "research")
+    pod = platform.get_json("pod", "research")
     assert pod["spec"]["nodeName"] == "a100-mig-1g5gb-pool-0"
     statuses = pod["status"]["resourceClaimStatuses"]
     claim_name = statuses[0]["resourceClaimName"]
     assert claim_name.startswith("research-gpu-")
-    claim = _json(platform, "resourceclaim", claim_name)
+    claim = platform.get_json("resourceclaim", claim_name)
     status = claim["status"]
     assert status["allocation"]["devices"]["results"][0]["device"] == "gpu-0-mig-1g5gb-19-0"
     assert status["reservedFor"][0]["name"] == "research"
@@ -119,11 +99,11 @@ def test_exhaustion_is_explained_and_resolved_by_release(platform: Cluster) -> N
         _pod(f"slice-{i}", [{"name": "gpu", "resourceClaimTemplateName": "slice"}])
         for i in range(1, 8)
     ]
-    _apply(platform, *pods)
+    platform.apply(*pods)
     for index in range(1, 7):
         _wait(platform, "condition=Ready", f"pod/slice-{index}")
     time.sleep(0.5)
-    pending = _json(platform, "pod", "slice-7")
+    pending = platform.get_json("pod", "slice-7")
     conditions = {c["type"]: c for c in pending["status"]["conditions"]}
     assert conditions["PodScheduled"]["reason"] == "Unschedulable"
     assert (
@@ -138,15 +118,14 @@ def test_exhaustion_is_explained_and_resolved_by_release(platform: Cluster) -> N
     assert "condition met" in _wait(platform, "condition=Ready", "pod/slice-7")
     devices = sorted(
         c["status"]["allocation"]["devices"]["results"][0]["device"]
-        for c in _json(platform, "resourceclaims")["items"]
+        for c in platform.get_json("resourceclaims")["items"]
         if c.get("status", {}).get("allocation")
     )
     assert devices == [f"gpu-0-mig-1g5gb-19-{i}" for i in range(7)]
 
 
 def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
-    _apply(
-        platform,
+    platform.apply(
         {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
@@ -162,7 +141,7 @@ def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
     )
     _wait(platform, "condition=Ready", "pod/qwen")
     _wait(platform, "condition=Ready", "pod/embedder")
-    claim = _json(platform, "resourceclaim", "shared-gpu")
+    claim = platform.get_json("resourceclaim", "shared-gpu")
     assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == [
         "embedder",
         "qwen",
@@ -182,12 +161,12 @@ def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
             ],
         },
     }
-    _apply(platform, legacy)
+    platform.apply(legacy)
     time.sleep(0.5)
-    assert _json(platform, "pod", "legacy")["spec"].get("nodeName") is None
+    assert platform.get_json("pod", "legacy")["spec"].get("nodeName") is None
     platform.kubectl("delete", "pod", "qwen", "embedder")
     _wait(platform, "condition=Ready", "pod/legacy")
-    status = _json(platform, "pod", "legacy")["status"]
+    status = platform.get_json("pod", "legacy")["status"]
     mapping = status["extendedResourceClaimStatus"]
     assert mapping["requestMappings"] == [
         {
@@ -196,15 +175,15 @@ def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
             "requestName": "container-0-request-0",
         }
     ]
-    shared = _json(platform, "resourceclaim", "shared-gpu")
+    shared = platform.get_json("resourceclaim", "shared-gpu")
     assert "allocation" not in shared.get("status", {})  # released when both pods left
     platform.kubectl("delete", "pod", "legacy")
-    _apply(platform, {**legacy, "metadata": {"name": "legacy-2"}})  # fits at once this time
+    platform.apply({**legacy, "metadata": {"name": "legacy-2"}})  # fits at once this time
     _wait(platform, "condition=Ready", "pod/legacy-2")
-    uid = _json(platform, "pod", "legacy-2")["metadata"]["uid"]
+    uid = platform.get_json("pod", "legacy-2")["metadata"]["uid"]
     owned = [
         c
-        for c in _json(platform, "resourceclaims")["items"]
+        for c in platform.get_json("resourceclaims")["items"]
         if any(o["uid"] == uid for o in c["metadata"].get("ownerReferences", []))
     ]
     assert len(owned) == 1  # one claim per pod, however many scheduling attempts it took
@@ -214,11 +193,11 @@ def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
 
 
 def test_missing_template_gets_an_event(platform: Cluster, tmp_path: Path) -> None:
-    _apply(platform, _pod("orphan", [{"name": "gpu", "resourceClaimTemplateName": "nope"}]))
+    platform.apply(_pod("orphan", [{"name": "gpu", "resourceClaimTemplateName": "nope"}]))
     time.sleep(0.5)
     events = platform.kubectl(
         "get", "events", "--field-selector", "involvedObject.name=orphan"
     ).stdout
     assert "FailedResourceClaimCreation" in events
-    pod = _json(platform, "pod", "orphan")
+    pod = platform.get_json("pod", "orphan")
     assert pod["status"]["phase"] == "Pending"

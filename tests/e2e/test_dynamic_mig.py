@@ -3,18 +3,12 @@ from shared counters, two slices on one parent GPU, whole GPUs exhausting the co
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from allot.apiserver.server import ServerThread
-from allot.driver.fleet import parse_fleet
-from allot.driver.publisher import Publisher
-from allot.kube.client import Client
-from allot.platform import build
-from tests.e2e.conftest import Cluster
+from tests.e2e.conftest import Cluster, running_platform
 
 pytestmark = pytest.mark.slow
 FLEET = {
@@ -34,21 +28,8 @@ FULL_PROFILE = "device.attributes['gpu.nvidia.com'].profile == '7g.80gb'"
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    root = tmp_path_factory.mktemp("dynamic-mig")
-    data = root / "data"
-    with ServerThread(data, api=build(data)) as server:
-        client = Client.from_kubeconfig(server.endpoint.kubeconfigs["host"])
-        Publisher(client).reconcile(parse_fleet(FLEET))
-        client.close()
-        yield Cluster(server, root / "home")
-
-
-def _apply(cluster: Cluster, *documents: Any) -> None:
-    cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in documents))
-
-
-def _json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+    with running_platform(tmp_path_factory.mktemp("dynamic-mig"), FLEET) as cluster:
+        yield cluster
 
 
 def _claim(name: str, requests: list[dict[str, Any]], **devices: Any) -> dict[str, Any]:
@@ -87,7 +68,7 @@ def _pod(name: str, claim: str) -> dict[str, Any]:
 def _attributes(cluster: Cluster) -> dict[str, dict[str, Any]]:
     return {
         device["name"]: device.get("attributes", {})
-        for slice_ in _json(cluster, "resourceslices")["items"]
+        for slice_ in cluster.get_json("resourceslices")["items"]
         for device in slice_["spec"].get("devices") or []
     }
 
@@ -98,9 +79,11 @@ def test_two_slices_on_one_parent_gpu(platform: Cluster) -> None:
         [_slice_request("a"), _slice_request("b")],
         constraints=[{"matchAttribute": "gpu.nvidia.com/parentUUID"}],
     )
-    _apply(platform, claim, _pod("pair-user", "pair"))
+    platform.apply(claim, _pod("pair-user", "pair"))
     platform.kubectl("wait", "--for=condition=Ready", "pod/pair-user", "--timeout=20s")
-    results = _json(platform, "resourceclaim", "pair")["status"]["allocation"]["devices"]["results"]
+    results = platform.get_json("resourceclaim", "pair")["status"]["allocation"]["devices"][
+        "results"
+    ]
     attributes = _attributes(platform)
     parents = {attributes[r["device"]]["parentUUID"]["string"] for r in results}
     profiles = {attributes[r["device"]]["profile"]["string"] for r in results}
@@ -124,7 +107,7 @@ def test_whole_gpus_use_up_the_counters_until_released(platform: Cluster) -> Non
             }
         ],
     )
-    _apply(platform, whole, _pod("trainer", "seven-whole"))
+    platform.apply(whole, _pod("trainer", "seven-whole"))
     platform.kubectl("wait", "--for=condition=Ready", "pod/trainer", "--timeout=20s")
     # Seven whole GPUs plus the GPU carrying the pair: a full 7g.80gb slice fits nowhere.
     big = _claim(
@@ -139,20 +122,20 @@ def test_whole_gpus_use_up_the_counters_until_released(platform: Cluster) -> Non
             }
         ],
     )
-    _apply(platform, big, _pod("big-user", "big-slice"))
+    platform.apply(big, _pod("big-user", "big-slice"))
     platform.kubectl("wait", "--for=condition=PodScheduled=false", "pod/big-user", "--timeout=20s")
-    message = {c["type"]: c for c in _json(platform, "pod", "big-user")["status"]["conditions"]}[
+    message = {c["type"]: c for c in platform.get_json("pod", "big-user")["status"]["conditions"]}[
         "PodScheduled"
     ]["message"]
     assert message == "0/1 nodes are available: 1 cannot allocate all claims."
     platform.kubectl("delete", "pod", "trainer")
     platform.kubectl("wait", "--for=condition=Ready", "pod/big-user", "--timeout=20s")
-    result = _json(platform, "resourceclaim", "big-slice")["status"]["allocation"]["devices"][
+    result = platform.get_json("resourceclaim", "big-slice")["status"]["allocation"]["devices"][
         "results"
     ][0]
     pair_parent = {
         _attributes(platform)[r["device"]]["parentUUID"]["string"]
-        for r in _json(platform, "resourceclaim", "pair")["status"]["allocation"]["devices"][
+        for r in platform.get_json("resourceclaim", "pair")["status"]["allocation"]["devices"][
             "results"
         ]
     }

@@ -3,7 +3,6 @@ exactly their allocated devices, report exit codes, write logs and die with thei
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -15,12 +14,9 @@ from typing import Any
 
 import pytest
 
-from allot.apiserver.server import ServerThread
-from allot.driver.fleet import SEED_000_FLEET, parse_fleet
-from allot.driver.publisher import Publisher
-from allot.kube.client import Client
+from allot.driver.fleet import SEED_000_FLEET
 from allot.platform import build
-from tests.e2e.conftest import Cluster
+from tests.e2e.conftest import Cluster, running_platform
 
 pytestmark = pytest.mark.slow
 TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -29,14 +25,10 @@ SHOW_DEVICES = "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ[
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    root = tmp_path_factory.mktemp("process-runtime")
-    data = root / "data"
-    with ServerThread(data, api=build(data, runtime="process")) as server:
-        client = Client.from_kubeconfig(server.endpoint.kubeconfigs["host"])
-        Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
-        client.close()
-        cluster = Cluster(server, root / "home")
-        _apply(cluster, _template())
+    with running_platform(
+        tmp_path_factory.mktemp("process-runtime"), SEED_000_FLEET, runtime="process"
+    ) as cluster:
+        cluster.apply(_template())
         yield cluster
 
 
@@ -53,10 +45,6 @@ def _template() -> dict[str, Any]:
             }
         },
     }
-
-
-def _apply(cluster: Cluster, *documents: Any) -> None:
-    cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in documents))
 
 
 def _pod(name: str, command: list[str] | None, claim: bool = True) -> dict[str, Any]:
@@ -78,10 +66,6 @@ def _pod(name: str, command: list[str] | None, claim: bool = True) -> dict[str, 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
-def _json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-
-
 def _wait_phase(cluster: Cluster, pod: str, phase: str) -> None:
     cluster.kubectl(
         "wait", f"--for=jsonpath={{.status.phase}}={phase}", f"pod/{pod}", "--timeout=30s"
@@ -92,7 +76,7 @@ def _mig_uuids(cluster: Cluster, node: str) -> set[str]:
     """UUIDs of the MIG devices the driver published for ``node``."""
     return {
         device["attributes"]["uuid"]["string"]
-        for slice_ in _json(cluster, "resourceslices")["items"]
+        for slice_ in cluster.get_json("resourceslices")["items"]
         if slice_["spec"].get("nodeName") == node
         for device in slice_["spec"]["devices"]
         if device["attributes"]["type"]["string"] == "mig"
@@ -100,30 +84,30 @@ def _mig_uuids(cluster: Cluster, node: str) -> set[str]:
 
 
 def test_process_sees_its_devices_and_logs(platform: Cluster) -> None:
-    _apply(platform, _pod("gpu-check", [sys.executable, "-c", SHOW_DEVICES]))
+    platform.apply(_pod("gpu-check", [sys.executable, "-c", SHOW_DEVICES]))
     _wait_phase(platform, "gpu-check", "Succeeded")
-    pod = _json(platform, "pod", "gpu-check")
+    pod = platform.get_json("pod", "gpu-check")
     visible, mode = platform.kubectl("logs", "gpu-check").stdout.split()
     assert mode == "check"
     assert visible in _mig_uuids(platform, pod["spec"]["nodeName"])  # exactly one device
-    state = _json(platform, "pod", "gpu-check")["status"]["containerStatuses"][0]["state"]
+    state = platform.get_json("pod", "gpu-check")["status"]["containerStatuses"][0]["state"]
     assert state["terminated"]["exitCode"] == 0
     assert state["terminated"]["reason"] == "Completed"
 
 
 def test_exit_code_fails_the_pod(platform: Cluster) -> None:
-    _apply(platform, _pod("exits-3", [sys.executable, "-c", "raise SystemExit(3)"], False))
+    platform.apply(_pod("exits-3", [sys.executable, "-c", "raise SystemExit(3)"], False))
     _wait_phase(platform, "exits-3", "Failed")
-    terminated = _json(platform, "pod", "exits-3")["status"]["containerStatuses"][0]["state"][
+    terminated = platform.get_json("pod", "exits-3")["status"]["containerStatuses"][0]["state"][
         "terminated"
     ]
     assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
 
 
 def test_container_without_command_cannot_run(platform: Cluster) -> None:
-    _apply(platform, _pod("no-command", None, claim=False))
+    platform.apply(_pod("no-command", None, claim=False))
     _wait_phase(platform, "no-command", "Failed")
-    status = _json(platform, "pod", "no-command")["status"]
+    status = platform.get_json("pod", "no-command")["status"]
     assert status["reason"] == "ContainerCannotRun"
     assert status["message"] == (
         'container "main" has no command: the process runtime runs commands, not images'
@@ -138,7 +122,7 @@ def test_container_without_command_cannot_run(platform: Cluster) -> None:
 
 def test_deleting_the_pod_kills_its_process(platform: Cluster) -> None:
     script = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
-    _apply(platform, _pod("sleeper", [sys.executable, "-c", script], claim=False))
+    platform.apply(_pod("sleeper", [sys.executable, "-c", script], claim=False))
     _wait_phase(platform, "sleeper", "Running")
     pid = _first_log_number(platform, "sleeper")
     os.kill(pid, 0)  # alive
@@ -149,13 +133,13 @@ def test_deleting_the_pod_kills_its_process(platform: Cluster) -> None:
 def test_nvidia_smi_lists_the_claimed_mig_device(platform: Cluster) -> None:
     if shutil.which("nvidia-smi"):
         pytest.skip("this machine has a real nvidia-smi; the shim is only for simulated GPUs")
-    _apply(platform, _pod("smi", ["nvidia-smi", "-L"]))
+    platform.apply(_pod("smi", ["nvidia-smi", "-L"]))
     _wait_phase(platform, "smi", "Succeeded")
     lines = platform.kubectl("logs", "smi").stdout.splitlines()
-    node = _json(platform, "pod", "smi")["spec"]["nodeName"]
+    node = platform.get_json("pod", "smi")["spec"]["nodeName"]
     parent = next(
         d["attributes"]["parentUUID"]["string"]
-        for s in _json(platform, "resourceslices")["items"]
+        for s in platform.get_json("resourceslices")["items"]
         if s["spec"].get("nodeName") == node
         for d in s["spec"]["devices"]
     )
@@ -172,7 +156,7 @@ def test_sigterm_then_sigkill_after_the_grace_period(platform: Cluster) -> None:
     )
     pod = _pod("stubborn", [sys.executable, "-c", script], claim=False)
     pod["spec"]["terminationGracePeriodSeconds"] = 1
-    _apply(platform, pod)
+    platform.apply(pod)
     _wait_phase(platform, "stubborn", "Running")
     pid = _first_log_number(platform, "stubborn")
     started = time.monotonic()
@@ -190,9 +174,9 @@ def test_restart_policy_on_failure_restarts_until_success(platform: Cluster) -> 
     )
     pod = _pod("flaky", [sys.executable, "-c", script], claim=False)
     pod["spec"]["restartPolicy"] = "OnFailure"
-    _apply(platform, pod)
+    platform.apply(pod)
     _wait_phase(platform, "flaky", "Succeeded")
-    status = _json(platform, "pod", "flaky")["status"]["containerStatuses"][0]
+    status = platform.get_json("pod", "flaky")["status"]["containerStatuses"][0]
     assert status["restartCount"] == 1
     assert status["lastState"]["terminated"]["exitCode"] == 1
     assert status["state"]["terminated"]["exitCode"] == 0
@@ -222,15 +206,10 @@ def _wait_gone(pid: int) -> None:
 def test_stopping_the_platform_stops_its_processes(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    root = tmp_path_factory.mktemp("shutdown")
-    data = root / "data"
     script = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
-    with ServerThread(data, api=build(data, runtime="process")) as server:
-        client = Client.from_kubeconfig(server.endpoint.kubeconfigs["host"])
-        Publisher(client).reconcile(parse_fleet(SEED_000_FLEET))
-        client.close()
-        cluster = Cluster(server, root / "home")
-        _apply(cluster, _pod("long-job", [sys.executable, "-c", script], claim=False))
+    root = tmp_path_factory.mktemp("shutdown")
+    with running_platform(root, SEED_000_FLEET, runtime="process") as cluster:
+        cluster.apply(_pod("long-job", [sys.executable, "-c", script], claim=False))
         _wait_phase(cluster, "long-job", "Running")
         pid = _first_log_number(cluster, "long-job")
     _wait_gone(pid)
@@ -269,9 +248,9 @@ def test_config_the_driver_refuses_is_a_prepare_event(platform: Cluster) -> None
     }
     pod = _pod("mps-user", [sys.executable, "-c", "print('never')"], claim=False)
     pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "mps-slice"}]
-    _apply(platform, claim, pod)
+    platform.apply(claim, pod)
     platform.kubectl("wait", "--for=jsonpath={.spec.nodeName}", "pod/mps-user", "--timeout=30s")
-    uid = _json(platform, "resourceclaim", "mps-slice")["metadata"]["uid"]
+    uid = platform.get_json("resourceclaim", "mps-slice")["metadata"]["uid"]
     expected = (
         f"error preparing devices for claim default/mps-slice:{uid}: prepare devices failed: "
         'error validating config: "MPS" is selected as the GPU sharing strategy, but the '
@@ -280,7 +259,7 @@ def test_config_the_driver_refuses_is_a_prepare_event(platform: Cluster) -> None
     deadline = time.monotonic() + 10
     messages: list[str] = []
     while expected not in messages and time.monotonic() < deadline:
-        events = _json(platform, "events", "--field-selector", "involvedObject.name=mps-user")
+        events = platform.get_json("events", "--field-selector", "involvedObject.name=mps-user")
         messages = [
             e["message"]
             for e in events["items"]
@@ -288,4 +267,4 @@ def test_config_the_driver_refuses_is_a_prepare_event(platform: Cluster) -> None
         ]
         time.sleep(0.1)
     assert expected in messages
-    assert _json(platform, "pod", "mps-user")["status"]["phase"] == "Pending"
+    assert platform.get_json("pod", "mps-user")["status"]["phase"] == "Pending"

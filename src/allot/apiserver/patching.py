@@ -128,15 +128,7 @@ def _pointer(path: str) -> list[str]:
 
 
 def _parent(document: Any, parts: list[str]) -> Any:
-    current = document
-    for part in parts[:-1]:
-        if isinstance(current, list):
-            current = current[_index(part, current, allow_end=False)]
-        elif isinstance(current, dict) and part in current:
-            current = current[part]
-        else:
-            raise PatchError(f"doc is missing path: /{'/'.join(parts)}")
-    return current
+    return _walk(document, parts, len(parts) - 1)
 
 
 def _index(part: str, items: list[Any], *, allow_end: bool) -> int:
@@ -151,8 +143,13 @@ def _index(part: str, items: list[Any], *, allow_end: bool) -> int:
 
 
 def _get(document: Any, parts: list[str]) -> Any:
+    return _walk(document, parts, len(parts))
+
+
+def _walk(document: Any, parts: list[str], depth: int) -> Any:
+    """Follow the first ``depth`` steps of the pointer ``parts``; errors name it whole."""
     current = document
-    for part in parts:
+    for part in parts[:depth]:
         if isinstance(current, list):
             current = current[_index(part, current, allow_end=False)]
         elif isinstance(current, dict) and part in current:

@@ -43,9 +43,6 @@ class DevicePreparer:
         self.directory = directory
 
     def prepare(self, claim: Obj, node: str) -> list[Obj]:
-        results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get(
-            "results"
-        ) or []
         devices = [
             {
                 "request": r.get("request"),
@@ -55,8 +52,8 @@ class DevicePreparer:
                 "cdiDevice": f"k8s.{r.get('driver')}/claim="
                 f"{claim['metadata']['uid']}-{r.get('device')}",
             }
-            for r in results
-            if r.get("pool") == node or r.get("pool")
+            for r in _results(claim)
+            if r.get("pool")
         ]
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim['metadata']['uid']}.json"
@@ -126,15 +123,21 @@ class NodeAgent:
             return
         node = pod["spec"].get("nodeName")
         claims = self._claims(pod)
+        with_config = any(_allocated_devices(c).get("config") for c in claims)
+        published = (
+            _published_devices(self.context.list("ResourceSlice"))
+            if with_config or self.runtime.wants_devices
+            else {}
+        )
         try:
             for claim in claims:
-                self._check_configs(claim)
+                self._check_configs(claim, published)
         except PrepareError as err:
             self.context.event(pod, "Warning", "FailedPrepareDynamicResources", str(err), "kubelet")
             return  # the pod stays Pending, as with a driver that refuses to prepare
         for claim in claims:
             self.preparer.prepare(claim, node)
-        setups = self._setups(pod, claims) if self.runtime.wants_devices else {}
+        setups = self._setups(pod, claims, published) if self.runtime.wants_devices else {}
         try:
             self.runtime.launch(pod, setups, self._finish, self._restarted)
         except ContainerStartError as err:
@@ -142,13 +145,14 @@ class NodeAgent:
             return
         self.context.update_status("Pod", _running(pod, self.context.clock()), MANAGER)
 
-    def _check_configs(self, claim: Obj) -> None:
+    def _check_configs(
+        self, claim: Obj, published: dict[tuple[str, str, str], dict[str, str]]
+    ) -> None:
         """Validate the driver configs that apply to the claim's devices, as the driver's
         kubelet plugin does before it prepares them."""
-        devices = ((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}
+        devices = _allocated_devices(claim)
         if not devices.get("config"):
             return
-        published = _published_devices(self.context.list("ResourceSlice"))
         types = {
             str(r.get("device")): published.get(_result_key(r), {}).get("type", "gpu")
             for r in devices.get("results") or []
@@ -171,9 +175,13 @@ class NodeAgent:
                 claims.append(claim)
         return claims
 
-    def _setups(self, pod: Obj, claims: list[Obj]) -> dict[str, ContainerSetup]:
+    def _setups(
+        self,
+        pod: Obj,
+        claims: list[Obj],
+        published: dict[tuple[str, str, str], dict[str, str]],
+    ) -> dict[str, ContainerSetup]:
         """Per container: the devices of the claims it references and their variables."""
-        published = _published_devices(self.context.list("ResourceSlice"))
         by_name = {c["metadata"]["name"]: c for c in claims}
         setups = {}
         for container, names in _claims_by_container(pod).items():
@@ -341,9 +349,13 @@ def _claims_by_container(pod: Obj) -> dict[str, list[str]]:
     return result
 
 
+def _allocated_devices(claim: Obj) -> Obj:
+    """``status.allocation.devices`` of a claim (empty when not allocated)."""
+    return dict(((claim.get("status") or {}).get("allocation") or {}).get("devices") or {})
+
+
 def _results(claim: Obj) -> list[Obj]:
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return list((allocation.get("devices") or {}).get("results") or [])
+    return list(_allocated_devices(claim).get("results") or [])
 
 
 def _result_key(result: Obj) -> tuple[str, str, str]:

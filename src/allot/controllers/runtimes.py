@@ -230,10 +230,12 @@ class ProcessRuntime:
 
     async def stop_all(self) -> None:
         """On shutdown: no process outlives the platform (SIGTERM, then SIGKILL after 2 s)."""
-        for key in list(self._running):
-            for container in self._running.pop(key).values():
-                _signal(container.process, signal.SIGTERM)
-                await asyncio.to_thread(_reap, container.process, 2.0)
+        processes = [c.process for running in self._running.values() for c in running.values()]
+        self._running.clear()
+        for process in processes:
+            _signal(process, signal.SIGTERM)
+        for process in processes:
+            await asyncio.to_thread(_reap, process, 2.0)
 
     def _kill(self, key: tuple[str, str, str]) -> None:
         for container in (self._running.pop(key, None) or {}).values():

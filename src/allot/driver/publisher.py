@@ -13,6 +13,7 @@ when a pool is scaled.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from allot.driver.fleet import Fleet, NodeSpec, expand
@@ -154,3 +155,12 @@ class Publisher:
         for spec in wanted:
             self.publish_node(spec, report)
         return report
+
+
+def publish(kubeconfig: Path, fleet: Fleet) -> PublishReport:
+    """Connect with ``kubeconfig``, bring the cluster to ``fleet``, disconnect."""
+    client = Client.from_kubeconfig(kubeconfig)
+    try:
+        return Publisher(client).reconcile(fleet)
+    finally:
+        client.close()

@@ -133,13 +133,7 @@ class Store:
     def get(self, cluster: str, resource: Resource, namespace: str, name: str) -> Obj:
         found = self._objects.get((cluster, resource.key, namespace, name))
         if found is None:
-            raise NotFound(
-                f'{resource.key} "{name}" not found',
-                resource=resource.key,
-                name=name,
-                group=resource.group,
-                plural=resource.plural,
-            )
+            raise _not_found(resource, name)
         return clone_document(found)
 
     def list_objects(
@@ -235,10 +229,7 @@ class Store:
             if key in self._objects:
                 raise AlreadyExists(
                     f'{resource.key} "{name}" already exists',
-                    resource=resource.key,
-                    name=name,
-                    group=resource.group,
-                    plural=resource.plural,
+                    **_about(resource, name),
                 )
             metadata["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
             metadata["creationTimestamp"] = rfc3339(self.clock())
@@ -268,23 +259,14 @@ class Store:
         with self._lock:
             current = self._objects.get(key)
             if current is None:
-                raise NotFound(
-                    f'{resource.key} "{key[3]}" not found',
-                    resource=resource.key,
-                    name=key[3],
-                    group=resource.group,
-                    plural=resource.plural,
-                )
+                raise _not_found(resource, key[3])
             expected = metadata.get("resourceVersion")
             if expected and expected != current["metadata"]["resourceVersion"]:
                 raise Conflict(
                     f'Operation cannot be fulfilled on {resource.key} "{key[3]}": the object '
                     "has been modified; please apply your changes to the latest version and "
                     "try again",
-                    resource=resource.key,
-                    name=key[3],
-                    group=resource.group,
-                    plural=resource.plural,
+                    **_about(resource, key[3]),
                 )
             for immutable in ("uid", "creationTimestamp", "deletionTimestamp"):
                 if immutable in current["metadata"]:
@@ -315,13 +297,7 @@ class Store:
         with self._lock:
             current = self._objects.get(key)
             if current is None:
-                raise NotFound(
-                    f'{resource.key} "{name}" not found',
-                    resource=resource.key,
-                    name=name,
-                    group=resource.group,
-                    plural=resource.plural,
-                )
+                raise _not_found(resource, name)
             self._check_preconditions(resource, name, current, uid, resource_version)
             obj = clone_document(current)
             if dry_run:
@@ -350,10 +326,7 @@ class Store:
                 f'Operation cannot be fulfilled on {resource.key} "{name}": '
                 f"Precondition failed: UID in precondition: {uid}, UID in object "
                 f"meta: {metadata.get('uid')}",
-                resource=resource.key,
-                name=name,
-                group=resource.group,
-                plural=resource.plural,
+                **_about(resource, name),
             )
         if resource_version and resource_version != metadata.get("resourceVersion"):
             raise Conflict(
@@ -361,10 +334,7 @@ class Store:
                 "Precondition failed: ResourceVersion in precondition: "
                 f"{resource_version}, ResourceVersion in object meta: "
                 f"{metadata.get('resourceVersion')}",
-                resource=resource.key,
-                name=name,
-                group=resource.group,
-                plural=resource.plural,
+                **_about(resource, name),
             )
 
     def _require_namespace(self, cluster: str, namespace: str) -> None:
@@ -486,3 +456,17 @@ class Store:
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
+
+
+def _about(resource: Resource, name: str) -> dict[str, str]:
+    """The object an error is about, for the Status details."""
+    return {
+        "resource": resource.key,
+        "name": name,
+        "group": resource.group,
+        "plural": resource.plural,
+    }
+
+
+def _not_found(resource: Resource, name: str) -> NotFound:
+    return NotFound(f'{resource.key} "{name}" not found', **_about(resource, name))
