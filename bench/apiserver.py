@@ -58,6 +58,8 @@ def _slice(index: int) -> dict[str, Any]:
 
 def _start(data: Path) -> tuple[subprocess.Popen[bytes], str, httpx.Client]:
     port = free_port()
+    empty_fleet = data.parent / "no-nodes.yaml"  # only the benchmark's own slices are listed
+    empty_fleet.write_text("pools: []\n")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -68,6 +70,8 @@ def _start(data: Path) -> tuple[subprocess.Popen[bytes], str, httpx.Client]:
             str(data),
             "--port",
             str(port),
+            "--fleet",
+            str(empty_fleet),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
