@@ -37,6 +37,7 @@ class RequestError(Exception):
 
     code = 400
     reason = "BadRequest"
+    details: StatusDetails | None = None
 
 
 class InvalidObjectError(Exception):
@@ -129,7 +130,9 @@ def _unknown_kind(err: Exception) -> Status:
 
 def _request(err: Exception) -> Status:
     assert isinstance(err, RequestError)
-    return Status(status="Failure", message=str(err), reason=err.reason, code=err.code)
+    return Status(
+        status="Failure", message=str(err), reason=err.reason, code=err.code, details=err.details
+    )
 
 
 def _store(reason: str, code: int) -> Callable[[Exception], Status]:

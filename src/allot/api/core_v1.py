@@ -394,6 +394,35 @@ class ConfigMap(ApiModel):
     binary_data: SortedMap[str] | None = None
 
 
+class ScopedResourceSelectorRequirement(ApiModel):
+    scope_name: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
+class ScopeSelector(ApiModel):
+    match_expressions: list[ScopedResourceSelectorRequirement] | None = None
+
+
+class ResourceQuotaSpec(ApiModel):
+    hard: SortedMap[Quantity] | None = None
+    scopes: list[str] | None = None
+    scope_selector: ScopeSelector | None = None
+
+
+class ResourceQuotaStatus(ApiModel):
+    hard: SortedMap[Quantity] | None = None
+    used: SortedMap[Quantity] | None = None
+
+
+class ResourceQuota(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["ResourceQuota"] = "ResourceQuota"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ResourceQuotaSpec | None = None
+    status: ResourceQuotaStatus | None = None
+
+
 class PodList(ApiModel):
     api_version: Literal["v1"] = "v1"
     kind: Literal["PodList"] = "PodList"

@@ -16,8 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from allot.api import admission_v1 as admissionapi
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
+from allot.api import tenancy
 from allot.api.base import ApiModel
 from allot.api.errors import ObjectTooLargeError, StrictDecodingError, UnknownKindError
 
@@ -92,6 +94,34 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("", "v1", "Namespace", "namespaces", False, "label", corev1.Namespace),
     KindInfo("", "v1", "Event", "events", True, "subdomain", corev1.Event),
     KindInfo("", "v1", "ConfigMap", "configmaps", True, "subdomain", corev1.ConfigMap),
+    KindInfo("", "v1", "ResourceQuota", "resourcequotas", True, "subdomain", corev1.ResourceQuota),
+    KindInfo(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        False,
+        "subdomain",
+        admissionapi.ValidatingAdmissionPolicy,
+    ),
+    KindInfo(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        False,
+        "subdomain",
+        admissionapi.ValidatingAdmissionPolicyBinding,
+    ),
+    KindInfo(
+        tenancy.TENANCY_GROUP,
+        tenancy.TENANCY_VERSION,
+        "Tenant",
+        "tenants",
+        False,
+        "label",
+        tenancy.Tenant,
+    ),
 )
 _BY_GVK = {(info.api_version, info.kind): info for info in KINDS}
 _BY_MODEL = {info.model: info for info in KINDS}

@@ -106,3 +106,32 @@ class LabelSelectorRequirement(ApiModel):
 class LabelSelector(ApiModel):
     match_labels: SortedMap[str] | None = None
     match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str] | None) -> bool:
+    """Whether a wire ``metav1.LabelSelector`` selects ``labels``.
+
+    ``None`` selects nothing, as Kubernetes treats a nil selector; ``{}`` selects
+    everything. ``matchLabels`` and ``matchExpressions`` are ANDed.
+    """
+    if selector is None:
+        return False
+    labels = labels or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    return all(_requirement_holds(r, labels) for r in selector.get("matchExpressions") or [])
+
+
+def _requirement_holds(requirement: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, operator = requirement.get("key", ""), requirement.get("operator")
+    values = requirement.get("values") or []
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    return False

@@ -19,9 +19,10 @@ from pydantic import BaseModel
 from allot.api.base import ApiModel
 from allot.api.errors import StrictDecodingError
 from allot.api.kinds import decode, render_location
+from allot.api.meta import StatusCause, StatusDetails
 from allot.apiserver.resources import ServedResource
 from allot.cel import SelectorCompiler
-from allot.statuses import InvalidObjectError
+from allot.statuses import InvalidObjectError, RequestError
 from allot.validation.objects import (
     apply_defaults,
     validate_create,
@@ -37,8 +38,29 @@ class Operation(enum.Enum):
     DELETE = "DELETE"
 
 
-class AdmissionDenied(Exception):
-    """A hook refused the request; the message is shown to the user (403 Forbidden)."""
+CONTROLLER_USER = "system:allot:controller"
+"""The user of writes the platform's controllers make; HTTP requests carry the token's."""
+REASON_CODES = {"Unauthorized": 401, "Forbidden": 403, "Invalid": 422, "RequestEntityTooLarge": 413}
+
+
+class AdmissionDenied(RequestError):
+    """An admission plugin refused the request, worded as the API server's
+    ``admission.NewForbidden``: ``<resource> "<name>" is forbidden: <cause>``; ``reason``
+    decides the HTTP code (a policy's validation reason, Forbidden for quota)."""
+
+    def __init__(
+        self, resource: ServedResource, name: str, cause: str, reason: str = "Forbidden"
+    ) -> None:
+        super().__init__(f'{resource.info.qualified_resource} "{name}" is forbidden: {cause}')
+        self.cause = cause
+        self.reason = reason
+        self.code = REASON_CODES.get(reason, 400)
+        self.details = StatusDetails(
+            name=name or None,
+            group=resource.group or None,
+            kind=resource.plural,
+            causes=[StatusCause(message=cause)],
+        )
 
 
 @dataclass
@@ -52,6 +74,12 @@ class AdmissionRequest:
     object: ApiModel | None
     old_object: ApiModel | None
     dry_run: bool = False
+    user: str = CONTROLLER_USER
+
+    @property
+    def internal(self) -> bool:
+        """Made by the platform's own controllers, not through HTTP."""
+        return self.user == CONTROLLER_USER
 
 
 class AdmissionHook(Protocol):

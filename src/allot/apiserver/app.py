@@ -36,6 +36,8 @@ from allot.apiserver.errors import (
     UnsupportedMediaType,
 )
 from allot.apiserver.handlers import Handlers, WriteOptions, WriteResult
+from allot.apiserver.policies import PolicyAdmission
+from allot.apiserver.quota import QuotaAdmission
 from allot.apiserver.requests import Target, parse_resource_path
 from allot.apiserver.resources import by_kind
 from allot.apiserver.security import HOST_CLUSTER, Tokens
@@ -69,7 +71,12 @@ class ApiServer:
         self.store = Store(data_dir / "state.db", clock=clock)
         self.tokens = Tokens(data_dir / "tokens.json")
         self.admission = AdmissionChain(
-            namespace_labels=self._namespace_labels, hooks=list(hooks or [])
+            namespace_labels=self._namespace_labels,
+            hooks=[
+                *(hooks or []),
+                PolicyAdmission(self.store, audit=self._record_policy_audit),
+                QuotaAdmission(self.store),
+            ],
         )
         self.handlers = Handlers(self.store, self.admission, clock)
         self.logs_dir = data_dir / "logs"
@@ -97,6 +104,20 @@ class ApiServer:
                     },
                 )
         return token
+
+    def _record_policy_audit(self, record: dict[str, Any]) -> None:
+        """``validationActions: [Audit]`` failures, one JSON line each (append-only)."""
+        directory = self.data_dir / "audit"
+        directory.mkdir(exist_ok=True)
+        stamped = {"time": self.clock().isoformat(), **record}
+        with (directory / "admission.jsonl").open("a") as sink:
+            sink.write(json.dumps(stamped, sort_keys=True) + "\n")
+
+    def remove_cluster(self, name: str) -> None:
+        """Forget a virtual cluster: its objects, its token and its kubeconfig."""
+        self.store.drop_cluster(name)
+        self.tokens.remove(name)
+        (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
 
     def _namespace_labels(self, cluster: str, namespace: str) -> dict[str, str] | None:
         try:
@@ -156,7 +177,7 @@ class ApiServer:
             raise Unauthorized()
         if owner != cluster:
             raise Forbidden(
-                f'clusters "{cluster}" is forbidden: User "system:allot:{owner}" '
+                f'clusters "{cluster}" is forbidden: User "{_user(owner)}" '
                 f"cannot access cluster {cluster!r} with this token"
             )
 
@@ -336,7 +357,11 @@ class ApiServer:
         for item in items:
             metadata = item["metadata"]
             item_target = Target(target.resource, metadata.get("namespace"), metadata["name"], "")
-            deleted.append(self.handlers.delete(cluster, item_target, {}, _dry_run(request)))
+            deleted.append(
+                self.handlers.delete(
+                    cluster, item_target, {}, _dry_run(request), user=_user(cluster)
+                )
+            )
         return JSONResponse(
             {
                 "kind": f"{target.resource.kind}List",
@@ -397,7 +422,9 @@ class ApiServer:
             return self._written(result, 201 if result.created else 200)
         if method == "DELETE":
             options = await self._body(request, allow_empty=True)
-            obj = self.handlers.delete(cluster, target, options, _dry_run(request))
+            obj = self.handlers.delete(
+                cluster, target, options, _dry_run(request), user=_user(cluster)
+            )
             return JSONResponse(obj)
         raise MethodNotAllowed(method)
 
@@ -475,6 +502,7 @@ class ApiServer:
             field_validation=query.get("fieldValidation", "Warn"),
             dry_run=_dry_run(request),
             force=query.get("force") == "true",
+            user=_user(request.path_params["cluster"]),
         )
 
     @staticmethod
@@ -487,6 +515,11 @@ class ApiServer:
 def _status_response(err: Exception) -> Response:
     status = to_status(err)
     return JSONResponse(status.to_wire(), status_code=status.code or 500)
+
+
+def _user(cluster: str) -> str:
+    """The user a cluster's token authenticates as (one full-rights token per cluster)."""
+    return f"system:allot:{cluster}"
 
 
 def _wants_table(request: Request) -> bool:

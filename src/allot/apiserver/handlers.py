@@ -18,7 +18,12 @@ from typing import Any
 import yaml
 
 from allot.apiserver import patching
-from allot.apiserver.admission import AdmissionChain, AdmissionRequest, Operation
+from allot.apiserver.admission import (
+    CONTROLLER_USER,
+    AdmissionChain,
+    AdmissionRequest,
+    Operation,
+)
 from allot.apiserver.errors import BadRequest, UnsupportedMediaType
 from allot.apiserver.requests import Target
 from allot.apiserver.resources import ServedResource
@@ -41,6 +46,7 @@ class WriteOptions:
     field_validation: str
     dry_run: bool
     force: bool = False
+    user: str = CONTROLLER_USER
 
 
 @dataclass
@@ -96,6 +102,7 @@ class Handlers:
             model,
             None,
             options.dry_run,
+            options.user,
         )
         warnings += self.admission.admit(request)
         obj = model.to_wire()
@@ -145,7 +152,14 @@ class Handlers:
         operation = "Apply" if patch_type == "application/apply-patch+yaml" else "Update"
         return self._replace(cluster, target, current, patched, options, operation)
 
-    def delete(self, cluster: str, target: Target, options: Obj, dry_run: bool) -> Obj:
+    def delete(
+        self,
+        cluster: str,
+        target: Target,
+        options: Obj,
+        dry_run: bool,
+        user: str = CONTROLLER_USER,
+    ) -> Obj:
         resource = target.resource
         preconditions = options.get("preconditions") or {}
         current = self._current(cluster, target)
@@ -159,6 +173,7 @@ class Handlers:
             None,
             self._model(current, resource),
             dry_run,
+            user,
         )
         self.admission.admit(request)
         obj, _ = self.store.delete(
@@ -238,6 +253,7 @@ class Handlers:
             model,
             self._model(current, resource),
             options.dry_run,
+            options.user,
         )
         warnings += self.admission.admit(request)
         obj = model.to_wire()

@@ -70,6 +70,20 @@ _DETAILS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
     "Namespace": ("namespace", ("ns",), (), ("status",)),
     "Event": ("event", ("ev",), (), ()),
     "ConfigMap": ("configmap", ("cm",), (), ()),
+    "ResourceQuota": ("resourcequota", ("quota",), (), ("status",)),
+    "ValidatingAdmissionPolicy": (
+        "validatingadmissionpolicy",
+        ("vap",),
+        ("api-extensions",),
+        ("status",),
+    ),
+    "ValidatingAdmissionPolicyBinding": (
+        "validatingadmissionpolicybinding",
+        ("vapb",),
+        ("api-extensions",),
+        (),
+    ),
+    "Tenant": ("tenant", ("tn",), ("allot",), ("status",)),
 }
 
 

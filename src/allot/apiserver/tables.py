@@ -257,6 +257,94 @@ TABLES: dict[str, tuple[list[dict[str, Any]], Cells]] = {
 }
 
 
+def _quota_usage(obj: Obj, limits: bool) -> str:
+    """``key: used/hard`` pairs as kubectl prints them (REQUEST or LIMIT column)."""
+    status = obj.get("status") or {}
+    hard = status.get("hard") or (obj.get("spec") or {}).get("hard") or {}
+    used = status.get("used") or {}
+    parts = [
+        f"{key}: {used.get(key, '0')}/{hard[key]}"
+        for key in sorted(hard)
+        if key.startswith("limits.") == limits
+    ]
+    return ", ".join(parts)
+
+
+def _tenant_cells(obj: Obj, now: dt.datetime) -> list[Any]:
+    status = obj.get("status") or {}
+    return [
+        obj["metadata"]["name"],
+        status.get("phase", "Pending"),
+        status.get("namespace", ""),
+        ",".join(status.get("entitledDeviceClasses") or []) or "<none>",
+        age(obj, now),
+    ]
+
+
+def _binding_cells(obj: Obj, now: dt.datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    ref = spec.get("paramRef") or {}
+    shown = "<unset>"
+    if ref:
+        shown = f"{ref.get('namespace', '')}/{ref.get('name', '*')}".lstrip("/")
+    return [obj["metadata"]["name"], spec.get("policyName", ""), shown, age(obj, now)]
+
+
+def _policy_cells(obj: Obj, now: dt.datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    kind = spec.get("paramKind") or {}
+    shown = f"{kind.get('apiVersion')}/{kind.get('kind')}" if kind else "<unset>"
+    return [obj["metadata"]["name"], len(spec.get("validations") or []), shown, age(obj, now)]
+
+
+TABLES.update(
+    {
+        "resourcequotas": (
+            [
+                NAME,
+                AGE,
+                column("Request", "Request represents a minimum amount of cpu/memory."),
+                column("Limit", "Limits control the maximum amount of cpu/memory."),
+            ],
+            lambda o, n: [
+                o["metadata"]["name"],
+                age(o, n),
+                _quota_usage(o, False),
+                _quota_usage(o, True),
+            ],
+        ),
+        "tenants": (
+            [
+                NAME,
+                column("Phase", "Whether the tenant's virtual cluster is ready."),
+                column("Namespace", "The tenant's namespace on the host."),
+                column("Classes", "The host DeviceClasses the tenant is entitled to."),
+                AGE,
+            ],
+            _tenant_cells,
+        ),
+        "validatingadmissionpolicies": (
+            [
+                NAME,
+                column("Validations", "Number of validations.", kind="integer"),
+                column("ParamKind", "The kind of the parameter resource."),
+                AGE,
+            ],
+            _policy_cells,
+        ),
+        "validatingadmissionpolicybindings": (
+            [
+                NAME,
+                column("PolicyName", "The policy this binding binds."),
+                column("ParamRef", "The parameter resource."),
+                AGE,
+            ],
+            _binding_cells,
+        ),
+    }
+)
+
+
 def _default_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     return [obj["metadata"]["name"], age(obj, now)]
 

@@ -454,6 +454,17 @@ class Store:
             return
         self._remove(key, obj)
 
+    def drop_cluster(self, cluster: str) -> int:
+        """Remove every object of ``cluster`` at once, finalizers notwithstanding (a deleted
+        virtual cluster); watchers see each DELETED event. Returns how many were removed."""
+        with self._lock:
+            keys = [k for k in self._objects if k[0] == cluster]
+            for key in keys:
+                current = self._objects.get(key)
+                if current is not None:
+                    self._remove(key, clone_document(current))
+            return len(keys)
+
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
 

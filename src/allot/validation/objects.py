@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from allot.api import admission_v1 as admissionapi
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
+from allot.api import tenancy
 from allot.api.base import ApiModel
 from allot.api.kinds import KindInfo, kind_info
-from allot.validation import claims, classes, core, names, slices
+from allot.validation import admission, claims, classes, core, names, slices
 from allot.validation import meta as metavalidation
+from allot.validation import tenancy as tenantvalidation
 from allot.validation.field import ErrorList, Path, invalid
 from allot.validation.resource import ResourceContext
 
@@ -117,6 +120,18 @@ def _validate_kind(obj: ApiModel, context: ResourceContext) -> ErrorList:
         return core.validate_config_map(obj)
     if isinstance(obj, corev1.Event):
         return core.validate_event(obj)
+    return _validate_platform_kind(obj)
+
+
+def _validate_platform_kind(obj: ApiModel) -> ErrorList:
+    if isinstance(obj, corev1.ResourceQuota):
+        return admission.validate_quota(obj)
+    if isinstance(obj, admissionapi.ValidatingAdmissionPolicy):
+        return admission.validate_policy_spec(obj.spec)
+    if isinstance(obj, admissionapi.ValidatingAdmissionPolicyBinding):
+        return admission.validate_binding_spec(obj.spec)
+    if isinstance(obj, tenancy.Tenant):
+        return tenantvalidation.validate_tenant(obj)
     return []
 
 

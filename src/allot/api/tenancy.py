@@ -1,0 +1,134 @@
+"""The ``Tenant`` kind (``allot.dev/v1alpha1``): one team's entitlement on the fleet.
+
+A Tenant names the host DeviceClasses its team may use (a label selector), its quotas, and
+its sync settings. The sync settings use vCluster's keys unchanged
+(``sync.fromHost.deviceClasses.{enabled,selector}``, ``sync.toHost.resourceClaims.enabled``,
+``sync.toHost.resourceClaimTemplates.enabled``) so a vCluster values file reads as a Tenant
+spec. ``VclusterValues`` is such a values file with the one other part allot uses,
+``policies.resourceQuota``. Pure models; read by the tenant controller, the sync, the
+scheduler (GPU-memory quota) and ``allot tenant``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from allot.api.base import ApiModel, SortedMap
+from allot.api.meta import Condition, LabelSelector, ListMeta, ObjectMeta
+from allot.api.quantity import Quantity
+
+TENANCY_GROUP = "allot.dev"
+TENANCY_VERSION = "v1alpha1"
+
+
+class EnableSwitch(ApiModel):
+    """vCluster's ``EnableSwitchWithPatches``."""
+
+    enabled: bool | None = None
+    patches: list[dict[str, Any]] | None = None
+
+
+class DeviceClassSync(EnableSwitch):
+    """vCluster's ``EnableSwitchWithPatchesAndSelector``."""
+
+    selector: LabelSelector | None = None
+
+
+class SyncToHost(ApiModel):
+    resource_claims: EnableSwitch | None = None
+    resource_claim_templates: EnableSwitch | None = None
+
+
+class SyncFromHost(ApiModel):
+    device_classes: DeviceClassSync | None = None
+
+
+class TenantSync(ApiModel):
+    to_host: SyncToHost | None = None
+    from_host: SyncFromHost | None = None
+
+
+class TenantQuota(ApiModel):
+    hard: SortedMap[Quantity] | None = None
+    """ResourceQuota keys, enforced in the tenant's host namespace."""
+    gpu_memory: Quantity | None = None
+    """The most GPU memory (sum of allocated devices' ``memory``) the tenant may hold."""
+
+
+class TenantSpec(ApiModel):
+    device_class_selector: LabelSelector | None = None
+    """Entitled host DeviceClasses; defaults to ``sync.fromHost.deviceClasses.selector``."""
+    quota: TenantQuota | None = None
+    sync: TenantSync | None = None
+
+
+class TenantStatus(ApiModel):
+    phase: str | None = None
+    namespace: str | None = None
+    server: str | None = None
+    entitled_device_classes: list[str] | None = None
+    observed_generation: int | None = None
+    conditions: list[Condition] | None = None
+
+
+class Tenant(ApiModel):
+    api_version: Literal["allot.dev/v1alpha1"] = "allot.dev/v1alpha1"
+    kind: Literal["Tenant"] = "Tenant"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: TenantSpec = Field(default_factory=TenantSpec)
+    status: TenantStatus | None = None
+
+
+class TenantList(ApiModel):
+    api_version: Literal["allot.dev/v1alpha1"] = "allot.dev/v1alpha1"
+    kind: Literal["TenantList"] = "TenantList"
+    metadata: ListMeta = Field(default_factory=ListMeta)
+    items: list[Tenant] = Field(default_factory=list)
+
+
+class ResourceQuotaPolicy(ApiModel):
+    """vCluster's ``policies.resourceQuota``; ``quota`` becomes ResourceQuota ``hard``."""
+
+    enabled: bool | None = None
+    quota: SortedMap[Quantity] | None = None
+    scopes: list[str] | None = None
+    scope_selector: dict[str, Any] | None = None
+    labels: SortedMap[str] | None = None
+    annotations: SortedMap[str] | None = None
+
+
+class Policies(ApiModel):
+    resource_quota: ResourceQuotaPolicy | None = None
+
+
+class VclusterValues(ApiModel):
+    """The parts of a vCluster values file allot reads (see ``allot.tenancy.values``)."""
+
+    sync: TenantSync | None = None
+    policies: Policies | None = None
+
+
+def entitlement_selector(spec: TenantSpec) -> LabelSelector | None:
+    """The selector of entitled classes: explicit, else the vCluster sync selector."""
+    if spec.device_class_selector is not None:
+        return spec.device_class_selector
+    sync = spec.sync
+    if sync and sync.from_host and sync.from_host.device_classes:
+        return sync.from_host.device_classes.selector
+    return None
+
+
+def syncs(spec: TenantSpec, what: str) -> bool:
+    """Whether ``what`` (``resourceClaims``, ``resourceClaimTemplates``, ``deviceClasses``)
+    is enabled; allot enables all three unless the spec switches one off explicitly."""
+    sync = spec.sync or TenantSync()
+    switch: EnableSwitch | None
+    if what == "deviceClasses":
+        switch = sync.from_host.device_classes if sync.from_host else None
+    elif what == "resourceClaims":
+        switch = sync.to_host.resource_claims if sync.to_host else None
+    else:
+        switch = sync.to_host.resource_claim_templates if sync.to_host else None
+    return switch is None or switch.enabled is None or switch.enabled

@@ -1,0 +1,322 @@
+"""ValidatingAdmissionPolicy: the admission plugin that evaluates policies and bindings.
+
+For every write, each ValidatingAdmissionPolicyBinding of the cluster whose policy exists
+is considered: the policy's ``matchConstraints`` and the binding's ``matchResources``
+(resource rules with operations, groups, versions, resources and names, exclusions,
+namespace and object selectors) must match; the binding's ``paramRef`` is resolved to the
+parameter objects (``parameterNotFoundAction``); ``matchConditions`` must all hold; then
+``variables`` are computed and each validation evaluated. A failed validation is enforced
+per ``validationActions``: ``Deny`` refuses the request with the API server's text
+(``ValidatingAdmissionPolicy 'p' with binding 'b' denied request: ...``) and the
+validation's reason as HTTP code, ``Warn`` adds a warning header, ``Audit`` records the
+failure through ``audit``. Errors (compile, runtime, missing params) follow
+``failurePolicy``. Registered as an admission hook by :class:`ApiServer`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from allot.api.kinds import lookup
+from allot.api.meta import selector_matches
+from allot.apiserver.admission import AdmissionDenied, AdmissionRequest
+from allot.apiserver.resources import ServedResource, by_kind
+from allot.apiserver.resources import lookup as lookup_resource
+from allot.cel import CelError
+from allot.cel.policy import PolicyCompiler, as_bool
+from allot.store import Store
+
+Obj = dict[str, Any]
+AuditSink = Callable[[Obj], None]
+
+
+class PolicyFailure(Exception):
+    """A policy could not be evaluated (compile or runtime error, missing params)."""
+
+
+@dataclass
+class Decision:
+    policy: str
+    binding: str
+    message: str
+    reason: str
+    actions: list[str]
+
+
+class PolicyAdmission:
+    """The ``ValidatingAdmissionPolicy`` admission plugin over one store."""
+
+    def __init__(self, store: Store, audit: AuditSink | None = None) -> None:
+        self.store = store
+        self.compiler = PolicyCompiler()
+        self.audit = audit or (lambda record: None)
+
+    def admit(self, request: AdmissionRequest) -> list[str]:
+        if request.resource.kind in (
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        ):
+            return []
+        warnings: list[str] = []
+        denied: list[Decision] = []
+        inputs = self._inputs(request)
+        for policy, binding in self._bindings(request.cluster):
+            for decision in self._decisions(request, inputs, policy, binding):
+                if "Warn" in decision.actions:
+                    warnings.append(
+                        f"Validation failed for ValidatingAdmissionPolicy '{decision.policy}' "
+                        f"with binding '{decision.binding}': {decision.message}"
+                    )
+                if "Audit" in decision.actions:
+                    self.audit(_audit_record(request, decision))
+                if "Deny" in decision.actions:
+                    denied.append(decision)
+        if denied:
+            first = denied[0]
+            raise AdmissionDenied(
+                request.resource,
+                request.name,
+                f"ValidatingAdmissionPolicy '{first.policy}' with binding '{first.binding}' "
+                f"denied request: {first.message}",
+                first.reason,
+            )
+        return warnings
+
+    # ---------------------------------------------------------------- matching
+    def _bindings(self, cluster: str) -> Iterator[tuple[Obj, Obj]]:
+        bindings, _ = self.store.list_objects(
+            cluster, by_kind("ValidatingAdmissionPolicyBinding").store, None, shared=True
+        )
+        policies = by_kind("ValidatingAdmissionPolicy").store
+        for binding in sorted(bindings, key=lambda b: b["metadata"]["name"]):
+            name = (binding.get("spec") or {}).get("policyName") or ""
+            policy = self.store.peek(cluster, policies, "", name)
+            if policy is not None:
+                yield policy, binding
+
+    def _matches(self, request: AdmissionRequest, inputs: Obj, match: Obj | None) -> bool:
+        if match is None:
+            return True
+        if not _namespace_selected(request, inputs, match.get("namespaceSelector")):
+            return False
+        selector = match.get("objectSelector")
+        if selector is not None and not any(
+            selector_matches(selector, ((obj or {}).get("metadata") or {}).get("labels"))
+            for obj in (inputs["object"], inputs["oldObject"])
+            if obj is not None
+        ):
+            return False
+        rules = match.get("resourceRules")
+        if rules is not None and not any(_rule_matches(r, request) for r in rules):
+            return False
+        return not any(_rule_matches(r, request) for r in match.get("excludeResourceRules") or [])
+
+    # -------------------------------------------------------------- evaluation
+    def _decisions(
+        self, request: AdmissionRequest, inputs: Obj, policy: Obj, binding: Obj
+    ) -> list[Decision]:
+        spec, binding_spec = policy.get("spec") or {}, binding.get("spec") or {}
+        if not self._matches(request, inputs, spec.get("matchConstraints") or {}):
+            return []
+        if not self._matches(request, inputs, binding_spec.get("matchResources")):
+            return []
+        names = (policy["metadata"]["name"], binding["metadata"]["name"])
+        actions = list(binding_spec.get("validationActions") or [])
+        try:
+            decisions = []
+            for params in self._params(request, spec, binding_spec):
+                decisions += self._evaluate(spec, {**inputs, "params": params}, names, actions)
+            return decisions
+        except (PolicyFailure, CelError) as failure:
+            if (spec.get("failurePolicy") or "Fail") == "Ignore":
+                return []
+            return [Decision(*names, str(failure), "Invalid", actions)]
+
+    def _evaluate(
+        self, spec: Obj, inputs: Obj, names: tuple[str, str], actions: list[str]
+    ) -> list[Decision]:
+        for condition in spec.get("matchConditions") or []:
+            if not as_bool(self._compiled(condition.get("expression") or "", ()), inputs):
+                return []
+        declared: list[str] = []
+        for variable in spec.get("variables") or []:
+            expression = self._compiled(variable.get("expression") or "", tuple(declared))
+            inputs = {**inputs, f"variables.{variable.get('name')}": expression.evaluate(inputs)}
+            declared.append(str(variable.get("name")))
+        scope = tuple(declared)
+        decisions = []
+        for validation in spec.get("validations") or []:
+            text = validation.get("expression") or ""
+            try:
+                held = as_bool(self._compiled(text, scope), inputs)
+            except CelError as err:
+                raise PolicyFailure(f"expression '{text}' resulted in error: {err}") from None
+            if held:
+                continue
+            message = self._message(validation, inputs, scope)
+            decisions.append(
+                Decision(*names, message, validation.get("reason") or "Invalid", actions)
+            )
+        return decisions
+
+    def _message(self, validation: Obj, inputs: Obj, scope: tuple[str, ...]) -> str:
+        expression = validation.get("messageExpression")
+        if expression:
+            try:
+                value = self._compiled(expression, scope).evaluate(inputs)
+            except CelError:
+                value = None
+            if isinstance(value, str) and value.strip() and "\n" not in value:
+                return value
+        if validation.get("message"):
+            return str(validation["message"])
+        return f"failed expression: {str(validation.get('expression') or '').strip()}"
+
+    def _compiled(self, expression: str, scope: tuple[str, ...]) -> Any:
+        try:
+            return self.compiler.compile(expression, scope)
+        except CelError as err:
+            raise PolicyFailure(f"compilation error: {err}") from None
+
+    def _params(self, request: AdmissionRequest, spec: Obj, binding_spec: Obj) -> list[Any]:
+        kind = spec.get("paramKind")
+        if not kind:
+            return [None]
+        resource = _param_resource(kind)
+        ref = binding_spec.get("paramRef") or {}
+        if not ref:
+            raise PolicyFailure(
+                f"failed to configure binding: paramKind {kind.get('kind')} is set, "
+                "but the binding has no paramRef"
+            )
+        namespace = ref.get("namespace") or (request.namespace if resource.namespaced else "")
+        found = self._find_params(request.cluster, resource, namespace, ref)
+        if found:
+            return found
+        if (ref.get("parameterNotFoundAction") or "Deny") == "Allow":
+            return []
+        raise PolicyFailure(
+            "failed to configure binding: no params found for policy binding with "
+            "`Deny` parameterNotFoundAction"
+        )
+
+    def _find_params(
+        self, cluster: str, resource: ServedResource, namespace: str, ref: Obj
+    ) -> list[Obj]:
+        if ref.get("name"):
+            found = self.store.peek(cluster, resource.store, namespace, ref["name"])
+            return [found] if found is not None else []
+        items, _ = self.store.list_objects(cluster, resource.store, namespace or None, shared=True)
+        selector = ref.get("selector") or {}
+        return [o for o in items if selector_matches(selector, o["metadata"].get("labels"))]
+
+    def _inputs(self, request: AdmissionRequest) -> Obj:
+        new = request.object.to_wire() if request.object is not None else None
+        old = request.old_object.to_wire() if request.old_object is not None else None
+        namespace_object = None
+        if request.namespace:
+            namespace_object = self.store.peek(
+                request.cluster, by_kind("Namespace").store, "", request.namespace
+            )
+        return {
+            "object": new,
+            "oldObject": old,
+            "params": None,
+            "request": _request_attributes(request),
+            "namespaceObject": namespace_object,
+        }
+
+
+def _param_resource(kind: Obj) -> ServedResource:
+    try:
+        info = lookup(str(kind.get("apiVersion")), str(kind.get("kind")))
+    except Exception:
+        raise PolicyFailure(
+            f"failed to configure policy: paramKind {kind.get('apiVersion')}, "
+            f"Kind={kind.get('kind')} is not served"
+        ) from None
+    resource = lookup_resource(info.group, info.version, info.plural)
+    assert resource is not None
+    return resource
+
+
+def _namespace_selected(request: AdmissionRequest, inputs: Obj, selector: Obj | None) -> bool:
+    if selector is None or not selector:
+        return True
+    if request.resource.kind == "Namespace":
+        obj = inputs["object"] or inputs["oldObject"] or {}
+        return selector_matches(selector, (obj.get("metadata") or {}).get("labels"))
+    if not request.resource.namespaced:
+        return True
+    namespace = inputs["namespaceObject"] or {}
+    return selector_matches(selector, (namespace.get("metadata") or {}).get("labels"))
+
+
+def _rule_matches(rule: Obj, request: AdmissionRequest) -> bool:
+    resource = request.resource
+    operations = rule.get("operations") or []
+    if "*" not in operations and request.operation.value not in operations:
+        return False
+    if not _listed(rule.get("apiGroups"), resource.group):
+        return False
+    if not _listed(rule.get("apiVersions"), resource.version):
+        return False
+    scope = rule.get("scope") or "*"
+    if scope == "Cluster" and resource.namespaced:
+        return False
+    if scope == "Namespaced" and not resource.namespaced:
+        return False
+    names = rule.get("resourceNames") or []
+    if names and request.name not in names:
+        return False
+    return any(_resource_matches(entry, request) for entry in rule.get("resources") or [])
+
+
+def _listed(values: list[str] | None, value: str) -> bool:
+    return bool(values) and ("*" in (values or []) or value in (values or []))
+
+
+def _resource_matches(entry: str, request: AdmissionRequest) -> bool:
+    plural, _, sub = entry.partition("/")
+    if plural not in ("*", request.resource.plural):
+        return False
+    if not sub:
+        return not request.subresource
+    return sub == "*" or sub == request.subresource
+
+
+def _request_attributes(request: AdmissionRequest) -> Obj:
+    resource = request.resource
+    kind = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+    gvr = {"group": resource.group, "version": resource.version, "resource": resource.plural}
+    return {
+        "kind": kind,
+        "resource": gvr,
+        "subResource": request.subresource,
+        "requestKind": kind,
+        "requestResource": gvr,
+        "name": request.name,
+        "namespace": request.namespace,
+        "operation": request.operation.value,
+        "userInfo": {"username": request.user, "groups": ["system:authenticated"]},
+        "dryRun": request.dry_run,
+    }
+
+
+def _audit_record(request: AdmissionRequest, decision: Decision) -> Obj:
+    return {
+        "policy": decision.policy,
+        "binding": decision.binding,
+        "message": decision.message,
+        "reason": decision.reason,
+        "cluster": request.cluster,
+        "operation": request.operation.value,
+        "resource": request.resource.plural,
+        "namespace": request.namespace,
+        "name": request.name,
+        "user": request.user,
+        "validationActions": json.dumps(decision.actions),
+    }
