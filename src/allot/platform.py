@@ -1,24 +1,33 @@
-"""The composition root of the embedded platform: API server, controllers, fleet.
+"""The composition root of the embedded platform: API server, controllers, tenancy.
 
 ``build`` assembles an :class:`ApiServer` with the host control plane (resourceclaim
-controller, scheduler, node agent with a simulated or process runtime) registered to start
-with the server; the CLI's ``allot up``, the demo and the end-to-end tests all go through
-here, so they run the same platform.
+controller, scheduler, node agent with a simulated or process runtime, quota status) and
+tenancy (the tenant controller, the sync, the tenant clusters' admission guard, logs of
+tenant pods served from their host twins) registered to start with the server; the CLI's
+``allot up``, the demo and the end-to-end tests all go through here, so they run the same
+platform.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from allot.api.quantity import Quantity
 from allot.apiserver.app import ApiServer
 from allot.apiserver.security import HOST_CLUSTER
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
+from allot.controllers.quota import QuotaStatus
 from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.scheduler import Scheduler
+from allot.tenancy import names
+from allot.tenancy.controller import TenantController
+from allot.tenancy.directory import TenantDirectory
+from allot.tenancy.guard import TenantGuard
+from allot.tenancy.sync import TenantSync
 
 RUNTIMES = ("simulated", "process")
 
@@ -41,10 +50,16 @@ def build(
         api.shutdown_hooks.append(processes.stop_all)
         pods = processes
     context = ControllerContext(HOST_CLUSTER, api.store, api.handlers, api.clock)
+    directory = TenantDirectory()
+    api.admission.hooks.insert(0, TenantGuard(api.handlers, directory))
+    api.log_source = _tenant_logs(directory)
     manager = ControllerManager(
         [
+            TenantController(api, context, directory),
+            TenantSync(context, directory),
+            QuotaStatus(context),
             ClaimController(context),
-            Scheduler(context, placement),
+            Scheduler(context, placement, _memory_limit(directory)),
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
         ]
     )
@@ -57,3 +72,28 @@ def build(
     api.shutdown_hooks.append(manager.stop)
     api.controllers = manager
     return api
+
+
+def _tenant_logs(directory: TenantDirectory) -> Callable[[str, str, str], tuple[str, str, str]]:
+    """A tenant pod's logs are its host twin's."""
+
+    def source(cluster: str, namespace: str, name: str) -> tuple[str, str, str]:
+        if not directory.is_tenant(cluster):
+            return cluster, namespace, name
+        return HOST_CLUSTER, names.host_namespace(cluster), names.host_name(name, namespace)
+
+    return source
+
+
+def _memory_limit(directory: TenantDirectory) -> Callable[[str], tuple[str, Quantity] | None]:
+    """The GPU-memory quota of the tenant that owns a host namespace."""
+
+    def limit(namespace: str) -> tuple[str, Quantity] | None:
+        tenant = names.tenant_of_namespace(namespace)
+        entry = directory.get(tenant) if tenant else None
+        quota = entry.tenant.spec.quota if entry else None
+        if entry is None or quota is None or quota.gpu_memory is None:
+            return None
+        return f"tenant {entry.name!r}", quota.gpu_memory
+
+    return limit

@@ -84,6 +84,12 @@ class ApiServer:
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         self.controllers: Any = None  # the ControllerManager, when the platform adds one
+        self.url: str | None = None  # https://host:port once served
+        self.log_source: Callable[[str, str, str], tuple[str, str, str]] = lambda c, ns, n: (
+            c,
+            ns,
+            n,
+        )
         self.add_cluster(HOST_CLUSTER)
 
     # ---------------------------------------------------------------- clusters
@@ -430,17 +436,14 @@ class ApiServer:
 
     async def _log(self, request: Request, cluster: str, target: Target) -> Response:
         pod = self.handlers.get(cluster, target)
+        cluster, namespace, name = self.log_source(
+            cluster, target.namespace or "", target.name or ""
+        )
         containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
         container = request.query_params.get("container") or (containers[0] if containers else "")
         if container not in containers:
             raise BadRequest(f"container {container} is not valid for pod {target.name}")
-        path = (
-            self.logs_dir
-            / cluster
-            / (target.namespace or "")
-            / (target.name or "")
-            / f"{container}.log"
-        )
+        path = self.logs_dir / cluster / namespace / name / f"{container}.log"
         if not path.exists():
             raise BadRequest(
                 f'container "{container}" in pod "{target.name}" is waiting to '

@@ -43,6 +43,7 @@ def prepare(server: ApiServer, host: str, port: int) -> Endpoint:
         raise ValueError(f"allot serves on loopback only (127.0.0.1 or ::1), not {host!r}")
     tls = ensure_tls(server.data_dir / "pki")
     url = f"https://{'127.0.0.1' if host == 'localhost' else host}:{port}"
+    server.url = url
     kubeconfigs = {}
     for cluster in server.tokens.clusters():
         kubeconfigs[cluster] = write_kubeconfig(

@@ -13,6 +13,10 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    unallocated claim (the same choice ``allot simulate --placement`` makes);
 4. write each claim's finalizer, ``status.allocation`` and ``reservedFor``, then bind.
 
+Beyond kube-scheduler, a namespace may carry a GPU-memory limit (a tenant's
+``spec.quota.gpuMemory``, given as ``memory_limit``): a node whose allocation would take
+the namespace's allocated device ``memory`` past it does not fit, with a reason saying so.
+
 A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
 message and a ``FailedScheduling`` Event, and is parked until slices, classes, nodes or
 claims change. Allocated state is kept incrementally from claim events.
@@ -20,7 +24,7 @@ claims change. Allocated state is kept incrementally from claim events.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
@@ -29,6 +33,8 @@ from allot.allocator.placement import check_placement, order_nodes
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
+from allot.api.quantity import Quantity
+from allot.apiserver.admission import AdmissionDenied
 from allot.controllers.context import ControllerContext
 from allot.simulation.runner import scheduler_message
 from allot.store import WatchEvent
@@ -37,6 +43,8 @@ MANAGER = "allot-scheduler"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
+MemoryLimit = Callable[[str], tuple[str, Quantity] | None]
+"""namespace -> (whose limit, the limit), or None when the namespace has none."""
 BLOCKING = ("NoSchedule", "NoExecute")
 WAKE_RESOURCES = {"resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "nodes"}
 Obj = dict[str, Any]
@@ -49,9 +57,16 @@ class Unschedulable(Exception):
 class Scheduler:
     name = "scheduler"
 
-    def __init__(self, context: ControllerContext, placement: str = "first-fit") -> None:
+    def __init__(
+        self,
+        context: ControllerContext,
+        placement: str = "first-fit",
+        memory_limit: MemoryLimit | None = None,
+    ) -> None:
         self.context = context
         self.placement = check_placement(placement)
+        self.memory_limit = memory_limit
+        self._memory: dict[tuple[str, str, str], int] | None = None
         self.parked: set[tuple[str, str, str]] = set()
         self._allocator: Allocator | None = None
         self._nodes: list[corev1.Node] | None = None
@@ -68,6 +83,7 @@ class Scheduler:
         if event.resource in WAKE_RESOURCES:
             self._allocator = None
             self._nodes = None
+            self._memory = None
             self._full.clear()
             return self._unpark()
         if event.resource == "resourceclaims.resource.k8s.io":
@@ -142,6 +158,10 @@ class Scheduler:
             self._mark_unschedulable(
                 pod, f"running DynamicResources filter plugin: {err}", reason="SchedulerError"
             )
+            return
+        except AdmissionDenied as denied:  # the extended-resource claim was refused
+            self.parked.add(("pod", namespace, name))
+            self._mark_unschedulable(pod, f"creating the extended-resource claim: {denied}")
             return
         self._bind(pod, claims, placement)
 
@@ -336,8 +356,53 @@ class Scheduler:
             if results is None:
                 reasons[node.metadata.name or ""] = "cannot allocate all claims"
                 continue
+            over = self._memory_problem(pod["metadata"].get("namespace", ""), results)
+            if over:
+                reasons[node.metadata.name or ""] = over
+                continue
             return node, pending, results
         raise Unschedulable(scheduler_message(len(nodes), reasons))
+
+    # ------------------------------------------------------------ GPU memory
+    def _memory_problem(self, namespace: str, results: list[Any]) -> str:
+        limit = self.memory_limit(namespace) if self.memory_limit else None
+        if limit is None:
+            return ""
+        owner, most = limit
+        held = sum(
+            self._allocation_memory(allocation)
+            for key, allocation in self._allocations.items()
+            if key.split("/", 1)[0] == namespace
+        )
+        wanted = sum(self._allocation_memory(r.to_wire()) for r in results)
+        if Quantity.from_int(held + wanted).compare(most) <= 0:
+            return ""
+        return (
+            f"would exceed the GPU memory quota of {owner} ({_gib(held)} allocated + "
+            f"{_gib(wanted)} requested > {most})"
+        )
+
+    def _allocation_memory(self, allocation: Obj) -> int:
+        memory = self._device_memory()
+        return sum(
+            memory.get((r.get("driver", ""), r.get("pool", ""), r.get("device", "")), 0)
+            for r in (allocation.get("devices") or {}).get("results") or []
+            if not r.get("adminAccess")
+        )
+
+    def _device_memory(self) -> dict[tuple[str, str, str], int]:
+        if self._memory is None:
+            memory = {}
+            for item in self.context.list("ResourceSlice"):
+                spec = item.get("spec") or {}
+                pool = (spec.get("pool") or {}).get("name", "")
+                for device in spec.get("devices") or []:
+                    value = ((device.get("capacity") or {}).get("memory") or {}).get("value")
+                    if value is not None:
+                        key = (spec.get("driver", ""), pool, device.get("name", ""))
+                        memory[key] = Quantity.parse(str(value)).as_integer()
+            self._memory = memory
+        return self._memory
 
     def _known_full(self, node: corev1.Node) -> bool:
         name = node.metadata.name or ""
@@ -416,6 +481,10 @@ class Scheduler:
         _set_condition(pod, "PodScheduled", "False", reason, message, now)
         self.context.update_status("Pod", pod, MANAGER)
         self.context.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
+
+
+def _gib(value: int) -> str:
+    return str(Quantity.parse(f"{value}")) if value % (1 << 30) else f"{value >> 30}Gi"
 
 
 def _set_condition(

@@ -454,6 +454,10 @@ class Store:
             return
         self._remove(key, obj)
 
+    def clusters(self) -> list[str]:
+        """Every cluster that holds at least one object."""
+        return sorted({key[0] for key in self._objects})
+
     def drop_cluster(self, cluster: str) -> int:
         """Remove every object of ``cluster`` at once, finalizers notwithstanding (a deleted
         virtual cluster); watchers see each DELETED event. Returns how many were removed."""

@@ -1,0 +1,195 @@
+"""The tenant controller: from a Tenant object to a served, entitled virtual cluster.
+
+For each Tenant on the host it keeps: a finalizer, the host namespace ``tenant-<name>``
+labelled ``allot.dev/tenant`` (the label the bindings select, set only here), the virtual
+cluster with its token and kubeconfig, the entitlement params, the shared policies and the
+tenant's bindings, the ResourceQuota, and the status (phase, namespace, server URL,
+entitled classes, conditions). A selector that matches no DeviceClass is reported as a
+condition and a Warning Event. Deleting a Tenant deletes its host namespace (releasing
+every device its claims held), its bindings and params, and the virtual cluster, then
+lets the Tenant go. DeviceClass changes re-evaluate every tenant's entitlement. Built by
+:mod:`allot.platform`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable
+from typing import Any
+
+from allot.api.tenancy import Tenant
+from allot.apiserver.app import ApiServer
+from allot.apiserver.security import HOST_CLUSTER, write_kubeconfig
+from allot.controllers.context import ControllerContext
+from allot.store import WatchEvent
+from allot.store.errors import AlreadyExists
+from allot.tenancy import entitlement, names
+from allot.tenancy.directory import TenantDirectory, TenantEntry
+
+Obj = dict[str, Any]
+MANAGER = "allot-tenant-controller"
+FINALIZER = "allot.dev/tenant-cleanup"
+TENANTS = "tenants.allot.dev"
+CLASSES = "deviceclasses.resource.k8s.io"
+
+
+class TenantController:
+    name = "tenants"
+
+    def __init__(self, api: ApiServer, host: ControllerContext, directory: TenantDirectory) -> None:
+        self.api = api
+        self.host = host
+        self.directory = directory
+
+    def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.cluster != HOST_CLUSTER:
+            return []
+        if event.resource == TENANTS:
+            return [event.object["metadata"]["name"]]
+        if event.resource == CLASSES:
+            return [t["metadata"]["name"] for t in self.host.list("Tenant")]
+        return []
+
+    def initial_keys(self) -> list[Hashable]:
+        keys: list[Hashable] = []
+        for obj in self.host.list("Tenant"):
+            self._remember(obj)
+            keys.append(obj["metadata"]["name"])
+        return keys
+
+    def reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, str)
+        obj = self.host.get("Tenant", "", key)
+        if obj is None:
+            self.directory.drop(key)
+            return
+        if obj["metadata"].get("deletionTimestamp"):
+            self._tear_down(obj)
+            return
+        if FINALIZER not in (obj["metadata"].get("finalizers") or []):
+            obj["metadata"]["finalizers"] = [*(obj["metadata"].get("finalizers") or []), FINALIZER]
+            obj = self.host.update("Tenant", obj, MANAGER)
+        entry = self._remember(obj)
+        self._ensure_host_objects(entry)
+        self._ensure_cluster(key)
+        self._write_status(obj, entry)
+
+    # ------------------------------------------------------------------ set-up
+    def _remember(self, obj: Obj) -> TenantEntry:
+        tenant = Tenant.model_validate(obj)
+        classes = self.host.list("DeviceClass")
+        entry = TenantEntry(tenant, entitlement.entitled_classes(tenant, classes))
+        self.directory.put(entry)
+        return entry
+
+    def _ensure_host_objects(self, entry: TenantEntry) -> None:
+        classes = self.host.list("DeviceClass")
+        forbidden = entitlement.forbidden_extended_names(entry.entitled, classes)
+        self._apply("Namespace", {**_namespace(names.PLATFORM_NAMESPACE)})
+        self._apply("Namespace", entitlement.namespace(entry.name))
+        self._apply("ConfigMap", entitlement.params(entry.name, entry.entitled, forbidden))
+        for policy in (entitlement.claims_policy(), entitlement.pods_policy()):
+            self._apply("ValidatingAdmissionPolicy", policy)
+            self._apply(
+                "ValidatingAdmissionPolicyBinding",
+                entitlement.binding(entry.name, policy["metadata"]["name"]),
+            )
+        quota = entitlement.quota(entry.tenant)
+        if quota is not None:
+            self._apply("ResourceQuota", quota)
+        else:
+            self.host.delete(
+                "ResourceQuota", names.host_namespace(entry.name), entitlement.QUOTA_NAME
+            )
+
+    def _apply(self, kind: str, desired: Obj) -> None:
+        """Create ``desired`` or bring the stored object's labels and content to it."""
+        metadata = desired["metadata"]
+        current = self.host.get(kind, metadata.get("namespace", ""), metadata["name"])
+        if current is None:
+            try:
+                self.host.create(kind, desired, MANAGER)
+            except AlreadyExists:
+                return
+            return
+        updated = copy.deepcopy(current)
+        updated["metadata"]["labels"] = {
+            **(current["metadata"].get("labels") or {}),
+            **(metadata.get("labels") or {}),
+        }
+        for field in ("spec", "data"):
+            if field in desired:
+                updated[field] = desired[field]
+        if kind == "Namespace":
+            updated["spec"] = current.get("spec")
+        if updated != current:
+            self.host.update(kind, updated, MANAGER)
+
+    def _ensure_cluster(self, name: str) -> None:
+        fresh = name not in self.api.tokens.clusters()
+        token = self.api.add_cluster(name)
+        kubeconfig = self.api.data_dir / "kubeconfigs" / f"{name}.yaml"
+        if self.api.url and (fresh or not kubeconfig.exists()):
+            tls_ca = self.api.data_dir / "pki" / "ca.crt"
+            write_kubeconfig(self.api.data_dir, name, self.api.url, token, tls_ca)
+
+    def _write_status(self, obj: Obj, entry: TenantEntry) -> None:
+        now = self.host.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        matched = bool(entry.entitled)
+        condition = {
+            "type": "Entitled",
+            "status": "True" if matched else "False",
+            "reason": "DeviceClassesMatched" if matched else "NoMatchingDeviceClasses",
+            "message": (
+                f"entitled to {len(entry.entitled)} device class(es)"
+                if matched
+                else "the device class selector matches no DeviceClass on the host"
+            ),
+            "lastTransitionTime": now,
+        }
+        previous = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}
+        old = previous.get("Entitled")
+        if old is not None and old.get("status") == condition["status"]:
+            condition["lastTransitionTime"] = old.get("lastTransitionTime", now)
+        status = {
+            "phase": "Ready",
+            "namespace": names.host_namespace(entry.name),
+            "server": f"{self.api.url}/clusters/{entry.name}" if self.api.url else None,
+            "entitledDeviceClasses": entry.entitled,
+            "observedGeneration": obj["metadata"].get("generation"),
+            "conditions": [condition],
+        }
+        status = {k: v for k, v in status.items() if v is not None}
+        if status == obj.get("status"):
+            return
+        if not matched and (old is None or old.get("status") != "False"):
+            self.host.event(
+                obj, "Warning", "NoMatchingDeviceClasses", condition["message"], MANAGER
+            )
+        self.host.update_status("Tenant", {**obj, "status": status}, MANAGER)
+
+    # --------------------------------------------------------------- tear-down
+    def _tear_down(self, obj: Obj) -> None:
+        name = obj["metadata"]["name"]
+        self.directory.drop(name)
+        for policy in (entitlement.CLAIMS_POLICY, entitlement.PODS_POLICY):
+            self.host.delete("ValidatingAdmissionPolicyBinding", "", f"{policy}.{name}")
+        self.host.delete("ConfigMap", names.PLATFORM_NAMESPACE, entitlement.params_name(name))
+        self.host.delete("Namespace", "", names.host_namespace(name))
+        if name in self.api.tokens.clusters():
+            self.api.remove_cluster(name)
+        latest = self.host.get("Tenant", "", name)
+        if latest is None:
+            return
+        latest["metadata"]["finalizers"] = [
+            f for f in latest["metadata"].get("finalizers") or [] if f != FINALIZER
+        ]
+        self.host.update("Tenant", latest, MANAGER)
+
+
+def _namespace(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": dict(entitlement.MANAGED_BY)},
+    }

@@ -1,0 +1,255 @@
+"""A Tenant compiled into the standard objects that enforce its entitlement on the host.
+
+Two ValidatingAdmissionPolicies are shared by all tenants and parameterised by one
+ConfigMap per tenant (in ``allot-system``, which tenants cannot write):
+
+* ``allot-tenant-claims`` checks every ResourceClaim and ResourceClaimTemplate created in
+  a tenant namespace: every request, and every ``firstAvailable`` alternative, must name
+  an entitled class (an unknown request shape fails closed), and ``adminAccess`` is
+  refused. CREATE only: specs are immutable, and matching UPDATE would block finalizer
+  removal after an entitlement changes.
+* ``allot-tenant-pods`` checks pods' DRA extended-resource requests: the implicit
+  ``deviceclass.resource.kubernetes.io/<class>`` names must be entitled, and explicit
+  ``extendedResourceName`` mappings of classes the tenant may not use are refused.
+
+Each tenant gets a binding per policy that selects its host namespace by the
+platform-set ``allot.dev/tenant`` label, with ``parameterNotFoundAction: Deny``, and a
+ResourceQuota when it has device quotas. The objects are valid for a real 1.36 API server
+(``allot render`` writes the same ones). Pure; used by the tenant controller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allot.api.meta import selector_matches
+from allot.api.tenancy import Tenant, entitlement_selector
+from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL, host_namespace
+
+Obj = dict[str, Any]
+CLAIMS_POLICY = "allot-tenant-claims"
+PODS_POLICY = "allot-tenant-pods"
+QUOTA_NAME = "tenant-quota"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "allot"}
+EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+_CLAIM_CLASSES = (
+    "variables.requests.all(r, has(r.exactly) ? r.exactly.deviceClassName in variables.allowed"
+    " : (has(r.firstAvailable) && r.firstAvailable.all(s, s.deviceClassName in"
+    " variables.allowed)))"
+)
+_DENIED_CLASSES = (
+    "variables.requests.map(r, has(r.exactly) ? (r.exactly.deviceClassName in"
+    " variables.allowed ? '' : r.exactly.deviceClassName) : (has(r.firstAvailable) ?"
+    " r.firstAvailable.map(s, s.deviceClassName).filter(n, !(n in variables.allowed))"
+    ".join(', ') : '<unknown request type>')).filter(n, n != '').join(', ')"
+)
+_ENTITLED_TEXT = "(size(variables.allowed) == 0 ? '<none>' : variables.allowed.join(', '))"
+
+
+def params_name(tenant: str) -> str:
+    return f"entitlement-{tenant}"
+
+
+def entitled_classes(tenant: Tenant, classes: list[Obj]) -> list[str]:
+    """The names of the host classes the tenant's selector matches, sorted."""
+    selector = entitlement_selector(tenant.spec)
+    wire = selector.to_wire() if selector is not None else None
+    return sorted(
+        c["metadata"]["name"]
+        for c in classes
+        if selector_matches(wire, c["metadata"].get("labels"))
+    )
+
+
+def forbidden_extended_names(entitled: list[str], classes: list[Obj]) -> list[str]:
+    """``extendedResourceName`` values reachable through a class the tenant may not use."""
+    names = set()
+    for device_class in classes:
+        mapped = (device_class.get("spec") or {}).get("extendedResourceName")
+        if mapped and device_class["metadata"]["name"] not in entitled:
+            names.add(mapped)
+    return sorted(names)
+
+
+def params(tenant: str, entitled: list[str], forbidden: list[str]) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": params_name(tenant),
+            "namespace": PLATFORM_NAMESPACE,
+            "labels": {**MANAGED_BY, TENANT_LABEL: tenant},
+        },
+        "data": {
+            "tenant": tenant,
+            "deviceClasses": " ".join(entitled),
+            "forbiddenExtendedResourceNames": " ".join(forbidden),
+        },
+    }
+
+
+def _variables_for_params() -> list[Obj]:
+    return [
+        {
+            "name": "allowed",
+            "expression": "has(params.data) && has(params.data.deviceClasses) &&"
+            " params.data.deviceClasses != '' ? params.data.deviceClasses.split(' ') : []",
+        }
+    ]
+
+
+def claims_policy() -> Obj:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": CLAIMS_POLICY, "labels": dict(MANAGED_BY)},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {
+                "matchPolicy": "Equivalent",
+                "resourceRules": [
+                    {
+                        "apiGroups": ["resource.k8s.io"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["resourceclaims", "resourceclaimtemplates"],
+                    }
+                ],
+            },
+            "variables": [
+                {
+                    "name": "spec",
+                    "expression": "request.kind.kind == 'ResourceClaimTemplate' ?"
+                    " object.spec.spec : object.spec",
+                },
+                {
+                    "name": "requests",
+                    "expression": "has(variables.spec.devices) &&"
+                    " has(variables.spec.devices.requests) ? variables.spec.devices.requests"
+                    " : []",
+                },
+                *_variables_for_params(),
+            ],
+            "validations": [
+                {
+                    "expression": _CLAIM_CLASSES,
+                    "reason": "Forbidden",
+                    "messageExpression": "'device class ' + " + _DENIED_CLASSES + " + ' is not"
+                    " in the entitlement of tenant ' + params.data.tenant + ' (entitled: ' + "
+                    + _ENTITLED_TEXT
+                    + " + ')'",
+                },
+                {
+                    "expression": "!variables.requests.exists(r, has(r.exactly) &&"
+                    " has(r.exactly.adminAccess) && r.exactly.adminAccess)",
+                    "reason": "Forbidden",
+                    "message": "adminAccess device requests are reserved for the platform's"
+                    " administrators",
+                },
+            ],
+        },
+    }
+
+
+def pods_policy() -> Obj:
+    check = (
+        f"(!k.startsWith('{EXTENDED_PREFIX}') || k.substring({len(EXTENDED_PREFIX)}) in"
+        " variables.allowed) && !(k in variables.forbidden)"
+    )
+    per_container = (
+        "!has(c.resources) || ((!has(c.resources.requests) ||"
+        f" c.resources.requests.all(k, {check})) && (!has(c.resources.limits) ||"
+        f" c.resources.limits.all(k, {check})))"
+    )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": PODS_POLICY, "labels": dict(MANAGED_BY)},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ]
+            },
+            "variables": [
+                {
+                    "name": "containers",
+                    "expression": "object.spec.containers + (has(object.spec.initContainers) ?"
+                    " object.spec.initContainers : [])",
+                },
+                *_variables_for_params(),
+                {
+                    "name": "forbidden",
+                    "expression": "has(params.data.forbiddenExtendedResourceNames) &&"
+                    " params.data.forbiddenExtendedResourceNames != '' ?"
+                    " params.data.forbiddenExtendedResourceNames.split(' ') : []",
+                },
+            ],
+            "validations": [
+                {
+                    "expression": f"variables.containers.all(c, {per_container})",
+                    "reason": "Forbidden",
+                    "messageExpression": "'the pod requests a DRA extended resource outside"
+                    " the entitlement of tenant ' + params.data.tenant + ' (entitled device"
+                    " classes: ' + " + _ENTITLED_TEXT + " + ')'",
+                },
+            ],
+        },
+    }
+
+
+def binding(tenant: str, policy: str) -> Obj:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {
+            "name": f"{policy}.{tenant}",
+            "labels": {**MANAGED_BY, TENANT_LABEL: tenant},
+        },
+        "spec": {
+            "policyName": policy,
+            "validationActions": ["Deny"],
+            "paramRef": {
+                "name": params_name(tenant),
+                "namespace": PLATFORM_NAMESPACE,
+                "parameterNotFoundAction": "Deny",
+            },
+            "matchResources": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant}}},
+        },
+    }
+
+
+def quota(tenant: Tenant) -> Obj | None:
+    hard = tenant.spec.quota.hard if tenant.spec.quota else None
+    if not hard:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": QUOTA_NAME,
+            "namespace": host_namespace(tenant.metadata.name or ""),
+            "labels": {**MANAGED_BY, TENANT_LABEL: tenant.metadata.name or ""},
+        },
+        "spec": {"hard": {key: str(value) for key, value in sorted(hard.items())}},
+    }
+
+
+def namespace(tenant: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": host_namespace(tenant),
+            "labels": {**MANAGED_BY, TENANT_LABEL: tenant},
+        },
+    }

@@ -1,0 +1,95 @@
+"""The admission plugin of tenant clusters: what a tenant may write in its own cluster.
+
+A tenant cannot write DeviceClasses or ResourceSlices (the catalogue and the inventory are
+the platform's; the sync mirrors them read-only), cannot create Tenants, and cannot set
+``allot.dev/`` labels or annotations (those mark host twins). A claim, template or pod is
+checked against the host before it is accepted: its host twin is created in dry-run, so
+entitlement policies and quotas refuse it *in the tenant's own request*, with the host's
+message, instead of leaving an unsynced object behind as vCluster does. Names whose host
+translation would be too long are refused here too. Registered by :mod:`allot.platform`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
+from allot.apiserver.handlers import Handlers, WriteOptions
+from allot.apiserver.requests import Target
+from allot.apiserver.resources import by_kind
+from allot.apiserver.security import HOST_CLUSTER
+from allot.tenancy import names
+from allot.tenancy.directory import TenantDirectory
+from allot.tenancy.translate import to_host
+
+PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
+HOST_ONLY_KINDS = ("Tenant",)
+SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
+
+
+class TenantGuard:
+    def __init__(self, handlers: Handlers, directory: TenantDirectory) -> None:
+        self.handlers = handlers
+        self.directory = directory
+
+    def admit(self, request: AdmissionRequest) -> list[str]:
+        entry = self.directory.get(request.cluster)
+        if entry is None or request.internal:
+            return []
+        kind = request.resource.kind
+        if kind in PLATFORM_KINDS:
+            entitled = ", ".join(entry.entitled) or "<none>"
+            raise AdmissionDenied(
+                request.resource,
+                request.name,
+                f"{request.resource.plural} are the platform's and read-only in a tenant "
+                f"cluster; tenant {entry.name} can use the device classes: {entitled}",
+            )
+        if kind in HOST_ONLY_KINDS:
+            raise AdmissionDenied(
+                request.resource, request.name, "tenants are managed on the host cluster"
+            )
+        if request.object is not None and request.operation is not Operation.DELETE:
+            self._check_metadata(request)
+        if kind in SYNCED_KINDS and request.operation is Operation.CREATE:
+            self._preflight(request, entry.name)
+        return []
+
+    @staticmethod
+    def _check_metadata(request: AdmissionRequest) -> None:
+        assert request.object is not None
+        wire = request.object.to_wire()
+        reserved = names.reserved_keys(wire.get("metadata") or {})
+        if request.old_object is not None:
+            old = names.reserved_keys(request.old_object.to_wire().get("metadata") or {})
+            reserved = [key for key in reserved if key not in old]
+        if reserved:
+            raise AdmissionDenied(
+                request.resource,
+                request.name,
+                f"{reserved[0]}: the {names.PLATFORM_PREFIX} prefix is reserved for the "
+                "platform (it marks the tenant of host objects)",
+            )
+
+    def _preflight(self, request: AdmissionRequest, tenant: str) -> None:
+        """Create the host twin in dry-run; refusals become the tenant's refusal."""
+        assert request.object is not None
+        wire: dict[str, Any] = request.object.to_wire()
+        wire["metadata"]["namespace"] = request.namespace
+        if not wire["metadata"].get("name"):
+            wire["metadata"]["name"] = "preflight"
+        try:
+            twin = to_host(request.resource.kind, wire, tenant)
+        except names.NameTooLong as err:
+            raise AdmissionDenied(
+                request.resource, request.name, f"metadata.name: {err}", "Invalid"
+            ) from None
+        resource = by_kind(request.resource.kind)
+        target = Target(resource, names.host_namespace(tenant), None, "")
+        options = WriteOptions(field_manager="", field_validation="Ignore", dry_run=True)
+        try:
+            self.handlers.create(HOST_CLUSTER, target, twin, options)
+        except AdmissionDenied as denied:
+            raise AdmissionDenied(
+                request.resource, request.name, denied.cause, denied.reason
+            ) from None

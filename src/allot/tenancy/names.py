@@ -1,0 +1,68 @@
+"""How tenant objects are named on the host, and back.
+
+A tenant's namespaced object ``<name>`` in its namespace ``<ns>`` lives on the host in the
+namespace ``tenant-<tenant>`` under the name ``<name>.<ns>``. Namespace names are DNS
+labels and never contain a dot, so splitting at the last dot recovers both parts: the
+translation is injective (no two tenant objects share a host name) and reversible without
+a lookup table, unlike a hash. The price is length: a tenant object whose host name would
+pass 253 characters is refused when it is created. Host twins carry the platform's labels
+and annotations under ``allot.dev/``, which tenants may not set. Pure; used by the guard,
+the sync, the controller and the scheduler.
+"""
+
+from __future__ import annotations
+
+from allot.validation.tenancy import TENANT_NAMESPACE_PREFIX
+
+PLATFORM_PREFIX = "allot.dev/"
+TENANT_LABEL = "allot.dev/tenant"
+TENANT_NAMESPACE_LABEL = "allot.dev/tenant-namespace"
+NAME_ANNOTATION = "allot.dev/tenant-name"
+UID_ANNOTATION = "allot.dev/tenant-uid"
+HOST_NAME_ANNOTATION = "allot.dev/host-name"
+PLATFORM_NAMESPACE = "allot-system"
+MAX_HOST_NAME = 253
+
+
+class NameTooLong(ValueError):
+    """The host name of a tenant object would exceed what Kubernetes allows."""
+
+
+def host_namespace(tenant: str) -> str:
+    return f"{TENANT_NAMESPACE_PREFIX}{tenant}"
+
+
+def tenant_of_namespace(namespace: str) -> str | None:
+    if namespace.startswith(TENANT_NAMESPACE_PREFIX):
+        return namespace[len(TENANT_NAMESPACE_PREFIX) :]
+    return None
+
+
+def host_name(name: str, namespace: str) -> str:
+    """``<name>.<namespace>``; raises NameTooLong past 253 characters."""
+    translated = f"{name}.{namespace}"
+    if len(translated) > MAX_HOST_NAME:
+        raise NameTooLong(
+            f"must be no more than {MAX_HOST_NAME - len(namespace) - 1} characters in "
+            f"namespace {namespace!r}: the host name <name>.<namespace> may have at most "
+            f"{MAX_HOST_NAME}"
+        )
+    return translated
+
+
+def tenant_name(translated: str) -> tuple[str, str]:
+    """The tenant ``(name, namespace)`` of a host name (the inverse of ``host_name``)."""
+    name, separator, namespace = translated.rpartition(".")
+    if not separator or not name or not namespace:
+        raise ValueError(f"{translated!r} is not a translated tenant object name")
+    return name, namespace
+
+
+def reserved_keys(metadata: dict[str, object]) -> list[str]:
+    """The ``allot.dev/`` label and annotation keys a tenant tried to set."""
+    found = []
+    for field in ("labels", "annotations"):
+        for key in metadata.get(field) or {}:  # type: ignore[attr-defined]
+            if str(key).startswith(PLATFORM_PREFIX):
+                found.append(f"metadata.{field}[{key}]")
+    return found

@@ -1,0 +1,388 @@
+"""The sync between every tenant cluster and the host, as one controller.
+
+Host to tenant: the DeviceClasses a tenant is entitled to (when
+``sync.fromHost.deviceClasses`` is on) follow the host's creates, label changes, updates
+and deletes; ResourceSlices appear read-only, trimmed to the devices the tenant's classes
+match, so tenants can write selectors against real attribute names (vCluster shows none);
+host Events about synced objects are recorded on the tenant's objects.
+
+Tenant to host: ResourceClaims, ResourceClaimTemplates and Pods get host twins (see
+:mod:`allot.tenancy.translate`); deletes flow both ways; claim and pod status flow back,
+with ``nodeName`` bound through the tenant's ``binding`` subresource. A pod whose claims or
+templates do not exist in the tenant yet is held (Event ``SyncWaiting``) rather than
+synced to reference nothing. Every reconcile compares desired and actual state, so a
+full resync after a restart creates no duplicates. Keys are per object; the runtime
+de-duplicates and retries them. Built by :mod:`allot.platform`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable
+from typing import Any
+
+from allot.api import resource_v1 as resourceapi
+from allot.api.tenancy import syncs
+from allot.apiserver.admission import AdmissionDenied
+from allot.apiserver.security import HOST_CLUSTER
+from allot.cel import CelError, DeviceView, SelectorCompiler
+from allot.controllers.context import ControllerContext
+from allot.statuses import InvalidObjectError
+from allot.store import WatchEvent
+from allot.store.errors import AlreadyExists, Conflict, NotFound
+from allot.tenancy import names
+from allot.tenancy.directory import TenantDirectory
+from allot.tenancy.translate import (
+    claim_status_to_tenant,
+    pod_status_to_tenant,
+    same_content,
+    tenant_object_name,
+    to_host,
+)
+
+Obj = dict[str, Any]
+MANAGER = "allot-syncer"
+SYNCED = {"resourceclaims.resource.k8s.io": "ResourceClaim", "pods": "Pod"}
+SYNCED["resourceclaimtemplates.resource.k8s.io"] = "ResourceClaimTemplate"
+CLASSES = "deviceclasses.resource.k8s.io"
+SLICES = "resourceslices.resource.k8s.io"
+TENANTS = "tenants.allot.dev"
+
+
+class TenantSync:
+    name = "tenant-sync"
+
+    def __init__(self, host: ControllerContext, directory: TenantDirectory) -> None:
+        self.host = host
+        self.directory = directory
+        self.compiler = SelectorCompiler()
+        self._held: set[tuple[str, str, str]] = set()
+        self._host_deleted: dict[tuple[str, str, str, str], str] = {}
+
+    def context(self, tenant: str) -> ControllerContext:
+        return ControllerContext(tenant, self.host.store, self.host.handlers, self.host.clock)
+
+    # ------------------------------------------------------------------ events
+    def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.cluster == HOST_CLUSTER:
+            return self._host_keys(event)
+        if not self.directory.is_tenant(event.cluster):
+            return []
+        kind = SYNCED.get(event.resource)
+        if kind is None:
+            return []
+        metadata = event.object["metadata"]
+        key = ("up", event.cluster, kind, metadata.get("namespace", ""), metadata["name"])
+        if kind == "Pod" or event.type != "ADDED":
+            return [key]
+        namespace = metadata.get("namespace", "")
+        held = [
+            ("up", t, "Pod", ns, n)
+            for (t, ns, n) in self._held
+            if (t, ns) == (event.cluster, namespace)
+        ]
+        return [key, *held]
+
+    def _host_keys(self, event: WatchEvent) -> list[Hashable]:
+        tenants = self.directory.names()
+        if event.resource in (CLASSES, TENANTS):
+            keys: list[Hashable] = [("classes", t) for t in tenants]
+            return keys + [("slices", t) for t in tenants]
+        if event.resource == SLICES:
+            return [("slice", t, event.object["metadata"]["name"]) for t in tenants]
+        namespace = event.object["metadata"].get("namespace", "")
+        tenant = names.tenant_of_namespace(namespace)
+        if tenant is None or tenant not in tenants:
+            return []
+        if event.resource == "events":
+            return [("event", tenant, namespace, event.object["metadata"]["name"])]
+        kind = SYNCED.get(event.resource)
+        origin = tenant_object_name(event.object) if kind else None
+        if kind is None or origin is None:
+            return []
+        if event.type == "DELETED":
+            uid = (event.object["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
+            self._host_deleted[(tenant, kind, *origin)] = uid or ""
+        return [("up", tenant, kind, *origin)]
+
+    def initial_keys(self) -> list[Hashable]:
+        return [("resync", t) for t in self.directory.names()]
+
+    # --------------------------------------------------------------- reconcile
+    def reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, tuple)
+        if self.directory.get(key[1]) is None:
+            return
+        if key[0] == "resync":
+            self.resync(key[1])
+        elif key[0] == "classes":
+            self.sync_classes(key[1])
+        elif key[0] == "slices":
+            self.sync_slices(key[1])
+        elif key[0] == "slice":
+            self.sync_slice(key[1], key[2])
+        elif key[0] == "event":
+            self.relay_event(key[1], key[2], key[3])
+        elif key[0] == "up":
+            self.sync_object(key[1], key[2], key[3], key[4])
+
+    def resync(self, tenant: str) -> None:
+        """Everything of one tenant, both ways (start, restart, tenant changes)."""
+        self.sync_classes(tenant)
+        self.sync_slices(tenant)
+        tenant_ctx = self.context(tenant)
+        seen = set()
+        for kind in ("ResourceClaimTemplate", "ResourceClaim", "Pod"):
+            for obj in tenant_ctx.list(kind):
+                metadata = obj["metadata"]
+                seen.add((kind, metadata.get("namespace", ""), metadata["name"]))
+            for twin in self.host.list(kind, names.host_namespace(tenant)):
+                origin = tenant_object_name(twin)
+                if origin is not None:
+                    seen.add((kind, *origin))
+        for kind, namespace, name in sorted(seen):
+            self.sync_object(tenant, kind, namespace, name)
+
+    # ------------------------------------------------------ host -> tenant
+    def sync_classes(self, tenant: str) -> None:
+        entry = self.directory.get(tenant)
+        assert entry is not None
+        ctx = self.context(tenant)
+        wanted: dict[str, Obj] = {}
+        if syncs(entry.tenant.spec, "deviceClasses"):
+            for device_class in self.host.list("DeviceClass"):
+                if device_class["metadata"]["name"] in entry.entitled:
+                    wanted[device_class["metadata"]["name"]] = _mirror(device_class)
+        self._converge(ctx, "DeviceClass", wanted)
+
+    def sync_slices(self, tenant: str) -> None:
+        entry = self.directory.get(tenant)
+        assert entry is not None
+        ctx = self.context(tenant)
+        wanted = {}
+        for host_slice in self.host.list("ResourceSlice"):
+            trimmed = self._trimmed(tenant, host_slice)
+            if trimmed is not None:
+                wanted[host_slice["metadata"]["name"]] = trimmed
+        self._converge(ctx, "ResourceSlice", wanted)
+
+    def sync_slice(self, tenant: str, name: str) -> None:
+        ctx = self.context(tenant)
+        host_slice = self.host.peek("ResourceSlice", "", name)
+        trimmed = self._trimmed(tenant, host_slice) if host_slice is not None else None
+        self._put(ctx, "ResourceSlice", name, trimmed)
+
+    def _converge(self, ctx: ControllerContext, kind: str, wanted: dict[str, Obj]) -> None:
+        for existing in ctx.list(kind):
+            name = existing["metadata"]["name"]
+            if name not in wanted:
+                ctx.delete(kind, "", name)
+        for name, desired in wanted.items():
+            self._put(ctx, kind, name, desired)
+
+    def _put(self, ctx: ControllerContext, kind: str, name: str, desired: Obj | None) -> None:
+        current = ctx.get(kind, "", name)
+        if desired is None:
+            if current is not None:
+                ctx.delete(kind, "", name)
+            return
+        if current is None:
+            try:
+                ctx.create(kind, desired, MANAGER)
+            except AlreadyExists:
+                return
+            return
+        if _mirror(current) != desired:
+            updated = {**desired, "metadata": {**desired["metadata"]}}
+            updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            ctx.update(kind, updated, MANAGER)
+
+    def _trimmed(self, tenant: str, host_slice: Obj) -> Obj | None:
+        """The slice with only the devices an entitled class selects (None: no device)."""
+        entry = self.directory.get(tenant)
+        assert entry is not None
+        classes = [self.host.peek("DeviceClass", "", n) for n in entry.entitled]
+        expressions = [_class_expressions(c) for c in classes if c is not None]
+        spec = host_slice.get("spec") or {}
+        devices = [
+            d
+            for d in spec.get("devices") or []
+            if any(self._selects(spec.get("driver", ""), d, e) for e in expressions)
+        ]
+        if not devices:
+            return None
+        mirrored = _mirror(host_slice)
+        mirrored["spec"] = {**copy.deepcopy(spec), "devices": copy.deepcopy(devices)}
+        return mirrored
+
+    def _selects(self, driver: str, device: Obj, expressions: list[str]) -> bool:
+        view = DeviceView(driver, resourceapi.Device.model_validate(device))
+        try:
+            return all(self.compiler.compile(e, stored=True).matches(view) for e in expressions)
+        except CelError:
+            return False
+
+    def relay_event(self, tenant: str, namespace: str, name: str) -> None:
+        event = self.host.peek("Event", namespace, name)
+        if event is None:
+            return
+        involved = event.get("involvedObject") or {}
+        kind = str(involved.get("kind"))
+        if kind not in SYNCED.values():
+            return
+        twin = self.host.peek(kind, namespace, involved.get("name", ""))
+        origin = tenant_object_name(twin) if twin is not None else None
+        if origin is None:
+            return
+        target = self.context(tenant).get(kind, *origin)
+        if target is None:
+            return
+        message = str(event.get("message") or "").replace(involved.get("name", ""), origin[1])
+        self.context(tenant).event(
+            target,
+            event.get("type") or "Normal",
+            event.get("reason") or "",
+            message,
+            (event.get("source") or {}).get("component") or "host",
+        )
+
+    # ------------------------------------------------------ tenant -> host
+    def sync_object(self, tenant: str, kind: str, namespace: str, name: str) -> None:
+        ctx = self.context(tenant)
+        obj = ctx.get(kind, namespace, name)
+        host_ns = names.host_namespace(tenant)
+        try:
+            twin_name = names.host_name(name, namespace)
+        except names.NameTooLong:
+            return
+        twin = self.host.get(kind, host_ns, twin_name)
+        deleted_uid = self._host_deleted.pop((tenant, kind, namespace, name), None)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            self._held.discard((tenant, namespace, name))
+            if twin is not None and _twin_of(twin, obj):
+                self.host.delete(kind, host_ns, twin_name)
+            return
+        if twin is None and deleted_uid is not None and deleted_uid == obj["metadata"].get("uid"):
+            ctx.delete(kind, namespace, name)  # deleted on the host: follow
+            return
+        if twin is None:
+            twin = self._create_twin(ctx, tenant, kind, obj)
+            if twin is None:
+                return
+        elif not _twin_of(twin, obj):
+            self.host.delete(kind, host_ns, twin_name)  # left by an earlier object
+            return
+        else:
+            self._update_twin(kind, obj, twin, tenant)
+        self._status_back(ctx, kind, obj, twin)
+
+    def _create_twin(self, ctx: ControllerContext, tenant: str, kind: str, obj: Obj) -> Obj | None:
+        metadata = obj["metadata"]
+        if kind == "Pod":
+            waiting = self._missing_references(ctx, tenant, obj)
+            if waiting:
+                self._held.add((tenant, metadata.get("namespace", ""), metadata["name"]))
+                ctx.event(obj, "Warning", "SyncWaiting", waiting, MANAGER)
+                return None
+            self._held.discard((tenant, metadata.get("namespace", ""), metadata["name"]))
+        try:
+            return self.host.create(kind, to_host(kind, obj, tenant), MANAGER)
+        except AlreadyExists:
+            return None
+        except (AdmissionDenied, InvalidObjectError) as refused:
+            ctx.event(obj, "Warning", "SyncError", f"not synced to the host: {refused}", MANAGER)
+            return None
+
+    def _missing_references(self, ctx: ControllerContext, tenant: str, pod: Obj) -> str:
+        entry = self.directory.get(tenant)
+        assert entry is not None
+        namespace = pod["metadata"].get("namespace", "")
+        for claim in (pod.get("spec") or {}).get("resourceClaims") or []:
+            named = claim.get("resourceClaimName")
+            if named and ctx.peek("ResourceClaim", namespace, named) is None:
+                return (
+                    f'resource claim "{named}" does not exist in namespace "{namespace}"; '
+                    "the pod is synced to the host once it does"
+                )
+            template = claim.get("resourceClaimTemplateName")
+            if template and not syncs(entry.tenant.spec, "resourceClaimTemplates"):
+                return (
+                    "the pod uses a ResourceClaimTemplate, but this tenant does not sync "
+                    "templates (sync.toHost.resourceClaimTemplates.enabled is false)"
+                )
+            if template and ctx.peek("ResourceClaimTemplate", namespace, template) is None:
+                return (
+                    f'resource claim template "{template}" does not exist in namespace '
+                    f'"{namespace}"'
+                )
+        return ""
+
+    def _update_twin(self, kind: str, obj: Obj, twin: Obj, tenant: str) -> None:
+        desired = to_host(kind, obj, tenant)
+        if same_content(kind, twin, desired):
+            return
+        updated = copy.deepcopy(twin)
+        updated["metadata"]["labels"] = desired["metadata"]["labels"]
+        updated["metadata"]["annotations"] = desired["metadata"]["annotations"]
+        try:
+            self.host.update(kind, updated, MANAGER)
+        except (AdmissionDenied, InvalidObjectError, NotFound):
+            return
+
+    def _status_back(self, ctx: ControllerContext, kind: str, obj: Obj, twin: Obj) -> None:
+        host_ns = twin["metadata"]["namespace"]
+        if kind == "ResourceClaim":
+            status = claim_status_to_tenant(
+                twin.get("status") or {}, lambda n: self.host.peek("Pod", host_ns, n)
+            )
+        elif kind == "Pod":
+            node = (twin.get("spec") or {}).get("nodeName")
+            if node and not (obj.get("spec") or {}).get("nodeName"):
+                ctx.bind(obj["metadata"].get("namespace", ""), obj["metadata"]["name"], node)
+                obj = (
+                    ctx.get(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                    or obj
+                )
+            status = pod_status_to_tenant(
+                twin.get("status") or {}, lambda n: self.host.peek("ResourceClaim", host_ns, n)
+            )
+        else:
+            return
+        if (obj.get("status") or {}) == status:
+            return
+        updated = {**obj, "status": status}
+        try:
+            ctx.update_status(kind, updated, MANAGER)
+        except (NotFound, Conflict):
+            return
+
+
+def _mirror(obj: Obj) -> Obj:
+    """What a tenant sees of a host class or slice: identity, labels and spec."""
+    metadata = obj["metadata"]
+    mirrored: Obj = {
+        "apiVersion": obj.get("apiVersion", "resource.k8s.io/v1"),
+        "kind": obj.get("kind"),
+        "metadata": {"name": metadata["name"]},
+        "spec": copy.deepcopy(obj.get("spec") or {}),
+    }
+    for field in ("labels", "annotations"):
+        values = {
+            k: v
+            for k, v in (metadata.get(field) or {}).items()
+            if k != "kubectl.kubernetes.io/last-applied-configuration"
+        }
+        if values:
+            mirrored["metadata"][field] = values
+    return mirrored
+
+
+def _class_expressions(device_class: Obj) -> list[str]:
+    selectors = (device_class.get("spec") or {}).get("selectors") or []
+    return [s["cel"]["expression"] for s in selectors if (s.get("cel") or {}).get("expression")]
+
+
+def _twin_of(twin: Obj, obj: Obj | None) -> bool:
+    """Whether ``twin`` was created for ``obj`` (same uid), or for a deleted object."""
+    uid = (twin["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
+    return obj is None or uid == obj["metadata"].get("uid")

@@ -1,0 +1,123 @@
+"""Translating objects between a tenant cluster and the host, in both directions.
+
+Toward the host (``to_host``): the name and namespace translated (see
+:mod:`allot.tenancy.names`), the tenant's labels and annotations carried, the platform's
+``allot.dev/tenant`` and ``allot.dev/tenant-namespace`` labels and the tenant-name/uid
+annotations added, and a pod's ``spec.resourceClaims`` references rewritten. Back to the
+tenant (``claim_status_to_tenant``, ``pod_status_to_tenant``): host names in
+``reservedFor`` and ``resourceClaimStatuses`` mapped back. Pure; used by the guard and
+the sync.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from allot.tenancy import names
+
+Obj = dict[str, Any]
+HOST_ONLY_POD_FIELDS = ("nodeName",)
+
+
+def to_host(kind: str, obj: Obj, tenant: str) -> Obj:
+    """The host twin of a tenant object (no status: the host owns it)."""
+    metadata = obj["metadata"]
+    namespace = metadata.get("namespace") or "default"
+    twin: Obj = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": kind,
+        "metadata": _host_metadata(metadata, namespace, tenant),
+    }
+    spec = copy.deepcopy(obj.get("spec") or {})
+    if kind == "Pod":
+        spec = _host_pod_spec(spec, namespace)
+    twin["spec"] = spec
+    return twin
+
+
+def _host_metadata(metadata: Obj, namespace: str, tenant: str) -> Obj:
+    labels = {
+        k: v
+        for k, v in (metadata.get("labels") or {}).items()
+        if not k.startswith(names.PLATFORM_PREFIX)
+    }
+    labels.update({names.TENANT_LABEL: tenant, names.TENANT_NAMESPACE_LABEL: namespace})
+    annotations = {
+        k: v
+        for k, v in (metadata.get("annotations") or {}).items()
+        if not k.startswith(names.PLATFORM_PREFIX)
+        and k != "kubectl.kubernetes.io/last-applied-configuration"
+    }
+    annotations[names.NAME_ANNOTATION] = metadata["name"]
+    if metadata.get("uid"):
+        annotations[names.UID_ANNOTATION] = metadata["uid"]
+    return {
+        "name": names.host_name(metadata["name"], namespace),
+        "namespace": names.host_namespace(tenant),
+        "labels": labels,
+        "annotations": annotations,
+    }
+
+
+def _host_pod_spec(spec: Obj, namespace: str) -> Obj:
+    for field in HOST_ONLY_POD_FIELDS:
+        spec.pop(field, None)
+    for claim in spec.get("resourceClaims") or []:
+        for key in ("resourceClaimName", "resourceClaimTemplateName"):
+            if claim.get(key):
+                claim[key] = names.host_name(claim[key], namespace)
+    return spec
+
+
+def same_content(kind: str, twin: Obj, desired: Obj) -> bool:
+    """Whether the host twin already carries what the tenant object asks for."""
+    if (twin["metadata"].get("labels") or {}) != desired["metadata"]["labels"]:
+        return False
+    if (twin["metadata"].get("annotations") or {}) != desired["metadata"]["annotations"]:
+        return False
+    return kind == "Pod" or twin.get("spec") == desired.get("spec")
+
+
+def tenant_object_name(twin: Obj) -> tuple[str, str] | None:
+    """The tenant ``(namespace, name)`` a host object is the twin of, if any."""
+    metadata = twin["metadata"]
+    labels = metadata.get("labels") or {}
+    if names.TENANT_LABEL not in labels or names.TENANT_NAMESPACE_LABEL not in labels:
+        return None
+    name = (metadata.get("annotations") or {}).get(names.NAME_ANNOTATION)
+    if not name:
+        return None
+    return labels[names.TENANT_NAMESPACE_LABEL], name
+
+
+def claim_status_to_tenant(status: Obj, pod_twin: Callable[[str], Obj | None]) -> Obj:
+    """A host claim's status for the tenant: ``reservedFor`` names its pods."""
+    mapped = copy.deepcopy(status)
+    reserved = []
+    for consumer in mapped.get("reservedFor") or []:
+        pod = pod_twin(consumer.get("name", "")) if consumer.get("resource") == "pods" else None
+        if pod is not None:
+            annotations = pod["metadata"].get("annotations") or {}
+            consumer = {
+                **consumer,
+                "name": annotations.get(names.NAME_ANNOTATION, consumer.get("name")),
+                "uid": annotations.get(names.UID_ANNOTATION, consumer.get("uid")),
+            }
+        reserved.append(consumer)
+    if reserved:
+        mapped["reservedFor"] = reserved
+    return mapped
+
+
+def pod_status_to_tenant(status: Obj, claim_twin: Callable[[str], Obj | None]) -> Obj:
+    """A host pod's status for the tenant: claim names of synced claims mapped back."""
+    mapped = copy.deepcopy(status)
+    for entry in mapped.get("resourceClaimStatuses") or []:
+        twin = claim_twin(entry.get("resourceClaimName") or "")
+        if twin is not None:
+            origin = tenant_object_name(twin)
+            if origin is not None:
+                entry["resourceClaimName"] = origin[1]
+    return mapped
