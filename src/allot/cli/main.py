@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from allot import __version__
-from allot.cli import lint, simulate, up, validate
+from allot.cli import lint, simulate, tenant, up, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,12 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.register(subparsers)
     lint.register(subparsers)
     up.register(subparsers)
+    tenant.register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    if "--" in words:  # everything after `--` is a command to run (`allot tenant connect`)
+        passthrough = words[words.index("--") + 1 :]
+        words = words[: words.index("--")]
+    args = parser.parse_args(words)
+    args.passthrough = passthrough
     if args.command is None:
         parser.print_help()
         return 2

@@ -1,0 +1,121 @@
+"""Reading a tenant definition: a vCluster values file or a Tenant document.
+
+``allot tenant create NAME -f values.yaml`` accepts vCluster's values unchanged (seed
+000's ``legal-ai-vcluster-config.yaml`` works as is). allot reads
+``sync.toHost.resourceClaims``, ``sync.toHost.resourceClaimTemplates``,
+``sync.fromHost.deviceClasses`` and ``policies.resourceQuota`` (its ``quota`` becomes the
+tenant's ResourceQuota). Other keys vCluster knows are reported as warnings (they have
+no meaning for the embedded platform); keys vCluster does not know are errors naming
+their path, so a typo never passes silently. A document with ``kind: Tenant`` is taken as
+the Tenant itself. Pure; used by ``allot tenant create``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from allot.api.kinds import render_location
+from allot.api.tenancy import (
+    TENANCY_GROUP,
+    TENANCY_VERSION,
+    TenantQuota,
+    TenantSpec,
+    VclusterValues,
+)
+
+Obj = dict[str, Any]
+VCLUSTER_TOP_LEVEL = {
+    "controlPlane", "deploy", "experimental", "exportKubeConfig", "external",
+    "integrations", "logging", "networking", "plugins", "policies", "privateNodes",
+    "rbac", "sleepMode", "sync", "telemetry", "global", "pro", "plugin", "platform",
+}  # fmt: skip
+VCLUSTER_TO_HOST = {
+    "pods", "secrets", "configMaps", "ingresses", "services", "endpoints",
+    "networkPolicies", "persistentVolumeClaims", "persistentVolumes", "volumeSnapshots",
+    "volumeSnapshotContents", "storageClasses", "serviceAccounts", "podDisruptionBudgets",
+    "priorityClasses", "namespaces", "customResources", "resourceClaims",
+    "resourceClaimTemplates",
+}  # fmt: skip
+VCLUSTER_FROM_HOST = {
+    "nodes", "events", "ingressClasses", "runtimeClasses", "priorityClasses",
+    "storageClasses", "csiNodes", "csiDrivers", "csiStorageCapacities",
+    "volumeSnapshotClasses", "configMaps", "secrets", "customResources", "deviceClasses",
+}  # fmt: skip
+USED = {"toHost": {"resourceClaims", "resourceClaimTemplates"}, "fromHost": {"deviceClasses"}}
+KNOWN = {"toHost": VCLUSTER_TO_HOST, "fromHost": VCLUSTER_FROM_HOST}
+
+
+class ValuesError(ValueError):
+    """The values file cannot define a tenant; the message names the key's path."""
+
+
+def tenant_document(name: str, document: Obj) -> tuple[Obj, list[str]]:
+    """A Tenant (wire form) from a values file or Tenant document, and warnings."""
+    if not isinstance(document, dict):
+        raise ValuesError("the values file must be a YAML mapping")
+    if document.get("kind") == "Tenant":
+        tenant = {**document, "metadata": {**(document.get("metadata") or {}), "name": name}}
+        return tenant, []
+    warnings = _check_keys(document)
+    relevant = {k: _relevant(k, v) for k, v in document.items() if k in ("sync", "policies")}
+    try:
+        values = VclusterValues.model_validate(relevant)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ValuesError(
+            f"{render_location(tuple(first['loc']))}: {first['msg'].removeprefix('Value error, ')}"
+        ) from None
+    spec = TenantSpec(sync=values.sync)
+    quota = values.policies.resource_quota if values.policies else None
+    if quota is not None and quota.enabled is not False and quota.quota:
+        spec.quota = TenantQuota(hard=quota.quota)
+    return {
+        "apiVersion": f"{TENANCY_GROUP}/{TENANCY_VERSION}",
+        "kind": "Tenant",
+        "metadata": {"name": name},
+        "spec": spec.to_wire(),
+    }, warnings
+
+
+def _check_keys(document: Obj) -> list[str]:
+    warnings = []
+    for key in document:
+        if key not in VCLUSTER_TOP_LEVEL:
+            raise ValuesError(f"{key}: unknown key (not a vCluster values key)")
+        if key not in ("sync", "policies"):
+            warnings.append(f"{key}: vCluster setting not used by the embedded platform, ignored")
+    sync = document.get("sync") or {}
+    if not isinstance(sync, dict):
+        raise ValuesError("sync: must be a mapping")
+    for direction, entries in sync.items():
+        if direction not in KNOWN:
+            raise ValuesError(f"sync.{direction}: unknown key (expected toHost or fromHost)")
+        for entry in entries or {}:
+            if entry not in KNOWN[direction]:
+                raise ValuesError(f"sync.{direction}.{entry}: unknown key")
+            if entry not in USED[direction]:
+                warnings.append(
+                    f"sync.{direction}.{entry}: vCluster setting not used by the embedded "
+                    "platform, ignored"
+                )
+    policies = document.get("policies") or {}
+    for key in policies if isinstance(policies, dict) else []:
+        if key != "resourceQuota":
+            warnings.append(
+                f"policies.{key}: vCluster setting not used by the embedded platform, ignored"
+            )
+    return warnings
+
+
+def _relevant(key: str, value: Any) -> Any:
+    """Only the parts allot reads (the rest has been checked and warned about)."""
+    if not isinstance(value, dict):
+        return value
+    if key == "policies":
+        return {k: v for k, v in value.items() if k == "resourceQuota"}
+    return {
+        direction: {k: v for k, v in (entries or {}).items() if k in USED.get(direction, set())}
+        for direction, entries in value.items()
+    }
