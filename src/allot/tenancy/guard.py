@@ -18,9 +18,11 @@ from allot.apiserver.handlers import Handlers, WriteOptions
 from allot.apiserver.requests import Target
 from allot.apiserver.resources import by_kind
 from allot.apiserver.security import HOST_CLUSTER
+from allot.statuses import InvalidObjectError
 from allot.tenancy import names
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.translate import to_host
+from allot.validation.field import Path, invalid
 
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
 HOST_ONLY_KINDS = ("Tenant",)
@@ -81,8 +83,9 @@ class TenantGuard:
         try:
             twin = to_host(request.resource.kind, wire, tenant)
         except names.NameTooLong as err:
-            raise AdmissionDenied(
-                request.resource, request.name, f"metadata.name: {err}", "Invalid"
+            path = Path("metadata").child("name")
+            raise InvalidObjectError(
+                request.resource.info, request.name, [invalid(path, request.name, str(err))]
             ) from None
         resource = by_kind(request.resource.kind)
         target = Target(resource, names.host_namespace(tenant), None, "")
@@ -92,4 +95,9 @@ class TenantGuard:
         except AdmissionDenied as denied:
             raise AdmissionDenied(
                 request.resource, request.name, denied.cause, denied.reason
+            ) from None
+        except InvalidObjectError as refused:  # host-only rules (the namespace's labels)
+            details = "; ".join(str(e) for e in refused.errors)
+            raise AdmissionDenied(
+                request.resource, request.name, f"the host refuses it: {details}"
             ) from None

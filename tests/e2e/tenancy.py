@@ -1,0 +1,114 @@
+"""Helpers for the tenancy end-to-end tests: a platform with seed 000's corrected classes
+and tenants created through the real ``allot tenant create``, kubectl per tenant, waits.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from allot.cli.main import main as allot
+from tests.e2e.conftest import Cluster, running_platform
+
+REPO = Path(__file__).resolve().parents[2]
+CLASSES = REPO / "examples" / "tenancy" / "platform-classes.yaml"
+SEEDS = REPO / "examples" / "seeds"
+
+
+class Tenancy:
+    """One running platform with tenants; ``as_tenant`` runs kubectl with their kubeconfig."""
+
+    def __init__(self, cluster: Cluster, data_dir: Path) -> None:
+        self.cluster = cluster
+        self.data_dir = data_dir
+
+    def create_tenant(self, name: str, *options: str) -> None:
+        code = allot(["tenant", "create", name, "--data-dir", str(self.data_dir), *options])
+        assert code == 0, f"allot tenant create {name} exited {code}"
+
+    def kubeconfig(self, tenant: str) -> Path:
+        return self.data_dir / "kubeconfigs" / f"{tenant}.yaml"
+
+    def as_tenant(
+        self, tenant: str, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl(
+            *args, stdin=stdin, check=check, kubeconfig=self.kubeconfig(tenant)
+        )
+
+    def tenant_json(self, tenant: str, *args: str) -> Any:
+        return json.loads(self.as_tenant(tenant, "get", *args, "-o", "json").stdout)
+
+    def host_json(self, *args: str) -> Any:
+        return self.cluster.get_json(*args)
+
+    def wait(self, condition: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = condition()
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def host_objects(self, namespace: str) -> list[str]:
+        """Every claim, template and pod in a host namespace, as kind/name."""
+        listing = self.host_json("resourceclaims,resourceclaimtemplates,pods", "-n", namespace)
+        return sorted(f"{i['kind']}/{i['metadata']['name']}" for i in listing["items"])
+
+    def tenant_events(self, tenant: str, name: str) -> list[str]:
+        events = self.tenant_json(tenant, "events")["items"]
+        return [
+            f"{e.get('reason')}: {e.get('message')}"
+            for e in events
+            if (e.get("involvedObject") or {}).get("name") == name
+        ]
+
+
+def write_values(path: Path, tenant: str) -> Path:
+    """A vCluster values file like seed 000's, for ``tenant``."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "sync": {
+                    "toHost": {"resourceClaims": {"enabled": True}},
+                    "fromHost": {
+                        "deviceClasses": {
+                            "enabled": True,
+                            "selector": {"matchLabels": {"gpu.platform/tenant": tenant}},
+                        }
+                    },
+                }
+            }
+        )
+    )
+    return path
+
+
+@contextmanager
+def seed_platform(root: Path, runtime: str = "simulated") -> Iterator[Tenancy]:
+    """Seed 000's fleet and corrected classes, tenants legal-ai and research-ai from the
+    seed's own vCluster values files; legal-ai has a quota of 2 claims and 1 gpu-whole."""
+    with running_platform(root, runtime=runtime) as cluster:
+        cluster.kubectl("apply", "-f", str(CLASSES))
+        tenancy = Tenancy(cluster, root / "data")
+        tenancy.create_tenant(
+            "legal-ai",
+            "-f",
+            str(SEEDS / "000-legal-ai-vcluster-config.yaml"),
+            "--quota",
+            "count/resourceclaims.resource.k8s.io=2",
+            "--quota",
+            "gpu-whole.deviceclass.resource.k8s.io/devices=1",
+        )
+        tenancy.create_tenant(
+            "research-ai", "-f", str(SEEDS / "000-research-ai-vcluster-config.yaml")
+        )
+        yield tenancy
