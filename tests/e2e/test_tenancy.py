@@ -47,7 +47,8 @@ def test_seed_000_walkthrough(tenancy: Tenancy) -> None:
     # and only the devices those classes select
     slices = tenancy.tenant_json("research-ai", "resourceslices")["items"]
     devices = [d["name"] for s in slices for d in s["spec"]["devices"]]
-    assert len(devices) == 7 and all("-mig-1g5gb-" in d for d in devices)
+    assert len(devices) == 7
+    assert all("-mig-1g5gb-" in d for d in devices)
     tenancy.as_tenant("legal-ai", "apply", "-f", LEGAL)
     tenancy.as_tenant("research-ai", "apply", "-f", RESEARCH)
     tenancy.wait(lambda: _allocated(tenancy, "legal-ai", "legal-whole-gpu"), "legal allocation")
@@ -79,7 +80,8 @@ def test_seed_000_walkthrough(tenancy: Tenancy) -> None:
         lambda: tenancy.as_tenant("legal-ai", "logs", "contract-summarizer").stdout,
         "legal logs",
     )
-    assert "NVIDIA A100-SXM4-40GB" in logs and "MIG" not in logs
+    assert "NVIDIA A100-SXM4-40GB" in logs
+    assert "MIG" not in logs
     research_logs = tenancy.wait(
         lambda: tenancy.as_tenant("research-ai", "logs", "research-training-job").stdout,
         "research logs",

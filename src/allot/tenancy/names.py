@@ -12,6 +12,9 @@ the sync, the controller and the scheduler.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from allot.validation.tenancy import TENANT_NAMESPACE_PREFIX
 
 PLATFORM_PREFIX = "allot.dev/"
@@ -58,11 +61,11 @@ def tenant_name(translated: str) -> tuple[str, str]:
     return name, namespace
 
 
-def reserved_keys(metadata: dict[str, object]) -> list[str]:
+def reserved_keys(metadata: Mapping[str, Any]) -> list[str]:
     """The ``allot.dev/`` label and annotation keys a tenant tried to set."""
     found = []
     for field in ("labels", "annotations"):
-        for key in metadata.get(field) or {}:  # type: ignore[attr-defined]
+        for key in metadata.get(field) or {}:
             if str(key).startswith(PLATFORM_PREFIX):
                 found.append(f"metadata.{field}[{key}]")
     return found

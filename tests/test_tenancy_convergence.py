@@ -1,0 +1,218 @@
+"""Property: after any interleaving of tenant and host operations, and after a restart,
+the tenant and host views converge.
+
+The platform runs in-process (store, handlers, admission, controllers on an asyncio loop;
+no HTTP). Hypothesis draws a sequence of operations: tenants create and delete claims and
+pods (some pods naming claims that do not exist), the host deletes twins and moves a class
+between tenants; some operations run back to back, others let the controllers settle.
+Then the platform is stopped and rebuilt on the same data directory. Invariants: every
+synced tenant object has exactly one host twin (same uid), every host twin has its tenant
+object, claim allocations agree, and each tenant sees exactly its entitled classes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from allot.apiserver.app import ApiServer
+from allot.apiserver.handlers import WriteOptions
+from allot.apiserver.requests import Target
+from allot.apiserver.resources import by_kind
+from allot.controllers.context import ControllerContext
+from allot.driver.fleet import SEED_000_FLEET, expand, parse_fleet
+from allot.driver.publisher import device_classes, node_object
+from allot.driver.slices import node_slices
+from allot.platform import build
+from allot.statuses import RequestError
+from allot.store.errors import StoreError
+from allot.tenancy import names
+
+Obj = dict[str, Any]
+CLASSES = Path(__file__).resolve().parents[1] / "examples" / "tenancy" / "platform-classes.yaml"
+TENANTS = ("legal-ai", "research-ai")
+CLAIM_NAMES = ("a", "b")
+OPERATION = st.one_of(
+    st.tuples(st.just("claim"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
+    st.tuples(st.just("delete-claim"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
+    st.tuples(st.just("pod"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
+    st.tuples(st.just("delete-pod"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
+    st.tuples(st.just("host-delete"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
+    st.tuples(st.just("move-class"), st.sampled_from(TENANTS), st.just("")),
+)
+STEP = st.tuples(OPERATION, st.booleans())
+
+
+def _write(api: ApiServer, cluster: str, verb: str, obj: Obj) -> None:
+    resource = by_kind(obj["kind"])
+    namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+    options = WriteOptions("test", "Strict", False, user=f"system:allot:{cluster}")
+    try:
+        if verb == "create":
+            api.handlers.create(cluster, Target(resource, namespace, None, ""), obj, options)
+        else:
+            target = Target(resource, namespace, obj["metadata"]["name"], "")
+            api.handlers.delete(cluster, target, {}, False, user=options.user)
+    except (RequestError, StoreError):
+        return  # refused or already there/gone: part of the interleaving
+
+
+def _claim(tenant: str, name: str) -> Obj:
+    device_class = "gpu-whole" if tenant == "legal-ai" else "gpu-slice"
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": device_class}}]}
+        },
+    }
+
+
+def _pod(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{name}", "namespace": "default"},
+        "spec": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "resourceClaims": [{"name": "g", "resourceClaimName": name}],
+            "containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "g"}]}}],
+        },
+    }
+
+
+def _apply(api: ApiServer, operation: tuple[str, str, str], owner: dict[str, str]) -> None:
+    verb, tenant, name = operation
+    if verb == "claim":
+        _write(api, tenant, "create", _claim(tenant, name))
+    elif verb == "delete-claim":
+        _write(api, tenant, "delete", _claim(tenant, name))
+    elif verb == "pod":
+        _write(api, tenant, "create", _pod(name))
+    elif verb == "delete-pod":
+        _write(api, tenant, "delete", _pod(name))
+    elif verb == "host-delete":
+        twin = _claim(tenant, names.host_name(name, "default"))
+        twin["metadata"]["namespace"] = names.host_namespace(tenant)
+        _write(api, "host", "delete", twin)
+    else:
+        host = ControllerContext("host", api.store, api.handlers, api.clock)
+        device_class = host.get("DeviceClass", "", "gpu-whole")
+        if device_class is not None:
+            device_class["metadata"]["labels"]["gpu.platform/tenant"] = tenant
+            host.update("DeviceClass", device_class, "test")
+            owner["gpu-whole"] = tenant
+
+
+async def _settle(api: ApiServer) -> None:
+    for _ in range(3):
+        await api.controllers.idle(timeout=10)
+        await asyncio.sleep(0.02)
+
+
+async def _start(data: Path) -> ApiServer:
+    api = build(data)
+    for hook in api.startup_hooks:
+        await hook()
+    return api
+
+
+async def _stop(api: ApiServer) -> None:
+    for hook in api.shutdown_hooks:
+        await hook()
+    api.store.close()
+
+
+async def _prepare(api: ApiServer) -> None:
+    host = ControllerContext("host", api.store, api.handlers, api.clock)
+    for device_class in [*device_classes(), *yaml.safe_load_all(CLASSES.read_text())]:
+        host.create("DeviceClass", device_class, "test")
+    for spec in expand(parse_fleet(SEED_000_FLEET)):
+        node = host.create("Node", node_object(spec), "test")
+        for document in node_slices(
+            spec.name, node["metadata"]["uid"], spec.gpus, dynamic_mig=spec.dynamic_mig
+        ):
+            host.create("ResourceSlice", document, "test")
+    for tenant in TENANTS:
+        selector = {"matchLabels": {"gpu.platform/tenant": tenant}}
+        host.create(
+            "Tenant",
+            {
+                "apiVersion": "allot.dev/v1alpha1",
+                "kind": "Tenant",
+                "metadata": {"name": tenant},
+                "spec": {"deviceClassSelector": selector},
+            },
+            "test",
+        )
+    await _settle(api)
+
+
+def _check_converged(api: ApiServer, owner: dict[str, str]) -> None:
+    host = ControllerContext("host", api.store, api.handlers, api.clock)
+    for tenant in TENANTS:
+        ctx = ControllerContext(tenant, api.store, api.handlers, api.clock)
+        namespace = names.host_namespace(tenant)
+        for kind in ("ResourceClaim", "Pod"):
+            tenant_objects = {o["metadata"]["name"]: o for o in ctx.list(kind, "default")}
+            twins = host.list(kind, namespace)
+            origins = [
+                (t["metadata"].get("annotations") or {}).get(names.NAME_ANNOTATION) for t in twins
+            ]
+            assert len(origins) == len(set(origins)), f"duplicate twins in {namespace}"
+            for twin in twins:
+                origin = (twin["metadata"].get("annotations") or {})[names.NAME_ANNOTATION]
+                assert origin in tenant_objects, f"orphan twin {twin['metadata']['name']}"
+                mine = tenant_objects[origin]
+                assert (
+                    twin["metadata"]["annotations"][names.UID_ANNOTATION] == mine["metadata"]["uid"]
+                )
+                if kind == "ResourceClaim":
+                    host_allocation = (twin.get("status") or {}).get("allocation")
+                    assert (mine.get("status") or {}).get("allocation") == host_allocation
+            for name, mine in tenant_objects.items():
+                synced = names.host_name(name, "default") in {t["metadata"]["name"] for t in twins}
+                if kind == "ResourceClaim":
+                    assert synced, f"claim {name} of {tenant} has no twin"
+                else:
+                    claim = mine["spec"]["resourceClaims"][0]["resourceClaimName"]
+                    assert synced == (
+                        claim
+                        in {c["metadata"]["name"] for c in ctx.list("ResourceClaim", "default")}
+                    )
+        visible = sorted(c["metadata"]["name"] for c in ctx.list("DeviceClass"))
+        expected = sorted(
+            n for n, t in {"gpu-slice": "research-ai", **owner}.items() if t == tenant
+        )
+        assert visible == expected, (tenant, visible, expected)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(STEP, min_size=1, max_size=12))
+def test_views_converge_after_interleavings_and_restart(steps: list[Any]) -> None:
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            data = Path(directory)
+            api = await _start(data)
+            owner = {"gpu-whole": "legal-ai"}
+            await _prepare(api)
+            for operation, settle in steps:
+                _apply(api, operation, owner)
+                if settle:
+                    await _settle(api)
+            await _settle(api)
+            _check_converged(api, owner)
+            await _stop(api)
+            again = await _start(data)
+            await _settle(again)
+            _check_converged(again, owner)
+            await _stop(again)
+
+    asyncio.run(scenario())

@@ -1,0 +1,85 @@
+"""vCluster values files as tenant definitions: used keys, warnings, errors with paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from allot.api.tenancy import Tenant, entitlement_selector, syncs
+from allot.tenancy.values import ValuesError, tenant_document
+
+SEEDS = Path(__file__).resolve().parents[1] / "examples" / "seeds"
+
+
+def test_the_seed_config_works_as_is() -> None:
+    values = yaml.safe_load((SEEDS / "000-legal-ai-vcluster-config.yaml").read_text())
+    document, warnings = tenant_document("legal-ai", values)
+    assert warnings == []
+    tenant = Tenant.model_validate(document)
+    selector = entitlement_selector(tenant.spec)
+    assert selector is not None
+    assert selector.match_labels == {"gpu.platform/tenant": "legal-ai"}
+    assert syncs(tenant.spec, "resourceClaims")
+    assert syncs(tenant.spec, "deviceClasses")
+
+
+def test_resource_quota_policy_becomes_the_tenant_quota() -> None:
+    values = {
+        "policies": {
+            "resourceQuota": {
+                "enabled": True,
+                "quota": {"gpu-whole.deviceclass.resource.k8s.io/devices": 2},
+            }
+        }
+    }
+    document, _ = tenant_document("t", values)
+    assert document["spec"]["quota"]["hard"] == {
+        "gpu-whole.deviceclass.resource.k8s.io/devices": "2"
+    }
+
+
+def test_known_but_unused_keys_warn() -> None:
+    _, warnings = tenant_document(
+        "t", {"controlPlane": {"distro": {}}, "sync": {"fromHost": {"nodes": {"enabled": True}}}}
+    )
+    assert warnings == [
+        "controlPlane: vCluster setting not used by the embedded platform, ignored",
+        "sync.fromHost.nodes: vCluster setting not used by the embedded platform, ignored",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"synk": {}}, "synk: unknown key (not a vCluster values key)"),
+        ({"sync": {"toGuest": {}}}, "sync.toGuest: unknown key (expected toHost or fromHost)"),
+        ({"sync": {"toHost": {"resourceClaimz": {}}}}, "sync.toHost.resourceClaimz: unknown key"),
+        (
+            {"sync": {"toHost": {"resourceClaims": {"enabled": True, "selector": {}}}}},
+            "sync.toHost.resourceClaims.selector: Extra inputs are not permitted",
+        ),
+        (
+            {"sync": {"fromHost": {"deviceClasses": {"enabled": "maybe"}}}},
+            "sync.fromHost.deviceClasses.enabled: Input should be a valid boolean",
+        ),
+        ([1, 2], "the values file must be a YAML mapping"),
+    ],
+)
+def test_bad_values_name_their_path(values: object, message: str) -> None:
+    with pytest.raises(ValuesError) as caught:
+        tenant_document("t", values)  # type: ignore[arg-type]
+    assert str(caught.value).startswith(message)
+
+
+def test_a_tenant_document_is_taken_as_is() -> None:
+    document = {
+        "apiVersion": "allot.dev/v1alpha1",
+        "kind": "Tenant",
+        "metadata": {"name": "other"},
+        "spec": {"deviceClassSelector": {"matchLabels": {"tier": "gold"}}},
+    }
+    tenant, warnings = tenant_document("gold", document)
+    assert tenant["metadata"]["name"] == "gold"
+    assert warnings == []
