@@ -1,21 +1,21 @@
-"""``make demo``: the current end-to-end walk through what allot does today.
+"""``make demo``: seed 000's whole walkthrough on the embedded platform, with real kubectl.
 
-1. ``allot validate`` on the manifests quoted in the seed documents (``examples/seeds``)
-   and NVIDIA's published objects (``examples/nvidia``): the walkthrough's classes and
-   claims are accepted, every DRA manifest of seed 001 is rejected the way a Kubernetes
-   1.36 API server rejects it, with allot's hint on the fix.
-2. ``allot lint`` on seed 000's catalogue against the NVIDIA fixtures: ``gpu-slice``
-   matches nothing and ``gpu-whole`` also takes MIG partitions, with corrected selectors.
-3. ``allot simulate --explain`` of both tenants' claims on the seed's two node pools with
-   the corrected classes, until the MIG slices run out and the 8th slice claim is
-   explained.
-4. The embedded platform: API server on a free loopback port (HTTPS, token auth) with the
-   host control plane and the process runtime; seed 000's fleet published by the simulated
-   NVIDIA driver. The real ``kubectl`` applies the corrected classes and the tenants'
-   pods (``examples/workloads/seed-000-host.yaml``): the legal pod gets the whole A100,
-   seven research pods the seven 1g.5gb slices, and their logs show ``nvidia-smi -L``; an
-   8th slice pod stays Pending with the scheduler's reason and event. Then everything
-   stops.
+1. ``allot validate`` and ``allot lint`` on the seed's manifests: the platform team's
+   original classes are valid but wrong for the real NVIDIA driver (``gpu-slice`` names a
+   driver that is never published, ``gpu-whole`` also takes MIG slices); lint says why
+   and proposes the corrected selectors.
+2. The platform starts (HTTPS on a free loopback port, process runtime) and the simulated
+   NVIDIA driver publishes seed 000's fleet: a whole-A100 pool and an A100 split into
+   seven 1g.5gb MIG slices.
+3. The platform team applies the corrected catalogue (``examples/tenancy``) and creates
+   the tenants ``legal-ai`` and ``research-ai`` from the seed's own vCluster values files,
+   with quotas.
+4. Each tenant, from its own kubeconfig (``allot tenant connect``), applies its claim and
+   workload; the sync carries them to the host, where they are allocated and run.
+5. The payoff: each tenant sees only its class; the host sees both claims with their
+   devices and tenants; the logs show a whole A100 and ``MIG 1g.5gb Device 0``.
+6. A denied escape (legal-ai claims the slice class) and an exhausted quota (a second
+   slice for research-ai), with their messages. Then everything stops.
 
 Run from the repository root.
 """
@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from allot.apiserver.server import ServerThread
@@ -35,107 +36,173 @@ from allot.driver.publisher import publish
 from allot.platform import build
 
 EXAMPLES = Path("examples")
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+ORIGINAL_CLASSES = "examples/seeds/000-gpu-deviceclasses.yaml"
+CLASSES = "examples/tenancy/platform-classes.yaml"
 LINT = [
     "lint",
-    "examples/seeds/000-gpu-deviceclasses.yaml",
+    ORIGINAL_CLASSES,
     "examples/nvidia/a100-40gb-x1-whole-gpu.yaml",
     "examples/nvidia/a100-40gb-static-mig-7x1g5gb.yaml",
-    "examples/nvidia/h100-80gb-dynamic-mig-partitionable.yaml",
 ]
-SIMULATE = ["simulate", "examples/scenarios/seed-000.yaml", "--explain"]
-STEPS = [
-    (
-        "Seed 000: the platform team's DeviceClasses and the tenants' claims",
-        [
-            "seeds/000-gpu-deviceclasses.yaml",
-            "seeds/000-legal-whole-gpu-resourceclaim.yaml",
-            "seeds/000-research-gpu-slice-resourceclaim.yaml",
-        ],
-    ),
-    (
-        "Seeds 003 and 004: NVIDIA's and a GPU platform's templates and pods",
-        ["seeds/003-single-gpu-template.yaml", "seeds/004-gpu-40g.yaml"],
-    ),
-    (
-        "Seed 001: the article's DRA manifests (v1beta1 shape under v1, Quantity >=)",
-        ["seeds/001-dra-manifests.yaml"],
-    ),
-    (
-        "Seed 001: its workloads (Job and Deployment are not kinds allot serves)",
-        ["seeds/001-workloads.yaml"],
-    ),
-    (
-        "NVIDIA DRA driver: published ResourceSlices and DeviceClasses",
-        [
-            "nvidia/deviceclasses.yaml",
-            "nvidia/a100-40gb-x1-whole-gpu.yaml",
-            "nvidia/a100-40gb-static-mig-7x1g5gb.yaml",
-            "nvidia/h100-80gb-x8-whole-gpus.yaml",
-            "nvidia/h100-80gb-dynamic-mig-partitionable.yaml",
-        ],
-    ),
-]
+HOST_CLAIMS = (
+    "custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,"
+    "TENANT:.metadata.labels.allot\\.dev/tenant,"
+    "DRIVER:.status.allocation.devices.results[0].driver,"
+    "POOL:.status.allocation.devices.results[0].pool,"
+    "DEVICE:.status.allocation.devices.results[0].device"
+)
+STEAL = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: borrow-a-slice}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu-slice}}]}}
+"""
+SECOND_SLICE = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: research-gpu-slice-2}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu-slice}}]}}
+"""
 
 
 def run() -> int:
     if not EXAMPLES.is_dir():
         print("error: run the demo from the repository root (examples/ not found)", file=sys.stderr)
         return 1
-    for title, files in STEPS:
-        _run(title, ["validate", *(str(EXAMPLES / f) for f in files)])
-    _run("Seed 000's catalogue against what the NVIDIA driver publishes", LINT)
-    _run("Seed 000 with the corrected classes: both tenants, then an 8th MIG slice", SIMULATE)
-    _kubectl_walkthrough()
+    _allot(
+        "Seed 000: the platform team's classes and the tenants' claims are valid objects",
+        [
+            "validate",
+            ORIGINAL_CLASSES,
+            "examples/seeds/000-legal-whole-gpu-resourceclaim.yaml",
+            "examples/seeds/000-research-gpu-slice-resourceclaim.yaml",
+        ],
+    )
+    _allot("...but the classes are wrong for what the NVIDIA driver publishes", LINT)
+    with tempfile.TemporaryDirectory() as scratch:
+        previous_home = os.environ.get("HOME")
+        os.environ["HOME"] = scratch  # kubectl's discovery cache stays in the scratch folder
+        try:
+            _platform(Path(scratch) / "data")
+        finally:
+            if previous_home is not None:
+                os.environ["HOME"] = previous_home
+    print("\n(platform stopped; nothing left running)", flush=True)
     return 0
 
 
-KUBECTL_STEPS = [
-    ["get", "nodes"],
-    ["get", "resourceslices", "-o", "wide"],
-    ["apply", "-f", "examples/workloads/seed-000-host.yaml"],
-    ["wait", "--for=condition=Ready", "pod", "--all", "--timeout=60s"],
-    ["get", "pods", "-o", "wide"],
-    ["logs", "legal-review"],
-    ["logs", "research-0"],
-    ["get", "resourceclaims"],
-    ["apply", "-f", "examples/workloads/seed-000-eighth-slice.yaml"],
-    ["wait", "--for=condition=PodScheduled=false", "pod/research-7", "--timeout=30s"],
-    ["get", "pod", "research-7"],
-    ["get", "events", "--field-selector", "involvedObject.name=research-7"],
-]
+def _platform(data: Path) -> None:
+    print("\n=== The embedded platform: host cluster, simulated NVIDIA driver, tenants")
+    with ServerThread(data, api=build(data, runtime="process")) as server:
+        host = server.endpoint.kubeconfigs["host"]
+        print(f"(allot API server on {server.endpoint.url}; host KUBECONFIG={host})")
+        report = publish(host, parse_fleet(SEED_000_FLEET))
+        print(f"(seed 000 fleet: {len(report.nodes_created)} nodes, {report.devices} devices)")
+        _kubectl(host, "get", "resourceslices", "-o", "wide")
+        _kubectl(host, "apply", "-f", CLASSES)
+        _kubectl(host, "get", "deviceclasses", "--show-labels")
+        _tenants(data)
+        _workloads(data)
+        _payoff(data, host)
+        _refusals(data)
 
 
-def _kubectl_walkthrough() -> None:
-    print("\n=== The embedded API server with the real kubectl", flush=True)
-    with tempfile.TemporaryDirectory() as scratch:
-        data = Path(scratch) / "data"
-        with ServerThread(data, api=build(data, runtime="process")) as server:
-            kubeconfig = server.endpoint.kubeconfigs["host"]
-            print(f"(allot API server on {server.endpoint.url}; KUBECONFIG={kubeconfig})")
-            _publish_seed_fleet(kubeconfig)
-            _run_kubectl_steps({**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": scratch})
-    print("(API server stopped)", flush=True)
+def _tenants(data: Path) -> None:
+    quotas = {
+        "legal-ai": ["--quota", "gpu-whole.deviceclass.resource.k8s.io/devices=1"],
+        "research-ai": ["--quota", "gpu-slice.deviceclass.resource.k8s.io/devices=1"],
+    }
+    for tenant, quota in quotas.items():
+        values = f"examples/seeds/000-{tenant}-vcluster-config.yaml"
+        _allot(
+            f"Tenant {tenant} from the seed's vCluster values file",
+            ["tenant", "create", tenant, "-f", values, *quota, "--data-dir", str(data)],
+        )
+    _allot("The tenants", ["tenant", "list", "--data-dir", str(data)])
 
 
-def _publish_seed_fleet(kubeconfig: Path) -> None:
-    report = publish(kubeconfig, parse_fleet(SEED_000_FLEET))
-    print(
-        f"(seed 000 fleet published: {len(report.nodes_created)} nodes, {report.slices} "
-        f"slices, {report.devices} devices)"
+def _workloads(data: Path) -> None:
+    for tenant in ("legal-ai", "research-ai"):
+        print(f"\n=== {tenant} applies its claim and workload from its own kubeconfig")
+        workload = f"examples/tenancy/{tenant}-workload.yaml"
+        _as(data, tenant, "apply", "-f", workload)
+        _as(data, tenant, "wait", "--for=condition=Ready", "pod", "--all", "--timeout=60s")
+        _as(data, tenant, "get", "resourceclaims,pods")
+
+
+def _payoff(data: Path, host: Path) -> None:
+    print("\n=== The payoff: each tenant sees only its class ...")
+    for tenant in ("legal-ai", "research-ai"):
+        _as(data, tenant, "get", "deviceclasses", "--show-labels")
+    print("\n=== ... and the host sees both claims, their tenants and devices")
+    _kubectl(host, "get", "resourceclaims", "-A", "-o", HOST_CLAIMS)
+    print("\n=== The workloads' logs: a whole A100, and one MIG slice")
+    _wait_for_logs(data, "legal-ai", "contract-summarizer")
+    _wait_for_logs(data, "research-ai", "research-training-job")
+
+
+def _refusals(data: Path) -> None:
+    print("\n=== legal-ai tries to claim the research team's slice class")
+    _as(data, "legal-ai", "create", "-f", "-", stdin=STEAL)
+    print("\n=== research-ai asks for a second slice beyond its quota of one")
+    _as(data, "research-ai", "create", "-f", "-", stdin=SECOND_SLICE)
+    _allot("Tenants at the end", ["tenant", "list", "--data-dir", str(data)])
+
+
+def _wait_for_logs(data: Path, tenant: str, pod: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        result = _capture(data, tenant, "logs", pod)
+        if result.strip():
+            break
+        time.sleep(0.2)
+    _as(data, tenant, "logs", pod)
+
+
+def _capture(data: Path, tenant: str, *args: str) -> str:
+    kubeconfig = data / "kubeconfigs" / f"{tenant}.yaml"
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    result = subprocess.run(
+        [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    return result.stdout
+
+
+def _as(data: Path, tenant: str, *args: str, stdin: str | None = None) -> None:
+    """``allot tenant connect TENANT -- kubectl ARGS``, shown and run."""
+    print(f"[{tenant}]$ kubectl " + " ".join(args), flush=True)
+    if stdin is not None:
+        kubeconfig = data / "kubeconfigs" / f"{tenant}.yaml"
+        _show(
+            subprocess.run(
+                [KUBECTL, *args],
+                input=stdin,
+                env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        )
+        return
+    allot_main(["tenant", "connect", tenant, "--data-dir", str(data), "--", KUBECTL, *args])
+    sys.stdout.flush()
+
+
+def _kubectl(kubeconfig: Path, *args: str) -> None:
+    print("[host]$ kubectl " + " ".join(args), flush=True)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    _show(
+        subprocess.run(
+            [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
     )
 
 
-def _run_kubectl_steps(env: dict[str, str]) -> None:
-    kubectl = str(Path(sys.executable).with_name("kubectl"))
-    for argv in KUBECTL_STEPS:
-        print("$ kubectl " + " ".join(argv), flush=True)
-        result = subprocess.run(
-            [kubectl, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
-        )
-        print((result.stdout + result.stderr).rstrip(), flush=True)
+def _show(result: subprocess.CompletedProcess[str]) -> None:
+    print((result.stdout + result.stderr).rstrip(), flush=True)
 
 
-def _run(title: str, argv: list[str]) -> None:
+def _allot(title: str, argv: list[str]) -> None:
     print(f"\n=== {title}")
     print("$ allot " + " ".join(argv), flush=True)
     code = allot_main(argv)
