@@ -16,7 +16,7 @@ failure through ``audit``. Errors (compile, runtime, missing params) follow
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +27,14 @@ from allot.apiserver.resources import ServedResource, by_kind
 from allot.apiserver.resources import lookup as lookup_resource
 from allot.cel import CelError
 from allot.cel.policy import PolicyCompiler, as_bool
-from allot.store import Store
+from allot.store import Store, WatchEvent
 
 Obj = dict[str, Any]
 AuditSink = Callable[[Obj], None]
+POLICY_RESOURCES = (
+    "validatingadmissionpolicies.admissionregistration.k8s.io",
+    "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+)
 
 
 class PolicyFailure(Exception):
@@ -53,6 +57,18 @@ class PolicyAdmission:
         self.store = store
         self.compiler = PolicyCompiler()
         self.audit = audit or (lambda record: None)
+        self._pairs: dict[str, list[tuple[Obj, Obj]]] = {}
+        self._by_resource: dict[str, dict[tuple[str, str, str], list[tuple[Obj, Obj]]]] = {}
+        self._by_namespace: dict[str, dict[tuple[Any, ...], list[tuple[Obj, Obj]]]] = {}
+        store.add_listener(self._forget_pairs)
+
+    def _forget_pairs(self, event: WatchEvent) -> None:
+        if event.resource in POLICY_RESOURCES:
+            self._pairs.pop(event.cluster, None)
+            self._by_resource.pop(event.cluster, None)
+            self._by_namespace.pop(event.cluster, None)
+        elif event.resource == "namespaces":
+            self._by_namespace.pop(event.cluster, None)
 
     def admit(self, request: AdmissionRequest) -> list[str]:
         if request.resource.kind in (
@@ -60,10 +76,19 @@ class PolicyAdmission:
             "ValidatingAdmissionPolicyBinding",
         ):
             return []
+        pairs = self._candidates(request)
+        if not pairs:
+            return []
         warnings: list[str] = []
         denied: list[Decision] = []
         inputs = self._inputs(request)
-        for policy, binding in self._bindings(request.cluster):
+        for policy, binding in self._in_namespace(request, inputs, pairs):
+            matches = [
+                (policy.get("spec") or {}).get("matchConstraints"),
+                (binding.get("spec") or {}).get("matchResources"),
+            ]
+            if not all(self._matches(request, inputs, match) for match in matches):
+                continue
             for decision in self._decisions(request, inputs, policy, binding):
                 if "Warn" in decision.actions:
                     warnings.append(
@@ -86,19 +111,75 @@ class PolicyAdmission:
         return warnings
 
     # ---------------------------------------------------------------- matching
-    def _bindings(self, cluster: str) -> Iterator[tuple[Obj, Obj]]:
+    def _candidates(self, request: AdmissionRequest) -> list[tuple[Obj, Obj]]:
+        """The pairs whose rules may match this kind of request (names aside), cached per
+        operation and resource until a policy or binding changes."""
+        key = (request.operation.value, request.resource.plural, request.subresource)
+        per_resource = self._by_resource.setdefault(request.cluster, {})
+        cached = per_resource.get(key)
+        if cached is None:
+            cached = [
+                (policy, binding)
+                for policy, binding in self._bindings(request.cluster)
+                if _rules_admit(request, (policy.get("spec") or {}).get("matchConstraints"), False)
+                and _rules_admit(request, (binding.get("spec") or {}).get("matchResources"), False)
+            ]
+            per_resource[key] = cached
+        return cached
+
+    def _in_namespace(
+        self, request: AdmissionRequest, inputs: Obj, pairs: list[tuple[Obj, Obj]]
+    ) -> list[tuple[Obj, Obj]]:
+        """The pairs whose namespace selectors select the request's namespace, cached per
+        namespace version (namespace labels change rarely, requests often)."""
+        namespace = inputs["namespaceObject"]
+        if namespace is None or request.resource.kind == "Namespace":
+            return pairs
+        key = (
+            request.operation.value,
+            request.resource.plural,
+            request.subresource,
+            request.namespace,
+            namespace["metadata"].get("resourceVersion"),
+        )
+        per_namespace = self._by_namespace.setdefault(request.cluster, {})
+        cached = per_namespace.get(key)
+        if cached is None:
+            cached = [
+                (policy, binding)
+                for policy, binding in pairs
+                if _namespace_selected(
+                    request, inputs, _selector((policy.get("spec") or {}).get("matchConstraints"))
+                )
+                and _namespace_selected(
+                    request, inputs, _selector((binding.get("spec") or {}).get("matchResources"))
+                )
+            ]
+            per_namespace[key] = cached
+        return cached
+
+    def _bindings(self, cluster: str) -> list[tuple[Obj, Obj]]:
+        """The cluster's (policy, binding) pairs, cached until either kind changes."""
+        cached = self._pairs.get(cluster)
+        if cached is not None:
+            return cached
         bindings, _ = self.store.list_objects(
             cluster, by_kind("ValidatingAdmissionPolicyBinding").store, None, shared=True
         )
         policies = by_kind("ValidatingAdmissionPolicy").store
+        pairs = []
         for binding in sorted(bindings, key=lambda b: b["metadata"]["name"]):
             name = (binding.get("spec") or {}).get("policyName") or ""
             policy = self.store.peek(cluster, policies, "", name)
             if policy is not None:
-                yield policy, binding
+                pairs.append((policy, binding))
+        self._pairs[cluster] = pairs
+        return pairs
 
-    def _matches(self, request: AdmissionRequest, inputs: Obj, match: Obj | None) -> bool:
-        if match is None:
+    @staticmethod
+    def _matches(request: AdmissionRequest, inputs: Obj, match: Obj | None) -> bool:
+        """Selectors, and the rules' ``resourceNames`` (the rest was pre-selected)."""
+        if not match:
             return True
         if not _namespace_selected(request, inputs, match.get("namespaceSelector")):
             return False
@@ -109,20 +190,13 @@ class PolicyAdmission:
             if obj is not None
         ):
             return False
-        rules = match.get("resourceRules")
-        if rules is not None and not any(_rule_matches(r, request) for r in rules):
-            return False
-        return not any(_rule_matches(r, request) for r in match.get("excludeResourceRules") or [])
+        return not _names_in(match) or _rules_admit(request, match)
 
     # -------------------------------------------------------------- evaluation
     def _decisions(
         self, request: AdmissionRequest, inputs: Obj, policy: Obj, binding: Obj
     ) -> list[Decision]:
         spec, binding_spec = policy.get("spec") or {}, binding.get("spec") or {}
-        if not self._matches(request, inputs, spec.get("matchConstraints") or {}):
-            return []
-        if not self._matches(request, inputs, binding_spec.get("matchResources")):
-            return []
         names = (policy["metadata"]["name"], binding["metadata"]["name"])
         actions = list(binding_spec.get("validationActions") or [])
         try:
@@ -230,6 +304,30 @@ class PolicyAdmission:
         }
 
 
+def _rules_admit(request: AdmissionRequest, match: Obj | None, names: bool = True) -> bool:
+    """The resource rules alone (cheap, checked before anything else is computed).
+    Without ``names``, ``resourceNames`` are ignored: the answer is a superset, used to
+    pre-select pairs per kind of request."""
+    if not match:
+        return True
+    rules = match.get("resourceRules")
+    if rules is not None and not any(_rule_matches(r, request, names) for r in rules):
+        return False
+    excluded = match.get("excludeResourceRules") or []
+    if not names:
+        excluded = [r for r in excluded if not r.get("resourceNames")]
+    return not any(_rule_matches(r, request, names) for r in excluded)
+
+
+def _selector(match: Obj | None) -> Obj | None:
+    return (match or {}).get("namespaceSelector")
+
+
+def _names_in(match: Obj) -> bool:
+    rules = [*(match.get("resourceRules") or []), *(match.get("excludeResourceRules") or [])]
+    return any(rule.get("resourceNames") for rule in rules)
+
+
 def _param_resource(kind: Obj) -> ServedResource:
     try:
         info = lookup(str(kind.get("apiVersion")), str(kind.get("kind")))
@@ -255,7 +353,7 @@ def _namespace_selected(request: AdmissionRequest, inputs: Obj, selector: Obj | 
     return selector_matches(selector, (namespace.get("metadata") or {}).get("labels"))
 
 
-def _rule_matches(rule: Obj, request: AdmissionRequest) -> bool:
+def _rule_matches(rule: Obj, request: AdmissionRequest, check_names: bool = True) -> bool:
     resource = request.resource
     operations = rule.get("operations") or []
     if "*" not in operations and request.operation.value not in operations:
@@ -270,7 +368,7 @@ def _rule_matches(rule: Obj, request: AdmissionRequest) -> bool:
     if scope == "Namespaced" and not resource.namespaced:
         return False
     names = rule.get("resourceNames") or []
-    if names and request.name not in names:
+    if check_names and names and request.name not in names:
         return False
     return any(_resource_matches(entry, request) for entry in rule.get("resources") or [])
 

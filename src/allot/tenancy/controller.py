@@ -13,10 +13,10 @@ lets the Tenant go. DeviceClass changes re-evaluate every tenant's entitlement. 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Hashable
 from typing import Any
 
+from allot.api.documents import clone_document
 from allot.api.tenancy import Tenant
 from allot.apiserver.app import ApiServer
 from allot.apiserver.security import HOST_CLUSTER, write_kubeconfig
@@ -112,7 +112,7 @@ class TenantController:
             except AlreadyExists:
                 return
             return
-        updated = copy.deepcopy(current)
+        updated = clone_document(current)
         updated["metadata"]["labels"] = {
             **(current["metadata"].get("labels") or {}),
             **(metadata.get("labels") or {}),

@@ -17,11 +17,11 @@ de-duplicates and retries them. Built by :mod:`allot.platform`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Hashable
 from typing import Any
 
 from allot.api import resource_v1 as resourceapi
+from allot.api.documents import clone_document
 from allot.api.tenancy import syncs
 from allot.apiserver.admission import AdmissionDenied
 from allot.apiserver.security import HOST_CLUSTER
@@ -57,6 +57,8 @@ class TenantSync:
         self.directory = directory
         self.compiler = SelectorCompiler()
         self._held: set[tuple[str, str, str]] = set()
+        # (tenant, slice) -> what the mirrored slice was computed from, to skip recomputing
+        self._slice_inputs: dict[tuple[str, str], tuple[object, ...]] = {}
         self._host_deleted: dict[tuple[str, str, str, str], str] = {}
 
     def context(self, tenant: str) -> ControllerContext:
@@ -85,7 +87,10 @@ class TenantSync:
 
     def _host_keys(self, event: WatchEvent) -> list[Hashable]:
         tenants = self.directory.names()
-        if event.resource in (CLASSES, TENANTS):
+        if event.resource == TENANTS:
+            name = event.object["metadata"]["name"]
+            return [("classes", name), ("slices", name)] if name in tenants else []
+        if event.resource == CLASSES:
             keys: list[Hashable] = [("classes", t) for t in tenants]
             return keys + [("slices", t) for t in tenants]
         if event.resource == SLICES:
@@ -156,21 +161,37 @@ class TenantSync:
         self._converge(ctx, "DeviceClass", wanted)
 
     def sync_slices(self, tenant: str) -> None:
-        entry = self.directory.get(tenant)
-        assert entry is not None
         ctx = self.context(tenant)
-        wanted = {}
+        names_on_host = set()
         for host_slice in self.host.list("ResourceSlice"):
-            trimmed = self._trimmed(tenant, host_slice)
-            if trimmed is not None:
-                wanted[host_slice["metadata"]["name"]] = trimmed
-        self._converge(ctx, "ResourceSlice", wanted)
+            names_on_host.add(host_slice["metadata"]["name"])
+            self.sync_slice(tenant, host_slice["metadata"]["name"])
+        for mirrored in ctx.list("ResourceSlice"):
+            if mirrored["metadata"]["name"] not in names_on_host:
+                self.sync_slice(tenant, mirrored["metadata"]["name"])
 
     def sync_slice(self, tenant: str, name: str) -> None:
+        """One slice's mirror; skipped when neither it nor the entitlement changed."""
         ctx = self.context(tenant)
         host_slice = self.host.peek("ResourceSlice", "", name)
+        inputs = self._inputs_of(tenant, host_slice)
+        key = (tenant, name)
+        if inputs is not None and self._slice_inputs.get(key) == inputs:
+            return
         trimmed = self._trimmed(tenant, host_slice) if host_slice is not None else None
         self._put(ctx, "ResourceSlice", name, trimmed)
+        if inputs is None:
+            self._slice_inputs.pop(key, None)
+        else:
+            self._slice_inputs[key] = inputs
+
+    def _inputs_of(self, tenant: str, host_slice: Obj | None) -> tuple[object, ...] | None:
+        entry = self.directory.get(tenant)
+        if host_slice is None or entry is None:
+            return None
+        classes = [self.host.peek("DeviceClass", "", n) for n in entry.entitled]
+        versions = tuple(c["metadata"].get("resourceVersion") if c else None for c in classes)
+        return host_slice["metadata"].get("resourceVersion"), tuple(entry.entitled), versions
 
     def _converge(self, ctx: ControllerContext, kind: str, wanted: dict[str, Obj]) -> None:
         for existing in ctx.list(kind):
@@ -181,7 +202,7 @@ class TenantSync:
             self._put(ctx, kind, name, desired)
 
     def _put(self, ctx: ControllerContext, kind: str, name: str, desired: Obj | None) -> None:
-        current = ctx.get(kind, "", name)
+        current = ctx.peek(kind, "", name)
         if desired is None:
             if current is not None:
                 ctx.delete(kind, "", name)
@@ -192,7 +213,7 @@ class TenantSync:
             except AlreadyExists:
                 return
             return
-        if _mirror(current) != desired:
+        if _mirror(current, copy=False) != desired:
             updated = {**desired, "metadata": {**desired["metadata"]}}
             updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             ctx.update(kind, updated, MANAGER)
@@ -212,7 +233,7 @@ class TenantSync:
         if not devices:
             return None
         mirrored = _mirror(host_slice)
-        mirrored["spec"] = {**copy.deepcopy(spec), "devices": copy.deepcopy(devices)}
+        mirrored["spec"] = {**clone_document(spec), "devices": clone_document(devices)}
         return mirrored
 
     def _selects(self, driver: str, device: Obj, expressions: list[str]) -> bool:
@@ -249,13 +270,13 @@ class TenantSync:
     # ------------------------------------------------------ tenant -> host
     def sync_object(self, tenant: str, kind: str, namespace: str, name: str) -> None:
         ctx = self.context(tenant)
-        obj = ctx.get(kind, namespace, name)
+        obj = ctx.peek(kind, namespace, name)
         host_ns = names.host_namespace(tenant)
         try:
             twin_name = names.host_name(name, namespace)
         except names.NameTooLong:
             return
-        twin = self.host.get(kind, host_ns, twin_name)
+        twin = self.host.peek(kind, host_ns, twin_name)
         deleted_uid = self._host_deleted.pop((tenant, kind, namespace, name), None)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             self._held.discard((tenant, namespace, name))
@@ -321,7 +342,7 @@ class TenantSync:
         desired = to_host(kind, obj, tenant)
         if same_content(kind, twin, desired):
             return
-        updated = copy.deepcopy(twin)
+        updated = clone_document(twin)
         updated["metadata"]["labels"] = desired["metadata"]["labels"]
         updated["metadata"]["annotations"] = desired["metadata"]["annotations"]
         try:
@@ -340,7 +361,7 @@ class TenantSync:
             if node and not (obj.get("spec") or {}).get("nodeName"):
                 ctx.bind(obj["metadata"].get("namespace", ""), obj["metadata"]["name"], node)
                 obj = (
-                    ctx.get(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                    ctx.peek(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
                     or obj
                 )
             status = pod_status_to_tenant(
@@ -357,14 +378,16 @@ class TenantSync:
             return
 
 
-def _mirror(obj: Obj) -> Obj:
-    """What a tenant sees of a host class or slice: identity, labels and spec."""
+def _mirror(obj: Obj, copy: bool = True) -> Obj:
+    """What a tenant sees of a host class or slice: identity, labels and spec (shared
+    with ``obj`` when not ``copy``, for comparisons)."""
     metadata = obj["metadata"]
+    spec = obj.get("spec") or {}
     mirrored: Obj = {
         "apiVersion": obj.get("apiVersion", "resource.k8s.io/v1"),
         "kind": obj.get("kind"),
         "metadata": {"name": metadata["name"]},
-        "spec": copy.deepcopy(obj.get("spec") or {}),
+        "spec": clone_document(spec) if copy else spec,
     }
     for field in ("labels", "annotations"):
         values = {

@@ -11,10 +11,10 @@ the sync.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
+from allot.api.documents import clone_document
 from allot.tenancy import names
 
 Obj = dict[str, Any]
@@ -30,7 +30,7 @@ def to_host(kind: str, obj: Obj, tenant: str) -> Obj:
         "kind": kind,
         "metadata": _host_metadata(metadata, namespace, tenant),
     }
-    spec = copy.deepcopy(obj.get("spec") or {})
+    spec = clone_document(obj.get("spec") or {})
     if kind == "Pod":
         spec = _host_pod_spec(spec, namespace)
     twin["spec"] = spec
@@ -94,7 +94,7 @@ def tenant_object_name(twin: Obj) -> tuple[str, str] | None:
 
 def claim_status_to_tenant(status: Obj, pod_twin: Callable[[str], Obj | None]) -> Obj:
     """A host claim's status for the tenant: ``reservedFor`` names its pods."""
-    mapped = copy.deepcopy(status)
+    mapped = clone_document(status)
     reserved = []
     for consumer in mapped.get("reservedFor") or []:
         pod = pod_twin(consumer.get("name", "")) if consumer.get("resource") == "pods" else None
@@ -113,7 +113,7 @@ def claim_status_to_tenant(status: Obj, pod_twin: Callable[[str], Obj | None]) -
 
 def pod_status_to_tenant(status: Obj, claim_twin: Callable[[str], Obj | None]) -> Obj:
     """A host pod's status for the tenant: claim names of synced claims mapped back."""
-    mapped = copy.deepcopy(status)
+    mapped = clone_document(status)
     for entry in mapped.get("resourceClaimStatuses") or []:
         twin = claim_twin(entry.get("resourceClaimName") or "")
         if twin is not None:

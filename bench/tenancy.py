@@ -1,0 +1,306 @@
+"""Tenancy latency and sync throughput: from a tenant's claim create to the allocation
+being visible in the tenant, idle and under load, and claims synced to the host per second.
+
+The platform runs in a child process over HTTPS on loopback (as ``bench/scheduler.py``),
+with 110 nodes of 10 devices of one class every tenant is entitled to. Idle: one tenant
+creates a claim and a pod 50 times, one after the other. Load: 50 tenants each create 20
+claims and 20 pods at once (one thread per tenant). A watch per tenant records when each
+claim's ``status.allocation`` first appears there; a host watch records when each claim's
+host twin appears. Printed: p50/p99 create-to-visible, and sync throughput (claims whose
+twins reached the host, per second from the first create). Targets (issue 6): p99 under
+250 ms idle; at least 200 claims/s through the sync under load.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import statistics
+import tempfile
+import threading
+import time
+from multiprocessing.queues import Queue
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.scheduler import DRIVER, _client, _serve
+
+NODES, DEVICES = 110, 10
+TENANTS, PER_TENANT, IDLE_ROUNDS = 50, 20, 50
+P99_TARGET_MS, SYNC_TARGET = 250.0, 200.0
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+
+
+def _setup(host: httpx.Client) -> None:
+    host.post(
+        "/apis/resource.k8s.io/v1/deviceclasses",
+        json={
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "bench-gpu", "labels": {"tier": "bench"}},
+            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
+        },
+    ).raise_for_status()
+    for index in range(NODES):
+        name = f"bench-node-{index:03d}"
+        host.post(
+            "/api/v1/nodes",
+            json={"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}},
+        ).raise_for_status()
+        host.post(
+            "/apis/resource.k8s.io/v1/resourceslices",
+            json={
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-{DRIVER}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": f"device-{d}"} for d in range(DEVICES)],
+                },
+            },
+        ).raise_for_status()
+
+
+def _create_tenants(host: httpx.Client, count: int) -> None:
+    for index in range(count):
+        host.post(
+            "/apis/allot.dev/v1alpha1/tenants",
+            json={
+                "apiVersion": "allot.dev/v1alpha1",
+                "kind": "Tenant",
+                "metadata": {"name": f"team-{index:02d}"},
+                "spec": {"deviceClassSelector": {"matchLabels": {"tier": "bench"}}},
+            },
+        ).raise_for_status()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        items = host.get("/apis/allot.dev/v1alpha1/tenants").json()["items"]
+        if sum((t.get("status") or {}).get("phase") == "Ready" for t in items) == count:
+            return
+        time.sleep(0.1)
+    raise SystemExit("the tenants did not become ready")
+
+
+def _claim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "bench-gpu"}}]}
+        },
+    }
+
+
+def _pod(name: str, claim: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceClaims": [{"name": "g", "resourceClaimName": claim}],
+            "containers": [
+                {"name": "c", "image": "pause", "resources": {"claims": [{"name": "g"}]}}
+            ],
+        },
+    }
+
+
+def _watch(
+    client: httpx.Client,
+    path: str,
+    seen: dict[str, float],
+    allocated: bool,
+    stop: threading.Event,
+) -> None:
+    """Record the first time each claim appears (or appears allocated); when the server
+    ends the stream early (a slow reader's queue overflowed), list and resume, as a
+    reflector does."""
+    since = ""
+    while not stop.is_set():
+        params = {"watch": "true", "timeoutSeconds": "600"}
+        if since:
+            params["resourceVersion"] = since
+        try:
+            with client.stream("GET", path, params=params) as response:
+                for line in response.iter_lines():
+                    if stop.is_set():
+                        return
+                    if line:
+                        event = json.loads(line)
+                        if event["type"] == "ERROR":
+                            break
+                        _note(event["object"], seen, allocated)
+        except httpx.HTTPError:
+            if stop.is_set():
+                return
+        listing = client.get(path).json()
+        for obj in listing["items"]:
+            _note(obj, seen, allocated)
+        since = str(listing["metadata"]["resourceVersion"])
+
+
+def _note(obj: dict[str, Any], seen: dict[str, float], allocated: bool) -> None:
+    key = f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+    if key not in seen and (not allocated or (obj.get("status") or {}).get("allocation")):
+        seen[key] = time.perf_counter()
+
+
+def _start_watch(
+    client: httpx.Client, path: str, seen: dict[str, float], allocated: bool, stop: threading.Event
+) -> threading.Thread:
+    thread = threading.Thread(
+        target=_watch, args=(client, path, seen, allocated, stop), daemon=True
+    )
+    thread.start()
+    return thread
+
+
+def _wait_for(seen: dict[str, float], count: int, what: str) -> None:
+    deadline = time.monotonic() + 300
+    while len(seen) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if len(seen) < count:
+        raise SystemExit(f"only {len(seen)} of {count} {what}")
+
+
+def _percentiles(latencies: list[float]) -> tuple[float, float]:
+    ordered = sorted(latencies)
+    return statistics.median(ordered) * 1e3, ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1e3
+
+
+def _idle(url: str, ca: str, token: str) -> tuple[float, float]:
+    seen: dict[str, float] = {}
+    stop = threading.Event()
+    with _client(url, ca, token) as client, _client(url, ca, token) as watcher:
+        watcher.base_url = httpx.URL(f"{url}/clusters/team-00")
+        client.base_url = httpx.URL(f"{url}/clusters/team-00")
+        _start_watch(watcher, CLAIMS, seen, True, stop)
+        time.sleep(0.3)
+        latencies = []
+        for index in range(IDLE_ROUNDS):
+            name = f"idle-{index}"
+            started = time.perf_counter()
+            client.post(CLAIMS, json=_claim(name)).raise_for_status()
+            client.post("/api/v1/namespaces/default/pods", json=_pod(name, name)).raise_for_status()
+            _wait_for(seen, index + 1, "idle claims allocated")
+            latencies.append(seen[f"default/{name}"] - started)
+        stop.set()
+    return _percentiles(latencies)
+
+
+def _tenant_load(client: httpx.Client, created: dict[str, float], tenant: str) -> None:
+    for index in range(PER_TENANT):
+        name = f"load-{index}"
+        created[f"{tenant}/{name}"] = time.perf_counter()
+        client.post(CLAIMS, json=_claim(name)).raise_for_status()
+        client.post("/api/v1/namespaces/default/pods", json=_pod(name, name)).raise_for_status()
+
+
+def _load(url: str, ca: str, tokens: dict[str, str], host_token: str) -> tuple[float, float, float]:
+    names = [f"team-{i:02d}" for i in range(TENANTS)]
+    visible: dict[str, dict[str, float]] = {n: {} for n in names}
+    host_seen: dict[str, float] = {}
+    created: dict[str, float] = {}
+    stop = threading.Event()
+    clients = []
+    for name in names:
+        watcher = _client(url, ca, tokens[name])
+        watcher.base_url = httpx.URL(f"{url}/clusters/{name}")
+        clients.append(watcher)
+        _start_watch(watcher, CLAIMS, visible[name], True, stop)
+    host = _client(url, ca, host_token)
+    clients.append(host)
+    _start_watch(host, "/apis/resource.k8s.io/v1/resourceclaims", host_seen, False, stop)
+    time.sleep(0.5)
+    workers = []
+    for name in names:
+        client = _client(url, ca, tokens[name])
+        client.base_url = httpx.URL(f"{url}/clusters/{name}")
+        clients.append(client)
+        workers.append(threading.Thread(target=_tenant_load, args=(client, created, name)))
+    first = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    print(
+        f"  load: {TENANTS * PER_TENANT} claims and pods created in "
+        f"{time.perf_counter() - first:.1f} s by {TENANTS} client threads",
+        flush=True,
+    )
+    total = TENANTS * PER_TENANT
+    synced = {k: v for k, v in host_seen.items() if k.startswith("tenant-") and "/load-" in k}
+    deadline = time.monotonic() + 300
+    while (
+        len(synced) < total or sum(len(v) for v in visible.values()) < total
+    ) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        synced = {k: v for k, v in host_seen.items() if k.startswith("tenant-") and "/load-" in k}
+    stop.set()
+    latencies = [
+        visible[tenant][f"default/{claim}"] - when
+        for key, when in created.items()
+        for tenant, claim in [key.split("/", 1)]
+        if f"default/{claim}" in visible[tenant]
+    ]
+    if len(latencies) < total or len(synced) < total:
+        raise SystemExit(
+            f"only {len(latencies)} of {total} allocations visible, {len(synced)} synced"
+        )
+    for client in clients:
+        client.close()
+    p50, p99 = _percentiles(latencies)
+    return p50, p99, total / (max(synced.values()) - first)
+
+
+def main() -> None:
+    print(
+        f"tenancy benchmark: {NODES} nodes x {DEVICES} devices; idle: {IDLE_ROUNDS} claims+pods "
+        f"in one tenant; load: {TENANTS} tenants x {PER_TENANT} claims+pods at once",
+        flush=True,
+    )
+    context = multiprocessing.get_context("spawn")
+    ready: Queue[tuple[str, str, str]] = context.Queue()
+    stop = context.Event()
+    with tempfile.TemporaryDirectory() as directory:
+        data = Path(directory) / "data"
+        child = context.Process(target=_serve, args=(data, ready, stop))
+        child.start()
+        try:
+            _drive(data, *ready.get(timeout=120))
+        finally:
+            stop.set()
+            child.join(timeout=60)
+
+
+def _drive(data: Path, url: str, ca: str, token: str) -> None:
+    with _client(url, ca, token) as host:
+        started = time.perf_counter()
+        _setup(host)
+        _create_tenants(host, TENANTS)
+        print(
+            f"  fleet and {TENANTS} tenants ready in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+    tokens = json.loads((data / "tokens.json").read_text())
+    p50, p99 = _idle(url, ca, tokens["team-00"])
+    print(
+        f"  idle: claim create -> allocation visible in the tenant p50 {p50:.0f} ms, "
+        f"p99 {p99:.0f} ms; target p99 < {P99_TARGET_MS:.0f} ms -> ratio "
+        f"{P99_TARGET_MS / p99:.2f}",
+        flush=True,
+    )
+    p50, p99, rate = _load(url, ca, tokens, token)
+    print(
+        f"  load: create -> visible p50 {p50:.0f} ms, p99 {p99:.0f} ms; sync throughput "
+        f"{rate:,.0f} claims/s; target {SYNC_TARGET:.0f} claims/s -> ratio {rate / SYNC_TARGET:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
