@@ -114,11 +114,19 @@ def test_class_sync_follows_host_changes(tenancy: Tenancy) -> None:
         ),
         "an annotation reaching the tenant",
     )
+    tenancy.as_tenant("legal-ai", "apply", "-f", RESEARCH)
     cluster.kubectl("delete", "deviceclass", "gpu-slice")
     tenancy.wait(
         lambda: "gpu-slice" not in tenancy.as_tenant("legal-ai", "get", "deviceclasses").stdout,
         "a deleted host class disappearing",
     )
+    events = tenancy.wait(
+        lambda: [
+            e for e in tenancy.tenant_events("legal-ai", "research-gpu-slice") if "Unavailable" in e
+        ],
+        "a warning on the claim that names the deleted class",
+    )
+    assert "device class gpu-slice was deleted on the host" in events[0]
 
 
 def test_gpu_memory_quota_leaves_the_claim_pending(tmp_path: Path) -> None:

@@ -198,8 +198,29 @@ class TenantSync:
             name = existing["metadata"]["name"]
             if name not in wanted:
                 ctx.delete(kind, "", name)
+                if kind == "DeviceClass":
+                    self._warn_claims_of(ctx, name)
         for name, desired in wanted.items():
             self._put(ctx, kind, name, desired)
+
+    def _warn_claims_of(self, ctx: ControllerContext, device_class: str) -> None:
+        """Tell the tenant's claims that name a class it lost (deleted or unentitled)."""
+        gone = self.host.peek("DeviceClass", "", device_class) is None
+        reason = "was deleted on the host" if gone else "is no longer entitled to this tenant"
+        for claim in ctx.list("ResourceClaim"):
+            requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+            named = {(r.get("exactly") or {}).get("deviceClassName") for r in requests} | {
+                a.get("deviceClassName") for r in requests for a in r.get("firstAvailable") or []
+            }
+            if device_class in named:
+                ctx.event(
+                    claim,
+                    "Warning",
+                    "DeviceClassUnavailable",
+                    f"device class {device_class} {reason}; an allocated claim keeps its "
+                    "devices, a pending one cannot be allocated through it",
+                    MANAGER,
+                )
 
     def _put(self, ctx: ControllerContext, kind: str, name: str, desired: Obj | None) -> None:
         current = ctx.peek(kind, "", name)

@@ -1,0 +1,96 @@
+"""``allot tenant`` verbs against a running platform, and their errors (no traceback)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from allot.cli.main import main as allot
+from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+
+pytestmark = pytest.mark.slow
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+
+
+@pytest.fixture(scope="module")
+def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
+    with seed_platform(tmp_path_factory.mktemp("cli")) as running:
+        yield running
+
+
+def test_list_as_json(tenancy: Tenancy, capsys: pytest.CaptureFixture[str]) -> None:
+    assert allot(["tenant", "list", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
+    tenants = json.loads(capsys.readouterr().out)
+    assert [t["metadata"]["name"] for t in tenants] == ["legal-ai", "research-ai"]
+    assert tenants[0]["status"]["entitledDeviceClasses"] == ["gpu-whole"]
+
+
+def test_connect_runs_a_command_with_the_tenant_kubeconfig(tenancy: Tenancy) -> None:
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "allot.cli.main", "tenant", "connect", "research-ai",
+            "--data-dir", str(tenancy.data_dir), "--", KUBECTL, "get", "deviceclasses", "-o", "name",
+        ],
+        capture_output=True, text=True, check=False, env={"HOME": str(tenancy.data_dir)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["deviceclass.resource.k8s.io/gpu-slice"]
+
+
+def test_connect_prints_the_export_line_or_the_kubeconfig(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tenancy.data_dir)
+    assert allot(["tenant", "connect", "legal-ai", "--data-dir", data]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"export KUBECONFIG={tenancy.kubeconfig('legal-ai').resolve()}"
+    )
+    assert allot(["tenant", "connect", "legal-ai", "--print", "--data-dir", data]) == 0
+    assert "/clusters/legal-ai" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["tenant", "connect", "nobody"], "error: no tenant 'nobody'"),
+        (["tenant", "connect", "host"], "error: no tenant 'host'"),
+        (["tenant", "create", "legal-ai"], 'tenants.allot.dev "legal-ai" already exists'),
+        (["tenant", "create", "host"], 'metadata.name: Invalid value: "host": is reserved'),
+        (["tenant", "create", "x", "--quota", "pods"], "--quota pods: expected KEY=VALUE"),
+        (["tenant", "create", "x", "--gpu-memory", "lots"], "--gpu-memory: "),
+        (["tenant", "create", "x", "-f", "missing.yaml"], "No such file or directory"),
+        (["tenant", "delete", "nobody"], 'tenants.allot.dev "nobody" not found'),
+    ],
+)
+def test_errors_are_one_clear_line(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert allot([*argv, "--data-dir", str(tenancy.data_dir)]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_no_platform(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert allot(["tenant", "list", "--data-dir", str(tmp_path)]) == 1
+    assert "no platform in" in capsys.readouterr().err
+
+
+def test_the_demo_runs_the_walkthrough() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "allot.demo"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert "tenant-legal-ai      legal-whole-gpu.default      legal-ai" in out
+    assert "gpu-0-mig-1g5gb-19-0" in out
+    assert "MIG 1g.5gb      Device  0:" in out
+    assert "device class gpu-slice is not in the entitlement of tenant legal-ai" in out
+    assert "exceeded quota: tenant-quota" in out
+    assert "(platform stopped; nothing left running)" in out
