@@ -79,8 +79,13 @@ def _setup(client: httpx.Client) -> None:
             },
         },
     ).raise_for_status()
-    for index in range(NODES):
-        name = f"scheduler-perf-dra-{index:04d}"
+    publish_nodes(client, "scheduler-perf-dra", NODES, DEVICES)
+
+
+def publish_nodes(client: httpx.Client, prefix: str, nodes: int, devices: int) -> None:
+    """``nodes`` ready Nodes, each with one slice of ``devices`` devices of DRIVER."""
+    for index in range(nodes):
+        name = f"{prefix}-{index:04d}"
         client.post(
             "/api/v1/nodes",
             json={
@@ -100,7 +105,7 @@ def _setup(client: httpx.Client) -> None:
                     "driver": DRIVER,
                     "nodeName": name,
                     "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [{"name": f"device-{d}"} for d in range(DEVICES)],
+                    "devices": [{"name": f"device-{d}"} for d in range(devices)],
                 },
             },
         ).raise_for_status()

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from bench.scheduler import DRIVER, _client, _serve
+from bench.scheduler import DRIVER, _client, _serve, publish_nodes
 
 NODES, DEVICES = 110, 10
 TENANTS, PER_TENANT, IDLE_ROUNDS = 50, 20, 50
@@ -43,26 +43,7 @@ def _setup(host: httpx.Client) -> None:
             "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
         },
     ).raise_for_status()
-    for index in range(NODES):
-        name = f"bench-node-{index:03d}"
-        host.post(
-            "/api/v1/nodes",
-            json={"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}},
-        ).raise_for_status()
-        host.post(
-            "/apis/resource.k8s.io/v1/resourceslices",
-            json={
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{name}-{DRIVER}"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": name,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [{"name": f"device-{d}"} for d in range(DEVICES)],
-                },
-            },
-        ).raise_for_status()
+    publish_nodes(host, "bench-node", NODES, DEVICES)
 
 
 def _create_tenants(host: httpx.Client, count: int) -> None:

@@ -31,13 +31,15 @@ def test_list_as_json(tenancy: Tenancy, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_connect_runs_a_command_with_the_tenant_kubeconfig(tenancy: Tenancy) -> None:
+    connect = ["tenant", "connect", "research-ai", "--data-dir", str(tenancy.data_dir)]
+    command = [KUBECTL, "get", "deviceclasses", "-o", "name"]
     result = subprocess.run(
-        [
-            sys.executable, "-m", "allot.cli.main", "tenant", "connect", "research-ai",
-            "--data-dir", str(tenancy.data_dir), "--", KUBECTL, "get", "deviceclasses", "-o", "name",
-        ],
-        capture_output=True, text=True, check=False, env={"HOME": str(tenancy.data_dir)},
-    )  # fmt: skip
+        [sys.executable, "-m", "allot.cli.main", *connect, "--", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"HOME": str(tenancy.data_dir)},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["deviceclass.resource.k8s.io/gpu-slice"]
 

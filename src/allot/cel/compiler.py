@@ -70,7 +70,8 @@ def _variables(*, with_internal: bool) -> dict[str, Any]:
     return variables
 
 
-def _new_env(variables: dict[str, Any]) -> Any:
+def new_env(variables: dict[str, Any]) -> Any:
+    """A runtime environment with Kubernetes' libraries and these variables."""
     return cel.NewEnv(
         descriptor_pool=values.POOL,
         variables=variables,
@@ -148,8 +149,8 @@ class SelectorCompiler:
 
     def __init__(self, *, list_type_attributes: bool = False) -> None:
         self.list_type_attributes = list_type_attributes
-        self._check_env = _new_env(_variables(with_internal=False))
-        self._run_env = _new_env(_variables(with_internal=True))
+        self._check_env = new_env(_variables(with_internal=False))
+        self._run_env = new_env(_variables(with_internal=True))
         self._cache: dict[str, CompiledSelector | CompileError] = {}
         self._domain_literals: set[str] = set()
         self.literal_version = 0

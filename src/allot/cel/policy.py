@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from allot.cel import libraries, values
-from allot.cel.compiler import clean_runtime_message, type_display_name
+from allot.cel.compiler import clean_runtime_message, new_env, type_display_name
 from allot.cel.errors import CompileError, EvaluationError
 
 T = cel.Type
@@ -78,16 +76,7 @@ class PolicyCompiler:
         if env is None:
             declared = dict.fromkeys(POLICY_INPUTS, T.DYN)
             declared.update({VARIABLES_PREFIX + name: T.DYN for name in variables})
-            env = cel.NewEnv(
-                descriptor_pool=values.POOL,
-                variables=declared,
-                functions=libraries.function_declarations(),
-                extensions=[
-                    ext_bindings.ExtBindings(),
-                    ext_strings.ExtStrings(),
-                    ext_optional.ExtOptional(),
-                ],
-            )
+            env = new_env(declared)
             self._envs[variables] = env
         return env
 

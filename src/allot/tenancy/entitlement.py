@@ -99,11 +99,12 @@ def _variables_for_params() -> list[Obj]:
     ]
 
 
-def claims_policy() -> Obj:
+def _policy(name: str, group: str, resources: list[str], spec: Obj) -> Obj:
+    """A fail-closed, ConfigMap-parameterised policy on CREATE of ``resources``."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": CLAIMS_POLICY, "labels": dict(MANAGED_BY)},
+        "metadata": {"name": name, "labels": dict(MANAGED_BY)},
         "spec": {
             "failurePolicy": "Fail",
             "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
@@ -111,13 +112,24 @@ def claims_policy() -> Obj:
                 "matchPolicy": "Equivalent",
                 "resourceRules": [
                     {
-                        "apiGroups": ["resource.k8s.io"],
+                        "apiGroups": [group],
                         "apiVersions": ["v1"],
                         "operations": ["CREATE"],
-                        "resources": ["resourceclaims", "resourceclaimtemplates"],
+                        "resources": resources,
                     }
                 ],
             },
+            **spec,
+        },
+    }
+
+
+def claims_policy() -> Obj:
+    return _policy(
+        CLAIMS_POLICY,
+        "resource.k8s.io",
+        ["resourceclaims", "resourceclaimtemplates"],
+        {
             "variables": [
                 {
                     "name": "spec",
@@ -150,7 +162,7 @@ def claims_policy() -> Obj:
                 },
             ],
         },
-    }
+    )
 
 
 def pods_policy() -> Obj:
@@ -163,23 +175,11 @@ def pods_policy() -> Obj:
         f" c.resources.requests.all(k, {check})) && (!has(c.resources.limits) ||"
         f" c.resources.limits.all(k, {check})))"
     )
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": PODS_POLICY, "labels": dict(MANAGED_BY)},
-        "spec": {
-            "failurePolicy": "Fail",
-            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["pods"],
-                    }
-                ]
-            },
+    return _policy(
+        PODS_POLICY,
+        "",
+        ["pods"],
+        {
             "variables": [
                 {
                     "name": "containers",
@@ -204,7 +204,7 @@ def pods_policy() -> Obj:
                 },
             ],
         },
-    }
+    )
 
 
 def binding(tenant: str, policy: str) -> Obj:
