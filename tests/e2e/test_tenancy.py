@@ -247,3 +247,34 @@ def test_restart_resyncs_without_duplicates(tmp_path: Path) -> None:
         assert again.host_objects("tenant-legal-ai") == before
         assert len(again.tenant_json("legal-ai", "deviceclasses")["items"]) == 1
         assert _allocated(again, "legal-ai", "legal-whole-gpu")
+
+
+def test_tenant_deleted_while_its_objects_are_syncing(tenancy: Tenancy) -> None:
+    """Claims and pods created and the tenant deleted at once: nothing is orphaned."""
+    documents = []
+    for index in range(5):
+        name = f"burst-{index}"
+        documents.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": name},
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "g", "exactly": {"deviceClassName": "gpu-slice"}}]
+                    }
+                },
+            }
+        )
+    tenancy.as_tenant(
+        "research-ai", "create", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in documents)
+    )
+    assert allot(["tenant", "delete", "research-ai", "--data-dir", str(tenancy.data_dir)]) == 0
+    time.sleep(0.5)
+    assert tenancy.host_objects("tenant-research-ai") == []
+    claims = tenancy.host_json("resourceclaims", "-A")["items"]
+    assert not [c for c in claims if c["metadata"]["namespace"] == "tenant-research-ai"]
+    configmaps = tenancy.host_json("configmaps", "-n", "allot-system")["items"]
+    assert [c["metadata"]["name"] for c in configmaps] == ["entitlement-legal-ai"]
+    result = tenancy.as_tenant("research-ai", "get", "pods", check=False)
+    assert result.returncode != 0
