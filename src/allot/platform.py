@@ -10,6 +10,8 @@ platform.
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -23,6 +25,9 @@ from allot.controllers.quota import QuotaStatus
 from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.scheduler import Scheduler
+from allot.ops.dashboard import mount_dashboard
+from allot.ops.rules import AlertSettings
+from allot.ops.service import Operations
 from allot.tenancy import names
 from allot.tenancy.controller import TenantController
 from allot.tenancy.directory import TenantDirectory
@@ -37,13 +42,15 @@ def build(
     runtime: str = "simulated",
     driver_gates: Mapping[str, bool] | None = None,
     placement: str = "first-fit",
+    alert_settings: AlertSettings | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> ApiServer:
     """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``);
     ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...);
     ``placement`` the scheduler's node order (``allot.allocator.placement``)."""
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
-    api = ApiServer(data_dir)
+    api = ApiServer(data_dir, clock=clock) if clock else ApiServer(data_dir)
     pods: Runtime = SimulatedRuntime()
     if runtime == "process":
         processes = ProcessRuntime(api.logs_dir / HOST_CLUSTER, data_dir / "pods" / HOST_CLUSTER)
@@ -53,25 +60,47 @@ def build(
     directory = TenantDirectory()
     api.admission.hooks.insert(0, TenantGuard(api.handlers, directory))
     api.log_source = _tenant_logs(directory)
+    sync = TenantSync(context, directory)
+    ops = Operations(api, context, directory, sync, alert_settings or AlertSettings())
+    mount_dashboard(api, ops)
+    scheduler = Scheduler(
+        context, placement, _memory_limit(directory), ops.metrics.allocator_seconds.observe
+    )
     manager = ControllerManager(
         [
             TenantController(api, context, directory),
-            TenantSync(context, directory),
+            sync,
             QuotaStatus(context),
             ClaimController(context),
-            Scheduler(context, placement, _memory_limit(directory)),
+            scheduler,
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
-        ]
+            ops.recorder,
+        ],
+        observe=ops.metrics.observe_reconcile,
     )
     api.store.add_listener(manager.on_event)
+    _start_with_server(api, manager, ops)
+    return api
+
+
+def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operations) -> None:
+    tasks: list[asyncio.Task[None]] = []
 
     async def start() -> None:
         manager.start()
+        tasks.append(asyncio.create_task(ops.alerts.run(), name="alerts"))
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await manager.stop()
+        ops.close()
 
     api.startup_hooks.append(start)
-    api.shutdown_hooks.append(manager.stop)
+    api.shutdown_hooks.append(stop)
     api.controllers = manager
-    return api
+    api.operations = ops
 
 
 def _tenant_logs(directory: TenantDirectory) -> Callable[[str, str, str], tuple[str, str, str]]:

@@ -122,6 +122,15 @@ KINDS: tuple[KindInfo, ...] = (
         "label",
         tenancy.Tenant,
     ),
+    KindInfo(
+        tenancy.TENANCY_GROUP,
+        tenancy.TENANCY_VERSION,
+        "Alert",
+        "alerts",
+        False,
+        "subdomain",
+        tenancy.Alert,
+    ),
 )
 _BY_GVK = {(info.api_version, info.kind): info for info in KINDS}
 _BY_MODEL = {info.model: info for info in KINDS}

@@ -57,11 +57,19 @@ class TenantQuota(ApiModel):
     """The most GPU memory (sum of allocated devices' ``memory``) the tenant may hold."""
 
 
+class TenantAlerts(ApiModel):
+    """Per-tenant overrides of the platform's alert thresholds."""
+
+    pending_claim_seconds: int | None = None
+    quota_usage_percent: int | None = None
+
+
 class TenantSpec(ApiModel):
     device_class_selector: LabelSelector | None = None
     """Entitled host DeviceClasses; defaults to ``sync.fromHost.deviceClasses.selector``."""
     quota: TenantQuota | None = None
     sync: TenantSync | None = None
+    alerts: TenantAlerts | None = None
 
 
 class TenantStatus(ApiModel):
@@ -86,6 +94,36 @@ class TenantList(ApiModel):
     kind: Literal["TenantList"] = "TenantList"
     metadata: ListMeta = Field(default_factory=ListMeta)
     items: list[Tenant] = Field(default_factory=list)
+
+
+class AlertSubject(ApiModel):
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+
+
+class AlertSpec(ApiModel):
+    rule: str | None = None
+    severity: str | None = None
+    tenant: str | None = None
+    subject: AlertSubject | None = None
+    message: str | None = None
+
+
+class AlertStatus(ApiModel):
+    state: str | None = None
+    active_since: str | None = None
+    last_evaluated: str | None = None
+
+
+class Alert(ApiModel):
+    """A firing alert, kept by the alert controller while its condition holds."""
+
+    api_version: Literal["allot.dev/v1alpha1"] = "allot.dev/v1alpha1"
+    kind: Literal["Alert"] = "Alert"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AlertSpec = Field(default_factory=AlertSpec)
+    status: AlertStatus | None = None
 
 
 class ResourceQuotaPolicy(ApiModel):

@@ -84,7 +84,12 @@ class ApiServer:
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         self.controllers: Any = None  # the ControllerManager, when the platform adds one
+        self.operations: Any = None  # allot.ops.service.Operations, when the platform adds it
         self.url: str | None = None  # https://host:port once served
+        # GET endpoints beside the Kubernetes API, served for the host's token only
+        # (``metrics``, ``allot/v1/...``), and pages outside /clusters (the dashboard)
+        self.host_endpoints: dict[str, Callable[[Request], Awaitable[Response]]] = {}
+        self.pages: list[Route] = []
         self.log_source: Callable[[str, str, str], tuple[str, str, str]] = lambda c, ns, n: (
             c,
             ns,
@@ -143,6 +148,7 @@ class ApiServer:
                 Route("/readyz", self._health),
                 Route("/livez", self._health),
                 Route("/clusters/{cluster}/{path:path}", self._entry, methods=methods),
+                *self.pages,
                 Route("/{path:path}", self._outside, methods=methods),
             ],
         )
@@ -191,6 +197,11 @@ class ApiServer:
         segments = [s for s in path.split("/") if s]
         method = request.method
         prefix = f"/clusters/{cluster}"
+        endpoint = self.host_endpoints.get("/".join(segments))
+        if endpoint is not None and cluster == HOST_CLUSTER:
+            if method != "GET":
+                raise MethodNotAllowed(method)
+            return await endpoint(request)
         if method == "GET":
             document = self._static_document(segments, request, prefix)
             if document is not None:

@@ -84,6 +84,7 @@ _DETAILS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
         (),
     ),
     "Tenant": ("tenant", ("tn",), ("allot",), ("status",)),
+    "Alert": ("alert", (), ("allot",), ("status",)),
 }
 
 

@@ -281,6 +281,20 @@ def _tenant_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     ]
 
 
+def _alert_cells(obj: Obj, now: dt.datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    since = status.get("activeSince")
+    moment = dt.datetime.fromisoformat(since.replace("Z", "+00:00")) if since else None
+    return [
+        obj["metadata"]["name"],
+        spec.get("rule", ""),
+        spec.get("severity", ""),
+        spec.get("tenant") or "<none>",
+        human_duration((now - moment).total_seconds()) if moment else "<unknown>",
+        spec.get("message", ""),
+    ]
+
+
 def _binding_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     spec = obj.get("spec") or {}
     ref = spec.get("paramRef") or {}
@@ -322,6 +336,17 @@ TABLES.update(
                 AGE,
             ],
             _tenant_cells,
+        ),
+        "alerts": (
+            [
+                NAME,
+                column("Rule", "The alert rule."),
+                column("Severity", "warning or critical."),
+                column("Tenant", "The tenant concerned, if any."),
+                column("Since", "How long the condition has held."),
+                column("Message", "What is wrong."),
+            ],
+            _alert_cells,
         ),
         "validatingadmissionpolicies": (
             [

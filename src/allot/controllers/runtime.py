@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Hashable
+import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -50,9 +51,14 @@ class _Worker:
 
 
 class ControllerManager:
-    def __init__(self, controllers: list[Controller]) -> None:
+    def __init__(
+        self,
+        controllers: list[Controller],
+        observe: Callable[[str, float], None] | None = None,
+    ) -> None:
         self.workers = [_Worker(c) for c in controllers]
         self._tasks: list[asyncio.Task[None]] = []
+        self.observe = observe or (lambda controller, seconds: None)
 
     def on_event(self, event: WatchEvent) -> None:
         """Store listener; the store calls it in the loop's thread after each write."""
@@ -87,9 +93,11 @@ class ControllerManager:
         while True:
             key = await worker.queue.get()
             worker.pending.discard(key)
+            started = time.perf_counter()
             try:
                 worker.controller.reconcile(key)
                 worker.failures.pop(key, None)
+                self.observe(worker.controller.name, time.perf_counter() - started)
             except Conflict:
                 worker.add(key)  # someone wrote first: read again and retry at once
             except Exception:

@@ -24,6 +24,7 @@ claims change. Allocated state is kept incrementally from claim events.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -62,8 +63,10 @@ class Scheduler:
         context: ControllerContext,
         placement: str = "first-fit",
         memory_limit: MemoryLimit | None = None,
+        observe_allocation: Callable[[float], None] | None = None,
     ) -> None:
         self.context = context
+        self.observe_allocation = observe_allocation or (lambda seconds: None)
         self.placement = check_placement(placement)
         self.memory_limit = memory_limit
         self._memory: dict[tuple[str, str, str], int] | None = None
@@ -348,11 +351,14 @@ class Scheduler:
             if may_skip_full and self._known_full(node):
                 reasons[node.metadata.name or ""] = "cannot allocate all claims"
                 continue
+            started = time.perf_counter()
             try:
                 results = self._allocator_for().allocate(node, models, self._allocated_state())
             except InvalidPoolsError as err:
                 reasons[node.metadata.name or ""] = str(err)
                 continue
+            finally:
+                self.observe_allocation(time.perf_counter() - started)
             if results is None:
                 reasons[node.metadata.name or ""] = "cannot allocate all claims"
                 continue

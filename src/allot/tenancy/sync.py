@@ -57,6 +57,8 @@ class TenantSync:
         self.directory = directory
         self.compiler = SelectorCompiler()
         self._held: set[tuple[str, str, str]] = set()
+        # (tenant, kind, namespace, name) -> why the object could not be synced (for alerts)
+        self.errors: dict[tuple[str, str, str, str], str] = {}
         # (tenant, slice) -> what the mirrored slice was computed from, to skip recomputing
         self._slice_inputs: dict[tuple[str, str], tuple[object, ...]] = {}
         self._host_deleted: dict[tuple[str, str, str, str], str] = {}
@@ -301,6 +303,7 @@ class TenantSync:
         deleted_uid = self._host_deleted.pop((tenant, kind, namespace, name), None)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             self._held.discard((tenant, namespace, name))
+            self.errors.pop((tenant, kind, namespace, name), None)
             if twin is not None and _twin_of(twin, obj):
                 self.host.delete(kind, host_ns, twin_name)
             return
@@ -327,13 +330,17 @@ class TenantSync:
                 ctx.event(obj, "Warning", "SyncWaiting", waiting, MANAGER)
                 return None
             self._held.discard((tenant, metadata.get("namespace", ""), metadata["name"]))
+        key = (tenant, kind, metadata.get("namespace", ""), metadata["name"])
         try:
-            return self.host.create(kind, to_host(kind, obj, tenant), MANAGER)
+            created = self.host.create(kind, to_host(kind, obj, tenant), MANAGER)
         except AlreadyExists:
             return None
         except (AdmissionDenied, InvalidObjectError) as refused:
-            ctx.event(obj, "Warning", "SyncError", f"not synced to the host: {refused}", MANAGER)
+            self.errors[key] = f"not synced to the host: {refused}"
+            ctx.event(obj, "Warning", "SyncError", self.errors[key], MANAGER)
             return None
+        self.errors.pop(key, None)
+        return created
 
     def _missing_references(self, ctx: ControllerContext, tenant: str, pod: Obj) -> str:
         entry = self.directory.get(tenant)

@@ -1,0 +1,176 @@
+"""The alert controller: evaluates the rules on a timer and raises and clears alerts.
+
+Every ``interval_seconds`` (and on demand, for tests with a fake clock) it takes a capacity
+snapshot, evaluates :mod:`allot.ops.rules`, and compares with what fires already. A new
+alert becomes an ``Alert`` object on the host (``kubectl get alerts``, ``allot alerts``),
+a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim and on
+the tenant's claim with the reason it is pending. When the condition ends the Alert object
+is deleted and a Normal Event says so. Alerts found in the store at start keep their
+``activeSince``. Started by :mod:`allot.platform`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from allot.api.tenancy import TenantSpec
+from allot.controllers.context import ControllerContext
+from allot.ops.capacity import CapacityView, ClaimInfo, Snapshot
+from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate
+from allot.tenancy import names
+
+LOG = logging.getLogger("allot.alerts")
+MANAGER = "allot-alerts"
+Obj = dict[str, Any]
+
+
+class AlertManager:
+    def __init__(
+        self,
+        host: ControllerContext,
+        capacity: CapacityView,
+        tenants: Callable[[], Mapping[str, TenantSpec]],
+        sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
+        settings: AlertSettings,
+        tenant_context: Callable[[str], ControllerContext],
+    ) -> None:
+        self.host = host
+        self.capacity = capacity
+        self.tenants = tenants
+        self.sync_errors = sync_errors
+        self.settings = settings
+        self.tenant_context = tenant_context
+        self.firing: dict[str, Firing] = {}
+        self._loaded = False
+
+    def current(self) -> list[Firing]:
+        return sorted(self.firing.values(), key=lambda f: f.name)
+
+    def evaluate_now(self) -> list[Firing]:
+        """One evaluation: raise the new alerts, clear the ended ones; returns what fires."""
+        if not self._loaded:
+            self._load()
+        now = self.host.clock()
+        snapshot = self.capacity.snapshot(now)
+        found = {f.name: f for f in evaluate(self._inputs(snapshot), self.settings)}
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        for name, firing in found.items():
+            if name not in self.firing:
+                self._raise(firing, stamp)
+        for name, firing in list(self.firing.items()):
+            if name not in found:
+                self._clear(firing)
+        self.firing = found
+        return self.current()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                self.evaluate_now()
+            except Exception:
+                LOG.exception("evaluating the alert rules failed")
+            await asyncio.sleep(self.settings.interval_seconds)
+
+    # --------------------------------------------------------------- inputs
+    def _inputs(self, snapshot: Snapshot) -> RuleInputs:
+        quotas = [
+            q
+            for q in self.host.list("ResourceQuota")
+            if names.tenant_of_namespace(q["metadata"].get("namespace", ""))
+        ]
+        nodes = {n["metadata"]["name"] for n in self.host.list("Node")}
+        return RuleInputs(
+            snapshot, self.tenants(), quotas, nodes, self.sync_errors(), self.pending_reason
+        )
+
+    def pending_reason(self, claim: ClaimInfo) -> str:
+        """Why a claim is pending, in the scheduler's words for the pod that uses it."""
+        for pod in self.host.list("Pod", claim.namespace):
+            uses = {c.get("resourceClaimName") for c in pod["spec"].get("resourceClaims") or []}
+            uses |= {
+                s.get("resourceClaimName")
+                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+            }
+            if claim.name not in uses:
+                continue
+            for condition in (pod.get("status") or {}).get("conditions") or []:
+                if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                    return f"{condition.get('message')} (pod {_pod_name(pod)})"
+            return f"pod {_pod_name(pod)} is waiting to be scheduled"
+        return "no pod uses it yet (DRA allocates a claim when a pod that uses it is scheduled)"
+
+    # ------------------------------------------------------- raising, clearing
+    def _load(self) -> None:
+        for obj in self.host.list("Alert"):
+            spec = obj.get("spec") or {}
+            subject = spec.get("subject") or {}
+            firing = Firing(
+                spec.get("rule", ""),
+                spec.get("severity", ""),
+                spec.get("tenant", ""),
+                subject.get("kind", ""),
+                subject.get("namespace", ""),
+                subject.get("name", ""),
+                spec.get("message", ""),
+            )
+            self.firing[firing.name] = firing
+        self._loaded = True
+
+    def _raise(self, firing: Firing, stamp: str) -> None:
+        LOG.warning("alert %s: %s", firing.rule, firing.message)
+        alert = {
+            "apiVersion": "allot.dev/v1alpha1",
+            "kind": "Alert",
+            "metadata": {"name": firing.name, "labels": {"allot.dev/rule": firing.rule}},
+            "spec": {
+                "rule": firing.rule,
+                "severity": firing.severity,
+                "tenant": firing.tenant or None,
+                "subject": {
+                    "kind": firing.subject_kind,
+                    "namespace": firing.subject_namespace or None,
+                    "name": firing.subject_name,
+                },
+                "message": firing.message,
+            },
+        }
+        if self.host.get("Alert", "", firing.name) is None:
+            created = self.host.create("Alert", _without_none(alert), MANAGER)
+            created["status"] = {"state": "Firing", "activeSince": stamp}
+            self.host.update_status("Alert", created, MANAGER)
+        self._claim_events(firing, "Warning", firing.rule, firing.message)
+
+    def _clear(self, firing: Firing) -> None:
+        self.host.delete("Alert", "", firing.name)
+        self._claim_events(firing, "Normal", f"{firing.rule}Resolved", "the condition has ended")
+
+    def _claim_events(self, firing: Firing, kind: str, reason: str, message: str) -> None:
+        if firing.subject_kind != "ResourceClaim":
+            return
+        claim = self.host.get("ResourceClaim", firing.subject_namespace, firing.subject_name)
+        if claim is None:
+            return
+        self.host.event(claim, kind, reason, message, MANAGER)
+        labels = claim["metadata"].get("labels") or {}
+        annotations = claim["metadata"].get("annotations") or {}
+        namespace = labels.get(names.TENANT_NAMESPACE_LABEL)
+        name = annotations.get(names.NAME_ANNOTATION)
+        if firing.tenant and namespace and name:
+            tenant = self.tenant_context(firing.tenant)
+            twin_of = tenant.get("ResourceClaim", namespace, name)
+            if twin_of is not None:
+                tenant.event(twin_of, kind, reason, message, MANAGER)
+
+
+def _pod_name(pod: Obj) -> str:
+    annotations = pod["metadata"].get("annotations") or {}
+    return str(annotations.get(names.NAME_ANNOTATION, pod["metadata"]["name"]))
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    return value

@@ -1,0 +1,343 @@
+"""The audit log: every allocation and release of a device, append-only, and chargeback.
+
+One row per device and action in its own SQLite file (``<data-dir>/audit.db``, not part
+of the API's store, so nothing served can change it; triggers refuse UPDATE and DELETE):
+time, action (``allocate`` or ``release``), tenant, namespace, claim (the tenant's name
+for it), host claim and uid, pod, node, driver, pool, device, class, GPU memory.
+:class:`AuditRecorder` is the controller that writes it from host claim events; it keeps
+the open allocations per claim and compares them with the claim on every change, so a
+restart records exactly the releases and allocations it missed (stamped with the time it
+noticed them) and never twice. :func:`query` answers "who had this GPU when" and "what did
+this tenant hold"; :func:`usage` sums device-hours and GPU-memory GiB-hours per tenant or
+class for chargeback. Used by the platform and ``allot audit`` / ``allot usage``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from allot.api.quantity import Quantity
+from allot.apiserver.security import HOST_CLUSTER
+from allot.controllers.context import ControllerContext
+from allot.store import WatchEvent
+from allot.tenancy import names
+
+Obj = dict[str, Any]
+CLAIMS = "resourceclaims.resource.k8s.io"
+GIB = 1 << 30
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, action TEXT NOT NULL,
+    tenant TEXT NOT NULL, namespace TEXT NOT NULL, claim TEXT NOT NULL,
+    host_claim TEXT NOT NULL, claim_uid TEXT NOT NULL, pod TEXT NOT NULL, node TEXT NOT NULL,
+    driver TEXT NOT NULL, pool TEXT NOT NULL, device TEXT NOT NULL,
+    device_class TEXT NOT NULL, memory INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS entries_by_device ON entries (driver, pool, device);
+CREATE INDEX IF NOT EXISTS entries_by_tenant ON entries (tenant, time);
+CREATE TRIGGER IF NOT EXISTS entries_no_update BEFORE UPDATE ON entries
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS entries_no_delete BEFORE DELETE ON entries
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    time: str
+    action: str
+    tenant: str
+    namespace: str
+    claim: str
+    host_claim: str
+    claim_uid: str
+    pod: str
+    node: str
+    driver: str
+    pool: str
+    device: str
+    device_class: str
+    memory: int
+
+    @property
+    def device_key(self) -> tuple[str, str, str, str]:
+        return self.claim_uid, self.driver, self.pool, self.device
+
+
+FIELDS = list(Entry.__dataclass_fields__)
+
+
+class AuditLog:
+    """The append-only file; ``read_only`` opens an existing log for queries."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        if read_only:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def append(self, entries: Iterable[Entry]) -> None:
+        rows = [tuple(asdict(e).values()) for e in entries]
+        if rows:
+            columns = ", ".join(FIELDS)
+            marks = ", ".join("?" for _ in FIELDS)
+            with self._db:
+                self._db.executemany(f"INSERT INTO entries ({columns}) VALUES ({marks})", rows)
+
+    def entries(self) -> list[Entry]:
+        cursor = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM entries ORDER BY seq")
+        return [Entry(*row) for row in cursor]
+
+    def open_allocations(self) -> dict[tuple[str, str, str, str], Entry]:
+        """Devices allocated and not yet released, keyed by (claim uid, driver, pool, device)."""
+        held: dict[tuple[str, str, str, str], Entry] = {}
+        for entry in self.entries():
+            if entry.action == "allocate":
+                held[entry.device_key] = entry
+            else:
+                held.pop(entry.device_key, None)
+        return held
+
+
+class AuditRecorder:
+    """The controller that turns host claim changes into audit entries."""
+
+    name = "audit"
+
+    def __init__(self, context: ControllerContext, log: AuditLog) -> None:
+        self.context = context
+        self.log = log
+        self.open: dict[str, dict[tuple[str, str, str], Entry]] = defaultdict(dict)
+        self._claims: dict[str, tuple[str, str]] = {}  # uid -> namespace, name
+        for entry in log.open_allocations().values():
+            self.open[entry.claim_uid][(entry.driver, entry.pool, entry.device)] = entry
+            self._claims[entry.claim_uid] = (entry.namespace, entry.host_claim)
+
+    def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.cluster != HOST_CLUSTER or event.resource != CLAIMS:
+            return []
+        metadata = event.object["metadata"]
+        return [(metadata.get("namespace", ""), metadata["name"], metadata.get("uid", ""))]
+
+    def initial_keys(self) -> list[Hashable]:
+        keys: set[Hashable] = set()
+        for claim in self.context.list("ResourceClaim"):
+            metadata = claim["metadata"]
+            keys.add((metadata.get("namespace", ""), metadata["name"], metadata.get("uid", "")))
+        keys |= {(ns, name, uid) for uid, (ns, name) in self._claims.items()}
+        return sorted(keys, key=str)
+
+    def reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, tuple)
+        namespace, name, uid = key
+        claim = self.context.peek("ResourceClaim", namespace, name)
+        if claim is not None and claim["metadata"].get("uid") != uid:
+            claim = None  # a newer claim of the same name: its own key records it
+        now = _stamp(self.context.clock())
+        current = _allocated_devices(claim) if claim is not None else {}
+        held = self.open[uid]
+        released = [
+            _with(held.pop(device), now, "release") for device in sorted(set(held) - set(current))
+        ]
+        allocated = []
+        if claim is not None:
+            for device in sorted(set(current) - set(held)):
+                entry = self._entry(claim, device, current[device], now)
+                held[device] = entry
+                allocated.append(entry)
+            self._claims[uid] = (namespace, name)
+        if not held:
+            self.open.pop(uid, None)
+            self._claims.pop(uid, None)
+        self.log.append([*released, *allocated])
+
+    def _entry(self, claim: Obj, device: tuple[str, str, str], request: str, now: str) -> Entry:
+        metadata = claim["metadata"]
+        namespace = metadata.get("namespace", "")
+        annotations = metadata.get("annotations") or {}
+        pod, node = self._consumer(claim)
+        return Entry(
+            time=now,
+            action="allocate",
+            tenant=names.tenant_of_namespace(namespace) or "",
+            namespace=namespace,
+            claim=annotations.get(names.NAME_ANNOTATION, metadata["name"]),
+            host_claim=metadata["name"],
+            claim_uid=metadata.get("uid", ""),
+            pod=pod,
+            node=node,
+            driver=device[0],
+            pool=device[1],
+            device=device[2],
+            device_class=_request_class(claim, request),
+            memory=self._memory(device),
+        )
+
+    def _consumer(self, claim: Obj) -> tuple[str, str]:
+        """The first reserving pod (its tenant name if synced) and its node."""
+        namespace = claim["metadata"].get("namespace", "")
+        for consumer in (claim.get("status") or {}).get("reservedFor") or []:
+            pod = self.context.peek("Pod", namespace, consumer.get("name", ""))
+            if pod is None:
+                continue
+            annotations = pod["metadata"].get("annotations") or {}
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            return annotations.get(names.NAME_ANNOTATION, pod["metadata"]["name"]), node
+        return "", _selected_node(claim)
+
+    def _memory(self, device: tuple[str, str, str]) -> int:
+        for item in self.context.list("ResourceSlice"):
+            spec = item.get("spec") or {}
+            if spec.get("driver") != device[0] or (spec.get("pool") or {}).get("name") != device[1]:
+                continue
+            for raw in spec.get("devices") or []:
+                if raw.get("name") == device[2]:
+                    value = ((raw.get("capacity") or {}).get("memory") or {}).get("value")
+                    return _bytes(value)
+        return 0
+
+
+def _allocated_devices(claim: Obj) -> dict[tuple[str, str, str], str]:
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return {
+        (r.get("driver", ""), r.get("pool", ""), r.get("device", "")): r.get("request", "")
+        for r in (allocation.get("devices") or {}).get("results") or []
+        if not r.get("adminAccess")
+    }
+
+
+def _request_class(claim: Obj, request: str) -> str:
+    top, _, sub = request.partition("/")
+    for entry in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        if entry.get("name") != top:
+            continue
+        if entry.get("exactly"):
+            return str(entry["exactly"].get("deviceClassName", ""))
+        for alternative in entry.get("firstAvailable") or []:
+            if alternative.get("name") == sub:
+                return str(alternative.get("deviceClassName", ""))
+    return ""
+
+
+def _selected_node(claim: Obj) -> str:
+    selector = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector") or {}
+    for term in selector.get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            if field.get("key") == "metadata.name" and field.get("values"):
+                return str(field["values"][0])
+    return ""
+
+
+def _bytes(value: Any) -> int:
+    try:
+        return Quantity.parse(str(value)).as_integer() if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _with(entry: Entry, time: str, action: str) -> Entry:
+    return Entry(**{**asdict(entry), "time": time, "action": action})
+
+
+def parse_time(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# ------------------------------------------------------------------- queries
+def query(
+    entries: list[Entry],
+    *,
+    tenant: str | None = None,
+    device: str | None = None,
+    since: dt.datetime | None = None,
+) -> list[Entry]:
+    """Entries of a tenant and/or a device (``name``, ``pool/name`` or
+    ``driver/pool/name``), at or after ``since``."""
+    found = []
+    for entry in entries:
+        if tenant is not None and entry.tenant != tenant:
+            continue
+        if device is not None and device not in (
+            entry.device,
+            f"{entry.pool}/{entry.device}",
+            f"{entry.driver}/{entry.pool}/{entry.device}",
+        ):
+            continue
+        if since is not None and parse_time(entry.time) < since:
+            continue
+        found.append(entry)
+    return found
+
+
+@dataclass
+class UsageRow:
+    key: str
+    device_hours: float
+    memory_gib_hours: float
+
+
+def usage(
+    entries: list[Entry],
+    *,
+    since: dt.datetime,
+    until: dt.datetime,
+    by: Callable[[Entry], str],
+) -> list[UsageRow]:
+    """Device-hours and GPU-memory GiB-hours within [since, until], grouped by ``by``;
+    an allocation still open counts until ``until``."""
+    opened: dict[tuple[str, str, str, str], Entry] = {}
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for entry in entries:
+        if entry.action == "allocate":
+            opened[entry.device_key] = entry
+            continue
+        start = opened.pop(entry.device_key, None)
+        if start is not None:
+            _add(
+                totals,
+                by(start),
+                start,
+                parse_time(start.time),
+                parse_time(entry.time),
+                since,
+                until,
+            )
+    for start in opened.values():
+        _add(totals, by(start), start, parse_time(start.time), until, since, until)
+    return [UsageRow(k, v[0], v[1]) for k, v in sorted(totals.items())]
+
+
+def _add(
+    totals: dict[str, list[float]],
+    key: str,
+    entry: Entry,
+    start: dt.datetime,
+    end: dt.datetime,
+    since: dt.datetime,
+    until: dt.datetime,
+) -> None:
+    hours = (min(end, until) - max(start, since)).total_seconds() / 3600
+    if hours <= 0:
+        return
+    totals[key][0] += hours
+    totals[key][1] += hours * entry.memory / GIB
+
+
+GROUPINGS: dict[str, Callable[[Entry], str]] = {
+    "tenant": lambda entry: entry.tenant or "<host>",
+    "class": lambda entry: entry.device_class or "<unknown>",
+}

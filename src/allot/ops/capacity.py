@@ -1,0 +1,296 @@
+"""The fleet's capacity at one moment: devices, classes, counters, claims, tenants.
+
+One :class:`CapacityView` per platform builds :class:`Snapshot` objects from the host
+store for ``/metrics``, ``allot top``, the alert rules and the dashboard. What does not
+change between snapshots is cached per ResourceSlice (by resourceVersion and the class
+catalogue's versions): every device's classes (the class selectors evaluated with the
+allocator's CEL environment), its memory and the counters it consumes. A snapshot then
+only walks the allocated devices and the claims. Pools follow the allocator's rules: the
+newest generation counts; a pool with fewer slices than ``resourceSliceCount`` is
+incomplete. A device is allocated when a claim's allocation names it (admin-access results
+excluded, as the allocator does); "free" counts unallocated devices, which for
+partitionable devices is an upper bound (their shared counters are reported alongside).
+Pure computation over store reads; used by :mod:`allot.ops`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from allot.api import resource_v1 as resourceapi
+from allot.api.quantity import Quantity, QuantityFormat
+from allot.apiserver.resources import by_kind
+from allot.apiserver.security import HOST_CLUSTER
+from allot.cel import CelError, DeviceView, SelectorCompiler
+from allot.store import Store
+from allot.tenancy import names
+
+Obj = dict[str, Any]
+DeviceKey = tuple[str, str, str]  # driver, pool, device
+NO_CLASS = "<none>"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    node: str
+    driver: str
+    pool: str
+    name: str
+    classes: tuple[str, ...]
+    memory: int
+    kind: str  # the driver's "type" attribute (gpu, mig, ...) or ""
+    profile: str  # the driver's MIG "profile" attribute (1g.5gb, ...) or ""
+    parent: str  # for a MIG device, its GPU's device name (the driver's gpu-<minor>); else ""
+    consumes: tuple[tuple[str, str, int], ...]  # (counter set, counter, amount)
+
+
+@dataclass
+class SliceSummary:
+    devices: list[DeviceInfo]
+    counters: dict[tuple[str, str], int]  # (counter set, counter) -> total
+
+
+@dataclass
+class ClaimInfo:
+    namespace: str
+    name: str
+    tenant: str
+    tenant_claim: str  # the claim's name in its tenant, or the host name
+    tenant_namespace: str  # the claim's namespace in its tenant, or ""
+    classes: tuple[str, ...]
+    allocated: bool
+    created: dt.datetime | None
+    devices: list[DeviceKey] = field(default_factory=list)
+    consumers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PoolInfo:
+    driver: str
+    pool: str
+    generation: int
+    slices: int
+    expected: int
+    node: str
+
+    @property
+    def complete(self) -> bool:
+        return self.slices >= self.expected
+
+
+@dataclass
+class Snapshot:
+    now: dt.datetime
+    devices: dict[DeviceKey, DeviceInfo]
+    allocated: dict[DeviceKey, ClaimInfo]
+    counters_total: dict[tuple[str, str, str, str], int]  # driver, pool, set, counter
+    counters_used: dict[tuple[str, str, str, str], int]
+    claims: list[ClaimInfo]
+    pools: list[PoolInfo]
+    classes: list[str]
+
+    def device_rows(self) -> dict[tuple[str, str, str, str], Counter[str]]:
+        """(node, pool, driver, class) -> {total, allocated, free}."""
+        rows: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
+        for key, device in self.devices.items():
+            for device_class in device.classes or (NO_CLASS,):
+                row = rows[(device.node, device.pool, device.driver, device_class)]
+                row["total"] += 1
+                row["allocated" if key in self.allocated else "free"] += 1
+        return rows
+
+    def tenant_memory(self) -> Counter[str]:
+        held: Counter[str] = Counter()
+        for key, claim in self.allocated.items():
+            held[claim.tenant] += self.devices[key].memory if key in self.devices else 0
+        return held
+
+    def pending(self) -> list[ClaimInfo]:
+        return [c for c in self.claims if not c.allocated]
+
+
+class CapacityView:
+    def __init__(self, store: Store, cluster: str = HOST_CLUSTER) -> None:
+        self.store = store
+        self.cluster = cluster
+        self.compiler = SelectorCompiler()
+        self._slices: dict[str, tuple[tuple[Any, ...], SliceSummary]] = {}
+
+    def snapshot(self, now: dt.datetime) -> Snapshot:
+        classes = self._list("DeviceClass")
+        catalogue = tuple(
+            sorted((c["metadata"]["name"], c["metadata"].get("resourceVersion")) for c in classes)
+        )
+        slices = self._current_slices()
+        devices: dict[DeviceKey, DeviceInfo] = {}
+        totals: dict[tuple[str, str, str, str], int] = {}
+        for item in slices:
+            summary = self._summary(item, classes, catalogue)
+            for device in summary.devices:
+                devices[(device.driver, device.pool, device.name)] = device
+            spec = item["spec"]
+            for (counter_set, counter), value in summary.counters.items():
+                totals[(spec["driver"], spec["pool"]["name"], counter_set, counter)] = value
+        claims = [self._claim(c) for c in self._list("ResourceClaim")]
+        allocated = {key: claim for claim in claims for key in claim.devices}
+        used: Counter[tuple[str, str, str, str]] = Counter()
+        for device_key in allocated:
+            held = devices.get(device_key)
+            for counter_set, counter, amount in held.consumes if held else ():
+                used[(device_key[0], device_key[1], counter_set, counter)] += amount
+        pools = self._pools(slices)
+        names_ = sorted(c["metadata"]["name"] for c in classes)
+        return Snapshot(now, devices, allocated, totals, dict(used), claims, pools, names_)
+
+    # ----------------------------------------------------------------- slices
+    def _list(self, kind: str) -> list[Obj]:
+        items, _ = self.store.list_objects(self.cluster, by_kind(kind).store, None, shared=True)
+        return items
+
+    def _current_slices(self) -> list[Obj]:
+        """Slices of each pool's newest generation, as the allocator uses them."""
+        newest: dict[tuple[str, str], int] = {}
+        slices = self._list("ResourceSlice")
+        for item in slices:
+            pool = item["spec"]["pool"]
+            key = (item["spec"]["driver"], pool["name"])
+            newest[key] = max(newest.get(key, 0), int(pool.get("generation") or 0))
+        return [
+            s
+            for s in slices
+            if int(s["spec"]["pool"].get("generation") or 0)
+            == newest[(s["spec"]["driver"], s["spec"]["pool"]["name"])]
+        ]
+
+    def _pools(self, slices: list[Obj]) -> list[PoolInfo]:
+        found: dict[tuple[str, str], PoolInfo] = {}
+        for item in slices:
+            spec = item["spec"]
+            key = (spec["driver"], spec["pool"]["name"])
+            info = found.get(key)
+            if info is None:
+                info = PoolInfo(
+                    key[0],
+                    key[1],
+                    int(spec["pool"].get("generation") or 0),
+                    0,
+                    int(spec["pool"].get("resourceSliceCount") or 1),
+                    spec.get("nodeName") or "",
+                )
+                found[key] = info
+            info.slices += 1
+        return [found[k] for k in sorted(found)]
+
+    def _summary(self, item: Obj, classes: list[Obj], catalogue: tuple[Any, ...]) -> SliceSummary:
+        name = item["metadata"]["name"]
+        version = (item["metadata"].get("resourceVersion"), catalogue)
+        cached = self._slices.get(name)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        summary = self._summarise(item, classes)
+        self._slices[name] = (version, summary)
+        return summary
+
+    def _summarise(self, item: Obj, classes: list[Obj]) -> SliceSummary:
+        spec = item["spec"]
+        driver, pool, node = spec["driver"], spec["pool"]["name"], spec.get("nodeName") or ""
+        devices = []
+        for raw in spec.get("devices") or []:
+            model = resourceapi.Device.model_validate(raw)
+            view = DeviceView(driver, model)
+            attributes = raw.get("attributes") or {}
+            devices.append(
+                DeviceInfo(
+                    node,
+                    driver,
+                    pool,
+                    raw["name"],
+                    tuple(c["metadata"]["name"] for c in classes if self._selects(c, view)),
+                    _quantity(((raw.get("capacity") or {}).get("memory") or {}).get("value")),
+                    str((attributes.get("type") or {}).get("string") or ""),
+                    str((attributes.get("profile") or {}).get("string") or ""),
+                    raw["name"].split("-mig-")[0] if "-mig-" in raw["name"] else "",
+                    _consumption(raw),
+                )
+            )
+        counters = {
+            (counter_set["name"], counter): _quantity(value.get("value"))
+            for counter_set in spec.get("sharedCounters") or []
+            for counter, value in (counter_set.get("counters") or {}).items()
+        }
+        return SliceSummary(devices, counters)
+
+    def _selects(self, device_class: Obj, view: DeviceView) -> bool:
+        selectors = (device_class.get("spec") or {}).get("selectors") or []
+        try:
+            return all(
+                self.compiler.compile(s["cel"]["expression"], stored=True).matches(view)
+                for s in selectors
+                if (s.get("cel") or {}).get("expression")
+            )
+        except CelError:
+            return False
+
+    # ----------------------------------------------------------------- claims
+    def _claim(self, claim: Obj) -> ClaimInfo:
+        metadata = claim["metadata"]
+        namespace = metadata.get("namespace", "")
+        tenant = names.tenant_of_namespace(namespace) or ""
+        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+        classes = sorted(
+            {
+                (r.get("exactly") or {}).get("deviceClassName", "")
+                for r in requests
+                if r.get("exactly")
+            }
+            | {
+                a.get("deviceClassName", "")
+                for r in requests
+                for a in r.get("firstAvailable") or []
+            }
+        )
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        annotations = metadata.get("annotations") or {}
+        created = metadata.get("creationTimestamp")
+        return ClaimInfo(
+            namespace,
+            metadata["name"],
+            tenant,
+            annotations.get(names.NAME_ANNOTATION, metadata["name"]),
+            (metadata.get("labels") or {}).get(names.TENANT_NAMESPACE_LABEL, ""),
+            tuple(classes),
+            bool(status.get("allocation")),
+            dt.datetime.fromisoformat(created.replace("Z", "+00:00")) if created else None,
+            [
+                (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+                for r in results
+                if not r.get("adminAccess")
+            ],
+            [c.get("name", "") for c in status.get("reservedFor") or []],
+        )
+
+
+def memory_text(value: int) -> str:
+    """Bytes the way Kubernetes writes memory (``40Gi``, ``4864Mi``)."""
+    return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
+
+
+def _quantity(value: Any) -> int:
+    if value is None:
+        return 0
+    try:
+        return Quantity.parse(str(value)).as_integer()
+    except ValueError:
+        return 0
+
+
+def _consumption(raw: Obj) -> tuple[tuple[str, str, int], ...]:
+    return tuple(
+        (entry.get("counterSet", ""), counter, _quantity(value.get("value")))
+        for entry in raw.get("consumesCounters") or []
+        for counter, value in (entry.get("counters") or {}).items()
+    )

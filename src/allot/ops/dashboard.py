@@ -1,0 +1,345 @@
+"""The web dashboard at ``/ui``: fleet, tenants, pending claims, alerts and usage.
+
+Server-rendered HTML; a small script (shipped with the package, no CDN) refreshes each
+panel every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Access
+needs the host cluster's token: ``/ui?token=...`` (or the login form) sets an HttpOnly,
+Secure, SameSite=Strict cookie, then every request checks it. The fleet view draws nodes,
+their GPUs and MIG slices, each coloured and labelled by the tenant holding it, or free;
+devices are focusable with a text description (keyboard and screen readers), colours are
+paired with text. The usage chart is an SVG of device-hours per tenant per hour over the
+last day, with the same numbers in a table. Mounted by :mod:`allot.platform`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import html
+from collections import defaultdict
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from allot.apiserver.app import ApiServer
+from allot.apiserver.security import HOST_CLUSTER
+from allot.ops import audit
+from allot.ops.service import Operations
+
+Obj = dict[str, Any]
+COOKIE = "allot_token"
+PALETTE = ("#f6c177", "#9ccfd8", "#c4a7e7", "#a3d9a5", "#f0a6ca", "#ffd6a5", "#b5c7f2", "#e6e29a")
+PANELS = ("fleet", "tenants", "pending", "alerts", "usage")
+STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+
+
+def mount_dashboard(api: ApiServer, ops: Operations) -> None:
+    dashboard = Dashboard(api, ops)
+    api.pages.extend(
+        [
+            Route("/ui", dashboard.page, methods=["GET"]),
+            Route("/ui/login", dashboard.login, methods=["POST"]),
+            Route("/ui/fragment/{panel}", dashboard.fragment, methods=["GET"]),
+            Route("/ui/static/{name}", dashboard.static, methods=["GET"]),
+        ]
+    )
+
+
+class Dashboard:
+    def __init__(self, api: ApiServer, ops: Operations) -> None:
+        self.api = api
+        self.ops = ops
+
+    # ------------------------------------------------------------- access
+    def _authorised(self, token: str | None) -> bool:
+        return bool(token) and self.api.tokens.cluster_for(token or "") == HOST_CLUSTER
+
+    async def page(self, request: Request) -> Response:
+        token = request.query_params.get("token")
+        if token is not None:
+            if not self._authorised(token):
+                return _login("That token does not belong to the host cluster.", 401)
+            return _signed_in(RedirectResponse("/ui", status_code=303), token)
+        if not self._authorised(request.cookies.get(COOKIE)):
+            return _login("", 200)
+        return HTMLResponse(self.render_page())
+
+    async def login(self, request: Request) -> Response:
+        form = await request.form()
+        token = str(form.get("token") or "")
+        if not self._authorised(token):
+            return _login("That token does not belong to the host cluster.", 401)
+        return _signed_in(RedirectResponse("/ui", status_code=303), token)
+
+    async def fragment(self, request: Request) -> Response:
+        if not self._authorised(request.cookies.get(COOKIE)):
+            return HTMLResponse("sign in again", status_code=401)
+        panel = request.path_params["panel"]
+        if panel not in PANELS:
+            return HTMLResponse("no such panel", status_code=404)
+        return HTMLResponse(self.render_panel(panel, self.ops.capacity_document()))
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return HTMLResponse("not found", status_code=404)
+        body = resources.files("allot").joinpath("data", "ui", name).read_bytes()
+        return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
+
+    # ------------------------------------------------------------ rendering
+    def render_page(self) -> str:
+        document = self.ops.capacity_document()
+        titles = {
+            "fleet": "Fleet: nodes, GPUs and MIG slices",
+            "tenants": "Tenants",
+            "pending": "Pending claims",
+            "alerts": "Alerts",
+            "usage": "Usage per tenant (device-hours, last 24 hours)",
+        }
+        sections = "".join(
+            f'<section class="panel" aria-labelledby="h-{p}"><h2 id="h-{p}">{titles[p]}</h2>'
+            f'<div id="panel-{p}" data-fragment="{p}" aria-live="polite">'
+            f"{self.render_panel(p, document)}</div></section>"
+            for p in PANELS
+        )
+        nav = "".join(f'<a href="#h-{p}">{p.capitalize()}</a>' for p in PANELS)
+        return (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            "<title>allot — fleet dashboard</title>"
+            '<link rel="stylesheet" href="/ui/static/dashboard.css"></head><body>'
+            '<a class="skip" href="#main">Skip to content</a>'
+            '<header><h1>allot</h1><span class="meta">fleet dashboard · '
+            f'<span id="refresh-status">as of {html.escape(document["time"])}</span></span>'
+            f'<nav aria-label="Sections">{nav}</nav></header>'
+            f'<main id="main">{sections}</main>'
+            '<script src="/ui/static/dashboard.js" defer></script></body></html>'
+        )
+
+    def render_panel(self, panel: str, document: Obj) -> str:
+        renderers: dict[str, Callable[[Obj], str]] = {
+            "fleet": _fleet,
+            "tenants": _tenants,
+            "pending": _pending,
+            "alerts": _alerts,
+            "usage": self._usage,
+        }
+        return renderers[panel](document)
+
+    def _usage(self, document: Obj) -> str:
+        now = self.api.clock()
+        entries = self.ops.log.entries()
+        series: dict[str, list[float]] = defaultdict(lambda: [0.0] * 24)
+        start = now - dt.timedelta(hours=24)
+        for hour in range(24):
+            since = start + dt.timedelta(hours=hour)
+            for row in audit.usage(
+                entries,
+                since=since,
+                until=since + dt.timedelta(hours=1),
+                by=audit.GROUPINGS["tenant"],
+            ):
+                series[row.key][hour] = row.device_hours
+        if not series:
+            return '<p class="empty">No allocations in the last 24 hours.</p>'
+        return _chart(series, start) + _usage_table(series)
+
+
+# ----------------------------------------------------------------- panels
+def _colour(tenant: str) -> str:
+    digest = int(hashlib.sha1(tenant.encode()).hexdigest(), 16)
+    return PALETTE[digest % len(PALETTE)]
+
+
+def _fleet(document: Obj) -> str:
+    holders = sorted(
+        {g["tenant"] for n in document["nodes"] for g in n["gpus"] if g["tenant"]}
+        | {
+            s["tenant"]
+            for n in document["nodes"]
+            for g in n["gpus"]
+            for s in g["slices"]
+            if s["tenant"]
+        }
+    )
+    legend = (
+        "".join(f'<span style="background:{_colour(t)}">{html.escape(t)}</span>' for t in holders)
+        + '<span style="background:#f3f5f7">free</span>'
+    )
+    nodes = "".join(_node(node) for node in document["nodes"])
+    if not nodes:
+        return '<p class="empty">No devices are published.</p>'
+    return (
+        f'<div class="legend" aria-label="Tenants">{legend}</div><div class="nodes">{nodes}</div>'
+    )
+
+
+def _node(node: Obj) -> str:
+    gpus = "".join(_gpu(node["node"], gpu) for gpu in node["gpus"])
+    name = html.escape(node["node"])
+    return f'<div class="node"><h3>{name}</h3><div class="gpus">{gpus}</div></div>'
+
+
+def _gpu(node: str, gpu: Obj) -> str:
+    tenant = gpu["tenant"]
+    held = f"held by {tenant} ({gpu.get('claim')})" if tenant else "whole GPU free"
+    if not gpu["whole"]:
+        held = "MIG partitioned"
+    style = f' style="background:{_colour(tenant)}"' if tenant else ""
+    slices = "".join(_slice(s) for s in gpu["slices"])
+    bar = ""
+    memory = gpu.get("memorySlices")
+    if memory:
+        share = 100 * memory["used"] // max(memory["total"], 1)
+        bar = (
+            f'<div class="bar" role="img" aria-label="{memory["used"]} of {memory["total"]} '
+            f'memory slices in use"><i style="width:{share}%"></i></div>'
+        )
+    label = html.escape(f"{gpu['name']} on {node}: {held}")
+    return (
+        f'<div class="gpu" tabindex="0" role="group" aria-label="{label}" title="{label}"{style}>'
+        f'<span class="label">{html.escape(gpu["name"])}</span>'
+        f"{('<div class=slices>' + slices + '</div>') if slices else ''}{bar}</div>"
+    )
+
+
+def _slice(entry: Obj) -> str:
+    tenant = entry["tenant"]
+    holder = f"held by {tenant} ({entry['claim']})" if tenant else "free"
+    text = f"{entry['name']}: {holder}"
+    style = f' style="background:{_colour(tenant)}"' if tenant else ""
+    mark = html.escape(tenant[:2]) if tenant else ""
+    label = html.escape(text)
+    return (
+        f'<span class="slice" tabindex="0" aria-label="{label}" title="{label}"{style}>'
+        f"{mark}</span>"
+    )
+
+
+def _tenants(document: Obj) -> str:
+    if not document["tenants"]:
+        return '<p class="empty">No tenants.</p>'
+    rows = "".join(
+        "<tr>"
+        f"<td>{html.escape(t['name'])}</td>"
+        f"<td>{_quota_cell(t['quota'])}</td>"
+        f"<td>{html.escape(_memory_text(t))}</td>"
+        f"<td>{t['allocated']}</td><td>{t['pending']}</td></tr>"
+        for t in document["tenants"]
+    )
+    return (
+        "<table><thead><tr><th scope=col>Tenant</th><th scope=col>Quota (used / hard)</th>"
+        "<th scope=col>GPU memory</th><th scope=col>Allocated claims</th>"
+        f"<th scope=col>Pending claims</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _memory_text(tenant: Obj) -> str:
+    limit = tenant["gpuMemoryLimit"]
+    return f"{tenant['gpuMemory']} of {limit}" if limit else tenant["gpuMemory"]
+
+
+def _quota_cell(rows: list[Obj]) -> str:
+    if not rows:
+        return '<span class="empty">none</span>'
+    return "<br>".join(html.escape(f"{r['resource']}: {r['used']} / {r['hard']}") for r in rows)
+
+
+def _pending(document: Obj) -> str:
+    if not document["pending"]:
+        return '<p class="empty">No pending claims.</p>'
+    rows = "".join(
+        "<tr>"
+        f"<td>{html.escape(p['tenant'] or '<host>')}</td>"
+        f"<td>{html.escape(p['namespace'] + '/' + p['claim'])}</td>"
+        f"<td>{html.escape(', '.join(p['classes']))}</td>"
+        f"<td>{p['ageSeconds']}s</td><td>{html.escape(p['reason'])}</td></tr>"
+        for p in document["pending"]
+    )
+    return (
+        "<table><thead><tr><th scope=col>Tenant</th><th scope=col>Claim</th>"
+        "<th scope=col>Classes</th><th scope=col>Age</th><th scope=col>Why</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _alerts(document: Obj) -> str:
+    if not document["alerts"]:
+        return '<p class="empty">No alerts are firing.</p>'
+    rows = "".join(
+        f'<tr><td class="alert-{html.escape(a["severity"])}">{html.escape(a["rule"])}</td>'
+        f"<td>{html.escape(a['severity'])}</td><td>{html.escape(a['tenant'] or '')}</td>"
+        f"<td>{html.escape(a['message'])}</td></tr>"
+        for a in document["alerts"]
+    )
+    return (
+        "<table><thead><tr><th scope=col>Rule</th><th scope=col>Severity</th>"
+        "<th scope=col>Tenant</th><th scope=col>Message</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _chart(series: dict[str, list[float]], start: dt.datetime) -> str:
+    width, height, left, bottom = 720, 220, 48, 28
+    top = max(max(values) for values in series.values()) or 1.0
+    lines = []
+    for tenant, values in sorted(series.items()):
+        points = " ".join(
+            f"{left + i * (width - left - 10) / 23:.1f},"
+            f"{height - bottom - v / top * (height - bottom - 10):.1f}"
+            for i, v in enumerate(values)
+        )
+        lines.append(
+            f'<polyline fill="none" stroke="{_colour(tenant)}" stroke-width="3" points="{points}">'
+            f"<title>{html.escape(tenant)}</title></polyline>"
+        )
+    axis = (
+        f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" '
+        f'y2="{height - bottom}" stroke="#59636e"/>'
+        f'<line x1="{left}" y1="10" x2="{left}" y2="{height - bottom}" stroke="#59636e"/>'
+        f'<text x="4" y="16" font-size="11">{top:.2f}</text>'
+        f'<text x="4" y="{height - bottom}" font-size="11">0</text>'
+        f'<text x="{left}" y="{height - 8}" font-size="11">{start.strftime("%H:%M")} UTC</text>'
+        f'<text x="{width - 60}" y="{height - 8}" font-size="11">now</text>'
+    )
+    names = ", ".join(sorted(series))
+    return (
+        f'<div class="chart"><svg viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="Device-hours per hour for {html.escape(names)}">'
+        f"{axis}{''.join(lines)}</svg></div>"
+    )
+
+
+def _usage_table(series: dict[str, list[float]]) -> str:
+    rows = "".join(
+        f'<tr><td><span style="background:{_colour(t)};padding:0 6px">{html.escape(t)}</span></td>'
+        f"<td>{sum(v):.3f}</td></tr>"
+        for t, v in sorted(series.items())
+    )
+    return (
+        "<table><thead><tr><th scope=col>Tenant</th><th scope=col>Device-hours (24 h)</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+# ------------------------------------------------------------------ access
+def _login(error: str, code: int) -> HTMLResponse:
+    message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>allot — sign in</title>'
+        '<link rel="stylesheet" href="/ui/static/dashboard.css"></head><body><main class="login">'
+        "<h1>allot dashboard</h1><p>Sign in with the host cluster's token "
+        "(<code>allot kubeconfig host</code> shows it).</p>"
+        f'{message}<form method="post" action="/ui/login"><label for="token">Host token</label>'
+        '<input id="token" name="token" type="password" autocomplete="off" required>'
+        "<button type=submit>Sign in</button></form></main></body></html>"
+    )
+    return HTMLResponse(body, status_code=code)
+
+
+def _signed_in(response: Response, token: str) -> Response:
+    response.set_cookie(COOKIE, token, httponly=True, secure=True, samesite="strict", path="/ui")
+    return response

@@ -1,0 +1,211 @@
+"""``/metrics``: the platform's capacity, claims, quotas and alerts in Prometheus format.
+
+Rendered with ``prometheus-client`` from a capacity snapshot taken at scrape time, plus two
+latency histograms the controllers feed: the allocator's time per node attempt, and each
+controller's reconcile time (``controller="tenant-sync"`` is the sync). Series:
+
+* ``allot_devices_{total,allocated,free}{node,pool,driver,class}`` (a device counts in
+  every class that selects it; ``class="<none>"`` for devices no class selects);
+* ``allot_counter_{total,used}{driver,pool,counter_set,counter}`` (MIG memory slices,
+  multiprocessors, ...);
+* ``allot_tenant_gpu_memory_allocated_bytes{tenant}``;
+* ``allot_claims{tenant,class,state}`` (pending or allocated) and
+  ``allot_oldest_pending_claim_age_seconds{tenant}``;
+* ``allot_quota_used_ratio{tenant,namespace,quota,resource}``;
+* ``allot_pool_slices`` and ``allot_pool_slices_expected{driver,pool}``;
+* ``allot_tenant_sync_errors{tenant}`` and ``allot_alert{rule,severity,tenant,subject}``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from allot.api.quantity import Quantity
+from allot.ops.capacity import Snapshot
+from allot.ops.rules import Firing
+
+Obj = dict[str, Any]
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class PlatformMetrics:
+    """The registry behind ``/metrics``; ``render()`` scrapes."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], Snapshot],
+        quotas: Callable[[], list[Obj]],
+        alerts: Callable[[], list[Firing]],
+        sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.allocator_seconds = Histogram(
+            "allot_allocator_duration_seconds",
+            "Time the allocator took for one node attempt of one pod's claims.",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.reconcile_seconds = Histogram(
+            "allot_controller_reconcile_duration_seconds",
+            "Time one reconcile took, per controller (tenant-sync is the sync).",
+            ["controller"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(_Collector(snapshot, quotas, alerts, sync_errors))
+
+    def observe_reconcile(self, controller: str, seconds: float) -> None:
+        self.reconcile_seconds.labels(controller=controller).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _Collector(Collector):
+    def __init__(
+        self,
+        snapshot: Callable[[], Snapshot],
+        quotas: Callable[[], list[Obj]],
+        alerts: Callable[[], list[Firing]],
+        sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
+    ) -> None:
+        self.snapshot, self.quotas, self.alerts, self.sync_errors = (
+            snapshot,
+            quotas,
+            alerts,
+            sync_errors,
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot = self.snapshot()
+        yield from _devices(snapshot)
+        yield from _counters(snapshot)
+        yield from _claims(snapshot)
+        yield from _quotas(self.quotas())
+        yield from _pools(snapshot)
+        yield from _problems(self.alerts(), self.sync_errors())
+
+
+def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=labels)
+
+
+def _devices(snapshot: Snapshot) -> Iterator[Metric]:
+    labels = ["node", "pool", "driver", "class"]
+    families = {
+        state: _gauge(
+            f"allot_devices_{state}", f"Devices ({state}) per node, pool, driver, class.", labels
+        )
+        for state in ("total", "allocated", "free")
+    }
+    for key, counts in sorted(snapshot.device_rows().items()):
+        for state, family in families.items():
+            family.add_metric(list(key), counts[state])
+    yield from families.values()
+    memory = _gauge(
+        "allot_tenant_gpu_memory_allocated_bytes", "GPU memory of allocated devices.", ["tenant"]
+    )
+    for tenant, held in sorted(snapshot.tenant_memory().items()):
+        memory.add_metric([tenant or "<host>"], held)
+    yield memory
+
+
+def _counters(snapshot: Snapshot) -> Iterator[Metric]:
+    labels = ["driver", "pool", "counter_set", "counter"]
+    total = _gauge("allot_counter_total", "Shared counters published per pool.", labels)
+    used = _gauge("allot_counter_used", "Shared counters consumed by allocated devices.", labels)
+    for key, value in sorted(snapshot.counters_total.items()):
+        total.add_metric(list(key), value)
+        used.add_metric(list(key), snapshot.counters_used.get(key, 0))
+    yield total
+    yield used
+
+
+def _claims(snapshot: Snapshot) -> Iterator[Metric]:
+    claims = _gauge(
+        "allot_claims", "Claims per tenant, class and state.", ["tenant", "class", "state"]
+    )
+    counts: Counter[tuple[str, str, str]] = Counter()
+    oldest: dict[str, float] = {}
+    for claim in snapshot.claims:
+        state = "allocated" if claim.allocated else "pending"
+        tenant = claim.tenant or "<host>"
+        for device_class in claim.classes or ("",):
+            counts[(tenant, device_class, state)] += 1
+        if not claim.allocated and claim.created is not None:
+            waited = (snapshot.now - claim.created).total_seconds()
+            oldest[tenant] = max(oldest.get(tenant, 0.0), waited)
+    for key, count in sorted(counts.items()):
+        claims.add_metric(list(key), count)
+    yield claims
+    age = _gauge(
+        "allot_oldest_pending_claim_age_seconds", "Age of the oldest unallocated claim.", ["tenant"]
+    )
+    for tenant, seconds in sorted(oldest.items()):
+        age.add_metric([tenant], seconds)
+    yield age
+
+
+def _quotas(quotas: list[Obj]) -> Iterator[Metric]:
+    ratio = _gauge(
+        "allot_quota_used_ratio",
+        "used / hard per ResourceQuota key.",
+        ["tenant", "namespace", "quota", "resource"],
+    )
+    for quota in quotas:
+        status = quota.get("status") or {}
+        tenant = (quota["metadata"].get("labels") or {}).get("allot.dev/tenant", "")
+        for key, hard in sorted((status.get("hard") or {}).items()):
+            limit = Quantity.parse(str(hard)).nanos
+            used = Quantity.parse(str((status.get("used") or {}).get(key, "0"))).nanos
+            labels = [
+                tenant,
+                quota["metadata"].get("namespace", ""),
+                quota["metadata"]["name"],
+                key,
+            ]
+            ratio.add_metric(labels, used / limit if limit else 0.0)
+    yield ratio
+
+
+def _pools(snapshot: Snapshot) -> Iterator[Metric]:
+    slices = _gauge(
+        "allot_pool_slices", "Slices published in the pool's newest generation.", ["driver", "pool"]
+    )
+    expected = _gauge(
+        "allot_pool_slices_expected", "The pool's resourceSliceCount.", ["driver", "pool"]
+    )
+    for pool in snapshot.pools:
+        slices.add_metric([pool.driver, pool.pool], pool.slices)
+        expected.add_metric([pool.driver, pool.pool], pool.expected)
+    yield slices
+    yield expected
+
+
+def _problems(
+    alerts: list[Firing], sync_errors: Mapping[tuple[str, str, str, str], str]
+) -> Iterator[Metric]:
+    errors = _gauge(
+        "allot_tenant_sync_errors", "Tenant objects not synced to the host.", ["tenant"]
+    )
+    for tenant, count in sorted(Counter(key[0] for key in sync_errors).items()):
+        errors.add_metric([tenant], count)
+    yield errors
+    firing = _gauge(
+        "allot_alert",
+        "Firing alerts (1 while the condition holds).",
+        ["rule", "severity", "tenant", "subject"],
+    )
+    for alert in alerts:
+        subject = "/".join(
+            p for p in (alert.subject_kind, alert.subject_namespace, alert.subject_name) if p
+        )
+        firing.add_metric([alert.rule, alert.severity, alert.tenant, subject], 1)
+    yield firing

@@ -1,0 +1,293 @@
+"""The alert rules, evaluated on a capacity snapshot: which alerts fire now.
+
+Five rules, each with a threshold the platform sets (``AlertSettings``) and a tenant may
+override for its own claims and quotas (``Tenant.spec.alerts``):
+
+* ``ClaimPendingTooLong``: a claim unallocated for longer than ``pending_claim_seconds``
+  (default 5 minutes); the message carries why, as the scheduler last said it;
+* ``DeviceClassLowFree``: a class whose free devices fell below ``class_free_below``;
+* ``TenantQuotaHigh``: a tenant's ResourceQuota key, or its GPU-memory quota, used at or
+  above ``quota_usage_percent`` (default 90);
+* ``SlicePoolIncomplete`` / ``SlicePoolStale``: a pool publishing fewer slices than its
+  ``resourceSliceCount`` (the allocator ignores it), or published for a node that is gone;
+* ``TenantSyncError``: a tenant object the sync could not create on the host.
+
+Pure: the caller passes the snapshot, the tenants, quotas, nodes, sync errors, the pending
+reasons and the clock; the same rules render as a PrometheusRule for real clusters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from allot.api.quantity import Quantity
+from allot.api.tenancy import TenantSpec
+from allot.ops.capacity import ClaimInfo, Snapshot, memory_text
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    pending_claim_seconds: int = 300
+    class_free_below: int = 1
+    quota_usage_percent: int = 90
+    interval_seconds: float = 5.0
+
+
+@dataclass(frozen=True)
+class Firing:
+    rule: str
+    severity: str
+    tenant: str
+    subject_kind: str
+    subject_namespace: str
+    subject_name: str
+    message: str = field(compare=False)
+
+    @property
+    def name(self) -> str:
+        subject = f"{self.subject_kind}/{self.subject_namespace}/{self.subject_name}/{self.tenant}"
+        digest = hashlib.sha1(subject.encode()).hexdigest()[:10]
+        return f"{self.rule.lower()}-{digest}"
+
+
+@dataclass
+class RuleInputs:
+    snapshot: Snapshot
+    tenants: Mapping[str, TenantSpec]
+    quotas: list[Obj]  # ResourceQuotas in tenant namespaces
+    nodes: set[str]
+    sync_errors: Mapping[tuple[str, str, str, str], str]
+    pending_reason: Callable[[ClaimInfo], str]
+
+
+def evaluate(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
+    return [
+        *_pending_claims(inputs, settings),
+        *_low_free_classes(inputs, settings),
+        *_quota_usage(inputs, settings),
+        *_pools(inputs),
+        *_sync_errors(inputs),
+    ]
+
+
+def pending_threshold(spec: TenantSpec | None, settings: AlertSettings) -> int:
+    own = spec.alerts.pending_claim_seconds if spec and spec.alerts else None
+    return own if own is not None else settings.pending_claim_seconds
+
+
+def _pending_claims(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
+    found = []
+    now = inputs.snapshot.now
+    for claim in inputs.snapshot.pending():
+        if claim.created is None:
+            continue
+        age = (now - claim.created).total_seconds()
+        threshold = pending_threshold(inputs.tenants.get(claim.tenant), settings)
+        if age <= threshold:
+            continue
+        owner = f"tenant {claim.tenant}" if claim.tenant else f"namespace {claim.namespace}"
+        found.append(
+            Firing(
+                "ClaimPendingTooLong",
+                "warning",
+                claim.tenant,
+                "ResourceClaim",
+                claim.namespace,
+                claim.name,
+                f"claim {claim.tenant_claim} of {owner} has been pending for {int(age)}s "
+                f"(threshold {threshold}s): {inputs.pending_reason(claim)}",
+            )
+        )
+    return found
+
+
+def _low_free_classes(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
+    totals: dict[str, list[int]] = {}
+    for (_, _, _, device_class), counts in inputs.snapshot.device_rows().items():
+        entry = totals.setdefault(device_class, [0, 0])
+        entry[0] += counts["total"]
+        entry[1] += counts["free"]
+    found = []
+    for device_class in inputs.snapshot.classes:
+        total, free = totals.get(device_class, [0, 0])
+        if total and free < settings.class_free_below:
+            found.append(
+                Firing(
+                    "DeviceClassLowFree",
+                    "warning",
+                    "",
+                    "DeviceClass",
+                    "",
+                    device_class,
+                    f"device class {device_class} has {free} free device(s) of {total} "
+                    f"(threshold {settings.class_free_below})",
+                )
+            )
+    return found
+
+
+def _quota_usage(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
+    found = []
+    for quota in inputs.quotas:
+        tenant = (quota["metadata"].get("labels") or {}).get("allot.dev/tenant", "")
+        percent = _percent_threshold(inputs.tenants.get(tenant), settings)
+        status = quota.get("status") or {}
+        for key, hard in sorted((status.get("hard") or {}).items()):
+            limit = Quantity.parse(str(hard))
+            used = Quantity.parse(str((status.get("used") or {}).get(key, "0")))
+            if limit.sign() > 0 and used.nanos * 100 >= limit.nanos * percent:
+                found.append(
+                    _quota_firing(tenant, quota, key, f"{used} of {limit}", percent, used, limit)
+                )
+    for tenant, spec in sorted(inputs.tenants.items()):
+        most = spec.quota.gpu_memory if spec.quota else None
+        held = inputs.snapshot.tenant_memory().get(tenant, 0)
+        if (
+            most is not None
+            and most.sign() > 0
+            and held * 100 * 10**9 >= most.nanos * _percent_threshold(spec, settings)
+        ):
+            found.append(
+                Firing(
+                    "TenantQuotaHigh",
+                    "warning",
+                    tenant,
+                    "Tenant",
+                    "",
+                    tenant,
+                    f"tenant {tenant} holds {memory_text(held)} of its {most} GPU memory quota",
+                )
+            )
+    return found
+
+
+def _percent_threshold(spec: TenantSpec | None, settings: AlertSettings) -> int:
+    own = spec.alerts.quota_usage_percent if spec and spec.alerts else None
+    return own if own is not None else settings.quota_usage_percent
+
+
+def _quota_firing(
+    tenant: str, quota: Obj, key: str, shown: str, percent: int, used: Quantity, hard: Quantity
+) -> Firing:
+    share = used.nanos * 100 // hard.nanos
+    return Firing(
+        "TenantQuotaHigh",
+        "warning",
+        tenant,
+        "ResourceQuota",
+        quota["metadata"].get("namespace", ""),
+        f"{quota['metadata']['name']}/{key}",
+        f"tenant {tenant or '<none>'} uses {shown} {key} ({share}%, threshold {percent}%)",
+    )
+
+
+def _pools(inputs: RuleInputs) -> list[Firing]:
+    found = []
+    for pool in inputs.snapshot.pools:
+        if not pool.complete:
+            found.append(
+                Firing(
+                    "SlicePoolIncomplete",
+                    "critical",
+                    "",
+                    "ResourcePool",
+                    pool.driver,
+                    pool.pool,
+                    f"pool {pool.pool} of driver {pool.driver} publishes {pool.slices} of "
+                    f"{pool.expected} slices (generation {pool.generation}); the allocator "
+                    "does not use an incomplete pool",
+                )
+            )
+        if pool.node and pool.node not in inputs.nodes:
+            found.append(
+                Firing(
+                    "SlicePoolStale",
+                    "critical",
+                    "",
+                    "ResourcePool",
+                    pool.driver,
+                    pool.pool,
+                    f"pool {pool.pool} of driver {pool.driver} is published for node "
+                    f"{pool.node}, which does not exist",
+                )
+            )
+    return found
+
+
+def _sync_errors(inputs: RuleInputs) -> list[Firing]:
+    return [
+        Firing(
+            "TenantSyncError",
+            "warning",
+            tenant,
+            kind,
+            namespace,
+            name,
+            f"tenant {tenant}: {kind} {namespace}/{name} {message}",
+        )
+        for (tenant, kind, namespace, name), message in sorted(inputs.sync_errors.items())
+    ]
+
+
+def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") -> Obj:
+    """The same rules for a real cluster's Prometheus Operator, on allot's metrics."""
+    rules = [
+        (
+            "ClaimPendingTooLong",
+            "max by (tenant) (allot_oldest_pending_claim_age_seconds) > "
+            f"{settings.pending_claim_seconds}",
+            "warning",
+            "A claim of tenant {{ $labels.tenant }} has been pending for {{ $value }}s.",
+        ),
+        (
+            "DeviceClassLowFree",
+            f"sum by (class) (allot_devices_free) < {settings.class_free_below}",
+            "warning",
+            "Device class {{ $labels.class }} has {{ $value }} free devices.",
+        ),
+        (
+            "TenantQuotaHigh",
+            f"allot_quota_used_ratio * 100 >= {settings.quota_usage_percent}",
+            "warning",
+            "Tenant {{ $labels.tenant }} uses {{ $value }}% of {{ $labels.resource }}.",
+        ),
+        (
+            "SlicePoolIncomplete",
+            "allot_pool_slices < allot_pool_slices_expected",
+            "critical",
+            "Pool {{ $labels.pool }} of {{ $labels.driver }} is incomplete.",
+        ),
+        (
+            "TenantSyncError",
+            "allot_tenant_sync_errors > 0",
+            "warning",
+            "Tenant {{ $labels.tenant }} has objects the sync could not create on the host.",
+        ),
+    ]
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "allot", "namespace": namespace},
+        "spec": {
+            "groups": [
+                {
+                    "name": "allot",
+                    "rules": [
+                        {
+                            "alert": alert,
+                            "expr": expression,
+                            "for": "1m" if alert != "ClaimPendingTooLong" else "0m",
+                            "labels": {"severity": severity},
+                            "annotations": {"summary": summary},
+                        }
+                        for alert, expression, severity, summary in rules
+                    ],
+                }
+            ]
+        },
+    }

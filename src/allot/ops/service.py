@@ -1,0 +1,128 @@
+"""The operations side of one platform: capacity, audit, alerts, metrics, their endpoints.
+
+:class:`Operations` owns the capacity view, the audit log and its recorder, the alert
+manager and the metrics registry, and serves, for the host's token only:
+``/metrics`` (Prometheus text), ``/allot/v1/capacity`` (pools, tenants, the GPU tree,
+pending claims, alerts: what ``allot top`` and the dashboard show), ``/allot/v1/audit``
+and ``/allot/v1/usage`` (the audit queries). Built by :mod:`allot.platform`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from allot.api.tenancy import TenantSpec
+from allot.apiserver.app import ApiServer
+from allot.apiserver.errors import BadRequest
+from allot.controllers.context import ControllerContext
+from allot.ops import audit, views
+from allot.ops.alerts import AlertManager
+from allot.ops.audit import AuditLog, AuditRecorder
+from allot.ops.capacity import CapacityView, Snapshot
+from allot.ops.durations import parse_since
+from allot.ops.metrics import CONTENT_TYPE, PlatformMetrics
+from allot.ops.rules import AlertSettings
+from allot.tenancy import names
+from allot.tenancy.directory import TenantDirectory
+from allot.tenancy.sync import TenantSync
+
+Obj = dict[str, Any]
+
+
+class Operations:
+    def __init__(
+        self,
+        api: ApiServer,
+        host: ControllerContext,
+        directory: TenantDirectory,
+        sync: TenantSync,
+        settings: AlertSettings,
+    ) -> None:
+        self.api = api
+        self.host = host
+        self.directory = directory
+        self.capacity = CapacityView(api.store)
+        self.log = AuditLog(api.data_dir / "audit.db")
+        self.recorder = AuditRecorder(host, self.log)
+        self.alerts = AlertManager(
+            host, self.capacity, self.tenant_specs, lambda: sync.errors, settings, sync.context
+        )
+        self.metrics = PlatformMetrics(
+            self.snapshot, self.tenant_quotas, self.alerts.current, lambda: sync.errors
+        )
+        for path, handler in (
+            ("metrics", self._metrics),
+            ("allot/v1/capacity", self._capacity),
+            ("allot/v1/audit", self._audit),
+            ("allot/v1/usage", self._usage),
+        ):
+            api.host_endpoints[path] = handler
+
+    def snapshot(self) -> Snapshot:
+        return self.capacity.snapshot(self.api.clock())
+
+    def tenant_specs(self) -> Mapping[str, TenantSpec]:
+        return {name: entry.tenant.spec for name, entry in self.directory.entries.items()}
+
+    def tenant_quotas(self) -> list[Obj]:
+        return [
+            q
+            for q in self.host.list("ResourceQuota")
+            if names.tenant_of_namespace(q["metadata"].get("namespace", ""))
+        ]
+
+    def capacity_document(self) -> Obj:
+        snapshot = self.snapshot()
+        reasons = {(c.namespace, c.name): self.alerts.pending_reason(c) for c in snapshot.pending()}
+        return {
+            "time": views.stamp(snapshot.now),
+            "pools": views.pools(snapshot),
+            "tenants": views.tenants(snapshot, self.tenant_specs(), self.tenant_quotas()),
+            "nodes": views.gpu_tree(snapshot),
+            "pending": views.pending(snapshot, reasons),
+            "alerts": views.alerts(self.alerts.current()),
+        }
+
+    def close(self) -> None:
+        self.log.close()
+
+    # -------------------------------------------------------------- endpoints
+    async def _metrics(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+    async def _capacity(self, request: Request) -> Response:
+        return JSONResponse(self.capacity_document())
+
+    async def _audit(self, request: Request) -> Response:
+        query = request.query_params
+        entries = audit.query(
+            self.log.entries(),
+            tenant=query.get("tenant"),
+            device=query.get("device"),
+            since=_since(query.get("since"), self.api.clock()),
+        )
+        return JSONResponse([e.__dict__ for e in entries])
+
+    async def _usage(self, request: Request) -> Response:
+        query = request.query_params
+        now = self.api.clock()
+        since = _since(query.get("since"), now) or dt.datetime.min.replace(tzinfo=dt.UTC)
+        by = query.get("by", "tenant")
+        if by not in ("tenant", "class"):
+            raise BadRequest(f"by must be tenant or class, not {by!r}")
+        rows = audit.usage(self.log.entries(), since=since, until=now, by=audit.GROUPINGS[by])
+        return JSONResponse([r.__dict__ for r in rows])
+
+
+def _since(text: str | None, now: dt.datetime) -> dt.datetime | None:
+    if not text:
+        return None
+    try:
+        return parse_since(text, now)
+    except ValueError as err:
+        raise BadRequest(str(err)) from None

@@ -1,0 +1,163 @@
+"""Plain data views of a snapshot for people: per pool, per tenant, the GPU tree, pending
+claims. ``allot top`` prints them, the dashboard renders them, ``/allot/v1/capacity``
+serves them as JSON; one module so all three show the same numbers. Pure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from allot.api.tenancy import TenantSpec
+from allot.ops.capacity import DeviceInfo, DeviceKey, Snapshot, memory_text
+from allot.ops.rules import Firing
+
+Obj = dict[str, Any]
+
+
+def pools(snapshot: Snapshot) -> list[Obj]:
+    rows: dict[tuple[str, str, str], Obj] = {}
+    for key, device in snapshot.devices.items():
+        row = rows.setdefault(
+            (device.node, device.pool, device.driver),
+            {"node": device.node, "pool": device.pool, "driver": device.driver,
+             "devices": 0, "allocated": 0, "free": 0, "classes": set()},
+        )  # fmt: skip
+        row["devices"] += 1
+        row["allocated" if key in snapshot.allocated else "free"] += 1
+        row["classes"].update(device.classes)
+    result = []
+    for key in sorted(rows):
+        row = rows[key]
+        row["classes"] = sorted(row["classes"])
+        result.append(row)
+    return result
+
+
+def tenants(snapshot: Snapshot, specs: Mapping[str, TenantSpec], quotas: list[Obj]) -> list[Obj]:
+    memory = snapshot.tenant_memory()
+    pending: dict[str, int] = defaultdict(int)
+    allocated: dict[str, int] = defaultdict(int)
+    for claim in snapshot.claims:
+        (allocated if claim.allocated else pending)[claim.tenant] += 1
+    rows = []
+    for name in sorted(specs):
+        spec = specs[name]
+        limit = spec.quota.gpu_memory if spec.quota else None
+        rows.append(
+            {
+                "name": name,
+                "pending": pending[name],
+                "allocated": allocated[name],
+                "gpuMemory": memory_text(memory.get(name, 0)),
+                "gpuMemoryBytes": memory.get(name, 0),
+                "gpuMemoryLimit": str(limit) if limit is not None else None,
+                "quota": _quota_rows(name, quotas),
+            }
+        )
+    return rows
+
+
+def _quota_rows(tenant: str, quotas: list[Obj]) -> list[Obj]:
+    rows = []
+    for quota in quotas:
+        if (quota["metadata"].get("labels") or {}).get("allot.dev/tenant") != tenant:
+            continue
+        status = quota.get("status") or {}
+        for key, hard in sorted((status.get("hard") or {}).items()):
+            rows.append(
+                {"resource": key, "used": (status.get("used") or {}).get(key, "0"), "hard": hard}
+            )
+    return rows
+
+
+def pending(snapshot: Snapshot, reasons: Mapping[tuple[str, str], str]) -> list[Obj]:
+    rows = []
+    for claim in sorted(snapshot.pending(), key=lambda c: c.created or snapshot.now):
+        age = (snapshot.now - claim.created).total_seconds() if claim.created else 0.0
+        rows.append(
+            {
+                "tenant": claim.tenant,
+                "namespace": claim.tenant_namespace or claim.namespace,
+                "claim": claim.tenant_claim,
+                "hostClaim": f"{claim.namespace}/{claim.name}",
+                "classes": list(claim.classes),
+                "ageSeconds": int(age),
+                "reason": reasons.get((claim.namespace, claim.name), ""),
+            }
+        )
+    return rows
+
+
+def alerts(firing: list[Firing]) -> list[Obj]:
+    return [
+        {
+            "name": f.name,
+            "rule": f.rule,
+            "severity": f.severity,
+            "tenant": f.tenant,
+            "subject": "/".join(
+                p for p in (f.subject_kind, f.subject_namespace, f.subject_name) if p
+            ),
+            "message": f.message,
+        }
+        for f in firing
+    ]
+
+
+def gpu_tree(snapshot: Snapshot) -> list[Obj]:
+    """Nodes -> GPUs -> devices, each with the tenant holding it (``None`` when free).
+    Partitionable devices (they consume counters) are possibilities, not slices: only the
+    allocated ones are listed, with the GPU's used share of its memory slices."""
+    nodes: dict[str, dict[str, Obj]] = defaultdict(dict)
+    for key, device in sorted(snapshot.devices.items()):
+        gpu_name = device.parent or device.name
+        gpu = nodes[device.node].setdefault(
+            gpu_name,
+            {"name": gpu_name, "pool": device.pool, "driver": device.driver, "tenant": None,
+             "whole": False, "slices": [], "memorySlices": _memory_slices(snapshot, device)},
+        )  # fmt: skip
+        holder = _holder(snapshot, key)
+        if not device.parent:
+            gpu["whole"] = True
+            gpu["tenant"] = holder
+            gpu["claim"] = _claim_name(snapshot, key)
+        elif holder is not None or not device.consumes:
+            gpu["slices"].append(
+                {"name": device.name, "profile": device.profile, "tenant": holder,
+                 "claim": _claim_name(snapshot, key)}
+            )  # fmt: skip
+    return [
+        {"node": node, "gpus": [gpus[name] for name in sorted(gpus)]}
+        for node, gpus in sorted(nodes.items())
+    ]
+
+
+def _holder(snapshot: Snapshot, key: DeviceKey) -> str | None:
+    claim = snapshot.allocated.get(key)
+    if claim is None:
+        return None
+    return claim.tenant or "<host>"
+
+
+def _claim_name(snapshot: Snapshot, key: DeviceKey) -> str | None:
+    claim = snapshot.allocated.get(key)
+    return f"{claim.tenant_namespace or claim.namespace}/{claim.tenant_claim}" if claim else None
+
+
+def _memory_slices(snapshot: Snapshot, device: DeviceInfo) -> Obj | None:
+    counter_set = f"{device.parent or device.name}-counter-set"
+    total = used = 0
+    for (driver, pool, name, counter), value in snapshot.counters_total.items():
+        if (driver, pool, name) == (device.driver, device.pool, counter_set) and counter.startswith(
+            "memory-slice-"
+        ):
+            total += value
+            used += snapshot.counters_used.get((driver, pool, name, counter), 0)
+    return {"used": used, "total": total} if total else None
+
+
+def stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
