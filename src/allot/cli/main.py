@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from allot import __version__
-from allot.cli import lint, simulate, tenant, up, validate
+from allot.cli import lint, ops, simulate, tenant, up, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint.register(subparsers)
     up.register(subparsers)
     tenant.register(subparsers)
+    ops.register(subparsers)
     return parser
 
 

@@ -91,6 +91,10 @@ class Client:
         result: Obj = self._call("GET", self._path(api_version, kind, namespace, name))
         return result
 
+    def get_path(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        """GET a JSON document by path (allot's own endpoints, ``/allot/v1/...``)."""
+        return self._call("GET", path, query=query)
+
     def list(
         self,
         api_version: str,

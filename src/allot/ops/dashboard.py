@@ -33,6 +33,9 @@ Obj = dict[str, Any]
 COOKIE = "allot_token"
 PALETTE = ("#f6c177", "#9ccfd8", "#c4a7e7", "#a3d9a5", "#f0a6ca", "#ffd6a5", "#b5c7f2", "#e6e29a")
 PANELS = ("fleet", "tenants", "pending", "alerts", "usage")
+HEAD_LINKS = (
+    '<link rel="icon" href="data:,"><link rel="stylesheet" href="/ui/static/dashboard.css">'
+)
 STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
 
 
@@ -110,7 +113,7 @@ class Dashboard:
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             "<title>allot — fleet dashboard</title>"
-            '<link rel="stylesheet" href="/ui/static/dashboard.css"></head><body>'
+            f"{HEAD_LINKS}</head><body>"
             '<a class="skip" href="#main">Skip to content</a>'
             '<header><h1>allot</h1><span class="meta">fleet dashboard · '
             f'<span id="refresh-status">as of {html.escape(document["time"])}</span></span>'
@@ -145,13 +148,21 @@ class Dashboard:
                 series[row.key][hour] = row.device_hours
         if not series:
             return '<p class="empty">No allocations in the last 24 hours.</p>'
-        return _chart(series, start) + _usage_table(series)
+        order = _tenant_order(document)
+        return _chart(series, order) + _usage_table(series, order)
 
 
 # ----------------------------------------------------------------- panels
-def _colour(tenant: str) -> str:
-    digest = int(hashlib.sha1(tenant.encode()).hexdigest(), 16)
-    return PALETTE[digest % len(PALETTE)]
+def _colour(tenant: str, order: list[str] | None = None) -> str:
+    """A tenant's colour: by its place among the tenants (distinct for the first eight),
+    by a hash of its name when it is not listed."""
+    if order and tenant in order:
+        return PALETTE[order.index(tenant) % len(PALETTE)]
+    return PALETTE[int(hashlib.sha1(tenant.encode()).hexdigest(), 16) % len(PALETTE)]
+
+
+def _tenant_order(document: Obj) -> list[str]:
+    return sorted({t["name"] for t in document["tenants"]} | {"<host>"})
 
 
 def _fleet(document: Obj) -> str:
@@ -165,11 +176,14 @@ def _fleet(document: Obj) -> str:
             if s["tenant"]
         }
     )
+    order = _tenant_order(document)
     legend = (
-        "".join(f'<span style="background:{_colour(t)}">{html.escape(t)}</span>' for t in holders)
+        "".join(
+            f'<span style="background:{_colour(t, order)}">{html.escape(t)}</span>' for t in holders
+        )
         + '<span style="background:#f3f5f7">free</span>'
     )
-    nodes = "".join(_node(node) for node in document["nodes"])
+    nodes = "".join(_node(node, order) for node in document["nodes"])
     if not nodes:
         return '<p class="empty">No devices are published.</p>'
     return (
@@ -177,19 +191,19 @@ def _fleet(document: Obj) -> str:
     )
 
 
-def _node(node: Obj) -> str:
-    gpus = "".join(_gpu(node["node"], gpu) for gpu in node["gpus"])
+def _node(node: Obj, order: list[str]) -> str:
+    gpus = "".join(_gpu(node["node"], gpu, order) for gpu in node["gpus"])
     name = html.escape(node["node"])
     return f'<div class="node"><h3>{name}</h3><div class="gpus">{gpus}</div></div>'
 
 
-def _gpu(node: str, gpu: Obj) -> str:
+def _gpu(node: str, gpu: Obj, order: list[str]) -> str:
     tenant = gpu["tenant"]
     held = f"held by {tenant} ({gpu.get('claim')})" if tenant else "whole GPU free"
     if not gpu["whole"]:
         held = "MIG partitioned"
-    style = f' style="background:{_colour(tenant)}"' if tenant else ""
-    slices = "".join(_slice(s) for s in gpu["slices"])
+    style = f' style="background:{_colour(tenant, order)}"' if tenant else ""
+    slices = "".join(_slice(s, order) for s in gpu["slices"])
     bar = ""
     memory = gpu.get("memorySlices")
     if memory:
@@ -206,11 +220,11 @@ def _gpu(node: str, gpu: Obj) -> str:
     )
 
 
-def _slice(entry: Obj) -> str:
+def _slice(entry: Obj, order: list[str]) -> str:
     tenant = entry["tenant"]
     holder = f"held by {tenant} ({entry['claim']})" if tenant else "free"
     text = f"{entry['name']}: {holder}"
-    style = f' style="background:{_colour(tenant)}"' if tenant else ""
+    style = f' style="background:{_colour(tenant, order)}"' if tenant else ""
     mark = html.escape(tenant[:2]) if tenant else ""
     label = html.escape(text)
     return (
@@ -282,8 +296,8 @@ def _alerts(document: Obj) -> str:
     )
 
 
-def _chart(series: dict[str, list[float]], start: dt.datetime) -> str:
-    width, height, left, bottom = 720, 220, 48, 28
+def _chart(series: dict[str, list[float]], order: list[str]) -> str:
+    width, height, left, bottom = 720, 220, 64, 28
     top = max(max(values) for values in series.values()) or 1.0
     lines = []
     for tenant, values in sorted(series.items()):
@@ -293,16 +307,17 @@ def _chart(series: dict[str, list[float]], start: dt.datetime) -> str:
             for i, v in enumerate(values)
         )
         lines.append(
-            f'<polyline fill="none" stroke="{_colour(tenant)}" stroke-width="3" points="{points}">'
+            f'<polyline fill="none" stroke="{_colour(tenant, order)}" stroke-width="3" '
+            f'points="{points}">'
             f"<title>{html.escape(tenant)}</title></polyline>"
         )
     axis = (
         f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" '
         f'y2="{height - bottom}" stroke="#59636e"/>'
         f'<line x1="{left}" y1="10" x2="{left}" y2="{height - bottom}" stroke="#59636e"/>'
-        f'<text x="4" y="16" font-size="11">{top:.2f}</text>'
+        f'<text x="4" y="16" font-size="11">{top:.3g}</text>'
         f'<text x="4" y="{height - bottom}" font-size="11">0</text>'
-        f'<text x="{left}" y="{height - 8}" font-size="11">{start.strftime("%H:%M")} UTC</text>'
+        f'<text x="{left}" y="{height - 8}" font-size="11">24 h ago</text>'
         f'<text x="{width - 60}" y="{height - 8}" font-size="11">now</text>'
     )
     names = ", ".join(sorted(series))
@@ -313,10 +328,10 @@ def _chart(series: dict[str, list[float]], start: dt.datetime) -> str:
     )
 
 
-def _usage_table(series: dict[str, list[float]]) -> str:
+def _usage_table(series: dict[str, list[float]], order: list[str]) -> str:
     rows = "".join(
-        f'<tr><td><span style="background:{_colour(t)};padding:0 6px">{html.escape(t)}</span></td>'
-        f"<td>{sum(v):.3f}</td></tr>"
+        f'<tr><td><span style="background:{_colour(t, order)};padding:0 6px">'
+        f"{html.escape(t)}</span></td><td>{sum(v):.4f}</td></tr>"
         for t, v in sorted(series.items())
     )
     return (
@@ -330,7 +345,7 @@ def _login(error: str, code: int) -> HTMLResponse:
     message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>allot — sign in</title>'
-        '<link rel="stylesheet" href="/ui/static/dashboard.css"></head><body><main class="login">'
+        f'{HEAD_LINKS}</head><body><main class="login">'
         "<h1>allot dashboard</h1><p>Sign in with the host cluster's token "
         "(<code>allot kubeconfig host</code> shows it).</p>"
         f'{message}<form method="post" action="/ui/login"><label for="token">Host token</label>'

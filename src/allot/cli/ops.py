@@ -1,0 +1,195 @@
+"""``allot alerts``, ``allot audit``, ``allot usage`` and ``allot top``: the operations view.
+
+``alerts`` lists the firing Alert objects of a running platform. ``audit`` and ``usage``
+read the append-only audit log in ``<data-dir>/audit.db`` directly (read-only), so they
+work while the platform is stopped too: who had a device when, what a tenant held, and
+device-hours and GPU-memory GiB-hours per tenant or class for chargeback, as a table, JSON
+or CSV. ``top`` shows pools and tenants as a live terminal table until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from allot.cli.up import DEFAULT_DATA_DIR
+from allot.kube.client import Client
+from allot.kube.errors import KubeError
+from allot.ops import audit
+from allot.ops.capacity import memory_text
+from allot.ops.durations import parse_since
+
+Obj = dict[str, Any]
+OUTPUTS = ("table", "json", "csv")
+
+
+def register(subparsers: Any) -> None:
+    alerts = subparsers.add_parser("alerts", help="the alerts firing now")
+    alerts.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    alerts.set_defaults(run=run_alerts)
+    audit_parser = subparsers.add_parser("audit", help="who had which device when")
+    audit_parser.add_argument("--tenant")
+    audit_parser.add_argument("--device", help="device name, pool/name or driver/pool/name")
+    audit_parser.add_argument("--since", help="30m, 2h, 7d or an RFC 3339 time")
+    audit_parser.add_argument("-o", "--output", choices=OUTPUTS, default="table")
+    audit_parser.set_defaults(run=run_audit)
+    usage = subparsers.add_parser("usage", help="device-hours and GPU-memory-hours")
+    usage.add_argument("--since", help="30m, 2h, 7d or an RFC 3339 time (default: all)")
+    usage.add_argument("--by", choices=("tenant", "class"), default="tenant")
+    usage.add_argument("-o", "--output", choices=OUTPUTS, default="table")
+    usage.set_defaults(run=run_usage)
+    top = subparsers.add_parser("top", help="live capacity per pool and tenant")
+    top.add_argument("--interval", type=float, default=2.0)
+    top.add_argument("--once", action="store_true", help="print once and exit")
+    top.set_defaults(run=run_top)
+    for parser in (alerts, audit_parser, usage, top):
+        parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+
+
+def _client(data_dir: Path) -> Client:
+    kubeconfig = data_dir / "kubeconfigs" / "host.yaml"
+    if not kubeconfig.exists():
+        raise KubeError(
+            f"no platform in {data_dir}: start one with `allot up --data-dir {data_dir}`"
+        )
+    return Client.from_kubeconfig(kubeconfig)
+
+
+def run_alerts(args: argparse.Namespace) -> int:
+    try:
+        alerts = _client(args.data_dir).list("allot.dev/v1alpha1", "Alert")
+    except KubeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps(alerts, indent=2))
+        return 0
+    if not alerts:
+        print("No alerts are firing.")
+        return 0
+    table = Table("RULE", "SEVERITY", "TENANT", "SINCE", "MESSAGE", box=None, pad_edge=False)
+    for alert in alerts:
+        spec, status = alert.get("spec") or {}, alert.get("status") or {}
+        table.add_row(
+            spec.get("rule", ""),
+            spec.get("severity", ""),
+            spec.get("tenant") or "-",
+            status.get("activeSince", ""),
+            spec.get("message", ""),
+        )
+    Console(width=200).print(table)
+    return 0
+
+
+def _log(data_dir: Path) -> audit.AuditLog:
+    path = data_dir / "audit.db"
+    if not path.exists():
+        raise FileNotFoundError(f"no audit log in {data_dir} (it is written by `allot up`)")
+    return audit.AuditLog(path, read_only=True)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    try:
+        log = _log(args.data_dir)
+        since = parse_since(args.since, _now()) if args.since else None
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    entries = audit.query(log.entries(), tenant=args.tenant, device=args.device, since=since)
+    log.close()
+    rows = [e.__dict__ for e in entries]
+    columns = ["time", "action", "tenant", "namespace", "claim", "pod", "node", "pool", "device",
+               "device_class", "memory"]  # fmt: skip
+    _emit(args.output, rows, columns, {"memory": lambda v: memory_text(int(v))})
+    return 0
+
+
+def run_usage(args: argparse.Namespace) -> int:
+    now = _now()
+    try:
+        log = _log(args.data_dir)
+        since = (
+            parse_since(args.since, now) if args.since else dt.datetime.min.replace(tzinfo=dt.UTC)
+        )
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    rows = audit.usage(log.entries(), since=since, until=now, by=audit.GROUPINGS[args.by])
+    log.close()
+    documents = [
+        {args.by: r.key, "device_hours": round(r.device_hours, 6),
+         "gpu_memory_gib_hours": round(r.memory_gib_hours, 6)}
+        for r in rows
+    ]  # fmt: skip
+    _emit(args.output, documents, [args.by, "device_hours", "gpu_memory_gib_hours"], {})
+    return 0
+
+
+def _emit(output: str, rows: list[Obj], columns: list[str], shown: dict[str, Any]) -> None:
+    if output == "json":
+        print(json.dumps(rows, indent=2))
+        return
+    if output == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        print(buffer.getvalue(), end="")
+        return
+    if not rows:
+        print("No entries.")
+        return
+    table = Table(*(c.upper().replace("_", "-") for c in columns), box=None, pad_edge=False)
+    for row in rows:
+        table.add_row(*(str(shown.get(c, lambda v: v)(row[c])) for c in columns))
+    Console(width=220).print(table)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def run_top(args: argparse.Namespace) -> int:
+    try:
+        client = _client(args.data_dir)
+        document = client.get_path("/allot/v1/capacity")
+        if args.once:
+            Console(width=160).print(_top_view(document))
+            return 0
+        with Live(_top_view(document), refresh_per_second=4, screen=False) as live:
+            while True:
+                time.sleep(args.interval)
+                live.update(_top_view(client.get_path("/allot/v1/capacity")))
+    except KubeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+
+
+def _top_view(document: Obj) -> Group:
+    pools = Table("NODE", "POOL", "DRIVER", "DEVICES", "ALLOCATED", "FREE", "CLASSES",
+                  title=f"Pools ({document['time']})", title_justify="left")  # fmt: skip
+    for row in document["pools"]:
+        counts = (str(row["devices"]), str(row["allocated"]), str(row["free"]))
+        pools.add_row(row["node"], row["pool"], row["driver"], *counts, ", ".join(row["classes"]))
+    tenants = Table("TENANT", "ALLOCATED", "PENDING", "GPU MEMORY", "QUOTA",
+                    title="Tenants", title_justify="left")  # fmt: skip
+    for row in document["tenants"]:
+        limit = f" of {row['gpuMemoryLimit']}" if row["gpuMemoryLimit"] else ""
+        quota = ", ".join(f"{q['resource']} {q['used']}/{q['hard']}" for q in row["quota"])
+        tenants.add_row(row["name"], str(row["allocated"]), str(row["pending"]),
+                        row["gpuMemory"] + limit, quota or "-")  # fmt: skip
+    alerts = [f"[bold]{a['rule']}[/bold]: {a['message']}" for a in document["alerts"]]
+    return Group(pools, tenants, *(alerts or ["No alerts are firing."]))

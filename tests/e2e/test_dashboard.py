@@ -1,0 +1,125 @@
+"""The dashboard in headless Chromium (Debian's ``chromium``, driven by Playwright): the
+fleet view shows the devices with the right tenants, a pending claim appears and
+disappears without a reload, the page logs no console errors and can be used with the
+keyboard. A screenshot is kept in ``artifacts/dashboard.png``. Skips without Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+
+pytestmark = pytest.mark.slow
+CHROMIUM = os.environ.get("ALLOT_CHROMIUM") or shutil.which("chromium") or ""
+ARTIFACTS = REPO / "artifacts"
+LEGAL = str(REPO / "examples/tenancy/legal-ai-workload.yaml")
+RESEARCH = str(REPO / "examples/tenancy/research-ai-workload.yaml")
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+if not CHROMIUM:
+    pytest.skip(
+        "no Chromium: apt-get install chromium (make test does as root)", allow_module_level=True
+    )
+
+
+@pytest.fixture(scope="module")
+def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
+    with seed_platform(tmp_path_factory.mktemp("dashboard")) as running:
+        running.as_tenant("legal-ai", "apply", "-f", LEGAL)
+        running.as_tenant("research-ai", "apply", "-f", RESEARCH)
+        running.wait(
+            lambda: (
+                all(
+                    (c.get("status") or {}).get("allocation")
+                    for c in running.host_json("resourceclaims", "-A")["items"]
+                )
+                and len(running.host_json("resourceclaims", "-A")["items"]) == 2
+            ),
+            "both claims allocated",
+        )
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as driver:
+        instance = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield instance
+        instance.close()
+
+
+def _open(browser: Any, tenancy: Tenancy) -> tuple[Any, list[str]]:
+    context = browser.new_context(ignore_https_errors=True, viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    server = tenancy.cluster.server
+    token = server.api.tokens.ensure("host")
+    page.goto(f"{server.endpoint.url}/ui?token={token}")
+    return page, problems
+
+
+def test_fleet_view_shows_devices_and_tenants(browser: Any, tenancy: Tenancy) -> None:
+    page, problems = _open(browser, tenancy)
+    assert page.url.endswith("/ui")  # the token went into a cookie
+    whole = page.locator('.gpu[aria-label*="held by legal-ai (default/legal-whole-gpu)"]')
+    assert whole.count() == 1
+    assert "a100-whole-pool-0" in whole.get_attribute("aria-label")
+    slices = page.locator(".slice")
+    assert slices.count() == 7
+    held = page.locator('.slice[aria-label*="held by research-ai (default/research-gpu-slice)"]')
+    assert held.count() == 1
+    assert page.locator('.slice[aria-label$=": free"]').count() == 6
+    tenants = page.locator("#panel-tenants").inner_text()
+    assert "legal-ai" in tenants
+    assert "research-ai" in tenants
+    assert "gpu-whole.deviceclass.resource.k8s.io/devices: 1 / 1" in tenants
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+    assert problems == []
+
+
+def test_a_pending_claim_appears_and_disappears_live(browser: Any, tenancy: Tenancy) -> None:
+    page, problems = _open(browser, tenancy)
+    page.evaluate("window.__sameDocument = true")
+    claim = Path(RESEARCH).read_text().split("\n---\n")[0].replace("research-gpu-slice", "second")
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=claim)
+    pending = page.locator("#panel-pending")
+    pending.get_by_text("default/second").wait_for(timeout=15000)
+    assert "no pod uses it yet" in pending.inner_text()
+    tenancy.as_tenant("research-ai", "delete", "resourceclaim", "second")
+    page.get_by_text("No pending claims.").wait_for(timeout=15000)
+    assert page.evaluate("window.__sameDocument") is True  # updated without a reload
+    assert problems == []
+
+
+def test_keyboard_and_labels(browser: Any, tenancy: Tenancy) -> None:
+    page, problems = _open(browser, tenancy)
+    assert page.get_attribute("html", "lang") == "en"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    unlabelled = page.evaluate(
+        "Array.from(document.querySelectorAll('.gpu, .slice'))"
+        ".filter(e => !e.getAttribute('aria-label') || e.tabIndex < 0).length"
+    )
+    assert unlabelled == 0
+    assert problems == []
+
+
+def test_the_dashboard_needs_the_host_token(browser: Any, tenancy: Tenancy) -> None:
+    context = browser.new_context(ignore_https_errors=True)
+    page = context.new_page()
+    url = tenancy.cluster.server.endpoint.url
+    tenant_token = tenancy.cluster.server.api.tokens.ensure("legal-ai")
+    response = page.goto(f"{url}/ui?token={tenant_token}")
+    assert response.status == 401
+    assert "does not belong to the host cluster" in page.inner_text("main")
+    page.goto(f"{url}/ui")
+    assert page.locator("input#token").count() == 1

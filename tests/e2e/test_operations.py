@@ -1,0 +1,183 @@
+"""Operations end to end: a pending claim raises and clears its alert in all three places,
+the audit log matches the allocations of a scripted run exactly, usage sums check by hand,
+``/metrics`` and ``allot top`` show the fleet."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import ssl
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from allot.apiserver.server import ServerThread
+from allot.cli.main import main as allot
+from allot.driver.fleet import SEED_000_FLEET, parse_fleet
+from allot.driver.publisher import publish
+from allot.ops.rules import AlertSettings
+from allot.platform import build
+from tests.e2e.conftest import Cluster
+from tests.e2e.tenancy import CLASSES, REPO, SEEDS, Tenancy
+
+pytestmark = pytest.mark.slow
+LEGAL = str(REPO / "examples/tenancy/legal-ai-workload.yaml")
+RESEARCH = str(REPO / "examples/tenancy/research-ai-workload.yaml")
+FAST = AlertSettings(pending_claim_seconds=1, interval_seconds=0.2)
+
+
+@pytest.fixture
+def tenancy(tmp_path: Path) -> Iterator[Tenancy]:
+    data = tmp_path / "data"
+    with ServerThread(data, api=build(data, alert_settings=FAST)) as server:
+        publish(server.endpoint.kubeconfigs["host"], parse_fleet(SEED_000_FLEET))
+        running = Tenancy(Cluster(server, tmp_path / "home"), data)
+        running.cluster.kubectl("apply", "-f", str(CLASSES))
+        running.create_tenant("legal-ai", "-f", str(SEEDS / "000-legal-ai-vcluster-config.yaml"))
+        running.create_tenant(
+            "research-ai", "-f", str(SEEDS / "000-research-ai-vcluster-config.yaml")
+        )
+        yield running
+
+
+def _scrape(tenancy: Tenancy, path: str = "/clusters/host/metrics") -> str:
+    server = tenancy.cluster.server
+    token = server.api.tokens.ensure("host")
+    request = urllib.request.Request(
+        server.endpoint.url + path, headers={"Authorization": f"Bearer {token}"}
+    )
+    context = ssl.create_default_context(cafile=str(server.endpoint.tls.ca_cert))
+    with urllib.request.urlopen(request, context=context) as response:
+        return str(response.read().decode())
+
+
+def _claim_only(path: str) -> str:
+    return Path(path).read_text().split("\n---\n")[0]
+
+
+def test_a_pending_claim_alert_is_raised_then_cleared(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=_claim_only(RESEARCH))
+    series = 'allot_alert{rule="ClaimPendingTooLong",severity="warning",subject="ResourceClaim/'
+    tenancy.wait(lambda: series in _scrape(tenancy), "the alert series")
+    host_events = tenancy.host_json("events", "-n", "tenant-research-ai")["items"]
+    assert any(e["reason"] == "ClaimPendingTooLong" for e in host_events)
+    tenant_events = tenancy.tenant_events("research-ai", "research-gpu-slice")
+    message = next(e for e in tenant_events if e.startswith("ClaimPendingTooLong"))
+    assert "claim research-gpu-slice of tenant research-ai has been pending" in message
+    assert "no pod uses it yet" in message
+    assert allot(["alerts", "--data-dir", str(tenancy.data_dir)]) == 0
+    assert "ClaimPendingTooLong" in capsys.readouterr().out
+    assert [a["spec"]["rule"] for a in tenancy.host_json("alerts")["items"]] == [
+        "ClaimPendingTooLong"
+    ]
+    tenancy.as_tenant("research-ai", "apply", "-f", RESEARCH)  # its pod gets it allocated
+    tenancy.wait(lambda: series not in _scrape(tenancy), "the alert series gone")
+    tenancy.wait(lambda: tenancy.host_json("alerts")["items"] == [], "the Alert object gone")
+    assert allot(["alerts", "--data-dir", str(tenancy.data_dir)]) == 0
+    assert "No alerts are firing." in capsys.readouterr().out
+    resolved = tenancy.tenant_events("research-ai", "research-gpu-slice")
+    assert any(e.startswith("ClaimPendingTooLongResolved") for e in resolved)
+
+
+def test_audit_matches_the_allocations_and_usage_adds_up(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tenancy.as_tenant("legal-ai", "apply", "-f", LEGAL)
+    tenancy.as_tenant("research-ai", "apply", "-f", RESEARCH)
+    claims = tenancy.wait(
+        lambda: [
+            c for c in tenancy.host_json("resourceclaims", "-A")["items"]
+            if (c.get("status") or {}).get("allocation")
+        ] if len(tenancy.host_json("resourceclaims", "-A")["items"]) == 2 else None,
+        "two allocations",
+    )  # fmt: skip
+    tenancy.wait(lambda: len(claims) == 2, "both allocated")
+    tenancy.as_tenant("legal-ai", "delete", "pod", "contract-summarizer")
+    tenancy.wait(
+        lambda: (
+            not (
+                tenancy.tenant_json("legal-ai", "resourceclaim", "legal-whole-gpu").get("status")
+                or {}
+            ).get("allocation")
+        ),
+        "the whole GPU released",
+    )
+    time.sleep(0.3)
+    assert allot(["audit", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    expected = {
+        (c["metadata"]["labels"]["allot.dev/tenant"], r["pool"], r["device"])
+        for c in claims
+        for r in c["status"]["allocation"]["devices"]["results"]
+    }
+    allocations = [
+        (e["tenant"], e["pool"], e["device"]) for e in entries if e["action"] == "allocate"
+    ]
+    assert sorted(allocations) == sorted(expected)
+    releases = [
+        (e["tenant"], e["device"], e["claim"], e["pod"])
+        for e in entries
+        if e["action"] == "release"
+    ]
+    assert releases == [("legal-ai", "gpu-0", "legal-whole-gpu", "contract-summarizer")]
+    whole = next(e for e in entries if e["action"] == "allocate" and e["device"] == "gpu-0")
+    assert (whole["node"], whole["device_class"], whole["memory"]) == (
+        "a100-whole-pool-0", "gpu-whole", 40 * (1 << 30),
+    )  # fmt: skip
+    assert allot(["usage", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
+    usage = {row["tenant"]: row for row in json.loads(capsys.readouterr().out)}
+    release = next(e for e in entries if e["action"] == "release")
+    held = _parse(release["time"]) - _parse(whole["time"])
+    assert usage["legal-ai"]["device_hours"] == pytest.approx(held.total_seconds() / 3600, abs=1e-6)
+    assert usage["legal-ai"]["gpu_memory_gib_hours"] == pytest.approx(
+        40 * held.total_seconds() / 3600, abs=1e-5
+    )
+    assert (
+        allot(
+            ["audit", "--tenant", "research-ai", "-o", "csv", "--data-dir", str(tenancy.data_dir)]
+        )
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("time,action,tenant")
+    assert len(lines) == 2
+
+
+def _parse(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_metrics_and_top_show_the_fleet(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tenancy.as_tenant("research-ai", "apply", "-f", RESEARCH)
+    tenancy.wait(
+        lambda: (
+            'allot_devices_allocated{class="gpu-slice",driver="gpu.nvidia.com",'
+            'node="a100-mig-1g5gb-pool-0",pool="a100-mig-1g5gb-pool-0"} 1.0' in _scrape(tenancy)
+        ),
+        "the allocated slice in the metrics",
+    )
+    text = _scrape(tenancy)
+    assert (
+        'allot_devices_free{class="gpu-slice",driver="gpu.nvidia.com",'
+        'node="a100-mig-1g5gb-pool-0",pool="a100-mig-1g5gb-pool-0"} 6.0' in text
+    )
+    assert 'allot_tenant_gpu_memory_allocated_bytes{tenant="research-ai"} 5.100273664e+09' in text
+    assert 'allot_claims{class="gpu-slice",state="allocated",tenant="research-ai"} 1.0' in text
+    assert "allot_allocator_duration_seconds_count" in text
+    assert 'allot_controller_reconcile_duration_seconds_count{controller="tenant-sync"}' in text
+    assert allot(["top", "--once", "--data-dir", str(tenancy.data_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "a100-mig-1g5gb-pool-0" in out
+    assert "research-ai" in out
+
+
+def test_metrics_need_the_host_token(tenancy: Tenancy) -> None:
+    result = tenancy.as_tenant("legal-ai", "get", "--raw", "/metrics", check=False)
+    assert result.returncode != 0

@@ -1,0 +1,101 @@
+"""The audit log: append-only, queries, usage sums checked by hand."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from allot.ops import audit
+from allot.ops.audit import AuditLog, Entry
+from allot.ops.durations import parse_since
+
+T0 = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
+GIB = 1 << 30
+
+
+def _entry(minutes: int, action: str, tenant: str, device: str, memory_gib: int, cls: str) -> Entry:
+    moment = (T0 + dt.timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return Entry(
+        moment, action, tenant, f"tenant-{tenant}", f"claim-{device}", f"claim-{device}.default",
+        f"uid-{device}", "pod", "node-0", "gpu.nvidia.com", "pool-0", device, cls, memory_gib * GIB,
+    )  # fmt: skip
+
+
+ENTRIES = [
+    _entry(0, "allocate", "legal", "gpu-0", 40, "gpu-whole"),  # 0:00 - 1:30 -> 1.5 h x 40 GiB
+    _entry(30, "allocate", "research", "gpu-1-mig-0", 5, "gpu-slice"),  # 0:30 - still open
+    _entry(90, "release", "legal", "gpu-0", 40, "gpu-whole"),
+    _entry(120, "allocate", "legal", "gpu-0", 40, "gpu-whole"),  # 2:00 - still open
+]
+
+
+def test_the_log_is_append_only(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.db")
+    log.append(ENTRIES)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        log._db.execute("UPDATE entries SET tenant = 'someone-else'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        log._db.execute("DELETE FROM entries")
+    assert log.entries() == ENTRIES
+    log.close()
+    reader = AuditLog(tmp_path / "audit.db", read_only=True)
+    assert reader.entries() == ENTRIES
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.append([ENTRIES[0]])
+    reader.close()
+
+
+def test_open_allocations_survive_reopening(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.db")
+    log.append(ENTRIES)
+    log.close()
+    held = AuditLog(tmp_path / "audit.db").open_allocations()
+    assert sorted(key[3] for key in held) == ["gpu-0", "gpu-1-mig-0"]
+
+
+def test_queries_by_tenant_device_and_time() -> None:
+    assert [e.action for e in audit.query(ENTRIES, tenant="legal")] == [
+        "allocate",
+        "release",
+        "allocate",
+    ]
+    assert len(audit.query(ENTRIES, device="pool-0/gpu-0")) == 3
+    assert len(audit.query(ENTRIES, device="gpu.nvidia.com/pool-0/gpu-1-mig-0")) == 1
+    assert len(audit.query(ENTRIES, since=T0 + dt.timedelta(minutes=60))) == 2
+
+
+def test_usage_sums_match_hand_computation() -> None:
+    until = T0 + dt.timedelta(hours=3)
+    by_tenant = {
+        r.key: r for r in audit.usage(ENTRIES, since=T0, until=until, by=audit.GROUPINGS["tenant"])
+    }
+    # legal: 1.5 h + (3 - 2) h = 2.5 device-hours, x 40 GiB = 100 GiB-hours
+    assert by_tenant["legal"].device_hours == pytest.approx(2.5)
+    assert by_tenant["legal"].memory_gib_hours == pytest.approx(100.0)
+    # research: 0:30 -> 3:00 = 2.5 h x 5 GiB = 12.5 GiB-hours
+    assert by_tenant["research"].device_hours == pytest.approx(2.5)
+    assert by_tenant["research"].memory_gib_hours == pytest.approx(12.5)
+    window = audit.usage(
+        ENTRIES, since=T0 + dt.timedelta(hours=1), until=until, by=audit.GROUPINGS["class"]
+    )
+    by_class = {r.key: r.device_hours for r in window}
+    assert by_class == {"gpu-whole": pytest.approx(1.5), "gpu-slice": pytest.approx(2.0)}
+
+
+def test_a_release_without_allocation_is_ignored() -> None:
+    orphan = replace(ENTRIES[2], claim_uid="other")
+    rows = audit.usage(
+        [orphan], since=T0, until=T0 + dt.timedelta(hours=1), by=audit.GROUPINGS["tenant"]
+    )
+    assert rows == []
+
+
+def test_since_parsing() -> None:
+    assert parse_since("90m", T0) == T0 - dt.timedelta(minutes=90)
+    assert parse_since("2026-11-22T07:00:00Z", T0) == T0 - dt.timedelta(hours=1)
+    with pytest.raises(ValueError, match="expected a duration like 30m"):
+        parse_since("yesterday", T0)

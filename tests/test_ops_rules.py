@@ -1,0 +1,167 @@
+"""Alert rules on hand-built snapshots, and the alert manager with a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from allot.api.quantity import Quantity
+from allot.api.tenancy import TenantAlerts, TenantQuota, TenantSpec
+from allot.controllers.context import ControllerContext
+from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, Snapshot
+from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
+from allot.platform import build
+
+NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+GIB = 1 << 30
+
+
+def _device(
+    name: str, classes: tuple[str, ...] = ("gpu-whole",), memory: int = 40 * GIB
+) -> DeviceInfo:
+    return DeviceInfo("n1", "gpu.nvidia.com", "p1", name, classes, memory, "gpu", "", "", ())
+
+
+def _claim(name: str, tenant: str, minutes_ago: float, allocated: bool = False) -> ClaimInfo:
+    return ClaimInfo(
+        f"tenant-{tenant}", f"{name}.default", tenant, name, "default", ("gpu-whole",),
+        allocated, NOW - dt.timedelta(minutes=minutes_ago),
+    )  # fmt: skip
+
+
+def _snapshot(claims: list[ClaimInfo], allocated: dict[Any, ClaimInfo] | None = None,
+              pools: list[PoolInfo] | None = None) -> Snapshot:  # fmt: skip
+    devices = {("gpu.nvidia.com", "p1", n): _device(n) for n in ("gpu-0", "gpu-1")}
+    return Snapshot(
+        NOW, devices, allocated or {}, {}, {}, claims,
+        pools or [PoolInfo("gpu.nvidia.com", "p1", 1, 1, 1, "n1")], ["gpu-whole"],
+    )  # fmt: skip
+
+
+def _inputs(snapshot: Snapshot, **overrides: Any) -> RuleInputs:
+    values: dict[str, Any] = {
+        "snapshot": snapshot,
+        "tenants": {"legal": TenantSpec(), "research": TenantSpec()},
+        "quotas": [],
+        "nodes": {"n1"},
+        "sync_errors": {},
+        "pending_reason": lambda claim: "0/1 nodes are available: 1 cannot allocate all claims.",
+    }
+    values.update(overrides)
+    return RuleInputs(**values)
+
+
+def _rules(inputs: RuleInputs, settings: AlertSettings | None = None) -> list[str]:
+    return sorted(f.rule for f in evaluate(inputs, settings or AlertSettings()))
+
+
+def test_pending_claim_fires_after_the_threshold_and_tenants_override_it() -> None:
+    snapshot = _snapshot([_claim("a", "legal", 4.9), _claim("b", "research", 5.1)])
+    found = evaluate(_inputs(snapshot), AlertSettings())
+    assert [(f.rule, f.subject_name) for f in found] == [("ClaimPendingTooLong", "b.default")]
+    assert found[0].message == (
+        "claim b of tenant research has been pending for 306s (threshold 300s): "
+        "0/1 nodes are available: 1 cannot allocate all claims."
+    )
+    quick = {"legal": TenantSpec(alerts=TenantAlerts(pending_claim_seconds=60))}
+    assert len(evaluate(_inputs(snapshot, tenants=quick), AlertSettings())) == 2
+
+
+def test_a_class_with_no_free_device_fires() -> None:
+    claim = _claim("a", "legal", 1, allocated=True)
+    allocated = {("gpu.nvidia.com", "p1", d): claim for d in ("gpu-0", "gpu-1")}
+    assert _rules(_inputs(_snapshot([claim], allocated))) == ["DeviceClassLowFree"]
+    one = {("gpu.nvidia.com", "p1", "gpu-0"): claim}
+    assert _rules(_inputs(_snapshot([claim], one))) == []
+    assert _rules(_inputs(_snapshot([claim], one)), AlertSettings(class_free_below=2)) == [
+        "DeviceClassLowFree"
+    ]
+
+
+def test_quota_use_and_gpu_memory_fire_at_the_threshold() -> None:
+    key = "count/resourceclaims.resource.k8s.io"
+    labels = {"allot.dev/tenant": "legal"}
+    quota = {
+        "metadata": {"name": "q", "namespace": "tenant-legal", "labels": labels},
+        "status": {"hard": {key: "10"}, "used": {key: "9"}},
+    }
+    found = evaluate(_inputs(_snapshot([]), quotas=[quota]), AlertSettings())
+    assert [f.message for f in found] == [
+        "tenant legal uses 9 of 10 count/resourceclaims.resource.k8s.io (90%, threshold 90%)"
+    ]
+    claim = _claim("a", "legal", 1, allocated=True)
+    held = {("gpu.nvidia.com", "p1", "gpu-0"): claim}
+    spec = TenantSpec(quota=TenantQuota(gpu_memory=Quantity.parse("40Gi")))
+    found = evaluate(_inputs(_snapshot([claim], held), tenants={"legal": spec}), AlertSettings())
+    assert [f.message for f in found] == ["tenant legal holds 40Gi of its 40Gi GPU memory quota"]
+
+
+def test_incomplete_and_stale_pools_and_sync_errors() -> None:
+    pools = [PoolInfo("gpu.nvidia.com", "p1", 2, 1, 2, "gone")]
+    found = evaluate(
+        _inputs(_snapshot([], pools=pools), sync_errors={("legal", "Pod", "default", "x"): "no"}),
+        AlertSettings(),
+    )
+    assert sorted(f.rule for f in found) == [
+        "SlicePoolIncomplete",
+        "SlicePoolStale",
+        "TenantSyncError",
+    ]
+
+
+def test_the_rules_render_as_a_prometheus_rule() -> None:
+    rule = prometheus_rule(AlertSettings(pending_claim_seconds=120))
+    assert rule["kind"] == "PrometheusRule"
+    alerts = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+    assert alerts["ClaimPendingTooLong"]["expr"].endswith("> 120")
+    assert set(alerts) >= {"ClaimPendingTooLong", "DeviceClassLowFree", "TenantQuotaHigh"}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+
+def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
+    async def scenario() -> None:
+        clock = FakeClock()
+        with tempfile.TemporaryDirectory() as directory:
+            api = build(Path(directory), clock=clock)
+            for hook in api.startup_hooks:
+                await hook()
+            host = ControllerContext("host", api.store, api.handlers, clock)
+            host.create(
+                "Namespace",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+                "t",
+            )
+            request = {"name": "g", "exactly": {"deviceClassName": "none"}}
+            claim = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "waiting", "namespace": "team"},
+                "spec": {"devices": {"requests": [request]}},
+            }
+            host.create("ResourceClaim", claim, "t")
+            manager = api.operations.alerts
+            assert manager.evaluate_now() == []
+            clock.now = NOW + dt.timedelta(minutes=6)
+            firing = manager.evaluate_now()
+            assert [f.rule for f in firing] == ["ClaimPendingTooLong"]
+            assert [a["spec"]["rule"] for a in host.list("Alert")] == ["ClaimPendingTooLong"]
+            reasons = [e["reason"] for e in host.list("Event", "team")]
+            assert "ClaimPendingTooLong" in reasons
+            assert b'allot_alert{rule="ClaimPendingTooLong"' in api.operations.metrics.render()
+            host.delete("ResourceClaim", "team", "waiting")
+            assert manager.evaluate_now() == []
+            assert host.list("Alert") == []
+            await api.shutdown_hooks[-1]()
+            api.store.close()
+
+    asyncio.run(scenario())
