@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantAlerts, TenantQuota, TenantSpec
 from allot.controllers.context import ControllerContext
-from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, Snapshot
+from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
 from allot.platform import build
 
@@ -35,9 +36,12 @@ def _claim(name: str, tenant: str, minutes_ago: float, allocated: bool = False) 
 def _snapshot(claims: list[ClaimInfo], allocated: dict[Any, ClaimInfo] | None = None,
               pools: list[PoolInfo] | None = None) -> Snapshot:  # fmt: skip
     devices = {("gpu.nvidia.com", "p1", n): _device(n) for n in ("gpu-0", "gpu-1")}
+    summary = SliceSummary(
+        list(devices.values()), {}, Counter({("n1", "p1", "gpu.nvidia.com", "gpu-whole"): 2})
+    )
     return Snapshot(
         NOW, devices, allocated or {}, {}, {}, claims,
-        pools or [PoolInfo("gpu.nvidia.com", "p1", 1, 1, 1, "n1")], ["gpu-whole"],
+        pools or [PoolInfo("gpu.nvidia.com", "p1", 1, 1, 1, "n1")], ["gpu-whole"], [summary],
     )  # fmt: skip
 
 

@@ -30,6 +30,7 @@ from allot.tenancy import names
 
 Obj = dict[str, Any]
 CLAIMS = "resourceclaims.resource.k8s.io"
+SLICES = "resourceslices.resource.k8s.io"
 GIB = 1 << 30
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -119,11 +120,14 @@ class AuditRecorder:
         self.log = log
         self.open: dict[str, dict[tuple[str, str, str], Entry]] = defaultdict(dict)
         self._claims: dict[str, tuple[str, str]] = {}  # uid -> namespace, name
+        self._memory: dict[tuple[str, str, str], int] | None = None  # rebuilt on slice changes
         for entry in log.open_allocations().values():
             self.open[entry.claim_uid][(entry.driver, entry.pool, entry.device)] = entry
             self._claims[entry.claim_uid] = (entry.namespace, entry.host_claim)
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.cluster == HOST_CLUSTER and event.resource == SLICES:
+            self._memory = None
         if event.cluster != HOST_CLUSTER or event.resource != CLAIMS:
             return []
         metadata = event.object["metadata"]
@@ -180,7 +184,7 @@ class AuditRecorder:
             pool=device[1],
             device=device[2],
             device_class=_request_class(claim, request),
-            memory=self._memory(device),
+            memory=self._memory_of(device),
         )
 
     def _consumer(self, claim: Obj) -> tuple[str, str]:
@@ -195,16 +199,18 @@ class AuditRecorder:
             return annotations.get(names.NAME_ANNOTATION, pod["metadata"]["name"]), node
         return "", _selected_node(claim)
 
-    def _memory(self, device: tuple[str, str, str]) -> int:
-        for item in self.context.list("ResourceSlice"):
-            spec = item.get("spec") or {}
-            if spec.get("driver") != device[0] or (spec.get("pool") or {}).get("name") != device[1]:
-                continue
-            for raw in spec.get("devices") or []:
-                if raw.get("name") == device[2]:
+    def _memory_of(self, device: tuple[str, str, str]) -> int:
+        """A device's ``memory`` capacity, from an index of every published device."""
+        if self._memory is None:
+            index = {}
+            for item in self.context.list("ResourceSlice"):
+                spec = item.get("spec") or {}
+                pool = (spec.get("pool") or {}).get("name", "")
+                for raw in spec.get("devices") or []:
                     value = ((raw.get("capacity") or {}).get("memory") or {}).get("value")
-                    return _bytes(value)
-        return 0
+                    index[(spec.get("driver", ""), pool, raw.get("name", ""))] = _bytes(value)
+            self._memory = index
+        return self._memory.get(device, 0)
 
 
 def _allocated_devices(claim: Obj) -> dict[tuple[str, str, str], str]:

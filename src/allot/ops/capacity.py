@@ -47,10 +47,14 @@ class DeviceInfo:
     consumes: tuple[tuple[str, str, int], ...]  # (counter set, counter, amount)
 
 
+RowKey = tuple[str, str, str, str]  # node, pool, driver, class
+
+
 @dataclass
 class SliceSummary:
     devices: list[DeviceInfo]
     counters: dict[tuple[str, str], int]  # (counter set, counter) -> total
+    totals: Counter[RowKey] = field(default_factory=Counter)  # devices per row
 
 
 @dataclass
@@ -83,6 +87,9 @@ class PoolInfo:
 
 @dataclass
 class Snapshot:
+    """One moment of the fleet. ``devices`` is the view's live index: read it, never keep
+    it past the next snapshot."""
+
     now: dt.datetime
     devices: dict[DeviceKey, DeviceInfo]
     allocated: dict[DeviceKey, ClaimInfo]
@@ -91,15 +98,22 @@ class Snapshot:
     claims: list[ClaimInfo]
     pools: list[PoolInfo]
     classes: list[str]
+    summaries: list[SliceSummary] = field(default_factory=list)
 
-    def device_rows(self) -> dict[tuple[str, str, str, str], Counter[str]]:
-        """(node, pool, driver, class) -> {total, allocated, free}."""
-        rows: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
-        for key, device in self.devices.items():
-            for device_class in device.classes or (NO_CLASS,):
-                row = rows[(device.node, device.pool, device.driver, device_class)]
-                row["total"] += 1
-                row["allocated" if key in self.allocated else "free"] += 1
+    def device_rows(self) -> dict[RowKey, Counter[str]]:
+        """(node, pool, driver, class) -> {total, allocated, free}, from the slices' cached
+        totals and the allocated devices only."""
+        rows: dict[RowKey, Counter[str]] = defaultdict(Counter)
+        for summary in self.summaries:
+            for key, count in summary.totals.items():
+                rows[key]["total"] += count
+        for device_key in self.allocated:
+            device = self.devices.get(device_key)
+            if device is not None:
+                for device_class in device.classes or (NO_CLASS,):
+                    rows[(device.node, device.pool, device.driver, device_class)]["allocated"] += 1
+        for row in rows.values():
+            row["free"] = row["total"] - row["allocated"]
         return rows
 
     def tenant_memory(self) -> Counter[str]:
@@ -118,6 +132,7 @@ class CapacityView:
         self.cluster = cluster
         self.compiler = SelectorCompiler()
         self._slices: dict[str, tuple[tuple[Any, ...], SliceSummary]] = {}
+        self._index: dict[DeviceKey, DeviceInfo] = {}
 
     def snapshot(self, now: dt.datetime) -> Snapshot:
         classes = self._list("DeviceClass")
@@ -125,15 +140,16 @@ class CapacityView:
             sorted((c["metadata"]["name"], c["metadata"].get("resourceVersion")) for c in classes)
         )
         slices = self._current_slices()
-        devices: dict[DeviceKey, DeviceInfo] = {}
+        self._forget_gone({s["metadata"]["name"] for s in slices})
+        summaries = []
         totals: dict[tuple[str, str, str, str], int] = {}
         for item in slices:
             summary = self._summary(item, classes, catalogue)
-            for device in summary.devices:
-                devices[(device.driver, device.pool, device.name)] = device
+            summaries.append(summary)
             spec = item["spec"]
             for (counter_set, counter), value in summary.counters.items():
                 totals[(spec["driver"], spec["pool"]["name"], counter_set, counter)] = value
+        devices = self._index
         claims = [self._claim(c) for c in self._list("ResourceClaim")]
         allocated = {key: claim for claim in claims for key in claim.devices}
         used: Counter[tuple[str, str, str, str]] = Counter()
@@ -143,7 +159,9 @@ class CapacityView:
                 used[(device_key[0], device_key[1], counter_set, counter)] += amount
         pools = self._pools(slices)
         names_ = sorted(c["metadata"]["name"] for c in classes)
-        return Snapshot(now, devices, allocated, totals, dict(used), claims, pools, names_)
+        return Snapshot(
+            now, devices, allocated, totals, dict(used), claims, pools, names_, summaries
+        )
 
     # ----------------------------------------------------------------- slices
     def _list(self, kind: str) -> list[Obj]:
@@ -185,14 +203,27 @@ class CapacityView:
         return [found[k] for k in sorted(found)]
 
     def _summary(self, item: Obj, classes: list[Obj], catalogue: tuple[Any, ...]) -> SliceSummary:
+        """The slice's cached summary; a changed slice replaces its devices in the index."""
         name = item["metadata"]["name"]
         version = (item["metadata"].get("resourceVersion"), catalogue)
         cached = self._slices.get(name)
         if cached is not None and cached[0] == version:
             return cached[1]
+        if cached is not None:
+            self._unindex(cached[1])
         summary = self._summarise(item, classes)
+        for device in summary.devices:
+            self._index[(device.driver, device.pool, device.name)] = device
         self._slices[name] = (version, summary)
         return summary
+
+    def _forget_gone(self, current: set[str]) -> None:
+        for name in [n for n in self._slices if n not in current]:
+            self._unindex(self._slices.pop(name)[1])
+
+    def _unindex(self, summary: SliceSummary) -> None:
+        for device in summary.devices:
+            self._index.pop((device.driver, device.pool, device.name), None)
 
     def _summarise(self, item: Obj, classes: list[Obj]) -> SliceSummary:
         spec = item["spec"]
@@ -221,7 +252,12 @@ class CapacityView:
             for counter_set in spec.get("sharedCounters") or []
             for counter, value in (counter_set.get("counters") or {}).items()
         }
-        return SliceSummary(devices, counters)
+        totals: Counter[RowKey] = Counter(
+            (device.node, device.pool, device.driver, device_class)
+            for device in devices
+            for device_class in device.classes or (NO_CLASS,)
+        )
+        return SliceSummary(devices, counters, totals)
 
     def _selects(self, device_class: Obj, view: DeviceView) -> bool:
         selectors = (device_class.get("spec") or {}).get("selectors") or []

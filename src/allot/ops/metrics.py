@@ -6,8 +6,8 @@ controller's reconcile time (``controller="tenant-sync"`` is the sync). Series:
 
 * ``allot_devices_{total,allocated,free}{node,pool,driver,class}`` (a device counts in
   every class that selects it; ``class="<none>"`` for devices no class selects);
-* ``allot_counter_{total,used}{driver,pool,counter_set,counter}`` (MIG memory slices,
-  multiprocessors, ...);
+* ``allot_counter_{total,used}{driver,pool,counter}`` (MIG memory slices, multiprocessors,
+  ... summed over the pool's GPUs);
 * ``allot_tenant_gpu_memory_allocated_bytes{tenant}``;
 * ``allot_claims{tenant,class,state}`` (pending or allocated) and
   ``allot_oldest_pending_claim_age_seconds{tenant}``;
@@ -118,14 +118,26 @@ def _devices(snapshot: Snapshot) -> Iterator[Metric]:
 
 
 def _counters(snapshot: Snapshot) -> Iterator[Metric]:
-    labels = ["driver", "pool", "counter_set", "counter"]
+    """Per pool and counter, summed over the pool's counter sets (one per GPU); the
+    ``memory-slice-<N>`` counters are summed as ``memory-slices``."""
+    labels = ["driver", "pool", "counter"]
     total = _gauge("allot_counter_total", "Shared counters published per pool.", labels)
     used = _gauge("allot_counter_used", "Shared counters consumed by allocated devices.", labels)
-    for key, value in sorted(snapshot.counters_total.items()):
+    totals: Counter[tuple[str, str, str]] = Counter()
+    consumed: Counter[tuple[str, str, str]] = Counter()
+    for (driver, pool, _, counter), value in snapshot.counters_total.items():
+        totals[(driver, pool, _fold(counter))] += value
+    for (driver, pool, _, counter), value in snapshot.counters_used.items():
+        consumed[(driver, pool, _fold(counter))] += value
+    for key, value in sorted(totals.items()):
         total.add_metric(list(key), value)
-        used.add_metric(list(key), snapshot.counters_used.get(key, 0))
+        used.add_metric(list(key), consumed.get(key, 0))
     yield total
     yield used
+
+
+def _fold(counter: str) -> str:
+    return "memory-slices" if counter.startswith("memory-slice-") else counter
 
 
 def _claims(snapshot: Snapshot) -> Iterator[Metric]:

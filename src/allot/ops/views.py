@@ -11,26 +11,34 @@ from collections.abc import Mapping
 from typing import Any
 
 from allot.api.tenancy import TenantSpec
-from allot.ops.capacity import DeviceInfo, DeviceKey, Snapshot, memory_text
+from allot.ops.capacity import NO_CLASS, DeviceKey, Snapshot, memory_text
 from allot.ops.rules import Firing
 
 Obj = dict[str, Any]
 
 
 def pools(snapshot: Snapshot) -> list[Obj]:
+    """Devices per node, pool and driver, from the slices' summaries and the allocations."""
     rows: dict[tuple[str, str, str], Obj] = {}
-    for key, device in snapshot.devices.items():
+    for summary in snapshot.summaries:
+        if not summary.devices:
+            continue
+        first = summary.devices[0]
         row = rows.setdefault(
-            (device.node, device.pool, device.driver),
-            {"node": device.node, "pool": device.pool, "driver": device.driver,
+            (first.node, first.pool, first.driver),
+            {"node": first.node, "pool": first.pool, "driver": first.driver,
              "devices": 0, "allocated": 0, "free": 0, "classes": set()},
         )  # fmt: skip
-        row["devices"] += 1
-        row["allocated" if key in snapshot.allocated else "free"] += 1
-        row["classes"].update(device.classes)
+        row["devices"] += len(summary.devices)
+        row["classes"].update(key[3] for key in summary.totals if key[3] != NO_CLASS)
+    for key in snapshot.allocated:
+        device = snapshot.devices.get(key)
+        if device is not None and (device.node, device.pool, device.driver) in rows:
+            rows[(device.node, device.pool, device.driver)]["allocated"] += 1
     result = []
     for key in sorted(rows):
         row = rows[key]
+        row["free"] = row["devices"] - row["allocated"]
         row["classes"] = sorted(row["classes"])
         result.append(row)
     return result
@@ -111,24 +119,33 @@ def gpu_tree(snapshot: Snapshot) -> list[Obj]:
     """Nodes -> GPUs -> devices, each with the tenant holding it (``None`` when free).
     Partitionable devices (they consume counters) are possibilities, not slices: only the
     allocated ones are listed, with the GPU's used share of its memory slices."""
+    memory = _memory_slices(snapshot)
     nodes: dict[str, dict[str, Obj]] = defaultdict(dict)
-    for key, device in sorted(snapshot.devices.items()):
-        gpu_name = device.parent or device.name
-        gpu = nodes[device.node].setdefault(
-            gpu_name,
-            {"name": gpu_name, "pool": device.pool, "driver": device.driver, "tenant": None,
-             "whole": False, "slices": [], "memorySlices": _memory_slices(snapshot, device)},
-        )  # fmt: skip
+    for key, device in snapshot.devices.items():
         holder = _holder(snapshot, key)
+        if device.parent and device.consumes and holder is None:
+            continue  # a MIG layout that is possible, not created
+        gpu_name = device.parent or device.name
+        gpus = nodes[device.node]
+        gpu = gpus.get(gpu_name)
+        if gpu is None:
+            gpu = gpus[gpu_name] = {
+                "name": gpu_name, "pool": device.pool, "driver": device.driver,
+                "tenant": None, "whole": False, "slices": [],
+                "memorySlices": memory.get((device.driver, device.pool, f"{gpu_name}-counter-set")),
+            }  # fmt: skip
         if not device.parent:
             gpu["whole"] = True
             gpu["tenant"] = holder
             gpu["claim"] = _claim_name(snapshot, key)
-        elif holder is not None or not device.consumes:
+        else:
             gpu["slices"].append(
                 {"name": device.name, "profile": device.profile, "tenant": holder,
                  "claim": _claim_name(snapshot, key)}
             )  # fmt: skip
+    for gpus in nodes.values():
+        for gpu in gpus.values():
+            gpu["slices"].sort(key=lambda s: s["name"])
     return [
         {"node": node, "gpus": [gpus[name] for name in sorted(gpus)]}
         for node, gpus in sorted(nodes.items())
@@ -147,16 +164,15 @@ def _claim_name(snapshot: Snapshot, key: DeviceKey) -> str | None:
     return f"{claim.tenant_namespace or claim.namespace}/{claim.tenant_claim}" if claim else None
 
 
-def _memory_slices(snapshot: Snapshot, device: DeviceInfo) -> Obj | None:
-    counter_set = f"{device.parent or device.name}-counter-set"
-    total = used = 0
-    for (driver, pool, name, counter), value in snapshot.counters_total.items():
-        if (driver, pool, name) == (device.driver, device.pool, counter_set) and counter.startswith(
-            "memory-slice-"
-        ):
-            total += value
-            used += snapshot.counters_used.get((driver, pool, name, counter), 0)
-    return {"used": used, "total": total} if total else None
+def _memory_slices(snapshot: Snapshot) -> dict[tuple[str, str, str], Obj]:
+    """(driver, pool, counter set) -> memory slices used and total."""
+    found: dict[tuple[str, str, str], Obj] = {}
+    for (driver, pool, counter_set, counter), value in snapshot.counters_total.items():
+        if counter.startswith("memory-slice-"):
+            entry = found.setdefault((driver, pool, counter_set), {"used": 0, "total": 0})
+            entry["total"] += value
+            entry["used"] += snapshot.counters_used.get((driver, pool, counter_set, counter), 0)
+    return found
 
 
 def stamp(moment: dt.datetime) -> str:
