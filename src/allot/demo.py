@@ -14,8 +14,12 @@
    workload; the sync carries them to the host, where they are allocated and run.
 5. The payoff: each tenant sees only its class; the host sees both claims with their
    devices and tenants; the logs show a whole A100 and ``MIG 1g.5gb Device 0``.
-6. A denied escape (legal-ai claims the slice class) and an exhausted quota (a second
-   slice for research-ai), with their messages. Then everything stops.
+6. A denied escape (legal-ai claims the slice class) and an exhausted quota (a third
+   slice for research-ai), with their messages.
+7. Operations: the second slice claim, which no pod uses, stays pending and raises an alert
+   (the demo lowers the threshold from 5 minutes to 3 seconds), beside the quota and
+   capacity alerts; the audit log of the walkthrough and usage per tenant; the dashboard's
+   URL. Then everything stops.
 
 Run from the repository root.
 """
@@ -33,6 +37,7 @@ from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot_main
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import publish
+from allot.ops.rules import AlertSettings
 from allot.platform import build
 
 EXAMPLES = Path("examples")
@@ -57,11 +62,12 @@ kind: ResourceClaim
 metadata: {name: borrow-a-slice}
 spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu-slice}}]}}
 """
-SECOND_SLICE = """apiVersion: resource.k8s.io/v1
+EXTRA_SLICE = """apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
-metadata: {name: research-gpu-slice-2}
+metadata: {name: research-gpu-slice-NUMBER}
 spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu-slice}}]}}
 """
+DEMO_ALERTS = AlertSettings(pending_claim_seconds=3, interval_seconds=0.5)
 
 
 def run() -> int:
@@ -92,7 +98,8 @@ def run() -> int:
 
 def _platform(data: Path) -> None:
     print("\n=== The embedded platform: host cluster, simulated NVIDIA driver, tenants")
-    with ServerThread(data, api=build(data, runtime="process")) as server:
+    platform = build(data, runtime="process", alert_settings=DEMO_ALERTS)
+    with ServerThread(data, api=platform) as server:
         host = server.endpoint.kubeconfigs["host"]
         print(f"(allot API server on {server.endpoint.url}; host KUBECONFIG={host})")
         report = publish(host, parse_fleet(SEED_000_FLEET))
@@ -104,12 +111,13 @@ def _platform(data: Path) -> None:
         _workloads(data)
         _payoff(data, host)
         _refusals(data)
+        _operations(data, server.endpoint.url)
 
 
 def _tenants(data: Path) -> None:
     quotas = {
         "legal-ai": ["--quota", "gpu-whole.deviceclass.resource.k8s.io/devices=1"],
-        "research-ai": ["--quota", "gpu-slice.deviceclass.resource.k8s.io/devices=1"],
+        "research-ai": ["--quota", "gpu-slice.deviceclass.resource.k8s.io/devices=2"],
     }
     for tenant, quota in quotas.items():
         values = f"examples/seeds/000-{tenant}-vcluster-config.yaml"
@@ -143,9 +151,27 @@ def _payoff(data: Path, host: Path) -> None:
 def _refusals(data: Path) -> None:
     print("\n=== legal-ai tries to claim the research team's slice class")
     _as(data, "legal-ai", "create", "-f", "-", stdin=STEAL)
-    print("\n=== research-ai asks for a second slice beyond its quota of one")
-    _as(data, "research-ai", "create", "-f", "-", stdin=SECOND_SLICE)
-    _allot("Tenants at the end", ["tenant", "list", "--data-dir", str(data)])
+    print(
+        "\n=== research-ai claims a second slice (no pod uses it), then a third: its quota is two"
+    )
+    _as(data, "research-ai", "create", "-f", "-", stdin=EXTRA_SLICE.replace("NUMBER", "2"))
+    _as(data, "research-ai", "create", "-f", "-", stdin=EXTRA_SLICE.replace("NUMBER", "3"))
+
+
+def _operations(data: Path, url: str) -> None:
+    time.sleep(DEMO_ALERTS.pending_claim_seconds + 2 * DEMO_ALERTS.interval_seconds)
+    _allot(
+        "Alerts (the pending-claim threshold is 3 seconds in the demo)",
+        ["alerts", "--data-dir", str(data)],
+    )
+    _as(data, "research-ai", "describe", "resourceclaim", "research-gpu-slice-2")
+    _allot("The audit log of the walkthrough", ["audit", "--data-dir", str(data)])
+    _allot("Usage per tenant", ["usage", "--data-dir", str(data)])
+    _allot("Capacity per pool and tenant", ["top", "--once", "--data-dir", str(data)])
+    print(
+        f"\n=== The dashboard was served at {url}/ui "
+        "(sign in with the host token: allot kubeconfig host)"
+    )
 
 
 def _wait_for_logs(data: Path, tenant: str, pod: str) -> None:

@@ -19,6 +19,7 @@ from allot.driver.fleet import Fleet, FleetError
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
+from allot.ops.rules import AlertSettings
 
 DEFAULT_DATA_DIR = Path(".allot")
 DEFAULT_PORT = 6443
@@ -61,6 +62,18 @@ def register(subparsers: Any) -> None:
         help="the NVIDIA driver's feature gates, e.g. TimeSlicingSettings=true,MPSSupport=true "
         "(all off by default, as in the driver)",
     )
+    up.add_argument(
+        "--alert-pending-after",
+        default="5m",
+        metavar="DURATION",
+        help="raise an alert for a claim unallocated longer than this (90s, 5m, 1h)",
+    )
+    up.add_argument(
+        "--alert-quota-percent",
+        type=int,
+        default=90,
+        help="raise an alert when a tenant uses this share of a quota",
+    )
     up.set_defaults(run=run_up)
     fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
     fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
@@ -73,6 +86,15 @@ def register(subparsers: Any) -> None:
     kubeconfig.add_argument("cluster", nargs="?", default="host")
     kubeconfig.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     kubeconfig.set_defaults(run=run_kubeconfig)
+
+
+def _seconds(text: str) -> int:
+    """``90s``, ``5m``, ``1h`` as seconds; ValueError names the flag."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = text[:-1], text[-1:]
+    if unit not in units or not number.isdigit():
+        raise ValueError(f"--alert-pending-after: {text!r} is not a duration like 90s, 5m or 1h")
+    return int(number) * units[unit]
 
 
 def _gates(text: str) -> dict[str, bool]:
@@ -92,6 +114,10 @@ def run_up(args: argparse.Namespace) -> int:
 
     try:
         gates = _gates(args.driver_feature_gates)  # before anything is written
+        settings = AlertSettings(
+            pending_claim_seconds=_seconds(args.alert_pending_after),
+            quota_usage_percent=args.alert_quota_percent,
+        )
         fleet = data_dir_fleet(args.data_dir, args.fleet)
     except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -113,7 +139,9 @@ def run_up(args: argparse.Namespace) -> int:
             args.port,
             announce,
             publish,
-            api=build_platform(args.data_dir, args.runtime, gates, args.placement),
+            api=build_platform(
+                args.data_dir, args.runtime, gates, args.placement, alert_settings=settings
+            ),
         )
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal
@@ -134,7 +162,7 @@ def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
         print(f"error: {err}", file=sys.stderr)
         return False
     try:
-        report = Publisher(client).reconcile(fleet)
+        report = Publisher(client).reconcile(fleet, progress=_progress)
     except (KubeError, FleetError) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
@@ -150,6 +178,13 @@ def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
         flush=True,
     )
     return True
+
+
+def _progress(done: int, total: int) -> None:
+    """One line per tenth of a large fleet (more than 50 nodes)."""
+    step = max(1, total // 10)
+    if total > 50 and (done % step == 0 or done == total):
+        print(f"publishing the fleet: {done}/{total} nodes", flush=True)
 
 
 def run_fleet_scale(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ when a pool is scaled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,8 +139,15 @@ class Publisher:
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
 
-    def reconcile(self, fleet: Fleet, *, passthrough: bool = False) -> PublishReport:
-        """Make the cluster's nodes and slices match the fleet."""
+    def reconcile(
+        self,
+        fleet: Fleet,
+        *,
+        passthrough: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> PublishReport:
+        """Make the cluster's nodes and slices match the fleet; ``progress(done, total)``
+        is told after each node."""
         report = PublishReport()
         self.ensure_classes(passthrough=passthrough)
         wanted = expand(fleet)
@@ -152,8 +160,10 @@ class Publisher:
                     report.nodes_removed.append(name)
                 except KubeNotFound:
                     continue
-        for spec in wanted:
+        for done, spec in enumerate(wanted, start=1):
             self.publish_node(spec, report)
+            if progress is not None:
+                progress(done, len(wanted))
         return report
 
 

@@ -3,9 +3,9 @@
 Every ``interval_seconds`` (and on demand, for tests with a fake clock) it takes a capacity
 snapshot, evaluates :mod:`allot.ops.rules`, and compares with what fires already. A new
 alert becomes an ``Alert`` object on the host (``kubectl get alerts``, ``allot alerts``),
-a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim and on
-the tenant's claim with the reason it is pending. When the condition ends the Alert object
-is deleted and a Normal Event says so. Alerts found in the store at start keep their
+a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim with
+the reason it is pending (the tenant sync relays it to the tenant's claim). When the
+condition ends the Alert object is deleted and a Normal Event says so. Alerts found in the store at start keep their
 ``activeSince``. Started by :mod:`allot.platform`.
 """
 
@@ -35,14 +35,12 @@ class AlertManager:
         tenants: Callable[[], Mapping[str, TenantSpec]],
         sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
         settings: AlertSettings,
-        tenant_context: Callable[[str], ControllerContext],
     ) -> None:
         self.host = host
         self.capacity = capacity
         self.tenants = tenants
         self.sync_errors = sync_errors
         self.settings = settings
-        self.tenant_context = tenant_context
         self.firing: dict[str, Firing] = {}
         self._loaded = False
 
@@ -148,21 +146,12 @@ class AlertManager:
         self._claim_events(firing, "Normal", f"{firing.rule}Resolved", "the condition has ended")
 
     def _claim_events(self, firing: Firing, kind: str, reason: str, message: str) -> None:
+        """An Event on the host claim; the tenant sync relays it to the tenant's claim."""
         if firing.subject_kind != "ResourceClaim":
             return
         claim = self.host.get("ResourceClaim", firing.subject_namespace, firing.subject_name)
-        if claim is None:
-            return
-        self.host.event(claim, kind, reason, message, MANAGER)
-        labels = claim["metadata"].get("labels") or {}
-        annotations = claim["metadata"].get("annotations") or {}
-        namespace = labels.get(names.TENANT_NAMESPACE_LABEL)
-        name = annotations.get(names.NAME_ANNOTATION)
-        if firing.tenant and namespace and name:
-            tenant = self.tenant_context(firing.tenant)
-            twin_of = tenant.get("ResourceClaim", namespace, name)
-            if twin_of is not None:
-                tenant.event(twin_of, kind, reason, message, MANAGER)
+        if claim is not None:
+            self.host.event(claim, kind, reason, message, MANAGER)
 
 
 def _pod_name(pod: Obj) -> str:

@@ -50,7 +50,7 @@ class Operations:
         self.log = AuditLog(api.data_dir / "audit.db")
         self.recorder = AuditRecorder(host, self.log)
         self.alerts = AlertManager(
-            host, self.capacity, self.tenant_specs, lambda: sync.errors, settings, sync.context
+            host, self.capacity, self.tenant_specs, lambda: sync.errors, settings
         )
         self.metrics = PlatformMetrics(
             self.snapshot, self.tenant_quotas, self.alerts.current, lambda: sync.errors
