@@ -5,8 +5,8 @@ snapshot, evaluates :mod:`allot.ops.rules`, and compares with what fires already
 alert becomes an ``Alert`` object on the host (``kubectl get alerts``, ``allot alerts``),
 a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim with
 the reason it is pending (the tenant sync relays it to the tenant's claim). When the
-condition ends the Alert object is deleted and a Normal Event says so. Alerts found in the store at start keep their
-``activeSince``. Started by :mod:`allot.platform`.
+condition ends the Alert object is deleted and a Normal Event says so. Alerts found in the
+store at start keep their ``activeSince``. Started by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
