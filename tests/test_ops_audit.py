@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from allot.controllers.context import ControllerContext
 from allot.ops import audit
 from allot.ops.audit import AuditLog, Entry
 from allot.ops.durations import parse_since
+from allot.platform import build
+from allot.store import Store
 
 T0 = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
 GIB = 1 << 30
@@ -99,3 +104,56 @@ def test_since_parsing() -> None:
     assert parse_since("2026-11-22T07:00:00Z", T0) == T0 - dt.timedelta(hours=1)
     with pytest.raises(ValueError, match="expected a duration like 30m"):
         parse_since("yesterday", T0)
+
+
+def test_the_recorder_catches_up_after_a_restart_without_duplicates(tmp_path: Path) -> None:
+    """Allocated while up, deleted while down: the release is recorded at the next start,
+    once; a further restart adds nothing."""
+
+    async def run_platform(work: Callable[[ControllerContext], None] | None = None) -> None:
+        api = build(tmp_path)
+        for hook in api.startup_hooks:
+            await hook()
+        host = ControllerContext("host", api.store, api.handlers, api.clock)
+        if work is not None:
+            work(host)
+        await api.controllers.idle()
+        await asyncio.sleep(0.05)
+        for hook in api.shutdown_hooks:
+            await hook()
+        api.store.close()
+
+    def allocate(host: ControllerContext) -> None:
+        host.create(
+            "Namespace",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-a"}},
+            "t",
+        )
+        claim = host.create(
+            "ResourceClaim",
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "c", "namespace": "tenant-a"},
+                "spec": {
+                    "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "x"}}]}
+                },
+            },
+            "t",
+        )
+        result = {"request": "g", "driver": "d.example.com", "pool": "p", "device": "dev-0"}
+        claim["status"] = {"allocation": {"devices": {"results": [result]}}}
+        host.update_status("ResourceClaim", claim, "t")
+
+    asyncio.run(run_platform(allocate))
+    store = Store(tmp_path / "state.db")
+    store.drop_cluster("host")  # everything gone while the platform is down
+    store.close()
+    asyncio.run(run_platform())
+    asyncio.run(run_platform())
+    log = AuditLog(tmp_path / "audit.db", read_only=True)
+    assert [(e.action, e.tenant, e.device) for e in log.entries()] == [
+        ("allocate", "a", "dev-0"),
+        ("release", "a", "dev-0"),
+    ]
+    log.close()

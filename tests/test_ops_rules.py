@@ -9,8 +9,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
 from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantAlerts, TenantQuota, TenantSpec
+from allot.cli.main import main as allot
 from allot.controllers.context import ControllerContext
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
@@ -169,3 +173,17 @@ def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
             api.store.close()
 
     asyncio.run(scenario())
+
+
+def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert allot(["alerts", "--prometheus-rule"]) == 0
+    document = yaml.safe_load(capsys.readouterr().out)
+    assert document["kind"] == "PrometheusRule"
+    names = [r["alert"] for r in document["spec"]["groups"][0]["rules"]]
+    assert names == [
+        "ClaimPendingTooLong",
+        "DeviceClassLowFree",
+        "TenantQuotaHigh",
+        "SlicePoolIncomplete",
+        "TenantSyncError",
+    ]

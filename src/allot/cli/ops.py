@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
@@ -29,6 +30,7 @@ from allot.kube.errors import KubeError
 from allot.ops import audit
 from allot.ops.capacity import memory_text
 from allot.ops.durations import parse_since
+from allot.ops.rules import AlertSettings, prometheus_rule
 
 Obj = dict[str, Any]
 OUTPUTS = ("table", "json", "csv")
@@ -37,6 +39,11 @@ OUTPUTS = ("table", "json", "csv")
 def register(subparsers: Any) -> None:
     alerts = subparsers.add_parser("alerts", help="the alerts firing now")
     alerts.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    alerts.add_argument(
+        "--prometheus-rule",
+        action="store_true",
+        help="print the alert rules as a PrometheusRule for a real cluster instead",
+    )
     alerts.set_defaults(run=run_alerts)
     audit_parser = subparsers.add_parser("audit", help="who had which device when")
     audit_parser.add_argument("--tenant")
@@ -67,6 +74,9 @@ def _client(data_dir: Path) -> Client:
 
 
 def run_alerts(args: argparse.Namespace) -> int:
+    if args.prometheus_rule:
+        print(yaml.safe_dump(prometheus_rule(AlertSettings()), sort_keys=False), end="")
+        return 0
     try:
         alerts = _client(args.data_dir).list("allot.dev/v1alpha1", "Alert")
     except KubeError as err:
