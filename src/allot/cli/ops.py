@@ -24,8 +24,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from allot.cli.up import DEFAULT_DATA_DIR
-from allot.kube.client import Client
+from allot.cli.up import DEFAULT_DATA_DIR, platform_client
 from allot.kube.errors import KubeError
 from allot.ops import audit
 from allot.ops.capacity import memory_text
@@ -64,21 +63,12 @@ def register(subparsers: Any) -> None:
         parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
 
 
-def _client(data_dir: Path) -> Client:
-    kubeconfig = data_dir / "kubeconfigs" / "host.yaml"
-    if not kubeconfig.exists():
-        raise KubeError(
-            f"no platform in {data_dir}: start one with `allot up --data-dir {data_dir}`"
-        )
-    return Client.from_kubeconfig(kubeconfig)
-
-
 def run_alerts(args: argparse.Namespace) -> int:
     if args.prometheus_rule:
         print(yaml.safe_dump(prometheus_rule(AlertSettings()), sort_keys=False), end="")
         return 0
     try:
-        alerts = _client(args.data_dir).list("allot.dev/v1alpha1", "Alert")
+        alerts = platform_client(args.data_dir).list("allot.dev/v1alpha1", "Alert")
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -172,7 +162,7 @@ def _now() -> dt.datetime:
 
 def run_top(args: argparse.Namespace) -> int:
     try:
-        client = _client(args.data_dir)
+        client = platform_client(args.data_dir)
         document = client.get_path("/allot/v1/capacity")
         if args.once:
             Console(width=160).print(_top_view(document))

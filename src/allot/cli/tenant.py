@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from allot.api.quantity import Quantity
-from allot.cli.up import DEFAULT_DATA_DIR
+from allot.cli.up import DEFAULT_DATA_DIR, platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
 from allot.tenancy.values import ValuesError, tenant_document
@@ -60,15 +60,6 @@ def register(subparsers: Any) -> None:
         parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
 
 
-def _client(data_dir: Path) -> Client:
-    kubeconfig = data_dir / "kubeconfigs" / "host.yaml"
-    if not kubeconfig.exists():
-        raise KubeError(
-            f"no platform in {data_dir}: start one with `allot up --data-dir {data_dir}`"
-        )
-    return Client.from_kubeconfig(kubeconfig)
-
-
 def run_create(args: argparse.Namespace) -> int:
     try:
         document = _read_values(args.values) if args.values else {}
@@ -80,7 +71,7 @@ def run_create(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"Warning: {warning}", file=sys.stderr)
     try:
-        client = _client(args.data_dir)
+        client = platform_client(args.data_dir)
         client.create(tenant)
         ready = _wait_ready(client, args.name, args.timeout)
     except KubeError as err:
@@ -140,7 +131,7 @@ def _wait_ready(client: Client, name: str, timeout: float) -> Obj:
 
 def run_list(args: argparse.Namespace) -> int:
     try:
-        tenants = _client(args.data_dir).list(API_VERSION, "Tenant")
+        tenants = platform_client(args.data_dir).list(API_VERSION, "Tenant")
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -194,7 +185,7 @@ def run_connect(args: argparse.Namespace) -> int:
 
 def run_delete(args: argparse.Namespace) -> int:
     try:
-        client = _client(args.data_dir)
+        client = platform_client(args.data_dir)
         client.delete(API_VERSION, "Tenant", args.name)
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline:

@@ -180,6 +180,16 @@ def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
     return True
 
 
+def platform_client(data_dir: Path) -> Client:
+    """The client of the platform ``allot up`` serves from ``data_dir`` (its host cluster)."""
+    kubeconfig = data_dir / "kubeconfigs" / "host.yaml"
+    if not kubeconfig.exists():
+        raise KubeError(
+            f"no platform in {data_dir}: start one with `allot up --data-dir {data_dir}`"
+        )
+    return Client.from_kubeconfig(kubeconfig)
+
+
 def _progress(done: int, total: int) -> None:
     """One line per tenth of a large fleet (more than 50 nodes)."""
     step = max(1, total // 10)

@@ -233,22 +233,28 @@ def _slice(entry: Obj, order: list[str]) -> str:
     )
 
 
+def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
+    """An accessible table; cells are HTML already escaped by the caller."""
+    if not rows:
+        return f'<p class="empty">{html.escape(empty)}</p>'
+    head = "".join(f"<th scope=col>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def _tenants(document: Obj) -> str:
-    if not document["tenants"]:
-        return '<p class="empty">No tenants.</p>'
-    rows = "".join(
-        "<tr>"
-        f"<td>{html.escape(t['name'])}</td>"
-        f"<td>{_quota_cell(t['quota'])}</td>"
-        f"<td>{html.escape(_memory_text(t))}</td>"
-        f"<td>{t['allocated']}</td><td>{t['pending']}</td></tr>"
+    rows = [
+        [
+            html.escape(t["name"]),
+            _quota_cell(t["quota"]),
+            html.escape(_memory_text(t)),
+            str(t["allocated"]),
+            str(t["pending"]),
+        ]
         for t in document["tenants"]
-    )
-    return (
-        "<table><thead><tr><th scope=col>Tenant</th><th scope=col>Quota (used / hard)</th>"
-        "<th scope=col>GPU memory</th><th scope=col>Allocated claims</th>"
-        f"<th scope=col>Pending claims</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
+    ]
+    headers = ["Tenant", "Quota (used / hard)", "GPU memory", "Allocated claims", "Pending claims"]
+    return _table(headers, rows, "No tenants.")
 
 
 def _memory_text(tenant: Obj) -> str:
@@ -263,37 +269,30 @@ def _quota_cell(rows: list[Obj]) -> str:
 
 
 def _pending(document: Obj) -> str:
-    if not document["pending"]:
-        return '<p class="empty">No pending claims.</p>'
-    rows = "".join(
-        "<tr>"
-        f"<td>{html.escape(p['tenant'] or '<host>')}</td>"
-        f"<td>{html.escape(p['namespace'] + '/' + p['claim'])}</td>"
-        f"<td>{html.escape(', '.join(p['classes']))}</td>"
-        f"<td>{p['ageSeconds']}s</td><td>{html.escape(p['reason'])}</td></tr>"
+    rows = [
+        [
+            html.escape(p["tenant"] or "<host>"),
+            html.escape(f"{p['namespace']}/{p['claim']}"),
+            html.escape(", ".join(p["classes"])),
+            f"{p['ageSeconds']}s",
+            html.escape(p["reason"]),
+        ]
         for p in document["pending"]
-    )
-    return (
-        "<table><thead><tr><th scope=col>Tenant</th><th scope=col>Claim</th>"
-        "<th scope=col>Classes</th><th scope=col>Age</th><th scope=col>Why</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
+    ]
+    return _table(["Tenant", "Claim", "Classes", "Age", "Why"], rows, "No pending claims.")
 
 
 def _alerts(document: Obj) -> str:
-    if not document["alerts"]:
-        return '<p class="empty">No alerts are firing.</p>'
-    rows = "".join(
-        f'<tr><td class="alert-{html.escape(a["severity"])}">{html.escape(a["rule"])}</td>'
-        f"<td>{html.escape(a['severity'])}</td><td>{html.escape(a['tenant'] or '')}</td>"
-        f"<td>{html.escape(a['message'])}</td></tr>"
+    rows = [
+        [
+            f'<span class="alert-{html.escape(a["severity"])}">{html.escape(a["rule"])}</span>',
+            html.escape(a["severity"]),
+            html.escape(a["tenant"] or ""),
+            html.escape(a["message"]),
+        ]
         for a in document["alerts"]
-    )
-    return (
-        "<table><thead><tr><th scope=col>Rule</th><th scope=col>Severity</th>"
-        "<th scope=col>Tenant</th><th scope=col>Message</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
+    ]
+    return _table(["Rule", "Severity", "Tenant", "Message"], rows, "No alerts are firing.")
 
 
 def _chart(series: dict[str, list[float]], order: list[str]) -> str:
@@ -329,15 +328,14 @@ def _chart(series: dict[str, list[float]], order: list[str]) -> str:
 
 
 def _usage_table(series: dict[str, list[float]], order: list[str]) -> str:
-    rows = "".join(
-        f'<tr><td><span style="background:{_colour(t, order)};padding:0 6px">'
-        f"{html.escape(t)}</span></td><td>{sum(v):.4f}</td></tr>"
+    rows = [
+        [
+            f'<span style="background:{_colour(t, order)};padding:0 6px">{html.escape(t)}</span>',
+            f"{sum(v):.4f}",
+        ]
         for t, v in sorted(series.items())
-    )
-    return (
-        "<table><thead><tr><th scope=col>Tenant</th><th scope=col>Device-hours (24 h)</th>"
-        f"</tr></thead><tbody>{rows}</tbody></table>"
-    )
+    ]
+    return _table(["Tenant", "Device-hours (24 h)"], rows, "")
 
 
 # ------------------------------------------------------------------ access

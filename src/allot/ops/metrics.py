@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
@@ -35,16 +36,20 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
+@dataclass(frozen=True)
+class MetricSources:
+    """Where a scrape reads the platform's state."""
+
+    snapshot: Callable[[], Snapshot]
+    quotas: Callable[[], list[Obj]]
+    alerts: Callable[[], list[Firing]]
+    sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]]
+
+
 class PlatformMetrics:
     """The registry behind ``/metrics``; ``render()`` scrapes."""
 
-    def __init__(
-        self,
-        snapshot: Callable[[], Snapshot],
-        quotas: Callable[[], list[Obj]],
-        alerts: Callable[[], list[Firing]],
-        sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
-    ) -> None:
+    def __init__(self, sources: MetricSources) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.allocator_seconds = Histogram(
             "allot_allocator_duration_seconds",
@@ -59,7 +64,7 @@ class PlatformMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.registry.register(_Collector(snapshot, quotas, alerts, sync_errors))
+        self.registry.register(_Collector(sources))
 
     def observe_reconcile(self, controller: str, seconds: float) -> None:
         self.reconcile_seconds.labels(controller=controller).observe(seconds)
@@ -69,28 +74,17 @@ class PlatformMetrics:
 
 
 class _Collector(Collector):
-    def __init__(
-        self,
-        snapshot: Callable[[], Snapshot],
-        quotas: Callable[[], list[Obj]],
-        alerts: Callable[[], list[Firing]],
-        sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
-    ) -> None:
-        self.snapshot, self.quotas, self.alerts, self.sync_errors = (
-            snapshot,
-            quotas,
-            alerts,
-            sync_errors,
-        )
+    def __init__(self, sources: MetricSources) -> None:
+        self.sources = sources
 
     def collect(self) -> Iterator[Metric]:
-        snapshot = self.snapshot()
+        snapshot = self.sources.snapshot()
         yield from _devices(snapshot)
         yield from _counters(snapshot)
         yield from _claims(snapshot)
-        yield from _quotas(self.quotas())
+        yield from _quotas(self.sources.quotas())
         yield from _pools(snapshot)
-        yield from _problems(self.alerts(), self.sync_errors())
+        yield from _problems(self.sources.alerts(), self.sources.sync_errors())
 
 
 def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:

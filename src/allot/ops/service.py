@@ -25,7 +25,7 @@ from allot.ops.alerts import AlertManager
 from allot.ops.audit import AuditLog, AuditRecorder
 from allot.ops.capacity import CapacityView, Snapshot
 from allot.ops.durations import parse_since
-from allot.ops.metrics import CONTENT_TYPE, PlatformMetrics
+from allot.ops.metrics import CONTENT_TYPE, MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings
 from allot.tenancy import names
 from allot.tenancy.directory import TenantDirectory
@@ -53,7 +53,9 @@ class Operations:
             host, self.capacity, self.tenant_specs, lambda: sync.errors, settings
         )
         self.metrics = PlatformMetrics(
-            self.snapshot, self.tenant_quotas, self.alerts.current, lambda: sync.errors
+            MetricSources(
+                self.snapshot, self.tenant_quotas, self.alerts.current, lambda: sync.errors
+            )
         )
         for path, handler in (
             ("metrics", self._metrics),
