@@ -149,7 +149,8 @@ def _drive(url: str, ca: str, token: str) -> None:
     with _client(url, ca, token) as client:
         first, size = _timed(client, "/metrics")
         print(
-            f"  first /metrics scrape after start: {first * 1e3:,.0f} ms, {size / 1e6:.1f} MB", flush=True
+            f"  first /metrics scrape after start: {first * 1e3:,.0f} ms, {size / 1e6:.1f} MB",
+            flush=True,
         )
         warm = [_timed(client, "/metrics")[0] for _ in range(10)]
         median = statistics.median(warm)
