@@ -38,3 +38,11 @@ def load_scenarios(name: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def compiler() -> SelectorCompiler:
     return SelectorCompiler()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the golden files under tests/golden from the current output",
+    )

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from allot import __version__
-from allot.cli import lint, ops, simulate, tenant, up, validate
+from allot.cli import cluster, lint, ops, simulate, tenant, up, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.register(subparsers)
     tenant.register(subparsers)
     ops.register(subparsers)
+    cluster.register(subparsers)
     return parser
 
 

@@ -1,0 +1,231 @@
+"""``allot render``: the manifests for a real host cluster, from a platform file.
+
+A platform file holds the DeviceClass catalogue and the Tenants (``allot.dev/v1alpha1``),
+as YAML documents. Rendering writes, in apply order and deterministically (the same input
+gives byte-identical files, for GitOps):
+
+* ``00-tenant-crd.yaml``: the Tenant CustomResourceDefinition (schema from the model);
+* ``01-namespaces.yaml``: ``allot-system`` and each tenant's host namespace, labelled
+  ``allot.dev/tenant`` (what the bindings select; install the tenant's vCluster there);
+* ``02-deviceclasses.yaml``: the catalogue;
+* ``03-entitlement-policies.yaml``: the two ValidatingAdmissionPolicies;
+* ``10-tenant-<name>.yaml``: the Tenant, its params ConfigMap, bindings and ResourceQuota;
+* ``20-prometheusrule.yaml``: the alert rules;
+* ``vcluster/<name>.yaml``: the tenant's vCluster values (filtered DeviceClass sync, claim
+  and template sync).
+
+Every object carries ``app.kubernetes.io/managed-by: allot`` so ``allot apply`` can prune
+what it no longer renders. These are the same objects the embedded platform enforces
+(:mod:`allot.tenancy.entitlement`). Pure but for :func:`write`; used by ``allot render``
+and ``allot apply``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from allot.api.kinds import decode
+from allot.api.resource_v1 import DeviceClass
+from allot.api.tenancy import Tenant, entitlement_selector
+from allot.cluster.crd import tenant_crd
+from allot.ops.rules import AlertSettings, prometheus_rule
+from allot.tenancy import entitlement, names
+
+Obj = dict[str, Any]
+MANAGED_BY = dict(entitlement.MANAGED_BY)
+OUTPUT_ORDER = (
+    "CustomResourceDefinition",
+    "Namespace",
+    "DeviceClass",
+    "ValidatingAdmissionPolicy",
+    "ConfigMap",
+    "ValidatingAdmissionPolicyBinding",
+    "ResourceQuota",
+    "Tenant",
+    "PrometheusRule",
+)
+
+
+class PlatformFileError(ValueError):
+    """The platform file cannot be rendered; the message names the document."""
+
+
+@dataclass(frozen=True)
+class Platform:
+    classes: list[DeviceClass]
+    tenants: list[Tenant]
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    path: str
+    header: str
+    objects: list[Obj]
+
+    def text(self) -> str:
+        comments = "".join(f"# {line}\n" if line else "#\n" for line in self.header.splitlines())
+        body = "---\n".join(yaml.safe_dump(o, sort_keys=False) for o in self.objects)
+        return comments + body
+
+
+def read_platform(documents: Iterable[Any], source: str = "platform file") -> Platform:
+    """DeviceClasses and Tenants from parsed YAML documents, decoded strictly."""
+    classes, tenants = [], []
+    for index, document in enumerate(d for d in documents if d is not None):
+        try:
+            model = decode(document)
+        except Exception as err:
+            raise PlatformFileError(f"{source}, document {index + 1}: {err}") from None
+        if isinstance(model, DeviceClass):
+            classes.append(model)
+        elif isinstance(model, Tenant):
+            tenants.append(model)
+        else:
+            raise PlatformFileError(
+                f"{source}, document {index + 1}: {document.get('kind')} is not part of a "
+                "platform file (DeviceClass and Tenant are)"
+            )
+    _check_unique(source, [c.metadata.name or "" for c in classes], "DeviceClass")
+    _check_unique(source, [t.metadata.name or "" for t in tenants], "Tenant")
+    return Platform(
+        sorted(classes, key=lambda c: c.metadata.name or ""),
+        sorted(tenants, key=lambda t: t.metadata.name or ""),
+    )
+
+
+def _check_unique(source: str, found: list[str], kind: str) -> None:
+    duplicates = sorted({n for n in found if found.count(n) > 1})
+    if duplicates:
+        raise PlatformFileError(f"{source}: {kind} {duplicates[0]!r} is defined twice")
+
+
+def render(platform: Platform, settings: AlertSettings | None = None) -> list[RenderedFile]:
+    class_objects = [_managed(_clean(c.to_wire())) for c in platform.classes]
+    files = [
+        RenderedFile(
+            "00-tenant-crd.yaml",
+            "The Tenant kind (allot.dev/v1alpha1): one team's entitled DeviceClasses, quotas\n"
+            "and vCluster sync settings. Generated from allot's model.",
+            [_managed(tenant_crd())],
+        ),
+        RenderedFile(
+            "01-namespaces.yaml",
+            "allot-system holds the entitlement params; each tenant's host namespace carries\n"
+            "the allot.dev/tenant label the policy bindings select. Install the tenant's\n"
+            "vCluster into its namespace.",
+            [_namespace(names.PLATFORM_NAMESPACE)]
+            + [entitlement.namespace(t.metadata.name or "") for t in platform.tenants],
+        ),
+        RenderedFile(
+            "02-deviceclasses.yaml",
+            "The GPU catalogue: DeviceClasses with the labels tenants are entitled by.",
+            class_objects,
+        ),
+        RenderedFile(
+            "03-entitlement-policies.yaml",
+            "Entitlement, enforced by the API server: claims, templates and pods in a tenant's\n"
+            "namespace may only use its entitled DeviceClasses (every request and every\n"
+            "firstAvailable alternative; no adminAccess; no extended-resource bypass).",
+            [entitlement.claims_policy(), entitlement.pods_policy()],
+        ),
+    ]
+    files += [_tenant_file(t, class_objects) for t in platform.tenants]
+    files.append(
+        RenderedFile(
+            "20-prometheusrule.yaml",
+            "Alert rules for the Prometheus Operator, on the metrics `allot controller` serves.",
+            [_managed(prometheus_rule(settings or AlertSettings()))],
+        )
+    )
+    files += [_vcluster_values(t) for t in platform.tenants]
+    return files
+
+
+def objects_in_apply_order(files: list[RenderedFile]) -> list[Obj]:
+    """Every rendered object (not the vCluster values), dependencies first."""
+    found = [o for f in files if f.path.endswith(".yaml") and "/" not in f.path for o in f.objects]
+    return sorted(found, key=lambda o: OUTPUT_ORDER.index(o["kind"]))
+
+
+def _tenant_file(tenant: Tenant, classes: list[Obj]) -> RenderedFile:
+    name = tenant.metadata.name or ""
+    entitled = entitlement.entitled_classes(tenant, classes)
+    forbidden = entitlement.forbidden_extended_names(entitled, classes)
+    objects = [
+        _managed({"apiVersion": tenant.api_version, "kind": "Tenant",
+                  "metadata": {"name": name}, "spec": tenant.spec.to_wire()}),
+        entitlement.params(name, entitled, forbidden),
+        entitlement.binding(name, entitlement.CLAIMS_POLICY),
+        entitlement.binding(name, entitlement.PODS_POLICY),
+    ]  # fmt: skip
+    quota = entitlement.quota(tenant)
+    if quota is not None:
+        objects.append(quota)
+    header = (
+        f"Tenant {name}: entitled to {', '.join(entitled) or 'no DeviceClass'}.\n"
+        "Its params (the entitled classes, kept current by `allot controller`), the policy\n"
+        "bindings for its namespace and its ResourceQuota."
+    )
+    return RenderedFile(f"10-tenant-{name}.yaml", header, objects)
+
+
+def _vcluster_values(tenant: Tenant) -> RenderedFile:
+    selector = entitlement_selector(tenant.spec)
+    values = {
+        "sync": {
+            "toHost": {
+                "resourceClaims": {"enabled": True},
+                "resourceClaimTemplates": {"enabled": True},
+            },
+            "fromHost": {
+                "deviceClasses": {
+                    "enabled": True,
+                    "selector": selector.to_wire() if selector is not None else {},
+                }
+            },
+        }
+    }
+    name = tenant.metadata.name or ""
+    header = (
+        f"vCluster values for tenant {name}: only its DeviceClasses are synced into the\n"
+        f"virtual cluster; its claims and templates sync to {names.host_namespace(name)},\n"
+        "where the policies and the quota apply. Use: vcluster create "
+        f"{name} -n {names.host_namespace(name)} -f vcluster/{name}.yaml"
+    )
+    return RenderedFile(f"vcluster/{name}.yaml", header, [values])
+
+
+def _namespace(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": MANAGED_BY},
+    }
+
+
+def _managed(obj: Obj) -> Obj:
+    metadata = obj.setdefault("metadata", {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), **MANAGED_BY}
+    return obj
+
+
+def _clean(wire: Obj) -> Obj:
+    """Only what a user writes: no server-set metadata."""
+    metadata = wire.get("metadata") or {}
+    kept = {k: v for k, v in metadata.items() if k in ("name", "labels", "annotations")}
+    return {**wire, "metadata": kept}
+
+
+def write(files: list[RenderedFile], out: Path) -> list[Path]:
+    written = []
+    for rendered in files:
+        path = out / rendered.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rendered.text())
+        written.append(path)
+    return written
