@@ -104,8 +104,18 @@ def _check_unique(source: str, found: list[str], kind: str) -> None:
         raise PlatformFileError(f"{source}: {kind} {duplicates[0]!r} is defined twice")
 
 
-def render(platform: Platform, settings: AlertSettings | None = None) -> list[RenderedFile]:
+def render(
+    platform: Platform,
+    settings: AlertSettings | None = None,
+    cluster_classes: list[Obj] | None = None,
+) -> list[RenderedFile]:
+    """The files; ``cluster_classes`` (a live cluster's DeviceClasses, for ``apply``) join
+    the catalogue when entitlements are computed, as the tenant controller computes them."""
     class_objects = [_managed(_clean(c.to_wire())) for c in platform.classes]
+    rendered_names = {c["metadata"]["name"] for c in class_objects}
+    known = class_objects + [
+        c for c in cluster_classes or [] if c["metadata"]["name"] not in rendered_names
+    ]
     files = [
         RenderedFile(
             "00-tenant-crd.yaml",
@@ -134,7 +144,7 @@ def render(platform: Platform, settings: AlertSettings | None = None) -> list[Re
             [entitlement.claims_policy(), entitlement.pods_policy()],
         ),
     ]
-    files += [_tenant_file(t, class_objects) for t in platform.tenants]
+    files += [_tenant_file(t, known) for t in platform.tenants]
     files.append(
         RenderedFile(
             "20-prometheusrule.yaml",

@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import config as k8sconfig
 from kubernetes.client.exceptions import ApiException
 
+from allot.api.errors import UnknownKindError
 from allot.api.kinds import lookup
 from allot.kube.errors import KubeConflict, KubeError, KubeNotFound
 
@@ -24,6 +25,7 @@ MESSAGE_LIMIT = 500
 class Client:
     def __init__(self, api_client: Any) -> None:
         self._api = api_client
+        self._discovered: dict[tuple[str, str], tuple[str, bool]] = {}
 
     @classmethod
     def from_kubeconfig(cls, path: Path, context: str | None = None) -> Client:
@@ -47,16 +49,64 @@ class Client:
         name: str | None,
         subresource: str = "",
     ) -> str:
-        info = lookup(api_version, kind)
-        base = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
-        if info.namespaced and namespace:
+        plural, namespaced = self.resource_of(api_version, kind)
+        base = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        if namespaced and namespace:
             base += f"/namespaces/{namespace}"
-        path = f"{base}/{info.plural}"
+        path = f"{base}/{plural}"
         if name:
             path += f"/{name}"
         if subresource:
             path += f"/{subresource}"
         return path
+
+    def resource_of(self, api_version: str, kind: str) -> tuple[str, bool]:
+        """(plural, namespaced) of a kind: allot's own table, else the server's discovery
+        (CustomResourceDefinitions, PrometheusRule, ...). KubeNotFound if not served."""
+        known = self._discovered.get((api_version, kind))
+        if known is not None:
+            return known
+        try:
+            info = lookup(api_version, kind)
+            found = (info.plural, info.namespaced)
+        except UnknownKindError:
+            found = self._discover(api_version, kind)
+        self._discovered[(api_version, kind)] = found
+        return found
+
+    def _discover(self, api_version: str, kind: str) -> tuple[str, bool]:
+        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        try:
+            document = self._call("GET", path)
+        except KubeNotFound:
+            raise KubeNotFound(
+                f'the cluster does not serve {api_version} (no matches for kind "{kind}")', 404
+            ) from None
+        for resource in document.get("resources") or []:
+            if resource.get("kind") == kind and "/" not in resource.get("name", ""):
+                return str(resource["name"]), bool(resource.get("namespaced"))
+        raise KubeNotFound(f'no matches for kind "{kind}" in version "{api_version}"', 404)
+
+    def serves(self, api_version: str) -> bool:
+        """Whether the server serves a group version (``resource.k8s.io/v1``)."""
+        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        try:
+            self._call("GET", path)
+        except KubeNotFound:
+            return False
+        return True
+
+    def apply(self, obj: Obj, field_manager: str, *, force: bool = False) -> Obj:
+        """Server-side apply of ``obj`` (``application/apply-patch+yaml``)."""
+        metadata = obj["metadata"]
+        path = self._path(
+            obj["apiVersion"], obj["kind"], metadata.get("namespace"), metadata["name"]
+        )
+        query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
+        result: Obj = self._call(
+            "PATCH", path, json.dumps(obj), query=query, content_type="application/apply-patch+yaml"
+        )
+        return result
 
     def _call(
         self,

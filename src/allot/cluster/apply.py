@@ -1,0 +1,171 @@
+"""``allot apply``: the rendered objects onto a cluster, idempotently, and pruning.
+
+Objects go in dependency order (CRDs, namespaces, classes, policies, params, bindings,
+quotas, Tenants, the PrometheusRule) by server-side apply under field manager ``allot``.
+An object whose live state already holds everything rendered is left alone (so a second
+apply changes nothing). Objects labelled ``app.kubernetes.io/managed-by: allot`` that are
+no longer rendered are deleted afterwards, most dependent first. A kind the cluster does
+not serve (a PrometheusRule without the Prometheus Operator) is reported and skipped; any
+other failure stops the run, and the report says exactly what was applied before it.
+``plan`` computes the same actions without writing, with a unified diff per change, for
+``--dry-run``. Uses only :mod:`allot.kube`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from allot.cluster.render import OUTPUT_ORDER
+from allot.kube.client import Client
+from allot.kube.errors import KubeError, KubeNotFound
+
+Obj = dict[str, Any]
+FIELD_MANAGER = "allot"
+MANAGED_SELECTOR = "app.kubernetes.io/managed-by=allot"
+PRUNABLE = [
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("v1", "Namespace"),
+    ("resource.k8s.io/v1", "DeviceClass"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    ("v1", "ConfigMap"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
+    ("v1", "ResourceQuota"),
+    ("allot.dev/v1alpha1", "Tenant"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+]
+
+
+class ApplyError(Exception):
+    """The cluster cannot take the objects; the report so far travels with it."""
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass
+class Action:
+    verb: str  # create, configure, unchanged, prune, skip
+    kind: str
+    namespace: str
+    name: str
+    diff: str = ""
+    note: str = ""
+
+    def line(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        verb = {"create": "created", "configure": "configured", "prune": "pruned"}.get(
+            self.verb, self.verb
+        )
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.kind.lower()}/{where}{self.name} {verb}{note}"
+
+
+@dataclass
+class Report:
+    actions: list[Action] = field(default_factory=list)
+
+    def changed(self) -> bool:
+        return any(a.verb in ("create", "configure", "prune") for a in self.actions)
+
+
+def check_cluster(client: Client) -> None:
+    """Refuse clusters that cannot run DRA entitlements at all."""
+    if not client.serves("resource.k8s.io/v1"):
+        raise KubeError(
+            "the cluster does not serve resource.k8s.io/v1: DRA is GA from Kubernetes 1.34; "
+            "allot's objects need a 1.34+ API server (1.36 recommended)"
+        )
+
+
+def plan(client: Client, objects: list[Obj], prune: bool = True) -> Report:
+    """What ``apply`` would do, with diffs; writes nothing."""
+    report = Report()
+    for obj in objects:
+        report.actions.append(_planned(client, obj))
+    if prune:
+        report.actions += [
+            Action("prune", o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+            for o in _stale(client, objects)
+        ]
+    return report
+
+
+def apply(client: Client, objects: list[Obj], prune: bool = True, force: bool = False) -> Report:
+    report = Report()
+    for obj in objects:
+        action = _planned(client, obj)
+        if action.verb in ("create", "configure"):
+            try:
+                client.apply(obj, FIELD_MANAGER, force=force)
+            except KubeError as err:
+                raise ApplyError(f"{action.line().rsplit(' ', 1)[0]}: {err}", report) from None
+        report.actions.append(action)
+    if prune:
+        for stale in reversed(_stale(client, objects)):
+            metadata = stale["metadata"]
+            note = ""
+            try:
+                client.delete(
+                    stale["apiVersion"], stale["kind"], metadata["name"], metadata.get("namespace")
+                )
+            except KubeNotFound:
+                note = "already removed"  # by its namespace, or by its Tenant's controller
+            namespace = metadata.get("namespace", "")
+            report.actions.append(
+                Action("prune", stale["kind"], namespace, metadata["name"], note=note)
+            )
+    return report
+
+
+def _planned(client: Client, obj: Obj) -> Action:
+    metadata = obj["metadata"]
+    namespace, name = metadata.get("namespace", ""), metadata["name"]
+    try:
+        live = client.get(obj["apiVersion"], obj["kind"], name, namespace or None)
+    except KubeNotFound as err:
+        if "does not serve" in str(err) or "no matches for kind" in str(err):
+            return Action("skip", obj["kind"], namespace, name, note=str(err))
+        return Action("create", obj["kind"], namespace, name, diff=_diff({}, obj, name))
+    projected = _project(live, obj)
+    if projected == obj:
+        return Action("unchanged", obj["kind"], namespace, name)
+    return Action("configure", obj["kind"], namespace, name, diff=_diff(projected, obj, name))
+
+
+def _stale(client: Client, objects: list[Obj]) -> list[Obj]:
+    """Live objects allot manages that are no longer rendered, in apply order."""
+    wanted = {
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects
+    }
+    found = []
+    for api_version, kind in PRUNABLE:
+        try:
+            items = client.list(api_version, kind, label_selector=MANAGED_SELECTOR)
+        except KubeNotFound:
+            continue  # not served here: nothing of that kind to prune
+        for item in items:
+            metadata = item["metadata"]
+            key = (kind, metadata.get("namespace", ""), metadata["name"])
+            if key not in wanted:
+                found.append({"apiVersion": api_version, "kind": kind, "metadata": metadata})
+    return sorted(found, key=lambda o: OUTPUT_ORDER.index(o["kind"]))
+
+
+def _project(live: Any, desired: Any) -> Any:
+    """The part of ``live`` that ``desired`` speaks about (server-set fields dropped)."""
+    if isinstance(desired, dict) and isinstance(live, dict):
+        return {k: _project(live[k], v) for k, v in desired.items() if k in live}
+    return live
+
+
+def _diff(live: Obj, desired: Obj, name: str) -> str:
+    before = yaml.safe_dump(live, sort_keys=True).splitlines() if live else []
+    after = yaml.safe_dump(desired, sort_keys=True).splitlines()
+    return "\n".join(
+        difflib.unified_diff(before, after, f"live/{name}", f"rendered/{name}", lineterm="")
+    )

@@ -1,0 +1,141 @@
+"""``allot apply`` against the embedded platform over HTTPS with the official client:
+idempotent, pruning, a dry-run diff, clear errors, and the rendered policies denying the
+isolation suite's escapes exactly as the native Tenant path does."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from allot.cli.main import main as allot
+from tests.e2e.conftest import Cluster, running_platform
+from tests.e2e.tenancy import REPO
+
+pytestmark = pytest.mark.slow
+PLATFORM = REPO / "examples" / "platform" / "seed-000.yaml"
+ESCAPES = yaml.safe_load((REPO / "tests" / "scenarios" / "isolation.yaml").read_text())
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    with running_platform(tmp_path) as running:
+        yield running
+
+
+def _apply(cluster: Cluster, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    code = allot(["apply", "-f", str(PLATFORM), "--kubeconfig", str(cluster.kubeconfig), *extra])
+    return code, capsys.readouterr().out
+
+
+def test_apply_twice_changes_nothing(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    code, first = _apply(cluster, capsys)
+    assert code == 0
+    assert "tenant/legal-ai created" in first
+    assert "validatingadmissionpolicybinding/allot-tenant-claims.legal-ai created" in first
+    assert "prometheusrule/allot-system/allot skip (the cluster does not serve" in first
+    code, second = _apply(cluster, capsys)
+    assert code == 0
+    assert " created" not in second
+    assert " configured" not in second
+    assert second.count(" unchanged") == len(first.splitlines()) - 2  # the two skipped kinds
+    code, planned = _apply(cluster, capsys, "--dry-run")
+    assert "(dry run)" not in planned  # nothing to do
+    managed = cluster.get_json(
+        "resourcequota", "-n", "tenant-legal-ai", "tenant-quota", "--show-managed-fields"
+    )
+    assert any(e["manager"] == "allot" for e in managed["metadata"]["managedFields"])
+
+
+def test_a_removed_tenant_is_pruned(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert _apply(cluster, capsys)[0] == 0
+    documents = [d for d in yaml.safe_load_all(PLATFORM.read_text()) if d]
+    kept = [d for d in documents if d["metadata"]["name"] != "research-ai"]
+    smaller = tmp_path / "platform.yaml"
+    smaller.write_text(yaml.safe_dump_all(kept))
+    code = allot(["apply", "-f", str(smaller), "--kubeconfig", str(cluster.kubeconfig)])
+    out = capsys.readouterr().out
+    assert code == 0
+    for pruned in (
+        "tenant/research-ai pruned",
+        "resourcequota/tenant-research-ai/tenant-quota pruned",
+        "validatingadmissionpolicybinding/allot-tenant-claims.research-ai pruned",
+        "configmap/allot-system/entitlement-research-ai pruned",
+        "namespace/tenant-research-ai pruned",
+    ):
+        assert pruned in out
+    names = [t["metadata"]["name"] for t in cluster.get_json("tenants")["items"]]
+    assert names == ["legal-ai"]
+
+
+def test_dry_run_prints_the_diff(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert _apply(cluster, capsys)[0] == 0
+    changed = tmp_path / "platform.yaml"
+    changed.write_text(
+        PLATFORM.read_text().replace(
+            'gpu-whole.deviceclass.resource.k8s.io/devices: "2"',
+            'gpu-whole.deviceclass.resource.k8s.io/devices: "3"',
+        )
+    )
+    code = allot(
+        ["apply", "-f", str(changed), "--kubeconfig", str(cluster.kubeconfig), "--dry-run"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "resourcequota/tenant-legal-ai/tenant-quota configured (dry run)" in out
+    assert "-    gpu-whole.deviceclass.resource.k8s.io/devices: '2'" in out
+    assert "+    gpu-whole.deviceclass.resource.k8s.io/devices: '3'" in out
+    quota = cluster.get_json("resourcequota", "-n", "tenant-legal-ai", "tenant-quota")
+    assert quota["spec"]["hard"]["gpu-whole.deviceclass.resource.k8s.io/devices"] == "2"
+
+
+POLICY_ESCAPES = [
+    s
+    for s in ESCAPES
+    if "manifest" in s
+    and s["manifest"]["kind"] in ("ResourceClaim", "ResourceClaimTemplate", "Pod")
+    and "entitlement" in s["error"]
+]
+
+
+@pytest.mark.parametrize("scenario", POLICY_ESCAPES, ids=[s["name"] for s in POLICY_ESCAPES])
+def test_the_applied_policies_deny_the_escapes(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], scenario: dict[str, Any]
+) -> None:
+    """What a vCluster syncer would create in the tenant's host namespace is refused with
+    the same message as on the native tenant path."""
+    assert _apply(cluster, capsys)[0] == 0
+    result = cluster.kubectl(
+        "create", "-n", "tenant-legal-ai", "-f", "-",
+        stdin=json.dumps(scenario["manifest"]), check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert re.search(scenario["error"], result.stderr), result.stderr
+    assert "ValidatingAdmissionPolicy 'allot-tenant-" in result.stderr
+
+
+def test_unreachable_and_unauthorised_clusters(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["users"][0]["user"]["token"] = "not-a-token"
+    wrong = tmp_path / "wrong-token.yaml"
+    wrong.write_text(yaml.safe_dump(config))
+    assert allot(["apply", "-f", str(PLATFORM), "--kubeconfig", str(wrong)]) == 1
+    assert "Unauthorized" in capsys.readouterr().err
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1/clusters/host"
+    down = tmp_path / "down.yaml"
+    down.write_text(yaml.safe_dump(config))
+    assert allot(["apply", "-f", str(PLATFORM), "--kubeconfig", str(down)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
