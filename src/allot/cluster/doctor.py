@@ -1,0 +1,361 @@
+"""``allot doctor``: what is wrong with a cluster's DRA state, and why.
+
+The input is a cluster's objects, read live or from a dump (``kubectl get deviceclasses,
+resourceslices,resourceclaims,resourceclaimtemplates,pods,namespaces -A -o yaml``).
+``resource.k8s.io/v1beta2`` objects are read as v1 (same shape); ``v1beta1`` requests have
+their fields moved under ``exactly`` and v1beta1 slices' ``basic`` devices are unwrapped;
+anything else is reported as skipped, never silently ignored. The report has four parts:
+
+* every pending claim, placed one by one with allot's allocator on the cluster's slices
+  (what kube-scheduler would do for a pod using it), and for those that do not fit,
+  ``allot explain``'s per-node, per-request reasons (the first nodes; the rest counted);
+* the catalogue lint (classes that match nothing, whole-GPU classes that take MIG
+  slices, classes shared between tenants);
+* entitlement violations: claims and templates in a tenant's namespace (label
+  ``allot.dev/tenant``) naming a class outside its entitlement (from its params ConfigMap
+  or Tenant object), including those created before a policy existed;
+* capacity per class and per pool.
+
+Pure: objects in, a :class:`Report` out; the CLI reads the cluster or the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from allot.api import resource_v1 as resourceapi
+from allot.api.features import KUBERNETES_1_36
+from allot.api.kinds import decode
+from allot.api.meta import selector_matches
+from allot.apiserver.resources import by_kind
+from allot.lint.catalogue import CatalogueLinter
+from allot.ops import views
+from allot.ops.capacity import CapacityView
+from allot.simulation.explain import explain_step, render_text
+from allot.simulation.runner import Simulation
+from allot.simulation.scenario import Scenario, Step
+from allot.store import Store
+from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL
+
+Obj = dict[str, Any]
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+READ_KINDS = (*DRA_KINDS, "Pod", "Namespace", "Node", "ConfigMap", "Tenant")
+EXPLAINED_NODES = 3
+V1BETA1_REQUEST_FIELDS = (
+    "deviceClassName",
+    "selectors",
+    "allocationMode",
+    "count",
+    "adminAccess",
+    "tolerations",
+    "capacity",
+)
+
+
+@dataclass
+class Report:
+    summary: Obj
+    pending: list[Obj] = field(default_factory=list)
+    lint: list[Obj] = field(default_factory=list)
+    violations: list[Obj] = field(default_factory=list)
+    capacity: Obj = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> int:
+        incomplete = [p for p in self.capacity.get("pools", []) if not p.get("complete", True)]
+        return len(self.pending) + len(self.lint) + len(self.violations) + len(incomplete)
+
+    def to_json(self) -> Obj:
+        return {
+            "summary": self.summary,
+            "problems": self.problems,
+            "pendingClaims": self.pending,
+            "lint": self.lint,
+            "entitlementViolations": self.violations,
+            "capacity": self.capacity,
+            "skipped": self.skipped,
+        }
+
+
+# -------------------------------------------------------------------- input
+def normalise(documents: list[Any]) -> tuple[list[Obj], list[str]]:
+    """The objects of a dump (Lists flattened, beta DRA versions converted) and what was
+    skipped, with why."""
+    objects: list[Obj] = []
+    skipped: list[str] = []
+    for document in documents:
+        if not isinstance(document, dict):
+            continue
+        if document.get("kind", "").endswith("List") and "items" in document:
+            inner, more = normalise(document.get("items") or [])
+            objects += inner
+            skipped += more
+            continue
+        converted = _converted(document)
+        if converted is None:
+            skipped.append(
+                f"{document.get('apiVersion')} {document.get('kind')} "
+                f"{(document.get('metadata') or {}).get('name')}: not a kind doctor reads"
+            )
+            continue
+        objects.append(converted)
+    return objects, skipped
+
+
+def _converted(document: Obj) -> Obj | None:
+    kind, version = document.get("kind"), str(document.get("apiVersion") or "")
+    if kind not in READ_KINDS:
+        return None
+    if version in ("resource.k8s.io/v1beta2", "resource.k8s.io/v1"):
+        return {**document, "apiVersion": "resource.k8s.io/v1"}
+    if version == "resource.k8s.io/v1beta1":
+        return _from_v1beta1(document)
+    return document
+
+
+def _from_v1beta1(document: Obj) -> Obj:
+    converted: Obj = {**document, "apiVersion": "resource.k8s.io/v1"}
+    if document["kind"] == "ResourceSlice":
+        spec = dict(document.get("spec") or {})
+        spec["devices"] = [
+            {"name": d.get("name"), **(d.get("basic") or {})} for d in spec.get("devices") or []
+        ]
+        converted["spec"] = spec
+    elif document["kind"] in ("ResourceClaim", "ResourceClaimTemplate"):
+        converted["spec"] = _requests_v1(document["kind"], document.get("spec") or {})
+    return converted
+
+
+def _requests_v1(kind: str, spec: Obj) -> Obj:
+    claim_spec = spec.get("spec") or {} if kind == "ResourceClaimTemplate" else spec
+    devices = dict(claim_spec.get("devices") or {})
+    requests = []
+    for request in devices.get("requests") or []:
+        if "firstAvailable" in request:
+            requests.append(request)
+            continue
+        exact = {k: v for k, v in request.items() if k in V1BETA1_REQUEST_FIELDS}
+        requests.append({"name": request.get("name"), "exactly": exact})
+    devices["requests"] = requests
+    fixed = {**claim_spec, "devices": devices}
+    return {**spec, "spec": fixed} if kind == "ResourceClaimTemplate" else fixed
+
+
+# ---------------------------------------------------------------- analysis
+def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
+    by_kind_: dict[str, list[Obj]] = {k: [] for k in READ_KINDS}
+    for obj in objects:
+        by_kind_[obj["kind"]].append(obj)
+    models = _models(by_kind_)
+    report = Report(
+        summary={
+            "nodes": len({s.spec.node_name for s in models["slices"] if s.spec.node_name}),
+            "slices": len(models["slices"]),
+            "devices": sum(len(s.spec.devices or []) for s in models["slices"]),
+            "classes": len(models["classes"]),
+            "claims": len(models["claims"]),
+        }
+    )
+    report.pending = _pending(models)
+    report.lint = [f.to_json() for f in CatalogueLinter(models["classes"], models["slices"]).lint()]
+    report.violations = _violations(by_kind_)
+    report.capacity = _capacity(objects, now)
+    report.summary["pendingClaims"] = len(report.pending)
+    return report
+
+
+def _models(objects: dict[str, list[Obj]]) -> dict[str, Any]:
+    """Strictly decoded models (a malformed object fails loudly, with its field)."""
+    return {
+        "classes": [decode(o) for o in objects["DeviceClass"]],
+        "slices": [decode(o) for o in objects["ResourceSlice"]],
+        "claims": [decode(o) for o in objects["ResourceClaim"]],
+        "nodes": [decode(o) for o in objects["Node"]],
+    }
+
+
+def _pending(models: dict[str, Any]) -> list[Obj]:
+    claims: list[resourceapi.ResourceClaim] = models["claims"]
+    pending = [c for c in claims if c.status is None or c.status.allocation is None]
+    if not pending:
+        return []
+    scenario = Scenario(
+        KUBERNETES_1_36, models["classes"], models["slices"], claims, models["nodes"]
+    )
+    simulation = Simulation(scenario)
+    found = []
+    for index, claim in enumerate(sorted(pending, key=_label)):
+        label = _label(claim)
+        result = simulation.run_step(Step(index, label, [label]))
+        entry: Obj = {"claim": label, "fits": result.success}
+        if result.success:
+            entry["reason"] = (
+                f"fits on node {result.node} now: DRA allocates a claim when a pod that uses it "
+                "is scheduled (no pod uses it, or its pod waits for something else)"
+            )
+        else:
+            explanations = explain_step(simulation, result)
+            shown = explanations[:EXPLAINED_NODES]
+            entry["reason"] = result.error or "does not fit"
+            entry["explanation"] = render_text(shown)
+            nodes = {e.node for e in explanations}
+            if len(nodes) > EXPLAINED_NODES:
+                entry["explanation"] += f"\n    ... and {len(nodes) - EXPLAINED_NODES} more node(s)"
+        found.append(entry)
+    return found
+
+
+def _label(claim: resourceapi.ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+def _violations(objects: dict[str, list[Obj]]) -> list[Obj]:
+    entitled = _entitlements(objects)
+    tenants = {
+        n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(TENANT_LABEL)
+        for n in objects["Namespace"]
+    }
+    found = []
+    for kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        for obj in objects[kind]:
+            namespace = obj["metadata"].get("namespace", "")
+            tenant = tenants.get(namespace)
+            if not tenant:
+                continue
+            allowed = entitled.get(tenant)
+            for device_class in sorted(_classes_named(kind, obj)):
+                if allowed is None or device_class not in allowed:
+                    found.append(
+                        {
+                            "tenant": tenant,
+                            "kind": kind,
+                            "object": f"{namespace}/{obj['metadata']['name']}",
+                            "deviceClass": device_class,
+                            "entitled": sorted(allowed or []),
+                        }
+                    )
+    return found
+
+
+def _entitlements(objects: dict[str, list[Obj]]) -> dict[str, set[str]]:
+    """Tenant -> entitled classes: the params ConfigMaps, else the Tenant selectors."""
+    found: dict[str, set[str]] = {}
+    for config in objects["ConfigMap"]:
+        metadata = config["metadata"]
+        tenant = (metadata.get("labels") or {}).get(TENANT_LABEL)
+        if metadata.get("namespace") == PLATFORM_NAMESPACE and tenant:
+            found[tenant] = set(str((config.get("data") or {}).get("deviceClasses", "")).split())
+    for tenant in objects["Tenant"]:
+        name = tenant["metadata"]["name"]
+        if name in found:
+            continue
+        spec = tenant.get("spec") or {}
+        selector = spec.get("deviceClassSelector") or (
+            ((spec.get("sync") or {}).get("fromHost") or {}).get("deviceClasses") or {}
+        ).get("selector")
+        found[name] = {
+            c["metadata"]["name"]
+            for c in objects["DeviceClass"]
+            if selector_matches(selector, c["metadata"].get("labels"))
+        }
+    return found
+
+
+def _classes_named(kind: str, obj: Obj) -> set[str]:
+    spec = obj.get("spec") or {}
+    if kind == "ResourceClaimTemplate":
+        spec = spec.get("spec") or {}
+    requests = (spec.get("devices") or {}).get("requests") or []
+    return {
+        (r.get("exactly") or {}).get("deviceClassName", "") for r in requests if r.get("exactly")
+    } | {a.get("deviceClassName", "") for r in requests for a in r.get("firstAvailable") or []}
+
+
+def _capacity(objects: list[Obj], now: dt.datetime) -> Obj:
+    """Per class and per pool, computed with the platform's own capacity view."""
+    with tempfile.TemporaryDirectory() as scratch:
+        store = Store(Path(scratch) / "doctor.db")
+        for obj in objects:
+            if obj["kind"] in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
+                _store_copy(store, obj)
+        snapshot = CapacityView(store).snapshot(now)
+        store.close()
+    classes: Counter[tuple[str, str]] = Counter()
+    for (_, _, _, device_class), counts in snapshot.device_rows().items():
+        for state in ("total", "allocated", "free"):
+            classes[(device_class, state)] += counts[state]
+    complete = {(p.driver, p.pool): p.complete for p in snapshot.pools}
+    pools = [
+        {**row, "complete": complete.get((row["driver"], row["pool"]), True)}
+        for row in views.pools(snapshot)
+    ]
+    names = sorted({c for c, _ in classes} | set(snapshot.classes))
+    return {
+        "classes": [
+            {"class": n, "devices": classes[(n, "total")], "allocated": classes[(n, "allocated")],
+             "free": classes[(n, "free")]}
+            for n in names
+        ],
+        "pools": pools,
+    }  # fmt: skip
+
+
+def _store_copy(store: Store, obj: Obj) -> None:
+    """``obj`` in the scratch store (server-set fields dropped, its namespace created)."""
+    metadata = {
+        k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("resourceVersion", "uid")
+    }
+    namespace = metadata.get("namespace")
+    if namespace and not store.namespace_exists("host", namespace):
+        document = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        store.create("host", by_kind("Namespace").store, document)
+    store.create("host", by_kind(obj["kind"]).store, {**obj, "metadata": metadata})
+
+
+def render_report(report: Report) -> str:
+    summary = report.summary
+    lines = [
+        f"allot doctor: {summary['nodes']} node(s), {summary['slices']} slice(s) with "
+        f"{summary['devices']} device(s), {summary['classes']} class(es), "
+        f"{summary['claims']} claim(s)"
+    ]
+    lines.append(f"\n== Pending claims ({len(report.pending)})")
+    for entry in report.pending:
+        lines.append(f"{entry['claim']}: {entry['reason']}")
+        if entry.get("explanation"):
+            lines += ["    " + line for line in entry["explanation"].splitlines()]
+    lines.append(f"\n== Catalogue ({len(report.lint)} finding(s))")
+    for finding in report.lint:
+        lines.append(f"{finding['class']}: [{finding['code']}] {finding['message']}")
+        lines += [f"    - {d}" for d in finding["details"]]
+        if finding["suggestion"]:
+            lines.append(f"    suggested selector: {finding['suggestion']}")
+    lines.append(f"\n== Entitlement violations ({len(report.violations)})")
+    for violation in report.violations:
+        entitled = ", ".join(violation["entitled"]) or "<none>"
+        lines.append(
+            f"{violation['object']} ({violation['kind']}, tenant {violation['tenant']}): class "
+            f"{violation['deviceClass']} is outside its entitlement ({entitled})"
+        )
+    lines.append("\n== Capacity per class")
+    for row in report.capacity["classes"]:
+        counts = f"{row['devices']} device(s), {row['allocated']} allocated, {row['free']} free"
+        lines.append(f"{row['class']}: {counts}")
+    lines.append("\n== Capacity per pool")
+    for row in report.capacity["pools"]:
+        state = "" if row["complete"] else " INCOMPLETE"
+        where = f"{row['driver']}/{row['pool']} (node {row['node'] or '-'})"
+        counts = f"{row['devices']} device(s), {row['allocated']} allocated, {row['free']} free"
+        lines.append(f"{where}: {counts}{state}")
+    if report.skipped:
+        lines.append(f"\n== Skipped ({len(report.skipped)})")
+        lines += report.skipped[:20]
+    verdict = "nothing wrong" if report.problems == 0 else f"{report.problems} problem(s)"
+    lines.append(f"\n{verdict}")
+    return "\n".join(lines)

@@ -1,0 +1,141 @@
+"""``allot doctor`` on dumps built from the NVIDIA fixtures and seed 000's catalogue."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from allot.cli.main import main as allot
+from tests.conftest import EXAMPLES
+
+SEED_FILES = [
+    "seeds/000-gpu-deviceclasses.yaml",
+    "nvidia/a100-40gb-x1-whole-gpu.yaml",
+    "nvidia/a100-40gb-static-mig-7x1g5gb.yaml",
+    "seeds/000-legal-whole-gpu-resourceclaim.yaml",
+    "seeds/000-research-gpu-slice-resourceclaim.yaml",
+]
+
+
+def _documents(*files: str) -> list[dict[str, Any]]:
+    found = []
+    for name in files:
+        for document in yaml.safe_load_all((EXAMPLES / name).read_text()):
+            if document:
+                if document["kind"] == "ResourceClaim":
+                    document["metadata"].setdefault("namespace", "default")
+                found.append(document)
+    return found
+
+
+def _dump(tmp_path: Path, documents: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": documents}))
+    return path
+
+
+def _doctor(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = allot(["doctor", "--from-dump", str(path), "-o", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_seed_000_broken_class_and_pending_research_claim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _doctor(_dump(tmp_path, _documents(*SEED_FILES)), capsys)
+    assert code == 1
+    lint = {f["class"]: f for f in report["lint"]}
+    assert lint["gpu-slice"]["code"] == "no-match"
+    assert "driver 'mig.nvidia.com' is never published" in lint["gpu-slice"]["details"][0]
+    pending = {p["claim"]: p for p in report["pendingClaims"]}
+    research = pending["default/research-gpu-slice"]
+    assert research["fits"] is False
+    assert research["reason"] == "0/2 nodes are available: 2 cannot allocate all claims."
+    assert (
+        "NVIDIA MIG devices come from driver gpu.nvidia.com with type == 'mig'"
+        in research["explanation"]
+    )
+    assert pending["default/legal-whole-gpu"]["fits"] is True
+    classes = {c["class"]: c for c in report["capacity"]["classes"]}
+    assert classes["gpu-slice"]["devices"] == 0
+
+
+def test_the_corrected_catalogue_is_healthy_once_allocated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = _documents(*SEED_FILES[1:3], "tenancy/platform-classes.yaml")
+    code, report = _doctor(_dump(tmp_path, documents), capsys)
+    assert code == 0
+    assert report["problems"] == 0
+    pools = {p["pool"]: p for p in report["capacity"]["pools"]}
+    assert pools["gpu-node-a100-mig-01"]["devices"] == 7
+
+
+def test_entitlement_violations_from_the_params(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = _documents(*SEED_FILES[1:3], "tenancy/platform-classes.yaml")
+    documents += [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": "tenant-legal-ai", "labels": {"allot.dev/tenant": "legal-ai"}}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "entitlement-legal-ai", "namespace": "allot-system",
+                      "labels": {"allot.dev/tenant": "legal-ai"}},
+         "data": {"deviceClasses": "gpu-whole"}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+         "metadata": {"name": "old-claim", "namespace": "tenant-legal-ai"},
+         "spec": {"devices": {"requests": [{"name": "g", "firstAvailable": [
+             {"name": "a", "deviceClassName": "gpu-whole"},
+             {"name": "b", "deviceClassName": "gpu-slice"}]}]}}},
+    ]  # fmt: skip
+    code, report = _doctor(_dump(tmp_path, documents), capsys)
+    assert code == 1
+    assert report["entitlementViolations"] == [
+        {
+            "tenant": "legal-ai",
+            "kind": "ResourceClaim",
+            "object": "tenant-legal-ai/old-claim",
+            "deviceClass": "gpu-slice",
+            "entitled": ["gpu-whole"],
+        }
+    ]
+
+
+def test_beta_versions_are_converted_and_others_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = _documents(*SEED_FILES[1:3], "tenancy/platform-classes.yaml")
+    documents += [
+        {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+         "metadata": {"name": "beta", "namespace": "default"},
+         "spec": {"devices": {"requests": [{"name": "g", "deviceClassName": "gpu-whole"}]}}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}},
+    ]  # fmt: skip
+    code, report = _doctor(_dump(tmp_path, documents), capsys)
+    assert [p["claim"] for p in report["pendingClaims"]] == ["default/beta"]
+    assert report["pendingClaims"][0]["fits"] is True
+    assert report["skipped"] == ["apps/v1 Deployment web: not a kind doctor reads"]
+    assert code == 1
+
+
+def test_bad_dumps_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "none.yaml"
+    assert allot(["doctor", "--from-dump", str(missing)]) == 2
+    assert "No such file or directory" in capsys.readouterr().err
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("items: [\n")
+    assert allot(["doctor", "--from-dump", str(broken)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "x", "namespace": "d"},
+        "spec": {"bogus": 1},
+    }
+    odd = _dump(tmp_path, [claim])
+    assert allot(["doctor", "--from-dump", str(odd)]) == 2
+    assert 'unknown field "spec.bogus"' in capsys.readouterr().err
