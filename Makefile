@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.scheduler
 	$(BIN)/python -m bench.tenancy
 	$(BIN)/python -m bench.operations
+	$(BIN)/python -m bench.doctor
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

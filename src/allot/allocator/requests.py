@@ -203,3 +203,17 @@ class RequestBuilder:
                     f"{owner}: selector #{position}: CEL compile error: {err.detail}"
                 ) from None
         return compiled
+
+
+def needs_in_use_devices(claim: resourceapi.ResourceClaim) -> bool:
+    """Admin access and ``All`` requests can be satisfied by devices already allocated, so
+    a node whose devices are all taken may still fit them."""
+    for request in (
+        claim.spec.devices.requests if claim.spec and claim.spec.devices else None
+    ) or []:
+        exact = request.exactly
+        if exact is not None and (exact.admin_access or exact.allocation_mode == "All"):
+            return True
+        if any(s.allocation_mode == "All" for s in request.first_available or []):
+            return True
+    return False

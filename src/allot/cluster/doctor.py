@@ -200,13 +200,12 @@ def _pending(models: dict[str, Any]) -> list[Obj]:
                 "is scheduled (no pod uses it, or its pod waits for something else)"
             )
         else:
-            explanations = explain_step(simulation, result)
-            shown = explanations[:EXPLAINED_NODES]
+            explanations = explain_step(simulation, result, limit=EXPLAINED_NODES)
             entry["reason"] = result.error or "does not fit"
-            entry["explanation"] = render_text(shown)
-            nodes = {e.node for e in explanations}
-            if len(nodes) > EXPLAINED_NODES:
-                entry["explanation"] += f"\n    ... and {len(nodes) - EXPLAINED_NODES} more node(s)"
+            entry["explanation"] = render_text(explanations)
+            more = len(result.node_errors) - EXPLAINED_NODES
+            if more > 0:
+                entry["explanation"] += f"\n... and {more} more node(s)"
         found.append(entry)
     return found
 
@@ -280,7 +279,7 @@ def _classes_named(kind: str, obj: Obj) -> set[str]:
 def _capacity(objects: list[Obj], now: dt.datetime) -> Obj:
     """Per class and per pool, computed with the platform's own capacity view."""
     with tempfile.TemporaryDirectory() as scratch:
-        store = Store(Path(scratch) / "doctor.db")
+        store = Store(Path(scratch) / "doctor.db", durable=False)
         for obj in objects:
             if obj["kind"] in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
                 _store_copy(store, obj)

@@ -31,6 +31,7 @@ from typing import Any
 from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
 from allot.allocator.nodes import node_selector_matches
 from allot.allocator.placement import check_placement, order_nodes
+from allot.allocator.requests import needs_in_use_devices
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
@@ -338,7 +339,7 @@ class Scheduler:
         pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
         self._check_classes(pending)
         models = [resourceapi.ResourceClaim.model_validate(c) for c in pending]
-        may_skip_full = models and not any(_needs_in_use_devices(c) for c in pending)
+        may_skip_full = models and not any(needs_in_use_devices(m) for m in models)
         reasons: dict[str, str] = {}
         node_filter = _NodeFilter(pod, claims)
         for node in nodes:
@@ -509,17 +510,6 @@ def _set_condition(
     }
     conditions.append({k: v for k, v in condition.items() if v is not None})
     pod["status"]["conditions"] = conditions
-
-
-def _needs_in_use_devices(claim: Obj) -> bool:
-    """Admin access and ``All`` requests can be satisfied by devices already allocated."""
-    for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
-        exact = request.get("exactly") or {}
-        if exact.get("adminAccess") or exact.get("allocationMode") == "All":
-            return True
-        if any(s.get("allocationMode") == "All" for s in request.get("firstAvailable") or []):
-            return True
-    return False
 
 
 class _NodeFilter:

@@ -50,8 +50,11 @@ class RequestExplanation:
     skipped_pools: list[str] = field(default_factory=list)
 
 
-def explain_step(simulation: Simulation, result: StepResult) -> list[RequestExplanation]:
-    """Explanations for every node the step tried (empty for a successful step)."""
+def explain_step(
+    simulation: Simulation, result: StepResult, limit: int | None = None
+) -> list[RequestExplanation]:
+    """Explanations for every node the step tried (the first ``limit`` of them when given;
+    empty for a successful step)."""
     if result.success or result.fatal:
         return []
     claims = [
@@ -59,10 +62,14 @@ def explain_step(simulation: Simulation, result: StepResult) -> list[RequestExpl
     ]
     pending = [c for c in claims if c.status is None or c.status.allocation is None]
     explanations = []
+    explained = 0
     for node in simulation.nodes:
         name = node.metadata.name or ""
         if name not in result.node_errors:
             continue
+        if limit is not None and explained >= limit:
+            break
+        explained += 1
         devices = {d.id: d for p in simulation.allocator.pools_for(node) for d in p.devices}
         reports = simulation.allocator.examine(node, pending, simulation.state)
         explanations += [_explain(name, report, devices) for report in reports]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
 from allot.allocator.nodes import node_selector_matches
 from allot.allocator.placement import check_placement, order_nodes
-from allot.allocator.requests import claim_label
+from allot.allocator.requests import claim_label, needs_in_use_devices
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.simulation.scenario import Scenario, Step
@@ -97,11 +97,15 @@ class Simulation:
             result.error = f'node "{step.node}" not found'
             return result
         pending = [c for c in claims if c.status is None or c.status.allocation is None]
+        may_skip_full = bool(pending) and not any(needs_in_use_devices(c) for c in pending)
         for node in nodes:
             name = node.metadata.name or ""
             result.nodes_tried.append(name)
             if not self._allocated_claims_fit(claims, node):
                 result.node_errors[name] = NOT_AVAILABLE
+                continue
+            if may_skip_full and self.allocator.is_full(node, self.state):
+                result.node_errors[name] = CANNOT_ALLOCATE  # what allocate would answer
                 continue
             try:
                 allocations = self.allocator.allocate(node, pending, self.state)

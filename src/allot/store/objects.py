@@ -76,14 +76,22 @@ def rfc3339(moment: dt.datetime) -> str:
 
 
 class Store:
-    def __init__(self, path: Path, *, clock: Clock = _utcnow, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Clock = _utcnow,
+        seed: int | None = None,
+        durable: bool = True,
+    ) -> None:
+        """``durable=False`` skips syncing to disk: for scratch stores (``allot doctor``)."""
         self.path = path
         self.clock = clock
         self._random = random.Random(seed)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA journal_mode=WAL" if durable else "PRAGMA journal_mode=MEMORY")
+        self._db.execute("PRAGMA synchronous=NORMAL" if durable else "PRAGMA synchronous=OFF")
         self._db.executescript("""
             CREATE TABLE IF NOT EXISTS objects (
                 cluster TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL,
