@@ -139,3 +139,31 @@ def test_unreachable_and_unauthorised_clusters(
     err = capsys.readouterr().err
     assert err.startswith("error: ")
     assert "Traceback" not in err
+
+
+def test_doctor_reads_the_live_cluster(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A claim created before the policies existed is an entitlement violation."""
+    cluster.kubectl("create", "namespace", "tenant-legal-ai")
+    cluster.kubectl("label", "namespace", "tenant-legal-ai", "allot.dev/tenant=legal-ai")
+    early = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "early", "namespace": "tenant-legal-ai"},
+        "spec": {
+            "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu-slice"}}]}
+        },
+    }
+    cluster.apply(early)
+    assert _apply(cluster, capsys)[0] == 0
+    code = allot(["doctor", "--kubeconfig", str(cluster.kubeconfig), "-o", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert report["entitlementViolations"][0]["object"] == "tenant-legal-ai/early"
+    assert report["entitlementViolations"][0]["entitled"] == ["gpu-whole"]
+    pending = report["pendingClaims"][0]
+    assert pending["claim"] == "tenant-legal-ai/early"
+    assert pending["fits"] is True
+    pools = {p["pool"] for p in report["capacity"]["pools"]}
+    assert pools == {"a100-whole-pool-0", "a100-mig-1g5gb-pool-0"}
