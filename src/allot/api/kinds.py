@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from allot.api import admission_v1 as admissionapi
+from allot.api import apiextensions_v1 as extensionsapi
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api import tenancy
@@ -123,6 +124,15 @@ KINDS: tuple[KindInfo, ...] = (
         tenancy.Tenant,
     ),
     KindInfo(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        False,
+        "subdomain",
+        extensionsapi.CustomResourceDefinition,
+    ),
+    KindInfo(
         tenancy.TENANCY_GROUP,
         tenancy.TENANCY_VERSION,
         "Alert",
@@ -153,6 +163,24 @@ SERVED_ELSEWHERE = {
 
 def kind_info(obj: ApiModel) -> KindInfo:
     return _BY_MODEL[type(obj)]
+
+
+def register_kind(info: KindInfo) -> None:
+    """Serve a custom kind (a CRD version) besides the built-in ones."""
+    _BY_GVK[(info.api_version, info.kind)] = info
+    _BY_MODEL[info.model] = info
+
+
+def unregister_kind(api_version: str, kind: str) -> None:
+    info = _BY_GVK.get((api_version, kind))
+    if info is not None and info not in KINDS:
+        del _BY_GVK[(api_version, kind)]
+        _BY_MODEL.pop(info.model, None)
+
+
+def is_builtin(api_version: str, kind: str) -> bool:
+    info = _BY_GVK.get((api_version, kind))
+    return info is not None and info in KINDS
 
 
 def lookup(api_version: str, kind: str) -> KindInfo:

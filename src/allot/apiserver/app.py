@@ -26,6 +26,7 @@ from starlette.routing import Route
 from allot.api.errors import ApiError
 from allot.apiserver import discovery, openapi, protobuf, selectors, tables
 from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
+from allot.apiserver.crds import CustomResources
 from allot.apiserver.errors import (
     BadRequest,
     Forbidden,
@@ -96,6 +97,7 @@ class ApiServer:
             n,
         )
         self.add_cluster(HOST_CLUSTER)
+        self.custom_resources = CustomResources(self.store)
 
     # ---------------------------------------------------------------- clusters
     def add_cluster(self, name: str) -> str:
@@ -164,6 +166,7 @@ class ApiServer:
             self.stopping.set()
             for hook in self.shutdown_hooks:
                 await hook()
+            self.custom_resources.close()
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")
@@ -321,6 +324,7 @@ class ApiServer:
                     include_object=request.query_params.get("includeObject", "Metadata"),
                     resource_version=str(rv),
                     continue_token=continue_token,
+                    custom_columns=target.resource.columns,
                 )
             )
         metadata: Obj = {"resourceVersion": str(rv)}
@@ -419,6 +423,7 @@ class ApiServer:
                         self.clock(),
                         include_object=request.query_params.get("includeObject", "Metadata"),
                         resource_version=obj["metadata"].get("resourceVersion", ""),
+                        custom_columns=target.resource.columns,
                     )
                 )
             return JSONResponse(obj)

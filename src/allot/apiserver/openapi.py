@@ -157,7 +157,7 @@ def _operations(resource: resources.ServedResource) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=16)
 def document(group: str, version: str) -> dict[str, Any] | None:
-    served = resources.in_group_version(group, version)
+    served = resources.in_group_version(group, version, custom=False)
     if not served:
         return None
     paths: dict[str, Any] = {}
@@ -183,7 +183,7 @@ def path_key(group: str, version: str) -> str:
 @functools.lru_cache(maxsize=1)
 def index_hashes() -> dict[str, str]:
     hashes = {}
-    for group, version in resources.group_versions():
+    for group, version in resources.group_versions(custom=False):
         body = document_bytes(group, version) or b""
         hashes[path_key(group, version)] = hashlib.sha512(body).hexdigest()[:64].upper()
     return hashes

@@ -21,7 +21,7 @@ from typing import Any
 
 from allot.api.quantity import Quantity
 from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
-from allot.apiserver.resources import RESOURCES, ServedResource, by_kind
+from allot.apiserver.resources import ServedResource, all_resources, by_kind
 from allot.store import Store
 
 Obj = dict[str, Any]
@@ -98,7 +98,7 @@ def namespace_usage(
     """The current usage of ``keys`` in a namespace, from the stored objects."""
     wanted = set(keys)
     total: Usage = Counter()
-    for resource in RESOURCES:
+    for resource in all_resources():
         if not resource.namespaced or not _may_charge(resource, wanted):
             continue
         items, _ = store.list_objects(cluster, resource.store, namespace, shared=True)

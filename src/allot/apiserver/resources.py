@@ -21,6 +21,8 @@ class ServedResource:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
+    columns: tuple[tuple[str, str, str], ...] = ()  # custom kinds: (name, type, jsonPath)
+    custom: bool = False
 
     @property
     def group(self) -> str:
@@ -70,6 +72,12 @@ _DETAILS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]
     "Namespace": ("namespace", ("ns",), (), ("status",)),
     "Event": ("event", ("ev",), (), ()),
     "ConfigMap": ("configmap", ("cm",), (), ()),
+    "CustomResourceDefinition": (
+        "customresourcedefinition",
+        ("crd", "crds"),
+        ("api-extensions",),
+        ("status",),
+    ),
     "ResourceQuota": ("resourcequota", ("quota",), (), ("status",)),
     "ValidatingAdmissionPolicy": (
         "validatingadmissionpolicy",
@@ -98,22 +106,38 @@ _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {r.kind: r for r in RESOURCES}
 
 
+_CUSTOM: dict[tuple[str, str, str], ServedResource] = {}
+
+
+def register_custom(resource: ServedResource) -> None:
+    """Serve a CRD version (called by the API server's CRD registry)."""
+    _CUSTOM[(resource.group, resource.version, resource.plural)] = resource
+
+
+def unregister_custom(group: str, version: str, plural: str) -> None:
+    _CUSTOM.pop((group, version, plural), None)
+
+
+def all_resources(*, custom: bool = True) -> list[ServedResource]:
+    return [*RESOURCES, *(_CUSTOM.values() if custom else ())]
+
+
 def lookup(group: str, version: str, plural: str) -> ServedResource | None:
-    return _BY_PATH.get((group, version, plural))
+    return _BY_PATH.get((group, version, plural)) or _CUSTOM.get((group, version, plural))
 
 
 def by_kind(kind: str) -> ServedResource:
     return _BY_KIND[kind]
 
 
-def group_versions() -> list[tuple[str, str]]:
+def group_versions(*, custom: bool = True) -> list[tuple[str, str]]:
     """Every (group, version) served, core first."""
     seen: list[tuple[str, str]] = []
-    for resource in RESOURCES:
+    for resource in all_resources(custom=custom):
         if (resource.group, resource.version) not in seen:
             seen.append((resource.group, resource.version))
     return sorted(seen, key=lambda gv: (gv[0] != "", gv))
 
 
-def in_group_version(group: str, version: str) -> list[ServedResource]:
-    return [r for r in RESOURCES if r.group == group and r.version == version]
+def in_group_version(group: str, version: str, *, custom: bool = True) -> list[ServedResource]:
+    return [r for r in all_resources(custom=custom) if r.group == group and r.version == version]

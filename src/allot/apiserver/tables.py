@@ -374,6 +374,44 @@ def _default_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     return [obj["metadata"]["name"], age(obj, now)]
 
 
+def printer_columns(custom: tuple[tuple[str, str, str], ...]) -> tuple[list[Obj], Cells]:
+    """A CRD's ``additionalPrinterColumns`` (simple ``.a.b`` JSON paths) after the name."""
+    columns = [NAME] + [column(name, f"{name} ({path})", kind=kind) for name, kind, path in custom]
+
+    def cells(obj: Obj, now: dt.datetime) -> list[Any]:
+        values: list[Any] = [obj["metadata"]["name"]]
+        for _, kind, path in custom:
+            value = _json_path(obj, path)
+            if kind == "date" and isinstance(value, str):
+                moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+                value = human_duration((now - moment).total_seconds())
+            elif isinstance(value, list):
+                value = ",".join(str(v) for v in value)
+            values.append("<none>" if value is None else value)
+        return values
+
+    return columns, cells
+
+
+def _json_path(obj: Any, path: str) -> Any:
+    """``.a.b``, ``.a[*].b`` and ``.a[0]`` paths, as printer columns use them."""
+    values: list[Any] = [obj]
+    for part in path.strip(".").split("."):
+        name, _, index = part.partition("[")
+        found = []
+        for value in values:
+            value = value.get(name) if isinstance(value, dict) and name else value
+            if index and isinstance(value, list):
+                selected = value if index == "*]" else value[int(index[:-1]) : int(index[:-1]) + 1]
+                found += selected
+            elif value is not None:
+                found.append(value)
+        values = found
+    if not values:
+        return None
+    return values if "[*]" in path else values[0]
+
+
 def table(
     plural: str,
     objects: list[Obj],
@@ -382,8 +420,12 @@ def table(
     include_object: str,
     resource_version: str = "",
     continue_token: str = "",
+    custom_columns: tuple[tuple[str, str, str], ...] = (),
 ) -> Obj:
-    columns, cells = TABLES.get(plural, ([NAME, AGE], _default_cells))
+    if custom_columns:
+        columns, cells = printer_columns(custom_columns)
+    else:
+        columns, cells = TABLES.get(plural, ([NAME, AGE], _default_cells))
     rows = []
     for obj in objects:
         row: Obj = {"cells": cells(obj, now)}

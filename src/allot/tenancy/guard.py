@@ -25,7 +25,7 @@ from allot.tenancy.translate import to_host
 from allot.validation.field import Path, invalid
 
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
-HOST_ONLY_KINDS = ("Tenant",)
+HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition")
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
 
 
@@ -49,7 +49,9 @@ class TenantGuard:
             )
         if kind in HOST_ONLY_KINDS:
             raise AdmissionDenied(
-                request.resource, request.name, "tenants are managed on the host cluster"
+                request.resource,
+                request.name,
+                f"{request.resource.plural} are managed on the host cluster",
             )
         if request.object is not None and request.operation is not Operation.DELETE:
             self._check_metadata(request)

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from allot.api import admission_v1 as admissionapi
+from allot.api import apiextensions_v1 as extensionsapi
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api import tenancy
 from allot.api.base import ApiModel
 from allot.api.kinds import KindInfo, kind_info
-from allot.validation import admission, claims, classes, core, names, slices
+from allot.validation import admission, claims, classes, core, names, schema, slices
 from allot.validation import meta as metavalidation
 from allot.validation import tenancy as tenantvalidation
 from allot.validation.field import ErrorList, Path, invalid
@@ -124,6 +125,10 @@ def _validate_kind(obj: ApiModel, context: ResourceContext) -> ErrorList:
 
 
 def _validate_platform_kind(obj: ApiModel) -> ErrorList:
+    if isinstance(obj, extensionsapi.CustomObject):
+        return schema.validate_custom(obj.to_wire(), type(obj).openapi_schema)
+    if isinstance(obj, extensionsapi.CustomResourceDefinition):
+        return schema.validate_crd(obj)
     if isinstance(obj, corev1.ResourceQuota):
         return admission.validate_quota(obj)
     if isinstance(obj, admissionapi.ValidatingAdmissionPolicy):
