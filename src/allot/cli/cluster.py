@@ -58,6 +58,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run_render)
     register_apply(subparsers)
     register_doctor(subparsers)
+    register_controller(subparsers)
 
 
 def load_platform(path: Path) -> Any:
@@ -197,3 +198,47 @@ def run_doctor(args: argparse.Namespace) -> int:
     else:
         print(render_report(report))
     return 0 if report.problems == 0 else 1
+
+
+def register_controller(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "controller", help="run the platform controllers against a real cluster"
+    )
+    parser.add_argument("--kubeconfig", type=Path, required=True)
+    parser.add_argument("--context")
+    parser.add_argument("--data-dir", type=Path, default=Path(".allot-controller"))
+    parser.add_argument("--interval", type=float, default=10.0, help="seconds between rounds")
+    parser.add_argument("--metrics-address", default="127.0.0.1")
+    parser.add_argument("--metrics-port", type=int, default=9464)
+    parser.add_argument("--alert-pending-after", default="5m", metavar="DURATION")
+    parser.set_defaults(run=run_controller)
+
+
+def run_controller(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from allot.cli.up import parse_seconds
+    from allot.cluster.controller import ClusterController, metrics_app
+    from allot.ops.rules import AlertSettings
+
+    try:
+        client = Client.from_kubeconfig(args.kubeconfig, args.context)
+        check_cluster(client)
+        settings = AlertSettings(pending_claim_seconds=parse_seconds(args.alert_pending_after))
+    except (KubeError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    controller = ClusterController(client, args.data_dir, settings)
+    print(
+        f"allot controller: rounds every {args.interval:g}s; metrics on "
+        f"http://{args.metrics_address}:{args.metrics_port}/metrics; audit in "
+        f"{args.data_dir / 'audit.db'}",
+        flush=True,
+    )
+    app = metrics_app(controller, args.interval)
+    try:
+        uvicorn.run(app, host=args.metrics_address, port=args.metrics_port, log_level="warning")
+    finally:
+        controller.close()
+        client.close()
+    return 0

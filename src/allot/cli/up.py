@@ -88,7 +88,7 @@ def register(subparsers: Any) -> None:
     kubeconfig.set_defaults(run=run_kubeconfig)
 
 
-def _seconds(text: str) -> int:
+def parse_seconds(text: str) -> int:
     """``90s``, ``5m``, ``1h`` as seconds; ValueError names the flag."""
     units = {"s": 1, "m": 60, "h": 3600}
     number, unit = text[:-1], text[-1:]
@@ -115,7 +115,7 @@ def run_up(args: argparse.Namespace) -> int:
     try:
         gates = _gates(args.driver_feature_gates)  # before anything is written
         settings = AlertSettings(
-            pending_claim_seconds=_seconds(args.alert_pending_after),
+            pending_claim_seconds=parse_seconds(args.alert_pending_after),
             quota_usage_percent=args.alert_quota_percent,
         )
         fleet = data_dir_fleet(args.data_dir, args.fleet)

@@ -156,13 +156,33 @@ def render(
     return files
 
 
+def tenant_files(tenants: list[Tenant], classes: list[Obj]) -> list[RenderedFile]:
+    """What the controller keeps applied for the Tenants of a cluster: their namespaces,
+    the policies and each tenant's params, bindings and quota (not the catalogue)."""
+    ordered = sorted(tenants, key=lambda t: t.metadata.name or "")
+    return [
+        RenderedFile(
+            "01-namespaces.yaml",
+            "",
+            [_namespace(names.PLATFORM_NAMESPACE)]
+            + [entitlement.namespace(t.metadata.name or "") for t in ordered],
+        ),
+        RenderedFile(
+            "03-entitlement-policies.yaml",
+            "",
+            [entitlement.claims_policy(), entitlement.pods_policy()],
+        ),
+        *[_tenant_file(t, classes, with_tenant=False) for t in ordered],
+    ]
+
+
 def objects_in_apply_order(files: list[RenderedFile]) -> list[Obj]:
     """Every rendered object (not the vCluster values), dependencies first."""
     found = [o for f in files if f.path.endswith(".yaml") and "/" not in f.path for o in f.objects]
     return sorted(found, key=lambda o: OUTPUT_ORDER.index(o["kind"]))
 
 
-def _tenant_file(tenant: Tenant, classes: list[Obj]) -> RenderedFile:
+def _tenant_file(tenant: Tenant, classes: list[Obj], *, with_tenant: bool = True) -> RenderedFile:
     name = tenant.metadata.name or ""
     entitled = entitlement.entitled_classes(tenant, classes)
     forbidden = entitlement.forbidden_extended_names(entitled, classes)
@@ -172,7 +192,7 @@ def _tenant_file(tenant: Tenant, classes: list[Obj]) -> RenderedFile:
         entitlement.params(name, entitled, forbidden),
         entitlement.binding(name, entitlement.CLAIMS_POLICY),
         entitlement.binding(name, entitlement.PODS_POLICY),
-    ]  # fmt: skip
+    ][0 if with_tenant else 1:]  # fmt: skip
     quota = entitlement.quota(tenant)
     if quota is not None:
         objects.append(quota)

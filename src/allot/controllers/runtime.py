@@ -78,6 +78,7 @@ class ControllerManager:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
 
     async def idle(self, timeout: float = 10.0) -> bool:
         """Wait until every queue is empty (tests and benchmarks)."""

@@ -219,9 +219,11 @@ class Store:
         dry_run: bool = False,
         owned: bool = False,
         copy_result: bool = True,
+        keep_identity: bool = False,
     ) -> Obj:
         """Store a new object. ``owned``: the caller hands ``obj`` over (no defensive copy);
-        ``copy_result=False`` returns the stored object itself, which must not be modified."""
+        ``copy_result=False`` returns the stored object itself, which must not be modified;
+        ``keep_identity`` keeps a given uid and creationTimestamp (a mirror of a cluster)."""
         obj = obj if owned else clone_document(obj)
         metadata = obj.setdefault("metadata", {})
         namespace = metadata.get("namespace", "") if resource.namespaced else ""
@@ -239,8 +241,10 @@ class Store:
                     f'{resource.key} "{name}" already exists',
                     **_about(resource, name),
                 )
-            metadata["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
-            metadata["creationTimestamp"] = rfc3339(self.clock())
+            if not (keep_identity and metadata.get("uid")):
+                metadata["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+            if not (keep_identity and metadata.get("creationTimestamp")):
+                metadata["creationTimestamp"] = rfc3339(self.clock())
             for transient in ("resourceVersion", "deletionTimestamp", "selfLink"):
                 metadata.pop(transient, None)
             if dry_run:
