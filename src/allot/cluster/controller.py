@@ -27,7 +27,7 @@ from allot.apiserver.resources import by_kind
 from allot.apiserver.security import HOST_CLUSTER
 from allot.cluster import apply as applying
 from allot.cluster.render import objects_in_apply_order, tenant_files
-from allot.controllers.context import ControllerContext
+from allot.controllers.context import ControllerContext, event_object
 from allot.controllers.runtime import ControllerManager
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
@@ -63,27 +63,9 @@ class RemoteEvents(ControllerContext):
     ) -> None:
         metadata = involved["metadata"]
         now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-        namespace = metadata.get("namespace") or "default"
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{metadata['name']}-", "namespace": namespace},
-            "involvedObject": {
-                "kind": involved.get("kind"),
-                "apiVersion": involved.get("apiVersion"),
-                "namespace": metadata.get("namespace"),
-                "name": metadata["name"],
-                "uid": metadata.get("uid"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": event_type,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        event = event_object(involved, event_type, reason, message, COMPONENT, now)
+        event["metadata"]["generateName"] = f"{metadata['name']}-"
+        event["involvedObject"].pop("resourceVersion", None)  # the mirror's, not the cluster's
         try:
             self.client.create(event)
         except KubeError as err:

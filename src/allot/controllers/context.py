@@ -119,31 +119,41 @@ class ControllerContext:
             existing["lastTimestamp"] = now
             self.update("Event", existing, component)
             return
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {
-                "kind": involved.get("kind"),
-                "apiVersion": involved.get("apiVersion"),
-                "namespace": metadata.get("namespace"),
-                "name": metadata["name"],
-                "uid": metadata.get("uid"),
-                "resourceVersion": metadata.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": event_type,
-            "source": {"component": component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "reportingComponent": component,
-        }
+        event = event_object(involved, event_type, reason, message, component, now)
+        event["metadata"] = {"name": name, "namespace": namespace}
         try:
             self.create("Event", event, component)
         except AlreadyExists:
             return
+
+
+def event_object(
+    involved: Obj, event_type: str, reason: str, message: str, component: str, now: str
+) -> Obj:
+    """A core/v1 Event about ``involved``, as kube-scheduler and the kubelet write them
+    (its metadata is the caller's: a stable name here, ``generateName`` elsewhere)."""
+    metadata = involved["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"namespace": metadata.get("namespace") or "default"},
+        "involvedObject": {
+            "kind": involved.get("kind"),
+            "apiVersion": involved.get("apiVersion"),
+            "namespace": metadata.get("namespace"),
+            "name": metadata["name"],
+            "uid": metadata.get("uid"),
+            "resourceVersion": metadata.get("resourceVersion"),
+        },
+        "reason": reason,
+        "message": message,
+        "type": event_type,
+        "source": {"component": component},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+        "reportingComponent": component,
+    }
 
 
 def _options(manager: str) -> WriteOptions:
