@@ -167,3 +167,20 @@ def test_doctor_reads_the_live_cluster(
     assert pending["fits"] is True
     pools = {p["pool"] for p in report["capacity"]["pools"]}
     assert pools == {"a100-whole-pool-0", "a100-mig-1g5gb-pool-0"}
+
+
+def test_a_cluster_without_dra_is_refused(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A server that answers 404 for resource.k8s.io/v1 (here: the server's root, outside
+    any cluster) gets a clear refusal from apply and doctor, and nothing is written."""
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    url = config["clusters"][0]["cluster"]["server"]
+    config["clusters"][0]["cluster"]["server"] = url.split("/clusters/")[0]
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump(config))
+    assert allot(["apply", "-f", str(PLATFORM), "--kubeconfig", str(bare)]) == 1
+    assert "does not serve resource.k8s.io/v1" in capsys.readouterr().err
+    assert allot(["doctor", "--kubeconfig", str(bare)]) == 2
+    assert "does not serve resource.k8s.io/v1" in capsys.readouterr().err
+    assert cluster.get_json("tenants")["items"] == []

@@ -82,6 +82,7 @@ class AuditLog:
         else:
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # as the store: WAL survives crashes
             self._db.executescript(SCHEMA)
 
     def close(self) -> None:
