@@ -187,12 +187,15 @@ def _tenant_file(tenant: Tenant, classes: list[Obj], *, with_tenant: bool = True
     entitled = entitlement.entitled_classes(tenant, classes)
     forbidden = entitlement.forbidden_extended_names(entitled, classes)
     objects = [
-        _managed({"apiVersion": tenant.api_version, "kind": "Tenant",
-                  "metadata": {"name": name}, "spec": tenant.spec.to_wire()}),
         entitlement.params(name, entitled, forbidden),
         entitlement.binding(name, entitlement.CLAIMS_POLICY),
         entitlement.binding(name, entitlement.PODS_POLICY),
-    ][0 if with_tenant else 1:]  # fmt: skip
+    ]
+    if with_tenant:  # the controller reads Tenants from the cluster: it does not write them
+        document = {"metadata": {"name": name}, "spec": tenant.spec.to_wire()}
+        objects.insert(
+            0, _managed({"apiVersion": tenant.api_version, "kind": "Tenant", **document})
+        )
     quota = entitlement.quota(tenant)
     if quota is not None:
         objects.append(quota)
