@@ -31,7 +31,7 @@ from allot.controllers.context import ControllerContext, event_object
 from allot.controllers.runtime import ControllerManager
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
-from allot.ops.alerts import AlertManager
+from allot.ops.alerts import AlertManager, tenant_quotas
 from allot.ops.audit import AuditLog, AuditRecorder
 from allot.ops.capacity import CapacityView
 from allot.ops.metrics import MetricSources, PlatformMetrics
@@ -106,18 +106,11 @@ class ClusterController:
         self.metrics = PlatformMetrics(
             MetricSources(
                 lambda: self.capacity.snapshot(self.mirror.clock()),
-                self._tenant_quotas,
+                lambda: tenant_quotas(self.context),
                 self.alerts.current,
                 dict,
             )
         )
-
-    def _tenant_quotas(self) -> list[Obj]:
-        return [
-            q
-            for q in self.context.list("ResourceQuota")
-            if names.tenant_of_namespace(q["metadata"].get("namespace", ""))
-        ]
 
     # ------------------------------------------------------------------ rounds
     async def round(self) -> RoundReport:

@@ -74,11 +74,7 @@ class AlertManager:
 
     # --------------------------------------------------------------- inputs
     def _inputs(self, snapshot: Snapshot) -> RuleInputs:
-        quotas = [
-            q
-            for q in self.host.list("ResourceQuota")
-            if names.tenant_of_namespace(q["metadata"].get("namespace", ""))
-        ]
+        quotas = tenant_quotas(self.host)
         nodes = {n["metadata"]["name"] for n in self.host.list("Node")}
         return RuleInputs(
             snapshot, self.tenants(), quotas, nodes, self.sync_errors(), self.pending_reason
@@ -152,6 +148,15 @@ class AlertManager:
         claim = self.host.get("ResourceClaim", firing.subject_namespace, firing.subject_name)
         if claim is not None:
             self.host.event(claim, kind, reason, message, MANAGER)
+
+
+def tenant_quotas(context: ControllerContext) -> list[Obj]:
+    """The ResourceQuotas of tenant host namespaces (what quota alerts and metrics read)."""
+    return [
+        q
+        for q in context.list("ResourceQuota")
+        if names.tenant_of_namespace(q["metadata"].get("namespace", ""))
+    ]
 
 
 def _pod_name(pod: Obj) -> str:

@@ -21,13 +21,12 @@ from allot.apiserver.app import ApiServer
 from allot.apiserver.errors import BadRequest
 from allot.controllers.context import ControllerContext
 from allot.ops import audit, views
-from allot.ops.alerts import AlertManager
+from allot.ops.alerts import AlertManager, tenant_quotas
 from allot.ops.audit import AuditLog, AuditRecorder
 from allot.ops.capacity import CapacityView, Snapshot
 from allot.ops.durations import parse_since
 from allot.ops.metrics import CONTENT_TYPE, MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings
-from allot.tenancy import names
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.sync import TenantSync
 
@@ -72,11 +71,7 @@ class Operations:
         return {name: entry.tenant.spec for name, entry in self.directory.entries.items()}
 
     def tenant_quotas(self) -> list[Obj]:
-        return [
-            q
-            for q in self.host.list("ResourceQuota")
-            if names.tenant_of_namespace(q["metadata"].get("namespace", ""))
-        ]
+        return tenant_quotas(self.host)
 
     def capacity_document(self) -> Obj:
         snapshot = self.snapshot()

@@ -52,8 +52,9 @@ class TenantController:
 
     def initial_keys(self) -> list[Hashable]:
         keys: list[Hashable] = []
+        classes = self.host.list("DeviceClass")
         for obj in self.host.list("Tenant"):
-            self._remember(obj)
+            self._remember(obj, classes)
             keys.append(obj["metadata"]["name"])
         return keys
 
@@ -69,21 +70,20 @@ class TenantController:
         if FINALIZER not in (obj["metadata"].get("finalizers") or []):
             obj["metadata"]["finalizers"] = [*(obj["metadata"].get("finalizers") or []), FINALIZER]
             obj = self.host.update("Tenant", obj, MANAGER)
-        entry = self._remember(obj)
-        self._ensure_host_objects(entry)
+        classes = self.host.list("DeviceClass")
+        entry = self._remember(obj, classes)
+        self._ensure_host_objects(entry, classes)
         self._ensure_cluster(key)
         self._write_status(obj, entry)
 
     # ------------------------------------------------------------------ set-up
-    def _remember(self, obj: Obj) -> TenantEntry:
+    def _remember(self, obj: Obj, classes: list[Obj]) -> TenantEntry:
         tenant = Tenant.model_validate(obj)
-        classes = self.host.list("DeviceClass")
         entry = TenantEntry(tenant, entitlement.entitled_classes(tenant, classes))
         self.directory.put(entry)
         return entry
 
-    def _ensure_host_objects(self, entry: TenantEntry) -> None:
-        classes = self.host.list("DeviceClass")
+    def _ensure_host_objects(self, entry: TenantEntry, classes: list[Obj]) -> None:
         forbidden = entitlement.forbidden_extended_names(entry.entitled, classes)
         self._apply("Namespace", {**_namespace(names.PLATFORM_NAMESPACE)})
         self._apply("Namespace", entitlement.namespace(entry.name))
