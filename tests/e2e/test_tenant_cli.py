@@ -80,7 +80,10 @@ def test_errors_are_one_clear_line(
 
 def test_no_platform(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert allot(["tenant", "list", "--data-dir", str(tmp_path)]) == 1
-    assert "no platform in" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"error: the platform in {tmp_path} is not running "
+        f"(start it with: allot up --data-dir {tmp_path})\n"
+    )
 
 
 def test_the_demo_runs_the_walkthrough() -> None:

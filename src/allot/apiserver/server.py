@@ -1,9 +1,12 @@
 """Running the API server: TLS on loopback with uvicorn, kubeconfigs, clean shutdown.
 
-``serve`` prepares the data directory (CA, server certificate, tokens), writes one
-kubeconfig per cluster, then serves until interrupted. ``ServerThread`` runs the same server
-in a background thread for tests and the demo, on a free port. Only loopback addresses are
-accepted.
+``serve`` locks the data directory (one platform per directory, ``lock``), binds the port,
+builds the platform, prepares the data directory (CA, server certificate, tokens) and writes
+one kubeconfig per cluster with the port really bound (``--port 0`` picks a free one), then
+serves on that socket until interrupted. Nothing is written before the lock and the port are
+held, so a refused second start leaves the first one intact. ``ServerThread`` runs the same
+server in a background thread for tests and the demo, on a free port. Only loopback
+addresses are accepted.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 import uvicorn
 
 from allot.apiserver.app import ApiServer
+from allot.apiserver.lock import DataDirLock
 from allot.apiserver.security import TLSFiles, ensure_tls, write_kubeconfig
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -38,9 +42,30 @@ def free_port() -> int:
         return port
 
 
-def prepare(server: ApiServer, host: str, port: int) -> Endpoint:
+def check_loopback(host: str) -> None:
     if host not in LOOPBACK:
         raise ValueError(f"allot serves on loopback only (127.0.0.1 or ::1), not {host!r}")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (0: a free port); OSError if taken. Connections
+    made before the server runs wait in the backlog instead of being refused."""
+    check_loopback(host)
+    address = "127.0.0.1" if host == "localhost" else host
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def prepare(server: ApiServer, host: str, port: int) -> Endpoint:
+    check_loopback(host)
     tls = ensure_tls(server.data_dir / "pki")
     url = f"https://{'127.0.0.1' if host == 'localhost' else host}:{port}"
     server.url = url
@@ -71,26 +96,42 @@ def serve(
     port: int,
     announce: Callable[[Endpoint], None] | None = None,
     on_started: Callable[[Endpoint], None] | None = None,
-    api: ApiServer | None = None,
+    build: Callable[[], ApiServer] | None = None,
 ) -> None:
-    """Serve until interrupted; ``on_started`` runs in a thread once requests are served."""
-    server = api or ApiServer(data_dir)
-    endpoint = prepare(server, host, port)
-    if announce is not None:
-        announce(endpoint)
-    instance = uvicorn.Server(_config(server, endpoint, host, port))
-    if on_started is not None:
-        threading.Thread(
-            target=_when_started,
-            args=(instance, on_started, endpoint),
-            daemon=True,
-            name="allot-after-start",
-        ).start()
+    """Serve until interrupted; ``on_started`` runs in a thread once requests are served.
+
+    Raises ``DataDirLocked`` when another platform serves ``data_dir`` and ``OSError`` when
+    the port cannot be bound, both before anything is written; ``build`` makes the platform
+    once both are held (default: a bare API server)."""
+    lock = DataDirLock(data_dir).acquire()
     try:
-        instance.run()
+        sock = bind(host, port)
+    except OSError:
+        lock.release()
+        raise
+    try:
+        bound = sock.getsockname()[1]
+        server = build() if build is not None else ApiServer(data_dir)
+        endpoint = prepare(server, host, bound)
+        lock.record(endpoint.url)
+        if announce is not None:
+            announce(endpoint)
+        instance = uvicorn.Server(_config(server, endpoint, host, bound))
+        if on_started is not None:
+            threading.Thread(
+                target=_when_started,
+                args=(instance, on_started, endpoint),
+                daemon=True,
+                name="allot-after-start",
+            ).start()
+        try:
+            instance.run(sockets=[sock])
+        finally:
+            server.stopping.set()
+            server.store.close()
     finally:
-        server.stopping.set()
-        server.store.close()
+        sock.close()
+        lock.release()
 
 
 def _when_started(
@@ -109,9 +150,11 @@ class ServerThread:
     def __init__(
         self, data_dir: Path, *, port: int | None = None, api: ApiServer | None = None
     ) -> None:
+        self.lock = DataDirLock(data_dir).acquire()
         self.api = api or ApiServer(data_dir)
         self.port = port or free_port()
         self.endpoint = prepare(self.api, "127.0.0.1", self.port)
+        self.lock.record(self.endpoint.url)
         self._server = uvicorn.Server(_config(self.api, self.endpoint, "127.0.0.1", self.port))
         self._thread = threading.Thread(target=self._run, name="allot-apiserver", daemon=True)
 
@@ -123,6 +166,7 @@ class ServerThread:
         deadline = time.monotonic() + 20
         while not self._server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
+                self.stop()
                 raise RuntimeError("the API server did not start")
             time.sleep(0.02)
         return self
@@ -132,6 +176,7 @@ class ServerThread:
         self._server.should_exit = True
         self._thread.join(timeout=10)
         self.api.store.close()
+        self.lock.release()
 
     def __enter__(self) -> ServerThread:
         return self.start()

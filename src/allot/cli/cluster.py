@@ -23,6 +23,7 @@ import yaml
 import yaml_rs
 
 from allot.api.errors import ApiError
+from allot.cli.options import add_data_dir, add_kubeconfig
 from allot.cluster.apply import ApplyError, Report, apply, check_cluster, plan
 from allot.cluster.doctor import diagnose, normalise, render_report
 from allot.cluster.render import (
@@ -86,8 +87,7 @@ def run_render(args: argparse.Namespace) -> int:
 def register_apply(subparsers: Any) -> None:
     parser = subparsers.add_parser("apply", help="apply the rendered objects to a cluster")
     parser.add_argument("-f", "--file", type=Path, default=DEFAULT_PLATFORM, help="platform file")
-    parser.add_argument("--kubeconfig", type=Path, required=True)
-    parser.add_argument("--context")
+    add_kubeconfig(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     parser.add_argument("--no-prune", action="store_true", help="keep objects no longer rendered")
     parser.add_argument("--force-conflicts", action="store_true")
@@ -135,10 +135,12 @@ def register_doctor(subparsers: Any) -> None:
         "doctor",
         help="diagnose a cluster's DRA state (exit 0 healthy, 1 problems, 2 cannot tell)",
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--kubeconfig", type=Path)
-    source.add_argument("--from-dump", type=Path, help="kubectl get ... -A -o yaml output")
-    parser.add_argument("--context")
+    add_kubeconfig(parser)
+    parser.add_argument(
+        "--from-dump",
+        type=Path,
+        help="read a `kubectl get ... -A -o yaml` dump instead of a live cluster",
+    )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.set_defaults(run=run_doctor)
 
@@ -173,6 +175,9 @@ def _live_objects(args: argparse.Namespace) -> list[Any]:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    if args.from_dump is not None and args.kubeconfig is not None:
+        print("error: use either --kubeconfig or --from-dump, not both", file=sys.stderr)
+        return 2
     try:
         if args.from_dump is not None:
             documents = read_dump(args.from_dump.read_text())
@@ -204,9 +209,13 @@ def register_controller(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "controller", help="run the platform controllers against a real cluster"
     )
-    parser.add_argument("--kubeconfig", type=Path, required=True)
-    parser.add_argument("--context")
-    parser.add_argument("--data-dir", type=Path, default=Path(".allot-controller"))
+    add_kubeconfig(parser)
+    add_data_dir(
+        parser,
+        "the controller's mirror and audit log (default: $ALLOT_DATA_DIR/controller, else "
+        "~/.local/state/allot/controller)",
+        subdir="controller",
+    )
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between rounds")
     parser.add_argument("--metrics-address", default="127.0.0.1")
     parser.add_argument("--metrics-port", type=int, default=9464)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from allot import __version__
 from allot.cli import cluster, lint, ops, simulate, tenant, up, validate
+from allot.cli.options import resolve_data_dir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         words = words[: words.index("--")]
     args = parser.parse_args(words)
     args.passthrough = passthrough
+    resolve_data_dir(args)
     if args.command is None:
         parser.print_help()
         return 2

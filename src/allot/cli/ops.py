@@ -24,7 +24,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from allot.cli.up import DEFAULT_DATA_DIR, platform_client
+from allot.cli.options import add_data_dir
+from allot.cli.up import platform_client
 from allot.kube.errors import KubeError
 from allot.ops import audit
 from allot.ops.capacity import memory_text
@@ -60,7 +61,7 @@ def register(subparsers: Any) -> None:
     top.add_argument("--once", action="store_true", help="print once and exit")
     top.set_defaults(run=run_top)
     for parser in (alerts, audit_parser, usage, top):
-        parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+        add_data_dir(parser)
 
 
 def run_alerts(args: argparse.Namespace) -> int:

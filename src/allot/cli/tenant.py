@@ -1,7 +1,7 @@
 """``allot tenant create|list|connect|delete``: tenants of a running embedded platform.
 
-Each verb talks to the platform that ``allot up`` serves from ``--data-dir`` (default
-``.allot``) through the host cluster's kubeconfig and the one client interface
+Each verb talks to the platform that ``allot up`` serves from ``--data-dir`` (see
+``allot.cli.options``) through the host cluster's kubeconfig and the one client interface
 (:mod:`allot.kube`). ``create NAME [-f values.yaml]`` takes a vCluster values file
 unchanged (or a Tenant document), plus ``--quota KEY=VALUE`` and ``--gpu-memory``, and
 waits until the tenant's cluster is served. ``connect NAME`` prints how to use the
@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 
 from allot.api.quantity import Quantity
-from allot.cli.up import DEFAULT_DATA_DIR, platform_client
+from allot.cli.options import add_data_dir
+from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
 from allot.tenancy.values import ValuesError, tenant_document
@@ -57,7 +58,7 @@ def register(subparsers: Any) -> None:
     delete.add_argument("--timeout", type=float, default=30.0)
     delete.set_defaults(run=run_delete)
     for parser in (create, listing, connect, delete):
-        parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+        add_data_dir(parser)
 
 
 def run_create(args: argparse.Namespace) -> int:

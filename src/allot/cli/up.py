@@ -2,8 +2,12 @@
 
 ``allot up [--data-dir DIR] [--port N]`` serves the host cluster over HTTPS on loopback
 in the foreground until Ctrl-C, after printing where each cluster's kubeconfig is.
-Restarting on the same data directory keeps every object. ``allot kubeconfig [CLUSTER]``
-prints a cluster's kubeconfig (the server must have run once on that data directory).
+Restarting on the same data directory keeps every object; a second ``allot up`` on a
+directory that is being served is refused (``allot.apiserver.lock``). Everything is checked
+before anything is written: flags, the fleet, NVML for local GPUs, the lock, the port.
+``allot kubeconfig [CLUSTER]`` prints a cluster's kubeconfig (the server must have run once
+on that data directory). ``platform_client`` is how every other command reaches the
+platform, with one message when it is not running.
 """
 
 from __future__ import annotations
@@ -13,15 +17,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from allot.apiserver.lock import DataDirLocked, running
 from allot.apiserver.security import Tokens
+from allot.cli.options import add_data_dir
 from allot.driver.files import data_dir_fleet, save_fleet
 from allot.driver.fleet import Fleet, FleetError
+from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
 from allot.ops.rules import AlertSettings
 
-DEFAULT_DATA_DIR = Path(".allot")
 DEFAULT_PORT = 6443
 
 
@@ -31,9 +37,14 @@ def register(subparsers: Any) -> None:
         help="run the embedded platform (host cluster) on loopback",
         description="Serve the host cluster over HTTPS on 127.0.0.1 until Ctrl-C.",
     )
-    up.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    up.add_argument("--port", type=int, default=DEFAULT_PORT)
-    up.add_argument("--host", default="127.0.0.1", help="a loopback address")
+    add_data_dir(up)
+    up.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="HTTPS port (0: pick a free one; the banner and kubeconfigs show it)",
+    )
+    up.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.1 or ::1)")
     up.add_argument(
         "--fleet",
         type=Path,
@@ -78,13 +89,15 @@ def register(subparsers: Any) -> None:
     fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
     fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
     scale = fleet_commands.add_parser("scale", help="set the number of nodes of a pool")
-    scale.add_argument("pool")
-    scale.add_argument("nodes", type=int)
-    scale.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    scale.add_argument("pool", help="the pool's name in the fleet file")
+    scale.add_argument("nodes", type=int, help="the number of nodes it should have")
+    add_data_dir(scale)
     scale.set_defaults(run=run_fleet_scale)
     kubeconfig = subparsers.add_parser("kubeconfig", help="print a cluster's kubeconfig")
-    kubeconfig.add_argument("cluster", nargs="?", default="host")
-    kubeconfig.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    kubeconfig.add_argument(
+        "cluster", nargs="?", default="host", help="host, or a tenant's name (default: host)"
+    )
+    add_data_dir(kubeconfig)
     kubeconfig.set_defaults(run=run_kubeconfig)
 
 
@@ -109,7 +122,7 @@ def _gates(text: str) -> dict[str, bool]:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from allot.apiserver.server import Endpoint, serve
+    from allot.apiserver.server import Endpoint, check_loopback, serve
     from allot.platform import build as build_platform
 
     try:
@@ -118,10 +131,17 @@ def run_up(args: argparse.Namespace) -> int:
             pending_claim_seconds=parse_seconds(args.alert_pending_after),
             quota_usage_percent=args.alert_quota_percent,
         )
+        check_loopback(args.host)
         fleet = data_dir_fleet(args.data_dir, args.fleet)
     except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    try:
+        if any(pool.local for pool in fleet.pools):
+            check_available()
+    except NvmlUnavailable as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
     def announce(endpoint: Endpoint) -> None:
         print(f"allot API server on {endpoint.url} (data in {args.data_dir})")
@@ -132,24 +152,22 @@ def run_up(args: argparse.Namespace) -> int:
     def publish(endpoint: Endpoint) -> None:
         _publish(endpoint.kubeconfigs["host"], fleet)
 
-    try:
-        serve(
-            args.data_dir,
-            args.host,
-            args.port,
-            announce,
-            publish,
-            api=build_platform(
-                args.data_dir, args.runtime, gates, args.placement, alert_settings=settings
-            ),
+    def build() -> Any:
+        save_fleet(args.data_dir, fleet)
+        return build_platform(
+            args.data_dir, args.runtime, gates, args.placement, alert_settings=settings
         )
+
+    try:
+        serve(args.data_dir, args.host, args.port, announce, publish, build=build)
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal
-    except ValueError as err:
+    except DataDirLocked as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 1
     except OSError as err:
-        print(f"error: cannot serve on {args.host}:{args.port}: {err.strerror}", file=sys.stderr)
+        reason = err.strerror or str(err)
+        print(f"error: cannot serve on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
     print("allot API server stopped", flush=True)
     return 0
@@ -163,7 +181,7 @@ def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
         return False
     try:
         report = Publisher(client).reconcile(fleet, progress=_progress)
-    except (KubeError, FleetError) as err:
+    except (KubeError, FleetError, NvmlUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
     finally:
@@ -180,13 +198,23 @@ def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
     return True
 
 
-def platform_client(data_dir: Path) -> Client:
-    """The client of the platform ``allot up`` serves from ``data_dir`` (its host cluster)."""
-    kubeconfig = data_dir / "kubeconfigs" / "host.yaml"
-    if not kubeconfig.exists():
-        raise KubeError(
-            f"no platform in {data_dir}: start one with `allot up --data-dir {data_dir}`"
+class PlatformNotRunning(KubeError):
+    """No ``allot up`` serves this data directory: said once, the same way by every command."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(
+            f"the platform in {data_dir} is not running (start it with: allot up "
+            f"--data-dir {data_dir})"
         )
+
+
+def platform_client(data_dir: Path) -> Client:
+    """The client of the platform ``allot up`` serves from ``data_dir`` (its host cluster).
+
+    The data directory's lock says whether it is served, without waiting on a connection."""
+    kubeconfig = data_dir / "kubeconfigs" / "host.yaml"
+    if running(data_dir) is None or not kubeconfig.exists():
+        raise PlatformNotRunning(data_dir)
     return Client.from_kubeconfig(kubeconfig)
 
 
@@ -205,8 +233,11 @@ def run_fleet_scale(args: argparse.Namespace) -> int:
         return 2
     save_fleet(args.data_dir, fleet)
     kubeconfig = args.data_dir / "kubeconfigs" / "host.yaml"
-    if not kubeconfig.exists() or not _publish(kubeconfig, fleet):
-        print("the fleet file is saved; it is applied when 'allot up' runs", file=sys.stderr)
+    if running(args.data_dir) is None:
+        print(f"error: {PlatformNotRunning(args.data_dir)}", file=sys.stderr)
+        print("the fleet file is saved; it is applied when the platform starts", file=sys.stderr)
+        return 1
+    if not _publish(kubeconfig, fleet):
         return 1
     return 0
 

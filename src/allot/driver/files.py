@@ -27,7 +27,8 @@ def read_fleet(path: Path) -> Fleet:
 
 
 def data_dir_fleet(data_dir: Path, override: Path | None) -> Fleet:
-    """The fleet for a data directory: the override, the saved one, or seed 000's."""
+    """The fleet for a data directory: the override, the saved one, or seed 000's
+    (read only: ``allot up`` saves it once it holds the data directory)."""
     saved = data_dir / FLEET_FILE
     if override is not None:
         fleet = read_fleet(override)
@@ -35,7 +36,6 @@ def data_dir_fleet(data_dir: Path, override: Path | None) -> Fleet:
         fleet = read_fleet(saved)
     else:
         fleet = parse_fleet(SEED_000_FLEET)
-    save_fleet(data_dir, fleet)
     return fleet
 
 

@@ -101,6 +101,26 @@ def gpus_from_probe(document: dict[str, Any]) -> list[GpuInfo]:
     return gpus
 
 
+def check_available() -> None:
+    """Raise ``NvmlUnavailable`` unless NVML can be loaded and initialised here.
+
+    ``allot up`` calls it before it binds or writes anything when a fleet asks for this
+    machine's GPUs, so a missing ``allot[gpu]`` extra or driver is one line, not a failure
+    in the publishing thread of a half-started server."""
+    try:
+        import pynvml
+    except ImportError as err:
+        raise NvmlUnavailable(
+            "this fleet publishes this machine's GPUs, which needs nvidia-ml-py: "
+            "pip install 'allot[gpu]'"
+        ) from err
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as err:
+        raise NvmlUnavailable(f"this fleet publishes this machine's GPUs, but NVML: {err}") from err
+    pynvml.nvmlShutdown()
+
+
 def probe_document() -> dict[str, Any]:  # pragma: no cover - needs a GPU (device machine)
     """Read this machine's GPUs through NVML (read-only)."""
     try:

@@ -8,6 +8,7 @@ a kubeconfig file. Errors become :mod:`allot.kube.errors` classes.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,18 @@ class Client:
         self._discovered: dict[tuple[str, str], tuple[str, bool]] = {}
 
     @classmethod
-    def from_kubeconfig(cls, path: Path, context: str | None = None) -> Client:
+    def from_kubeconfig(cls, path: Path | None = None, context: str | None = None) -> Client:
+        """A client for ``path``'s ``context``; without a path, kubectl's rule: the files of
+        ``$KUBECONFIG`` merged, else ``~/.kube/config``."""
+        if path is not None and not path.is_file():
+            raise KubeError(f"cannot load kubeconfig {path}: no such file")
+        where = str(path) if path is not None else _default_kubeconfig_text()
         try:
             api_client = k8sconfig.new_client_from_config(  # type: ignore[no-untyped-call]
-                str(path), context=context
+                str(path) if path is not None else None, context=context
             )
         except Exception as err:
-            raise KubeError(f"cannot load kubeconfig {path}: {err}") from None
+            raise KubeError(f"cannot load kubeconfig {where}: {err}") from None
         return cls(api_client)
 
     def close(self) -> None:
@@ -196,6 +202,12 @@ class Client:
             self._path(api_version, kind, namespace, name),
             {"propagationPolicy": "Background"},
         )
+
+
+def _default_kubeconfig_text() -> str:
+    """How kubectl would name the kubeconfig it reads (for error messages)."""
+    files = os.environ.get("KUBECONFIG")
+    return f"$KUBECONFIG ({files})" if files else "~/.kube/config"
 
 
 def _wrap(status: int, body: Any, fallback: str) -> KubeError:

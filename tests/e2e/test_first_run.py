@@ -1,0 +1,232 @@
+"""The first minutes of a new user: install, start, start again, and what a stopped platform says.
+
+These run ``allot`` as a separate process, the way a user types it: a fresh virtualenv with
+only allot's runtime dependencies, ``allot up`` twice on one data directory, a port that is
+taken, ``--port 0``, the data-directory rule, a fleet asking for local GPUs without the
+``gpu`` extra, and every command that needs a running platform when none is.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from allot.cli.main import main as allot
+
+REPO = Path(__file__).resolve().parents[2]
+ALLOT = str(Path(sys.executable).with_name("allot"))
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("ALLOT_", "XDG_"))}
+
+
+@dataclass
+class Started:
+    process: subprocess.Popen[str]
+    banner: str
+
+    @property
+    def url(self) -> str:
+        first = self.banner.splitlines()[0]
+        return first.split(" on ")[1].split(" ")[0]
+
+
+@contextmanager
+def allot_up(data_dir: Path, *extra: str, allot_bin: str = ALLOT) -> Iterator[Started]:
+    """``allot up --port 0`` in its own process until its banner, stopped with Ctrl-C."""
+    process = subprocess.Popen(
+        [allot_bin, "up", "--port", "0", "--data-dir", str(data_dir), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=CLEAN_ENV,
+    )
+    assert process.stdout is not None
+    lines = []
+    try:
+        while not lines or lines[-1] != "Ctrl-C stops it.":
+            line = process.stdout.readline()
+            assert line, f"allot up ended early: {process.communicate()}"
+            lines.append(line.rstrip("\n"))
+        yield Started(process, "\n".join(lines))
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
+
+
+def version_of(kubeconfig: Path) -> dict[str, str]:
+    """``GET /version`` with the kubeconfig's server, CA and token (no kubectl needed)."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    token = config["users"][0]["user"]["token"]
+    tls = ssl.create_default_context(cafile=cluster["certificate-authority"])
+    response = httpx.get(
+        f"{cluster['server']}/version",
+        verify=tls,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    response.raise_for_status()
+    body: dict[str, str] = response.json()
+    return body
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(directory)): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and path.suffix not in (".db", ".db-wal", ".db-shm")
+        and not path.name.endswith(("-wal", "-shm"))
+    }
+
+
+def test_port_zero_prints_the_real_port_and_kubeconfigs_use_it(tmp_path: Path) -> None:
+    with allot_up(tmp_path) as started:
+        port = int(started.url.rsplit(":", 1)[1])
+        assert port != 0
+        kubeconfig = tmp_path / "kubeconfigs" / "host.yaml"
+        assert f"export KUBECONFIG={kubeconfig.resolve()}" in started.banner
+        assert f"server: https://127.0.0.1:{port}" in kubeconfig.read_text()
+        assert version_of(kubeconfig)["gitVersion"].startswith("v1.36")
+
+
+def test_a_second_up_on_the_same_data_dir_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    with allot_up(tmp_path) as first:
+        before = snapshot(tmp_path)
+        second = subprocess.run(
+            [ALLOT, "up", "--port", "0", "--data-dir", str(tmp_path)],
+            capture_output=True, text=True, timeout=60, env=CLEAN_ENV, check=False,
+        )  # fmt: skip
+        assert second.returncode == 1
+        assert second.stderr == (
+            f"error: the platform in {tmp_path} is already running at {first.url} "
+            f"(pid {first.process.pid}); stop it first or choose another --data-dir\n"
+        )
+        assert second.stdout == ""
+        assert snapshot(tmp_path) == before  # the first one's kubeconfigs are untouched
+        assert version_of(tmp_path / "kubeconfigs" / "host.yaml")["major"] == "1"
+    # once the first one stops, the directory is free again
+    with allot_up(tmp_path) as again:
+        assert again.url.startswith("https://127.0.0.1:")
+
+
+def test_a_port_in_use_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [ALLOT, "up", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+            capture_output=True, text=True, timeout=60, env=CLEAN_ENV, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr == f"error: cannot serve on 127.0.0.1:{port}: Address already in use\n"
+    assert result.stdout == ""
+    assert not (tmp_path / "data" / "kubeconfigs").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tenant", "list"],
+        ["tenant", "create", "team-a"],
+        ["tenant", "delete", "team-a"],
+        ["alerts"],
+        ["top", "--once"],
+        ["fleet", "scale", "a100-whole-pool", "2"],
+    ],
+)
+def test_commands_say_the_platform_is_not_running(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert allot([*argv, "--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"error: the platform in {tmp_path} is not running "
+        f"(start it with: allot up --data-dir {tmp_path})\n"
+    ) in err
+    assert "Traceback" not in err
+
+
+def test_a_stopped_platform_with_kubeconfigs_left_is_not_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with allot_up(tmp_path):
+        pass
+    assert (tmp_path / "kubeconfigs" / "host.yaml").exists()
+    assert allot(["tenant", "list", "--data-dir", str(tmp_path)]) == 1
+    assert "is not running" in capsys.readouterr().err
+
+
+def test_the_data_dir_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ALLOT_DATA_DIR", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert allot(["tenant", "list"]) == 1
+    assert f"{tmp_path}/home/.local/state/allot is not running" in capsys.readouterr().err
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert allot(["alerts"]) == 1
+    assert f"{tmp_path}/state/allot is not running" in capsys.readouterr().err
+    monkeypatch.setenv("ALLOT_DATA_DIR", str(tmp_path / "explicit"))
+    assert allot(["top", "--once"]) == 1
+    assert f"{tmp_path}/explicit is not running" in capsys.readouterr().err
+    assert allot(["tenant", "list", "--data-dir", str(tmp_path / "flag")]) == 1
+    assert f"{tmp_path}/flag is not running" in capsys.readouterr().err
+
+
+def test_local_gpus_without_the_gpu_extra_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    fleet = REPO / "examples" / "fleets" / "local-gpus.yaml"
+    code = allot(["up", "--fleet", str(fleet), "--port", "0", "--data-dir", str(tmp_path)])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "error: this fleet publishes this machine's GPUs, which needs nvidia-ml-py: "
+        "pip install 'allot[gpu]'\n"
+    )
+    assert captured.out == ""
+    assert list(tmp_path.iterdir()) == []  # no half-started server, nothing written
+
+
+@pytest.mark.slow
+def test_a_fresh_virtualenv_without_extras_runs_allot(tmp_path: Path) -> None:
+    """``pip install .`` alone is enough for the CLI, validation and the platform."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    install = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(REPO)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stderr[-3000:]
+    fresh = str(venv / "bin" / "allot")
+    version = subprocess.run([fresh, "--version"], capture_output=True, text=True, check=False)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith("allot ")
+    manifest = REPO / "examples" / "seeds" / "000-gpu-deviceclasses.yaml"
+    validated = subprocess.run(
+        [fresh, "validate", str(manifest)], capture_output=True, text=True, check=False
+    )
+    assert validated.returncode == 0, validated.stderr
+    assert "deviceclass.resource.k8s.io/gpu-whole valid" in validated.stdout
+    with allot_up(tmp_path / "data", allot_bin=fresh):
+        assert version_of(tmp_path / "data" / "kubeconfigs" / "host.yaml")["major"] == "1"
