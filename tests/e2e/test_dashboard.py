@@ -123,3 +123,24 @@ def test_the_dashboard_needs_the_host_token(browser: Any, tenancy: Tenancy) -> N
     assert "does not belong to the host cluster" in page.inner_text("main")
     page.goto(f"{url}/ui")
     assert page.locator("input#token").count() == 1
+
+
+def test_signing_in_through_the_form(browser: Any, tenancy: Tenancy) -> None:
+    """What a new user does: open /ui, paste the host token, press Sign in."""
+    context = browser.new_context(ignore_https_errors=True)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    server = tenancy.cluster.server
+    page.goto(f"{server.endpoint.url}/ui")
+    page.get_by_label("Host token").fill("not-a-token")
+    page.get_by_role("button", name="Sign in").click()
+    assert "does not belong to the host cluster" in page.inner_text("main")
+    page.get_by_label("Host token").fill(server.api.tokens.ensure("host"))
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
+    assert page.url.endswith("/ui")
+    assert page.locator("#panel-fleet .gpu").count() >= 1
+    page.reload()  # the session is a cookie: still signed in
+    assert page.locator("input#token").count() == 0
+    assert problems == []
