@@ -43,3 +43,16 @@ def test_pack_orders_by_free_devices_then_name() -> None:
 def test_unknown_placement_is_refused() -> None:
     with pytest.raises(UnknownPlacementError, match="unknown placement 'spread'"):
         check_placement("spread")
+
+
+def test_a_pod_whose_claims_are_allocated_fits_a_full_node() -> None:
+    scenario = yaml.safe_load((SCENARIO.parent / "allocated-claims.yaml").read_text())
+    first, second, third = Simulation(parse_scenario(scenario)).run()
+    assert (first.node, second.node) == ("node-a", "node-a")
+    assert second.success
+    assert second.results == []  # nothing new was allocated
+    assert not third.success  # a claim still to allocate meets the full node
+    assert third.error == (
+        "0/2 nodes are available: 1 cannot allocate all claims, "
+        "1 resourceclaim not available on the node."
+    )

@@ -141,9 +141,16 @@ def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
     )
     _wait(platform, "condition=Ready", "pod/qwen")
     _wait(platform, "condition=Ready", "pod/embedder")
+    # a pod joining an allocated claim fits the node its allocation names, though that
+    # node has no free device left (the full-node shortcut must not refuse it)
+    platform.apply(_pod("late", [{"name": "gpu", "resourceClaimName": "shared-gpu"}]))
+    _wait(platform, "condition=Ready", "pod/late")
+    nodes = {platform.get_json("pod", p)["spec"]["nodeName"] for p in ("qwen", "late")}
+    assert nodes == {"a100-whole-pool-0"}
     claim = platform.get_json("resourceclaim", "shared-gpu")
     assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == [
         "embedder",
+        "late",
         "qwen",
     ]
     legacy = {
@@ -164,7 +171,7 @@ def test_shared_named_claim_and_extended_resources(platform: Cluster) -> None:
     platform.apply(legacy)
     time.sleep(0.5)
     assert platform.get_json("pod", "legacy")["spec"].get("nodeName") is None
-    platform.kubectl("delete", "pod", "qwen", "embedder")
+    platform.kubectl("delete", "pod", "qwen", "embedder", "late")
     _wait(platform, "condition=Ready", "pod/legacy")
     status = platform.get_json("pod", "legacy")["status"]
     mapping = status["extendedResourceClaimStatus"]

@@ -266,10 +266,13 @@ class _Search:
         The search would skip every device on its in-use check (before any selector runs)
         and fail, so the answer is the same without it. Not taken when a request could
         ignore in-use devices (admin access), when devices are shareable, for ``All``
-        requests, or when an invalid pool must be reported.
+        requests, when an invalid pool must be reported, or when there is nothing to
+        allocate (a pod whose claims are all allocated fits a full node).
         """
         index = self.node_pools
-        if not index.candidates or index.has_invalid or index.has_shareable:
+        if not self.claim_data or not index.candidates or index.has_invalid:
+            return False  # nothing left to allocate fits anywhere
+        if index.has_shareable:
             return False
         for data in self.claim_data:
             for entry in data.requests:

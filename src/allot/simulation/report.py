@@ -51,7 +51,7 @@ def to_text(
                     result.step.name,
                     "allocated",
                     result.node or "",
-                    devices or "(no devices requested)",
+                    devices or _nothing_new(result),
                 )
             )
         else:
@@ -69,3 +69,10 @@ def to_text(
             lines.append(f"\nstep {index} ({results[index].step.name}) is pending because:")
             lines.append(render_text(items))
     return "\n".join(lines)
+
+
+def _nothing_new(result: StepResult) -> str:
+    """The device column of a step that allocated nothing new."""
+    if result.step.claims:
+        return "(claims already allocated: " + ", ".join(result.step.claims) + ")"
+    return "(no devices requested)"
