@@ -124,7 +124,11 @@ class RequestBuilder:
                 for sub in request.first_available
             ]
             return RequestEntry(name, None, alternatives)
-        exact = request.exactly or resourceapi.ExactDeviceRequest()
+        if request.exactly is None:
+            # Neither exactly nor firstAvailable: kube-scheduler's DRA plugin refuses the
+            # claim before the allocator runs (whose accessor would dereference nil).
+            raise AllocationError(f"request {name}: unsupported request type")
+        exact = request.exactly
         return RequestEntry(name, self._data(index, label, name, name, exact, exact.admin_access))
 
     def _data(

@@ -16,7 +16,7 @@ from allot.api import core_v1 as corev1
 from allot.api import kinds
 from allot.api import resource_v1 as resourceapi
 from allot.api.errors import ApiError
-from allot.api.features import Features
+from allot.api.features import Features, UnknownFeatureGate
 
 SCENARIO_KEYS = {"features", "objects", "steps", "description"}
 STEP_KEYS = {"claims", "node", "name"}
@@ -59,8 +59,8 @@ def parse_scenario(document: Any) -> Scenario:
         )
     try:
         features = Features.from_mapping(document.get("features") or {})
-    except KeyError as err:
-        raise ScenarioError(f"features: unknown feature gate {err.args[0]!r}") from None
+    except UnknownFeatureGate as err:
+        raise ScenarioError(f"features: {err}") from None
     scenario = Scenario(features)
     objects = document.get("objects")
     if not isinstance(objects, list):
