@@ -51,7 +51,7 @@ def build(
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     api = ApiServer(data_dir, clock=clock) if clock else ApiServer(data_dir)
-    pods: Runtime = SimulatedRuntime()
+    pods: Runtime = SimulatedRuntime(api.logs_dir / HOST_CLUSTER)
     if runtime == "process":
         processes = ProcessRuntime(api.logs_dir / HOST_CLUSTER, data_dir / "pods" / HOST_CLUSTER)
         api.shutdown_hooks.append(processes.stop_all)

@@ -108,7 +108,7 @@ def test_exhaustion_is_explained_and_resolved_by_release(platform: Cluster) -> N
     assert conditions["PodScheduled"]["reason"] == "Unschedulable"
     assert (
         conditions["PodScheduled"]["message"]
-        == "0/2 nodes are available: 2 cannot allocate all claims."
+        == "0/3 nodes are available: 3 cannot allocate all claims."
     )
     events = platform.kubectl(
         "get", "events", "--field-selector", "involvedObject.name=slice-7"
@@ -208,3 +208,43 @@ def test_missing_template_gets_an_event(platform: Cluster, tmp_path: Path) -> No
     assert "FailedResourceClaimCreation" in events
     pod = platform.get_json("pod", "orphan")
     assert pod["status"]["phase"] == "Pending"
+
+
+def test_ordinary_pods_run_on_the_cpu_pool_and_every_running_pod_has_logs(
+    platform: Cluster,
+) -> None:
+    """``kubectl run`` with busybox, as a new user's first command, then ``kubectl logs``."""
+    platform.kubectl("run", "hello", "--image=busybox", "--", "sleep", "1")
+    _wait(platform, "condition=Ready", "pod/hello")
+    pod = platform.get_json("pod", "hello")
+    assert pod["spec"]["nodeName"] == "cpu-pool-0"  # GPU pools keep the seed's taint
+    logs = platform.kubectl("logs", "hello").stdout
+    assert logs == (
+        "[allot] simulated container 'hello' (image busybox): no process runs; "
+        "it would run: sleep 1\n$ nvidia-smi -L\nNo devices found.\n"
+    )
+    node = platform.get_json("node", "cpu-pool-0")
+    assert "nvidia.com/gpu.present" not in node["metadata"]["labels"]
+    assert not node["spec"].get("taints")
+    slices = platform.get_json("resourceslices", "--field-selector", "spec.nodeName=cpu-pool-0")
+    assert slices["items"] == []  # the driver publishes nothing on a node without GPUs
+    platform.kubectl("delete", "pod", "hello")
+
+
+def test_logs_of_a_simulated_gpu_pod_list_its_devices(platform: Cluster) -> None:
+    platform.kubectl("delete", "pod", "slice-1")  # the slices are all taken by now
+    platform.apply(
+        _pod("smi", [{"name": "gpu", "resourceClaimTemplateName": "slice"}]),
+    )
+    _wait(platform, "condition=Ready", "pod/smi")
+    logs = platform.kubectl("logs", "smi", "-c", "main").stdout.splitlines()
+    assert logs[0] == (
+        "[allot] simulated container 'main' (image busybox): no process runs; "
+        "it would run: the image's entrypoint"
+    )
+    assert logs[1] == "$ nvidia-smi -L"
+    assert logs[2].startswith("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-")
+    assert logs[3].startswith("  MIG 1g.5gb      Device  0: (UUID: MIG-")
+    assert len(logs) == 4  # exactly its one slice
+    assert platform.kubectl("logs", "smi", "--tail=1").stdout == logs[3] + "\n"
+    platform.kubectl("delete", "pod", "smi")

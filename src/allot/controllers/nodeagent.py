@@ -125,7 +125,7 @@ class NodeAgent:
         claims = self._claims(pod)
         with_config = any(_allocated_devices(c).get("config") for c in claims)
         published = (
-            _published_devices(self.context.list("ResourceSlice"))
+            _published_devices(self.context.list("ResourceSlice"), _pools_of(claims))
             if with_config or self.runtime.wants_devices
             else {}
         )
@@ -362,13 +362,22 @@ def _result_key(result: Obj) -> tuple[str, str, str]:
     return (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
 
 
-def _published_devices(slices: list[Obj]) -> dict[tuple[str, str, str], dict[str, str]]:
+def _pools_of(claims: list[Obj]) -> set[tuple[str, str]]:
+    """The (driver, pool) pairs the claims' allocated devices come from."""
+    return {(str(r.get("driver")), str(r.get("pool"))) for c in claims for r in _results(c)}
+
+
+def _published_devices(
+    slices: list[Obj], pools: set[tuple[str, str]]
+) -> dict[tuple[str, str, str], dict[str, str]]:
     """(driver, pool, device) to the device's string attributes (``uuid``, ``type``,
-    ``productName``, ``parentUUID``, ``profile``, ...)."""
+    ``productName``, ``parentUUID``, ``profile``, ...), for the slices of ``pools``."""
     published: dict[tuple[str, str, str], dict[str, str]] = {}
     for slice_ in slices:
         spec = slice_.get("spec") or {}
         pool = str((spec.get("pool") or {}).get("name"))
+        if (str(spec.get("driver")), pool) not in pools:
+            continue
         for device in spec.get("devices") or []:
             attributes = {
                 name: str(value["string"])

@@ -2,7 +2,9 @@
 
 ``SimulatedRuntime`` runs nothing: containers "run" until the pod's
 ``allot.dev/simulated-runtime-seconds`` annotation says they exit (never, without it), so
-demos, benchmarks and large fleets can use any image.
+demos, benchmarks and large fleets can use any image. Each container still gets a log
+(``kubectl logs`` works for every Running pod): a line saying it is simulated and what it
+would run, then what ``nvidia-smi -L`` would print for exactly its devices.
 
 ``ProcessRuntime`` runs each container's ``command`` and ``args`` as a local process in its
 own session and working directory, with a clean environment (``PATH``, ``HOME``, locale,
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from allot.api.quantity import Quantity
-from allot.driver.smi import shim_script
+from allot.driver.smi import list_gpus, shim_script
 
 Obj = dict[str, Any]
 ExitCallback = Callable[[Obj, dict[str, int]], None]
@@ -75,7 +77,10 @@ class Runtime(Protocol):
 
 class SimulatedRuntime:
     name = "simulated"
-    wants_devices = False
+
+    def __init__(self, logs_dir: Path | None = None) -> None:
+        self.logs_dir = logs_dir
+        self.wants_devices = logs_dir is not None
 
     def launch(
         self,
@@ -84,6 +89,13 @@ class SimulatedRuntime:
         on_exit: ExitCallback,
         on_restart: RestartCallback,
     ) -> None:
+        if self.logs_dir is not None:
+            key = _key(pod)
+            for spec in pod["spec"].get("containers") or []:
+                log = self.logs_dir / key[0] / key[1] / f"{spec['name']}.log"
+                log.parent.mkdir(parents=True, exist_ok=True)
+                setup = setups.get(spec["name"]) or ContainerSetup()
+                log.write_text(simulated_log(spec, setup.devices))
         seconds = (pod["metadata"].get("annotations") or {}).get(RUNTIME_ANNOTATION)
         if seconds is not None:
             codes = {c["name"]: 0 for c in pod["spec"].get("containers") or []}
@@ -91,6 +103,18 @@ class SimulatedRuntime:
 
     def stop(self, pod: Obj) -> None:
         return None
+
+
+def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:
+    """What a simulated container's log holds: that it is simulated, and its devices."""
+    argv = list(spec.get("command") or []) + list(spec.get("args") or [])
+    would_run = " ".join(argv) if argv else "the image's entrypoint"
+    listing = list_gpus(devices) if devices else "No devices found.\n"
+    return (
+        f"[allot] simulated container {spec['name']!r} (image {spec.get('image', '?')}): "
+        f"no process runs; it would run: {would_run}\n"
+        f"$ nvidia-smi -L\n{listing}"
+    )
 
 
 @dataclass

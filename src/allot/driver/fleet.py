@@ -12,10 +12,13 @@ pools:
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 - name: local                    # this machine's real GPUs, through NVML
   local: true
+- name: cpu-pool                 # no 'gpu': nodes for ordinary pods, no driver slices
+  nodes: 1
 ```
 
-Without a file, ``allot up`` uses seed 000's two pools (one whole A100, one A100 cut into
-seven 1g.5gb slices). Errors name the pool and key. Pure apart from ``local`` pools, which
+Without a file, ``allot up`` uses seed 000's two GPU pools (one whole A100, one A100 cut
+into seven 1g.5gb slices), both tainted ``nvidia.com/gpu``, plus one untainted CPU node so
+that ordinary pods (``kubectl run x --image=busybox``) have somewhere to run. Errors name the pool and key. Pure apart from ``local`` pools, which
 ask NVML through :mod:`allot.driver.nvml`.
 """
 
@@ -59,6 +62,11 @@ SEED_000_FLEET: dict[str, Any] = {
                 "cloud.google.com/gke-gpu-partition-size": "1g.5gb",
             },
             "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        },
+        {
+            "name": "cpu-pool",
+            "nodes": 1,
+            "labels": {"cloud.google.com/gke-nodepool": "cpu-pool"},
         },
     ],
 }
@@ -156,6 +164,8 @@ def _pool(index: int, raw: Any) -> Pool:
     )
     if local:
         return pool
+    if "gpu" not in raw:
+        return _cpu_pool(where, raw, pool)
     model = catalog.lookup(str(raw.get("gpu", "")))
     if model is None:
         raise FleetError(
@@ -167,6 +177,15 @@ def _pool(index: int, raw: Any) -> Pool:
         raise FleetError(f"{where}: 'gpusPerNode' must be between 1 and 16")
     pool.gpus_per_node = count
     _mig(where, raw.get("mig"), pool, model)
+    return pool
+
+
+def _cpu_pool(where: str, raw: dict[str, Any], pool: Pool) -> Pool:
+    """A pool without GPUs: its nodes get no NVIDIA labels and the driver publishes nothing."""
+    extra = sorted({"gpusPerNode", "mig"} & set(raw))
+    if extra:
+        raise FleetError(f"{where}: {', '.join(extra)} needs 'gpu' (a pool without 'gpu' has none)")
+    pool.gpus_per_node = 0
     return pool
 
 
@@ -218,14 +237,11 @@ def expand(fleet: Fleet, local_gpus: Callable[[], list[GpuInfo]] | None = None) 
     for pool in fleet.pools:
         for index in range(pool.nodes):
             name = f"{pool.name}-{index}"
-            labels = {
-                "kubernetes.io/hostname": name,
-                "allot.dev/pool": pool.name,
-                "nvidia.com/gpu.present": "true",
-                **pool.labels,
-            }
+            labels = {"kubernetes.io/hostname": name, "allot.dev/pool": pool.name}
             if pool.local:
                 gpus = (local_gpus or _local_gpus)()
+            elif not pool.gpu:
+                gpus = []
             else:
                 gpus = catalog.simulated_gpus(
                     catalog.MODELS[pool.gpu],
@@ -235,6 +251,9 @@ def expand(fleet: Fleet, local_gpus: Callable[[], list[GpuInfo]] | None = None) 
                     cuda_version=fleet.cuda_version,
                     mig_profile=pool.mig_profile,
                 )
+            if gpus:
+                labels["nvidia.com/gpu.present"] = "true"
+            labels.update(pool.labels)
             nodes.append(NodeSpec(name, pool.name, labels, pool.taints, gpus, pool.dynamic_mig))
     return nodes
 

@@ -59,14 +59,16 @@ def device_classes(*, passthrough: bool = False) -> list[Obj]:
 
 
 def node_object(spec: NodeSpec) -> Obj:
-    gpu_count = str(len(spec.gpus))
+    labels = dict(spec.labels)
+    if spec.gpus:
+        labels["nvidia.com/gpu.count"] = str(len(spec.gpus))
     capacity = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "500Gi"}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": spec.name,
-            "labels": {**spec.labels, "nvidia.com/gpu.count": gpu_count},
+            "labels": labels,
         },
         "spec": {"taints": spec.taints} if spec.taints else {},
         "status": {
@@ -127,6 +129,8 @@ class Publisher:
         except KubeConflict:
             created = self.client.get("v1", "Node", spec.name)
         uid = created["metadata"]["uid"]
+        if not spec.gpus:
+            return  # the driver's kubelet plugin runs on GPU nodes only
         existing = self.client.list(
             "resource.k8s.io/v1",
             "ResourceSlice",
