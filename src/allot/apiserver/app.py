@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from allot.api.errors import ApiError
-from allot.apiserver import discovery, openapi, protobuf, selectors, tables
+from allot.apiserver import discovery, openapi, protobuf, queries, selectors, tables
 from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
 from allot.apiserver.crds import CustomResources
 from allot.apiserver.errors import (
@@ -47,6 +48,7 @@ from allot.statuses import InvalidObjectError, RequestError, to_status
 from allot.store import Store
 from allot.store.errors import StoreError
 
+LOG = logging.getLogger("allot.apiserver")
 MAX_BODY_BYTES = 3 * 1024 * 1024
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 Obj = dict[str, Any]
@@ -181,7 +183,13 @@ class ApiServer:
             return await self._dispatch(request, cluster, request.path_params["path"])
         except (RequestError, StoreError, ApiError, InvalidObjectError) as err:
             return _status_response(err)
-        except Exception as err:  # never a bare 500 page
+        except Exception as err:  # a bug: logged with its traceback, answered as a Status
+            LOG.exception(
+                "internal error serving %s %s on cluster %s",
+                request.method,
+                request.url.path,
+                cluster,
+            )
             return _status_response(err)
 
     def _authenticate(self, request: Request, cluster: str) -> None:
@@ -217,6 +225,12 @@ class ApiServer:
         target = parse_resource_path(segments)
         if target is None:
             raise NotFoundPath()
+        queries.check(
+            method,
+            request.query_params,
+            request.query_params.getlist("dryRun"),
+            request.headers.get("content-type", "").split(";")[0].strip(),
+        )
         if target.name is None:
             return await self._collection(request, cluster, target)
         return await self._item(request, cluster, target)
@@ -444,6 +458,7 @@ class ApiServer:
             return self._written(result, 201 if result.created else 200)
         if method == "DELETE":
             options = await self._body(request, allow_empty=True)
+            queries.check_delete_options(options)
             obj = self.handlers.delete(
                 cluster, target, options, _dry_run(request), user=_user(cluster)
             )

@@ -51,8 +51,3 @@ class BadRequest(RequestError):
 class Unprocessable(RequestError):
     code, reason = 422, "Invalid"
 
-
-class Denied(RequestError):
-    """An admission hook refused the request."""
-
-    code, reason = 403, "Forbidden"

@@ -25,6 +25,7 @@ from allot.apiserver.admission import (
     Operation,
 )
 from allot.apiserver.errors import BadRequest, UnsupportedMediaType
+from allot.apiserver.queries import go_json_type
 from allot.apiserver.requests import Target
 from allot.apiserver.resources import ServedResource
 from allot.store import Store
@@ -118,8 +119,12 @@ class Handlers:
     def update(self, cluster: str, target: Target, body: Obj, options: WriteOptions) -> WriteResult:
         resource = target.resource
         body = self._checked_body(resource, target, body)
-        if (body.get("metadata") or {}).get("name") != target.name:
-            raise BadRequest("the name of the object does not match the name on the URL")
+        named = (body.get("metadata") or {}).get("name")
+        if named != target.name:
+            raise BadRequest(
+                f"the name of the object ({named or ''}) does not match the name on the URL "
+                f"({target.name})"
+            )
         current = self._current(cluster, target)
         return self._replace(cluster, target, current, body, options)
 
@@ -195,7 +200,10 @@ class Handlers:
             raise BadRequest("a Binding with target.name (the node) is required")
         bound_name = (body.get("metadata") or {}).get("name")
         if bound_name and bound_name != target.name:
-            raise BadRequest("the name of the object does not match the name on the URL")
+            raise BadRequest(
+                f"the name of the object ({bound_name}) does not match the name on the URL "
+                f"({target.name})"
+            )
         current = self._current(cluster, target)
         assigned = (current.get("spec") or {}).get("nodeName")
         if assigned:
@@ -300,7 +308,15 @@ class Handlers:
     def _checked_body(self, resource: ServedResource, target: Target, body: Obj) -> Obj:
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
-        body = {**body, "metadata": dict(body.get("metadata") or {})}
+        metadata = body.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            kind, version = resource.kind, resource.api_version.rpartition("/")[2]
+            raise BadRequest(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot '
+                f"unmarshal {go_json_type(metadata)} into Go struct field {kind}.metadata of "
+                "type v1.ObjectMeta"
+            )
+        body = {**body, "metadata": dict(metadata or {})}
         body.setdefault("apiVersion", resource.api_version)
         body.setdefault("kind", resource.kind)
         if body["apiVersion"] != resource.api_version or body["kind"] != resource.kind:

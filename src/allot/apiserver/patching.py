@@ -10,13 +10,19 @@
   replaced, as for atomic lists upstream.
 
 Server-side apply is built on the strategic merge (see the conformance ledger). Errors raise
-:class:`PatchError`, a 422/400 for the client.
+:class:`PatchError`, answered as the kube-apiserver answers them: a patch that cannot be
+decoded is 400 BadRequest with the decoder's text; one that decodes but does not apply to
+the object is 422 Invalid, ``the server rejected our request due to an error in our
+request``, with the reason as a cause (kubectl prints ``The request is invalid: <cause>``).
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+from allot.api.meta import StatusCause, StatusDetails
+from allot.statuses import RequestError
 
 MERGE_KEYS: dict[str, str] = {
     "containers": "name",
@@ -41,12 +47,19 @@ MERGE_KEYS: dict[str, str] = {
 SET_LISTS = {"finalizers"}
 
 
-class PatchError(Exception):
-    """The patch cannot be applied; ``code`` is the HTTP status to answer."""
+class PatchError(RequestError):
+    """The patch cannot be applied (422, the default) or decoded (400)."""
 
     def __init__(self, message: str, code: int = 422) -> None:
-        super().__init__(message)
+        self.detail = message
         self.code = code
+        if code == 422:
+            self.reason = "Invalid"
+            self.details = StatusDetails(
+                causes=[StatusCause(reason="UnexpectedServerResponse", message=message)]
+            )
+            message = "the server rejected our request due to an error in our request"
+        super().__init__(message)
 
 
 # ------------------------------------------------------------------ RFC 7386
@@ -190,27 +203,39 @@ def json_patch(document: Any, operations: Any) -> Any:
     for operation in operations:
         if not isinstance(operation, dict) or "op" not in operation:
             raise PatchError("json patch operation must be an object with 'op'", 400)
-        op, parts = operation["op"], _pointer(str(operation.get("path", "")))
-        if op == "add":
-            result = _add(result, parts, operation.get("value"))
-        elif op == "remove":
-            result = _remove(result, parts)
-        elif op == "replace":
-            _get(result, parts)
-            result = (
-                _add(_remove(result, parts), parts, operation.get("value"))
-                if parts
-                else copy.deepcopy(operation.get("value"))
-            )
-        elif op in ("move", "copy"):
-            source = _pointer(str(operation.get("from", "")))
-            value = _get(result, source)
-            if op == "move":
-                result = _remove(result, source)
-            result = _add(result, parts, value)
-        elif op == "test":
-            if _get(result, parts) != operation.get("value"):
-                raise PatchError(f"testing value /{'/'.join(parts)} failed")
-        else:
-            raise PatchError(f'unexpected json patch operation "{op}"', 400)
+        op = operation["op"]
+        try:
+            result = _apply_operation(result, operation)
+        except PatchError as err:
+            if err.code != 422:
+                raise
+            raise PatchError(f"jsonpatch {op} operation does not apply: {err.detail}") from None
+    return result
+
+
+def _apply_operation(result: Any, operation: dict[str, Any]) -> Any:
+    """One RFC 6902 operation on ``result`` (already a private copy)."""
+    op, parts = operation["op"], _pointer(str(operation.get("path", "")))
+    if op == "add":
+        result = _add(result, parts, operation.get("value"))
+    elif op == "remove":
+        result = _remove(result, parts)
+    elif op == "replace":
+        _get(result, parts)
+        result = (
+            _add(_remove(result, parts), parts, operation.get("value"))
+            if parts
+            else copy.deepcopy(operation.get("value"))
+        )
+    elif op in ("move", "copy"):
+        source = _pointer(str(operation.get("from", "")))
+        value = _get(result, source)
+        if op == "move":
+            result = _remove(result, source)
+        result = _add(result, parts, value)
+    elif op == "test":
+        if _get(result, parts) != operation.get("value"):
+            raise PatchError(f"testing value /{'/'.join(parts)} failed")
+    else:
+        raise PatchError(f'unexpected json patch operation "{op}"', 400)
     return result

@@ -18,7 +18,8 @@ pools:
 
 Without a file, ``allot up`` uses seed 000's two GPU pools (one whole A100, one A100 cut
 into seven 1g.5gb slices), both tainted ``nvidia.com/gpu``, plus one untainted CPU node so
-that ordinary pods (``kubectl run x --image=busybox``) have somewhere to run. Errors name the pool and key. Pure apart from ``local`` pools, which
+that ordinary pods (``kubectl run x --image=busybox``) have somewhere to run. Errors name
+the pool and key. Pure apart from ``local`` pools, which
 ask NVML through :mod:`allot.driver.nvml`.
 """
 

@@ -1,0 +1,110 @@
+"""Query parameters checked before a request is served, as the kube-apiserver checks them.
+
+A malformed parameter is the client's mistake: it gets a 4xx ``Status`` naming the
+parameter, never a 500 from deep inside a handler. Numbers and booleans that do not parse
+are 400 BadRequest (upstream's query-parameter decoding); values outside an enumeration
+are 422 Invalid against the options kind of the verb, with upstream's text, e.g.
+``CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Bogus"}:
+supported values: "All"``. ``app`` calls ``check`` once per resource request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from allot.apiserver.errors import BadRequest, Unprocessable
+
+OPTIONS_KIND = {
+    "GET": "ListOptions",
+    "POST": "CreateOptions",
+    "PUT": "UpdateOptions",
+    "PATCH": "PatchOptions",
+    "DELETE": "DeleteOptions",
+}
+FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
+RESOURCE_VERSION_MATCH = ("Exact", "NotOlderThan")
+PROPAGATION = ("Foreground", "Background", "Orphan", "nil")
+INTEGERS = ("limit", "timeoutSeconds", "tailLines", "gracePeriodSeconds", "limitBytes")
+BOOLEANS = ("watch", "allowWatchBookmarks", "sendInitialEvents", "force", "follow", "pretty")
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content_type: str) -> None:
+    """Raise ``BadRequest`` or ``Unprocessable`` for the first malformed parameter."""
+    for name in INTEGERS:
+        value = query.get(name)
+        if value is not None and not _is_integer(value):
+            raise BadRequest(f'{name}: Invalid value: "{value}": must be an integer')
+    for name in BOOLEANS:
+        value = query.get(name)
+        if value is not None and value.lower() not in ("", "true", "false", "1", "0"):
+            raise BadRequest(f'{name}: Invalid value: "{value}": must be true or false')
+    version = query.get("resourceVersion")
+    if version and not version.isdigit():
+        raise BadRequest(
+            f'resourceVersion: Invalid value: "{version}": must be empty or a decimal '
+            "resourceVersion returned by this server"
+        )
+    kind = OPTIONS_KIND.get(method, "ListOptions")
+    match = query.get("resourceVersionMatch")
+    if method == "GET" and match and match not in RESOURCE_VERSION_MATCH:
+        raise _invalid(kind, "resourceVersionMatch", f'"{match}"', RESOURCE_VERSION_MATCH)
+    if method == "GET":
+        return
+    bad_dry_run = [value for value in dry_run if value != "All"]
+    if bad_dry_run:
+        listed = ", ".join(f'"{v}"' for v in dry_run)
+        raise _invalid(kind, "dryRun", f"[]string{{{listed}}}", ("All",))
+    validation = query.get("fieldValidation")
+    if validation and validation not in FIELD_VALIDATION:
+        raise _invalid(kind, "fieldValidation", f'"{validation}"', FIELD_VALIDATION)
+    if method == "PATCH" and content_type == APPLY_PATCH and not query.get("fieldManager"):
+        raise Unprocessable(
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+            "is required for apply patch"
+        )
+
+
+def check_delete_options(options: Mapping[str, object]) -> None:
+    """The fields of a DeleteOptions body: types as Go decodes them, then the policy."""
+    for name, expected, go_type in (
+        ("gracePeriodSeconds", int, "int64"),
+        ("orphanDependents", bool, "bool"),
+        ("propagationPolicy", str, "v1.DeletionPropagation"),
+        ("preconditions", dict, "v1.Preconditions"),
+    ):
+        value = options.get(name)
+        if value is None:
+            continue
+        wrong = isinstance(value, bool) if expected is int else False
+        if wrong or not isinstance(value, expected):
+            raise BadRequest(
+                f"json: cannot unmarshal {go_json_type(value)} into Go struct field "
+                f"DeleteOptions.{name} of type {go_type}"
+            )
+    policy = options.get("propagationPolicy")
+    if policy is not None and policy not in PROPAGATION:
+        raise _invalid("DeleteOptions", "propagationPolicy", f'"{policy}"', PROPAGATION)
+
+
+def _invalid(kind: str, field: str, shown: str, supported: Sequence[str]) -> Unprocessable:
+    values = ", ".join(f'"{v}"' for v in supported)
+    return Unprocessable(
+        f'{kind}.meta.k8s.io "" is invalid: {field}: Unsupported value: {shown}: '
+        f"supported values: {values}"
+    )
+
+
+def go_json_type(value: object) -> str:
+    """How Go's JSON decoder names a value's type in its errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _is_integer(text: str) -> bool:
+    return text.removeprefix("-").isdigit()

@@ -1,0 +1,97 @@
+"""Every malformed request is the client's mistake: a 4xx Status, never a 500.
+
+The cases are data (``tests/scenarios/malformed-requests.yaml``); each runs over HTTPS
+against the embedded platform. After them, the target ConfigMap is unchanged: a refused
+request writes nothing. A server bug, by contrast, is logged with its traceback and
+answered as a 500 ``InternalError`` Status.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.e2e.conftest import Cluster
+
+pytestmark = pytest.mark.slow
+CASES = yaml.safe_load(
+    (Path(__file__).parents[1] / "scenarios" / "malformed-requests.yaml").read_text()
+)
+TARGET = "/api/v1/namespaces/default/configmaps/target"
+
+
+@pytest.fixture(scope="module")
+def http(cluster: Cluster) -> Iterator[httpx.Client]:
+    token = cluster.server.api.tokens.ensure("host")
+    with httpx.Client(
+        base_url=f"{cluster.server.endpoint.url}/clusters/host",
+        verify=ssl.create_default_context(cafile=cluster.server.endpoint.tls.ca_cert),
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    ) as client:
+        client.post(
+            "/api/v1/namespaces/default/configmaps",
+            json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target"},
+                  "data": {"a": "1"}},
+        )  # fmt: skip
+        yield client
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_a_malformed_request_gets_a_clear_status(http: httpx.Client, case: dict[str, Any]) -> None:
+    before = http.get(TARGET).json()
+    headers = {"Content-Type": case["contentType"]} if "contentType" in case else {}
+    response = http.request(
+        case["method"],
+        case["path"],
+        content=case.get("body"),
+        headers=headers,
+        params=case.get("query") or {},
+    )
+    expect = case["expect"]
+    assert response.status_code == expect["code"], response.text
+    status = response.json()
+    assert status["kind"] == "Status"
+    assert status["reason"] == expect["reason"]
+    if "message" in expect:
+        assert status["message"] == expect["message"]
+    if "contains" in expect:
+        assert expect["contains"] in status["message"]
+    if "cause" in expect:
+        assert status["details"]["causes"][0]["message"] == expect["cause"]
+    assert http.get(TARGET).json() == before  # nothing was written
+
+
+def test_a_server_bug_is_logged_with_its_traceback_and_answered_as_a_status(
+    http: httpx.Client, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    handlers = cluster.server.api.handlers
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected fault")
+
+    original = handlers.get
+    handlers.get = broken  # type: ignore[method-assign]
+    try:
+        with caplog.at_level(logging.ERROR, logger="allot.apiserver"):
+            response = http.get(TARGET)
+    finally:
+        handlers.get = original  # type: ignore[method-assign]
+    assert response.status_code == 500
+    status = response.json()
+    assert status["reason"] == "InternalError"
+    assert status["message"] == "Internal error occurred: injected fault"
+    record = next(r for r in caplog.records if r.name == "allot.apiserver")
+    assert record.getMessage() == (
+        "internal error serving GET /clusters/host" + TARGET + " on cluster host"
+    )
+    assert record.exc_info is not None
+    assert "injected fault" in caplog.text
+    assert "Traceback" in caplog.text
