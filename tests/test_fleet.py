@@ -13,8 +13,11 @@ from allot.driver.fleet import SEED_000_FLEET, FleetError, expand, parse_fleet
 
 def test_seed_000_fleet_has_a_whole_a100_and_seven_slices() -> None:
     nodes = expand(parse_fleet(SEED_000_FLEET))
-    assert [n.name for n in nodes] == ["a100-whole-pool-0", "a100-mig-1g5gb-pool-0"]
-    whole, sliced = nodes
+    assert [n.name for n in nodes] == ["a100-whole-pool-0", "a100-mig-1g5gb-pool-0", "cpu-pool-0"]
+    whole, sliced, cpu = nodes
+    assert cpu.gpus == []
+    assert cpu.taints == []
+    assert "nvidia.com/gpu.present" not in cpu.labels
     assert whole.gpus[0].product_name == "NVIDIA A100-SXM4-40GB"
     assert not whole.gpus[0].mig_enabled
     assert [i.start for i in sliced.gpus[0].mig_instances] == list(range(7))
@@ -24,8 +27,8 @@ def test_seed_000_fleet_has_a_whole_a100_and_seven_slices() -> None:
 
 def test_scaling_changes_only_that_pool() -> None:
     fleet = parse_fleet(SEED_000_FLEET).scaled("a100-whole-pool", 3)
-    assert [p.nodes for p in fleet.pools] == [3, 1]
-    assert len(expand(fleet)) == 4
+    assert [p.nodes for p in fleet.pools] == [3, 1, 1]
+    assert len(expand(fleet)) == 5
     with pytest.raises(FleetError, match="no pool 'nope'"):
         fleet.scaled("nope", 1)
 
@@ -105,3 +108,10 @@ def test_example_fleets_parse_and_expand(path: Path) -> None:
     assert by_pool or any(p.local for p in fleet.pools)
     for pool, count in by_pool.items():
         assert len([n for n in nodes if n.pool == pool]) == count
+
+
+def test_a_cpu_pool_has_no_gpus_and_refuses_gpu_keys() -> None:
+    fleet = parse_fleet({"pools": [{"name": "cpu", "nodes": 2}]})
+    assert [(n.name, n.gpus) for n in expand(fleet)] == [("cpu-0", []), ("cpu-1", [])]
+    with pytest.raises(FleetError, match=r"pools\[0\] \(cpu\): gpusPerNode needs 'gpu'"):
+        parse_fleet({"pools": [{"name": "cpu", "gpusPerNode": 2}]})

@@ -23,8 +23,8 @@ def test_publish_scale_and_lint_the_live_slices(cluster: Cluster, tmp_path: Path
     try:
         fleet = parse_fleet(SEED_000_FLEET)
         report = Publisher(client).reconcile(fleet)
-        assert report.nodes_created == ["a100-whole-pool-0", "a100-mig-1g5gb-pool-0"]
-        assert (report.slices, report.devices) == (2, 8)
+        assert report.nodes_created == ["a100-whole-pool-0", "a100-mig-1g5gb-pool-0", "cpu-pool-0"]
+        assert (report.slices, report.devices) == (2, 8)  # nothing for the CPU node
         again = Publisher(client).reconcile(fleet)  # idempotent
         assert (again.nodes_created, again.slices) == ([], 0)
         slices = json.loads(cluster.kubectl("get", "resourceslices", "-o", "json").stdout)

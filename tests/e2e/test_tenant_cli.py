@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from allot.cli.main import main as allot
 from tests.e2e.tenancy import REPO, Tenancy, seed_platform
@@ -44,16 +46,53 @@ def test_connect_runs_a_command_with_the_tenant_kubeconfig(tenancy: Tenancy) -> 
     assert result.stdout.split() == ["deviceclass.resource.k8s.io/gpu-slice"]
 
 
-def test_connect_prints_the_export_line_or_the_kubeconfig(
+def test_connect_prints_the_kubeconfig_with_print(
     tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = str(tenancy.data_dir)
-    assert allot(["tenant", "connect", "legal-ai", "--data-dir", data]) == 0
-    assert capsys.readouterr().out.strip() == (
-        f"export KUBECONFIG={tenancy.kubeconfig('legal-ai').resolve()}"
-    )
     assert allot(["tenant", "connect", "legal-ai", "--print", "--data-dir", data]) == 0
     assert "/clusters/legal-ai" in capsys.readouterr().out
+
+
+def test_connect_and_disconnect_switch_the_users_kubectl_context(
+    tenancy: Tenancy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As with vcluster connect: plain kubectl then talks to the tenant, in --namespace."""
+    home = tmp_path / "home"
+    user_config = home / ".kube" / "config"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(tenancy.kubeconfig("host").read_text())  # the host as "before"
+    before = yaml.safe_load(user_config.read_text())
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+
+    def kubectl(*args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        result = subprocess.run(
+            [KUBECTL, *args], capture_output=True, text=True, env=env, check=True, timeout=60
+        )
+        return result.stdout
+
+    data = ["--data-dir", str(tenancy.data_dir)]
+    assert allot(["tenant", "connect", "research-ai", "--namespace", "team", *data]) == 0
+    context = kubectl("config", "current-context").strip()
+    assert context == f"allot_research-ai_{tenancy.data_dir.name}"
+    assert kubectl("get", "deviceclasses", "-o", "name").split() == [
+        "deviceclass.resource.k8s.io/gpu-slice"
+    ]
+    assert kubectl("config", "view", "--minify", "-o", "jsonpath={..namespace}") == "team"
+    assert allot(["tenant", "connect", "legal-ai", *data]) == 0  # hop to another tenant
+    assert kubectl("get", "deviceclasses", "-o", "name").split() == [
+        "deviceclass.resource.k8s.io/gpu-whole"
+    ]
+    assert allot(["tenant", "disconnect", *data]) == 0
+    after = yaml.safe_load(user_config.read_text())
+    assert after["current-context"] == before["current-context"]  # back where it started
+    names = {e["name"] for e in after["contexts"]}
+    assert names == {e["name"] for e in before["contexts"]} | {context}  # kept, as vcluster
+    assert after["clusters"][0] == before["clusters"][0]  # other entries untouched
+    assert allot(["tenant", "disconnect", *data]) == 1  # not in an allot context now
+    assert oct(user_config.stat().st_mode & 0o777) == "0o600"
 
 
 @pytest.mark.parametrize(

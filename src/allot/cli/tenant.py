@@ -1,11 +1,13 @@
-"""``allot tenant create|list|connect|delete``: tenants of a running embedded platform.
+"""``allot tenant create|list|connect|disconnect|delete``: tenants of a running embedded platform.
 
 Each verb talks to the platform that ``allot up`` serves from ``--data-dir`` (see
 ``allot.cli.options``) through the host cluster's kubeconfig and the one client interface
 (:mod:`allot.kube`). ``create NAME [-f values.yaml]`` takes a vCluster values file
 unchanged (or a Tenant document), plus ``--quota KEY=VALUE`` and ``--gpu-memory``, and
-waits until the tenant's cluster is served. ``connect NAME`` prints how to use the
-tenant's kubeconfig, or runs ``-- COMMAND`` (or ``--shell``) with ``KUBECONFIG`` set.
+waits until the tenant's cluster is served. ``connect NAME [--namespace NS]`` merges a
+context for it into the user's kubeconfig and switches to it (``disconnect`` switches
+back), as ``vcluster connect`` does; ``--print`` prints the tenant's kubeconfig instead,
+and ``-- COMMAND`` (or ``--shell``) runs a command with ``KUBECONFIG`` set to it.
 ``delete NAME`` removes the tenant and everything it owned on the host, releasing its
 devices.
 """
@@ -24,6 +26,7 @@ from typing import Any
 import yaml
 
 from allot.api.quantity import Quantity
+from allot.cli import kubeconfigs
 from allot.cli.options import add_data_dir
 from allot.cli.up import platform_client
 from allot.kube.client import Client
@@ -47,17 +50,36 @@ def register(subparsers: Any) -> None:
     listing = verbs.add_parser("list", help="list tenants")
     listing.add_argument("-o", "--output", choices=("table", "json"), default="table")
     listing.set_defaults(run=run_list)
-    connect = verbs.add_parser("connect", help="use a tenant's kubeconfig")
-    connect.add_argument("name")
-    connect.add_argument("--print", action="store_true", help="print the kubeconfig")
-    connect.add_argument("--shell", action="store_true", help="start $SHELL with it")
-    connect.epilog = "allot tenant connect NAME -- COMMAND [ARGS...] runs COMMAND with it"
+    connect = verbs.add_parser(
+        "connect",
+        help="switch kubectl to a tenant's cluster (as vcluster connect)",
+        description="Merge a context for the tenant into your kubeconfig ($KUBECONFIG's first "
+        "file, else ~/.kube/config) and switch to it; `allot tenant disconnect` switches back.",
+    )
+    connect.add_argument("name", help="the tenant")
+    connect.add_argument(
+        "-n", "--namespace", help="the context's namespace (default: the tenant's default)"
+    )
+    connect.add_argument(
+        "--print", action="store_true", help="only print the tenant's kubeconfig, change nothing"
+    )
+    connect.add_argument(
+        "--shell", action="store_true", help="only start $SHELL with KUBECONFIG set to it"
+    )
+    connect.epilog = (
+        "allot tenant connect NAME -- COMMAND [ARGS...] only runs COMMAND with the tenant's "
+        "kubeconfig, changing nothing"
+    )
     connect.set_defaults(run=run_connect)
+    disconnect = verbs.add_parser(
+        "disconnect", help="switch kubectl back to the context used before connect"
+    )
+    disconnect.set_defaults(run=run_disconnect)
     delete = verbs.add_parser("delete", help="delete a tenant and all it owned on the host")
     delete.add_argument("name")
     delete.add_argument("--timeout", type=float, default=30.0)
     delete.set_defaults(run=run_delete)
-    for parser in (create, listing, connect, delete):
+    for parser in (create, listing, connect, delete, disconnect):
         add_data_dir(parser)
 
 
@@ -170,18 +192,40 @@ def run_connect(args: argparse.Namespace) -> int:
     command = list(getattr(args, "passthrough", []))
     if args.shell:
         command = [os.environ.get("SHELL", "/bin/sh")]
-    if not command:
-        if args.print:
-            print(path.read_text(), end="")
-        else:
-            print(f"export KUBECONFIG={path.resolve()}")
+    if args.print:
+        print(path.read_text(), end="")
         return 0
-    environment = {**os.environ, "KUBECONFIG": str(path.resolve())}
+    if command:
+        environment = {**os.environ, "KUBECONFIG": str(path.resolve())}
+        try:
+            return subprocess.run(command, env=environment, check=False).returncode
+        except FileNotFoundError:
+            print(f"error: {command[0]}: command not found", file=sys.stderr)
+            return 127
+    target = kubeconfigs.user_kubeconfig()
+    name = kubeconfigs.context_name(args.name, args.data_dir)
     try:
-        return subprocess.run(command, env=environment, check=False).returncode
-    except FileNotFoundError:
-        print(f"error: {command[0]}: command not found", file=sys.stderr)
-        return 127
+        tenant_config = yaml.safe_load(path.read_text())
+        previous = kubeconfigs.connect(target, name, tenant_config, args.namespace)
+    except kubeconfigs.KubeconfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f'Switched to context "{name}" in {target}.')
+    back = f' (context "{previous}")' if previous else ""
+    print(f"Use `allot tenant disconnect` to return to the previous context{back}.")
+    return 0
+
+
+def run_disconnect(args: argparse.Namespace) -> int:
+    target = kubeconfigs.user_kubeconfig()
+    try:
+        left, previous = kubeconfigs.disconnect(target)
+    except kubeconfigs.KubeconfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    now = f'switched to context "{previous}"' if previous else "no current context now"
+    print(f'Left context "{left}"; {now}.')
+    return 0
 
 
 def run_delete(args: argparse.Namespace) -> int:
