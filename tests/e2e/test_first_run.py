@@ -90,7 +90,8 @@ def snapshot(directory: Path) -> dict[str, bytes]:
     return {
         str(path.relative_to(directory)): path.read_bytes()
         for path in sorted(directory.rglob("*"))
-        if path.is_file() and path.suffix not in (".db", ".db-wal", ".db-shm")
+        if path.is_file()
+        and path.suffix not in (".db", ".db-wal", ".db-shm")
         and not path.name.endswith(("-wal", "-shm"))
     }
 

@@ -79,7 +79,7 @@ def test_a_pending_claim_alert_is_raised_then_cleared(
     tenancy.wait(lambda: series not in _scrape(tenancy), "the alert series gone")
     tenancy.wait(lambda: tenancy.host_json("alerts")["items"] == [], "the Alert object gone")
     assert allot(["alerts", "--data-dir", str(tenancy.data_dir)]) == 0
-    assert "No alerts are firing." in capsys.readouterr().out
+    assert "No alerts are firing." in capsys.readouterr().err  # stderr, as kubectl's
     resolved = tenancy.tenant_events("research-ai", "research-gpu-slice")
     assert any(e.startswith("ClaimPendingTooLongResolved") for e in resolved)
 
@@ -109,7 +109,9 @@ def test_audit_matches_the_allocations_and_usage_adds_up(
     )
     time.sleep(0.3)
     assert allot(["audit", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
-    entries = json.loads(capsys.readouterr().out)
+    listed = json.loads(capsys.readouterr().out)
+    assert (listed["apiVersion"], listed["kind"]) == ("v1", "List")
+    entries = listed["items"]
     expected = {
         (c["metadata"]["labels"]["allot.dev/tenant"], r["pool"], r["device"])
         for c in claims
@@ -130,7 +132,7 @@ def test_audit_matches_the_allocations_and_usage_adds_up(
         "a100-whole-pool-0", "gpu-whole", 40 * (1 << 30),
     )  # fmt: skip
     assert allot(["usage", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
-    usage = {row["tenant"]: row for row in json.loads(capsys.readouterr().out)}
+    usage = {row["tenant"]: row for row in json.loads(capsys.readouterr().out)["items"]}
     release = next(e for e in entries if e["action"] == "release")
     held = _parse(release["time"]) - _parse(whole["time"])
     assert usage["legal-ai"]["device_hours"] == pytest.approx(held.total_seconds() / 3600, abs=1e-6)

@@ -27,9 +27,28 @@ def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
 
 def test_list_as_json(tenancy: Tenancy, capsys: pytest.CaptureFixture[str]) -> None:
     assert allot(["tenant", "list", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
-    tenants = json.loads(capsys.readouterr().out)
+    listed = json.loads(capsys.readouterr().out)
+    assert (listed["apiVersion"], listed["kind"]) == ("v1", "List")
+    tenants = listed["items"]
     assert [t["metadata"]["name"] for t in tenants] == ["legal-ai", "research-ai"]
     assert tenants[0]["status"]["entitledDeviceClasses"] == ["gpu-whole"]
+
+
+def test_list_as_yaml_table_and_wide(tenancy: Tenancy, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ["--data-dir", str(tenancy.data_dir)]
+    assert allot(["tenant", "list", "-o", "yaml", *data]) == 0
+    listed = yaml.safe_load(capsys.readouterr().out)
+    assert listed["kind"] == "List"
+    assert [t["metadata"]["name"] for t in listed["items"]] == ["legal-ai", "research-ai"]
+    assert allot(["tenant", "list", *data]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["NAME", "PHASE", "NAMESPACE", "CLASSES", "SERVER"]
+    assert table[1].split()[:4] == ["legal-ai", "Ready", "tenant-legal-ai", "gpu-whole"]
+    assert allot(["tenant", "list", "-o", "wide", *data]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    assert wide[0].split() == ["NAME", "PHASE", "NAMESPACE", "CLASSES", "SERVER", "QUOTA",
+                               "GPU-MEMORY"]  # fmt: skip
+    assert "gpu-whole.deviceclass.resource.k8s.io/devices=1" in wide[1]
 
 
 def test_connect_runs_a_command_with_the_tenant_kubeconfig(tenancy: Tenancy) -> None:

@@ -50,4 +50,3 @@ class BadRequest(RequestError):
 
 class Unprocessable(RequestError):
     code, reason = 422, "Invalid"
-

@@ -90,7 +90,11 @@ def register_apply(subparsers: Any) -> None:
     add_kubeconfig(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     parser.add_argument("--no-prune", action="store_true", help="keep objects no longer rendered")
-    parser.add_argument("--force-conflicts", action="store_true")
+    parser.add_argument(
+        "--force-conflicts",
+        action="store_true",
+        help="take over fields another field manager owns (server-side apply --force)",
+    )
     parser.set_defaults(run=run_apply)
 
 
@@ -141,7 +145,9 @@ def register_doctor(subparsers: Any) -> None:
         type=Path,
         help="read a `kubectl get ... -A -o yaml` dump instead of a live cluster",
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="report format"
+    )
     parser.set_defaults(run=run_doctor)
 
 
@@ -217,9 +223,16 @@ def register_controller(subparsers: Any) -> None:
         subdir="controller",
     )
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between rounds")
-    parser.add_argument("--metrics-address", default="127.0.0.1")
-    parser.add_argument("--metrics-port", type=int, default=9464)
-    parser.add_argument("--alert-pending-after", default="5m", metavar="DURATION")
+    parser.add_argument(
+        "--metrics-address", default="127.0.0.1", help="address /metrics is served on"
+    )
+    parser.add_argument("--metrics-port", type=int, default=9464, help="port /metrics is served on")
+    parser.add_argument(
+        "--alert-pending-after",
+        default="5m",
+        metavar="DURATION",
+        help="raise an alert for a claim unallocated longer than this (90s, 5m, 1h)",
+    )
     parser.set_defaults(run=run_controller)
 
 

@@ -26,8 +26,19 @@ def register(subparsers: Any) -> None:
         "classes of different tenants sharing devices and whole-GPU classes that "
         "also take MIG partitions.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE")
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="DeviceClass and ResourceSlice manifests (YAML or JSON; - for standard input)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json"],
+        default="text",
+        help="report format (json: Status objects and findings for machines)",
+    )
     parser.add_argument(
         "--tenant-label",
         default=TENANT_LABEL,

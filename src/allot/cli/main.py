@@ -18,9 +18,37 @@ from allot.cli import cluster, lint, ops, simulate, tenant, up, validate
 from allot.cli.options import resolve_data_dir
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Adds ``(default: X)`` to a flag's help unless the help already names its default or
+    the default is empty (None, False, []): every flag says what happens without it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default in (None, False, [], argparse.SUPPRESS)
+            or not (action.option_strings or action.nargs in ("?", "*"))
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _all_parsers(sub)
+    return found
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="allot", description="GPU entitlements for multi-tenant Kubernetes DRA."
+        prog="allot",
+        description="GPU entitlements for multi-tenant Kubernetes DRA.",
+        epilog="Exit codes: 0 fine; 1 findings, failed checks or a failed operation (the "
+        "platform not running, a port in use); 2 bad usage or unreadable input.",
     )
     parser.add_argument("--version", action="version", version=f"allot {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -31,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     tenant.register(subparsers)
     ops.register(subparsers)
     cluster.register(subparsers)
+    for each in _all_parsers(parser):
+        each.formatter_class = DefaultsHelpFormatter
     return parser
 
 

@@ -13,7 +13,6 @@ import argparse
 import csv
 import datetime as dt
 import io
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from rich.live import Live
 from rich.table import Table
 
 from allot.cli.options import add_data_dir
+from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.errors import KubeError
 from allot.ops import audit
@@ -33,12 +33,12 @@ from allot.ops.durations import parse_since
 from allot.ops.rules import AlertSettings, prometheus_rule
 
 Obj = dict[str, Any]
-OUTPUTS = ("table", "json", "csv")
+WIDE_ONLY = ("pod", "pool", "device_class")  # audit columns shown only with -o wide
 
 
 def register(subparsers: Any) -> None:
     alerts = subparsers.add_parser("alerts", help="the alerts firing now")
-    alerts.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(alerts)
     alerts.add_argument(
         "--prometheus-rule",
         action="store_true",
@@ -46,18 +46,22 @@ def register(subparsers: Any) -> None:
     )
     alerts.set_defaults(run=run_alerts)
     audit_parser = subparsers.add_parser("audit", help="who had which device when")
-    audit_parser.add_argument("--tenant")
-    audit_parser.add_argument("--device", help="device name, pool/name or driver/pool/name")
-    audit_parser.add_argument("--since", help="30m, 2h, 7d or an RFC 3339 time")
-    audit_parser.add_argument("-o", "--output", choices=OUTPUTS, default="table")
+    audit_parser.add_argument("--tenant", help="only this tenant's devices (default: all)")
+    audit_parser.add_argument(
+        "--device", help="only this device: name, pool/name or driver/pool/name (default: all)"
+    )
+    audit_parser.add_argument("--since", help="30m, 2h, 7d or an RFC 3339 time (default: all)")
+    add_output(audit_parser, extra=("csv",))
     audit_parser.set_defaults(run=run_audit)
     usage = subparsers.add_parser("usage", help="device-hours and GPU-memory-hours")
     usage.add_argument("--since", help="30m, 2h, 7d or an RFC 3339 time (default: all)")
-    usage.add_argument("--by", choices=("tenant", "class"), default="tenant")
-    usage.add_argument("-o", "--output", choices=OUTPUTS, default="table")
+    usage.add_argument(
+        "--by", choices=("tenant", "class"), default="tenant", help="group by tenant or class"
+    )
+    add_output(usage, extra=("csv",))
     usage.set_defaults(run=run_usage)
     top = subparsers.add_parser("top", help="live capacity per pool and tenant")
-    top.add_argument("--interval", type=float, default=2.0)
+    top.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
     top.add_argument("--once", action="store_true", help="print once and exit")
     top.set_defaults(run=run_top)
     for parser in (alerts, audit_parser, usage, top):
@@ -73,24 +77,29 @@ def run_alerts(args: argparse.Namespace) -> int:
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if args.output == "json":
-        print(json.dumps(alerts, indent=2))
-        return 0
-    if not alerts:
-        print("No alerts are firing.")
-        return 0
-    table = Table("RULE", "SEVERITY", "TENANT", "SINCE", "MESSAGE", box=None, pad_edge=False)
-    for alert in alerts:
-        spec, status = alert.get("spec") or {}, alert.get("status") or {}
-        table.add_row(
-            spec.get("rule", ""),
-            spec.get("severity", ""),
-            spec.get("tenant") or "-",
-            status.get("activeSince", ""),
-            spec.get("message", ""),
-        )
-    Console(width=200).print(table)
+    emit(args.output, alerts, ALERT_COLUMNS, "No alerts are firing.")
     return 0
+
+
+def _spec(alert: Obj) -> Obj:
+    return dict(alert.get("spec") or {})
+
+
+def _subject(alert: Obj) -> str:
+    subject = _spec(alert).get("subject") or {}
+    where = "/".join(p for p in (subject.get("namespace"), subject.get("name")) if p)
+    return f"{subject.get('kind', '')}/{where}".strip("/") or "-"
+
+
+ALERT_COLUMNS = [
+    Column("RULE", lambda a: _spec(a).get("rule", "")),
+    Column("SEVERITY", lambda a: _spec(a).get("severity", "")),
+    Column("TENANT", lambda a: _spec(a).get("tenant") or "-"),
+    Column("SINCE", lambda a: (a.get("status") or {}).get("activeSince", "")),
+    Column("MESSAGE", lambda a: _spec(a).get("message", "")),
+    Column("NAME", lambda a: a["metadata"]["name"], wide=True),
+    Column("SUBJECT", _subject, wide=True),
+]
 
 
 def _log(data_dir: Path) -> audit.AuditLog:
@@ -138,9 +147,7 @@ def run_usage(args: argparse.Namespace) -> int:
 
 
 def _emit(output: str, rows: list[Obj], columns: list[str], shown: dict[str, Any]) -> None:
-    if output == "json":
-        print(json.dumps(rows, indent=2))
-        return
+    """Audit and usage rows: CSV for spreadsheets, else the shared printer."""
     if output == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
@@ -148,13 +155,12 @@ def _emit(output: str, rows: list[Obj], columns: list[str], shown: dict[str, Any
         writer.writerows(rows)
         print(buffer.getvalue(), end="")
         return
-    if not rows:
-        print("No entries.")
-        return
-    table = Table(*(c.upper().replace("_", "-") for c in columns), box=None, pad_edge=False)
-    for row in rows:
-        table.add_row(*(str(shown.get(c, lambda v: v)(row[c])) for c in columns))
-    Console(width=220).print(table)
+    emit(output, rows, [_column(c, shown, c in WIDE_ONLY) for c in columns], "No entries.")
+
+
+def _column(name: str, shown: dict[str, Any], wide: bool) -> Column:
+    show = shown.get(name, str)
+    return Column(name.upper().replace("_", "-"), lambda row: str(show(row[name])), wide)
 
 
 def _now() -> dt.datetime:

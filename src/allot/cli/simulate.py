@@ -45,7 +45,9 @@ def register(subparsers: Any) -> None:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", metavar="SCENARIO", help="YAML or JSON file, or -")
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "-o", "--output", choices=["text", "json"], default="text", help="report format"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for generated share IDs")
     parser.add_argument(
         "--placement",

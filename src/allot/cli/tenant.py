@@ -15,7 +15,6 @@ devices.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import yaml
 from allot.api.quantity import Quantity
 from allot.cli import kubeconfigs
 from allot.cli.options import add_data_dir
+from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
@@ -41,14 +41,23 @@ def register(subparsers: Any) -> None:
     tenant = subparsers.add_parser("tenant", help="create, list, connect to and delete tenants")
     verbs = tenant.add_subparsers(dest="verb", metavar="VERB", required=True)
     create = verbs.add_parser("create", help="create a tenant (vCluster values accepted)")
-    create.add_argument("name")
+    create.add_argument("name", help="the tenant (a DNS label)")
     create.add_argument("-f", "--values", type=Path, help="vCluster values file or Tenant YAML")
-    create.add_argument("--quota", action="append", default=[], metavar="KEY=VALUE")
+    create.add_argument(
+        "--quota",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a ResourceQuota key and limit, repeatable (e.g. "
+        "gpu-whole.deviceclass.resource.k8s.io/devices=2)",
+    )
     create.add_argument("--gpu-memory", help="most GPU memory the tenant may hold, e.g. 80Gi")
-    create.add_argument("--timeout", type=float, default=30.0)
+    create.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for the tenant to be ready"
+    )
     create.set_defaults(run=run_create)
     listing = verbs.add_parser("list", help="list tenants")
-    listing.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(listing)
     listing.set_defaults(run=run_list)
     connect = verbs.add_parser(
         "connect",
@@ -76,8 +85,10 @@ def register(subparsers: Any) -> None:
     )
     disconnect.set_defaults(run=run_disconnect)
     delete = verbs.add_parser("delete", help="delete a tenant and all it owned on the host")
-    delete.add_argument("name")
-    delete.add_argument("--timeout", type=float, default=30.0)
+    delete.add_argument("name", help="the tenant")
+    delete.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for the deletion to finish"
+    )
     delete.set_defaults(run=run_delete)
     for parser in (create, listing, connect, delete, disconnect):
         add_data_dir(parser)
@@ -158,27 +169,35 @@ def run_list(args: argparse.Namespace) -> int:
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if args.output == "json":
-        print(json.dumps(tenants, indent=2))
-        return 0
-    rows = [("NAME", "PHASE", "NAMESPACE", "CLASSES", "SERVER")]
-    for tenant in tenants:
-        status = tenant.get("status") or {}
-        rows.append(
-            (
-                tenant["metadata"]["name"],
-                status.get("phase", "Pending"),
-                status.get("namespace", ""),
-                ",".join(status.get("entitledDeviceClasses") or []) or "<none>",
-                status.get("server", ""),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print(
-            "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
+    emit(args.output, tenants, TENANT_COLUMNS, "No tenants.")
     return 0
+
+
+def _status(tenant: Obj) -> Obj:
+    return dict(tenant.get("status") or {})
+
+
+def _quota(tenant: Obj) -> Obj:
+    return dict((tenant.get("spec") or {}).get("quota") or {})
+
+
+TENANT_COLUMNS = [
+    Column("NAME", lambda t: t["metadata"]["name"]),
+    Column("PHASE", lambda t: _status(t).get("phase", "Pending")),
+    Column("NAMESPACE", lambda t: _status(t).get("namespace", "")),
+    Column(
+        "CLASSES", lambda t: ",".join(_status(t).get("entitledDeviceClasses") or []) or "<none>"
+    ),
+    Column("SERVER", lambda t: _status(t).get("server", "")),
+    Column(
+        "QUOTA",
+        lambda t: (
+            ",".join(f"{k}={v}" for k, v in (_quota(t).get("hard") or {}).items()) or "<none>"
+        ),
+        wide=True,
+    ),
+    Column("GPU-MEMORY", lambda t: str(_quota(t).get("gpuMemory") or "<none>"), wide=True),
+]
 
 
 def run_connect(args: argparse.Namespace) -> int:

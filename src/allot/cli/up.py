@@ -49,8 +49,8 @@ def register(subparsers: Any) -> None:
         "--fleet",
         type=Path,
         default=None,
-        help="fleet file (node pools and GPUs); default: the saved one, or "
-        "seed 000's two A100 pools",
+        help="fleet file (node pools and GPUs); default: the saved one, else seed 000's "
+        "two A100 pools and a CPU node",
     )
     up.add_argument(
         "--runtime",

@@ -23,8 +23,19 @@ def register(subparsers: Any) -> None:
         description="Check manifests (multi-document YAML or JSON; '-' for standard input) "
         "as a Kubernetes 1.36 API server would on create.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE")
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="manifests to check (YAML or JSON; - for standard input)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json"],
+        default="text",
+        help="report format (json: Status objects and findings for machines)",
+    )
     parser.set_defaults(run=run)
 
 

@@ -1,0 +1,69 @@
+"""Every flag of every ``allot`` command has help and says its default, as kubectl's do."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+import pytest
+
+from allot.cli.main import DefaultsHelpFormatter, build_parser, main
+
+Entry = tuple[str, argparse.ArgumentParser, argparse.Action]
+
+
+def _walk(parser: argparse.ArgumentParser, path: str) -> Iterator[Entry]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _walk(sub, f"{path} {name}")
+        elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield path, parser, action
+
+
+ENTRIES = list(_walk(build_parser(), "allot"))
+
+
+def _label(entry: Entry) -> str:
+    path, _, action = entry
+    return f"{path} {'/'.join(action.option_strings) or action.dest}"
+
+
+def test_the_walk_sees_every_command() -> None:
+    commands = {path for path, _, _ in ENTRIES}
+    assert {"allot up", "allot tenant connect", "allot tenant disconnect", "allot doctor",
+            "allot alerts", "allot audit", "allot usage", "allot validate"} <= commands  # fmt: skip
+    assert len(ENTRIES) > 60
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[_label(e) for e in ENTRIES])
+def test_every_argument_has_help_that_shows_its_default(entry: Entry) -> None:
+    _, parser, action = entry
+    assert action.help, "no help text"
+    formatter = parser.formatter_class(prog=parser.prog)
+    assert isinstance(formatter, DefaultsHelpFormatter)
+    shown = formatter._get_help_string(action) or ""
+    if action.default not in (None, False, []) and action.option_strings:
+        assert "default" in shown
+        if "%(default)s" in shown:
+            assert str(action.default) in shown % {"default": action.default}
+
+
+@pytest.mark.parametrize(
+    "argv", [["tenant", "list", "-o", "xml"], ["nope"], ["up", "--port", "many"]]
+)
+def test_bad_usage_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert "usage: allot" in capsys.readouterr().err
+
+
+def test_every_listing_command_offers_the_kubectl_formats() -> None:
+    listing = {"allot tenant list", "allot alerts", "allot audit", "allot usage"}
+    for path, _, action in ENTRIES:
+        if path in listing and "--output" in action.option_strings:
+            assert action.choices is not None
+            assert {"table", "wide", "json", "yaml"} <= set(action.choices)
+            listing.discard(path)
+    assert listing == set()
