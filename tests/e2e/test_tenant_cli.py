@@ -115,25 +115,33 @@ def test_connect_and_disconnect_switch_the_users_kubectl_context(
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "code", "message"),
     [
-        (["tenant", "connect", "nobody"], "error: no tenant 'nobody'"),
-        (["tenant", "connect", "host"], "error: no tenant 'host'"),
-        (["tenant", "create", "legal-ai"], 'tenants.allot.dev "legal-ai" already exists'),
-        (["tenant", "create", "host"], 'metadata.name: Invalid value: "host": is reserved'),
-        (["tenant", "create", "x", "--quota", "pods"], "--quota pods: expected KEY=VALUE"),
-        (["tenant", "create", "x", "--gpu-memory", "lots"], "--gpu-memory: "),
-        (["tenant", "create", "x", "-f", "missing.yaml"], "No such file or directory"),
-        (["tenant", "delete", "nobody"], 'tenants.allot.dev "nobody" not found'),
+        (["tenant", "connect", "nobody"], 1, "error: no tenant 'nobody'"),
+        (["tenant", "connect", "host"], 1, "error: no tenant 'host'"),
+        (["tenant", "create", "legal-ai"], 1, 'tenants.allot.dev "legal-ai" already exists'),
+        (["tenant", "create", "host"], 1, 'metadata.name: Invalid value: "host": is reserved'),
+        (["tenant", "create", "x", "--quota", "pods"], 2, "--quota pods: expected KEY=VALUE"),
+        (["tenant", "create", "x", "--gpu-memory", "lots"], 2, "--gpu-memory: "),
+        (["tenant", "create", "x", "-f", "missing.yaml"], 2, "No such file or directory"),
+        (["tenant", "delete", "nobody"], 1, 'tenants.allot.dev "nobody" not found'),
+        (["audit", "--since", "yesterday"], 2, "error: "),
+        (["usage", "--since", "yesterday"], 2, "error: "),
     ],
 )
 def test_errors_are_one_clear_line(
-    tenancy: Tenancy, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    tenancy: Tenancy,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    code: int,
+    message: str,
 ) -> None:
-    assert allot([*argv, "--data-dir", str(tenancy.data_dir)]) == 1
+    """Exit 2 for bad usage or unreadable input, 1 for a refused or failed operation."""
+    assert allot([*argv, "--data-dir", str(tenancy.data_dir)]) == code
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_no_platform(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -111,9 +111,13 @@ def _log(data_dir: Path) -> audit.AuditLog:
 
 def run_audit(args: argparse.Namespace) -> int:
     try:
-        log = _log(args.data_dir)
         since = parse_since(args.since, _now()) if args.since else None
-    except (FileNotFoundError, ValueError) as err:
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        log = _log(args.data_dir)
+    except FileNotFoundError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     entries = audit.query(log.entries(), tenant=args.tenant, device=args.device, since=since)
@@ -128,11 +132,15 @@ def run_audit(args: argparse.Namespace) -> int:
 def run_usage(args: argparse.Namespace) -> int:
     now = _now()
     try:
-        log = _log(args.data_dir)
         since = (
             parse_since(args.since, now) if args.since else dt.datetime.min.replace(tzinfo=dt.UTC)
         )
-    except (FileNotFoundError, ValueError) as err:
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        log = _log(args.data_dir)
+    except FileNotFoundError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     rows = audit.usage(log.entries(), since=since, until=now, by=audit.GROUPINGS[args.by])

@@ -101,7 +101,7 @@ def run_create(args: argparse.Namespace) -> int:
         _add_quotas(tenant, args.quota, args.gpu_memory)
     except (ValuesError, OSError, yaml.YAMLError) as err:
         print(f"error: {args.values or 'tenant'}: {err}", file=sys.stderr)
-        return 1
+        return 2  # bad usage or unreadable input
     for warning in warnings:
         print(f"Warning: {warning}", file=sys.stderr)
     try:
