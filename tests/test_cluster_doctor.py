@@ -12,6 +12,7 @@ import yaml
 from allot.cli.main import main as allot
 from tests.conftest import EXAMPLES
 
+STALE = Path(__file__).parent / "scenarios" / "stale-allocation.yaml"
 SEED_FILES = [
     "seeds/000-gpu-deviceclasses.yaml",
     "nvidia/a100-40gb-x1-whole-gpu.yaml",
@@ -139,3 +140,35 @@ def test_bad_dumps_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     odd = _dump(tmp_path, [claim])
     assert allot(["doctor", "--from-dump", str(odd)]) == 2
     assert 'unknown field "spec.bogus"' in capsys.readouterr().err
+
+
+def test_an_allocation_the_fixed_class_no_longer_selects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = yaml.safe_load(STALE.read_text())
+    slices = _documents("nvidia/a100-40gb-static-mig-7x1g5gb.yaml")
+    mig = next(s for s in slices if s["kind"] == "ResourceSlice")
+    device = mig["spec"]["devices"][0]["name"]
+    claim = case["claim"]
+    claim["status"] = {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": mig["spec"]["pool"]["name"],
+         "device": device},
+    ]}}}  # fmt: skip
+    code, report = _doctor(_dump(tmp_path, [case["fixedClass"], *slices, claim]), capsys)
+    assert code == 1
+    assert report["staleAllocations"] == [
+        {
+            "claim": "default/whole-or-not",
+            "request": "gpu",
+            "device": f"gpu.nvidia.com/{mig['spec']['pool']['name']}/{device}",
+            "deviceClass": "gpu-whole",
+            "reason": case["expect"]["reason"],
+        }
+    ]
+    assert allot(["doctor", "--from-dump", str(tmp_path / "dump.yaml")]) == 1
+    text = capsys.readouterr().out
+    assert "== Allocations their class no longer selects (1)" in text
+    assert "default/whole-or-not request gpu: gpu.nvidia.com/" in text
+    # with the broken class the slice is still selected: nothing stale
+    code, report = _doctor(_dump(tmp_path, [case["brokenClass"], *slices, claim]), capsys)
+    assert (code, report["staleAllocations"]) == (0, [])

@@ -27,6 +27,7 @@ from starlette.routing import Route
 from allot.api.errors import ApiError
 from allot.apiserver import discovery, openapi, protobuf, queries, selectors, tables
 from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
+from allot.apiserver.classwarnings import DeviceClassWarnings
 from allot.apiserver.crds import CustomResources
 from allot.apiserver.errors import (
     BadRequest,
@@ -79,6 +80,7 @@ class ApiServer:
                 *(hooks or []),
                 PolicyAdmission(self.store, audit=self._record_policy_audit),
                 QuotaAdmission(self.store),
+                DeviceClassWarnings(self.store),
             ],
         )
         self.handlers = Handlers(self.store, self.admission, clock)

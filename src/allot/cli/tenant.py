@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from allot.api import resource_v1 as resourceapi
 from allot.api.quantity import Quantity
 from allot.cli import kubeconfigs
 from allot.cli.options import add_data_dir
@@ -31,6 +32,7 @@ from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.lint.catalogue import class_warnings
 from allot.tenancy.values import ValuesError, tenant_document
 
 API_VERSION = "allot.dev/v1alpha1"
@@ -118,8 +120,26 @@ def run_create(args: argparse.Namespace) -> int:
     for condition in status.get("conditions") or []:
         if condition.get("status") == "False":
             print(f"Warning: {condition.get('message')}", file=sys.stderr)
+    for warning in _catalogue_warnings(client, status.get("entitledDeviceClasses") or []):
+        print(f"Warning: {warning}", file=sys.stderr)
     print(f"  kubeconfig: {args.data_dir / 'kubeconfigs' / (args.name + '.yaml')}")
     return 0
+
+
+def _catalogue_warnings(client: Client, entitled: list[str]) -> list[str]:
+    """The lint findings of the tenant's classes, as DeviceClass writes warn about them."""
+    if not entitled:
+        return []
+    classes = [
+        resourceapi.DeviceClass.model_validate(c)
+        for c in client.list("resource.k8s.io/v1", "DeviceClass")
+        if c["metadata"]["name"] in entitled
+    ]
+    slices = [
+        resourceapi.ResourceSlice.model_validate(s)
+        for s in client.list("resource.k8s.io/v1", "ResourceSlice")
+    ]
+    return class_warnings(classes, slices)
 
 
 def _read_values(path: Path) -> Obj:

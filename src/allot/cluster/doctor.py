@@ -14,6 +14,8 @@ anything else is reported as skipped, never silently ignored. The report has fou
 * entitlement violations: claims and templates in a tenant's namespace (label
   ``allot.dev/tenant``) naming a class outside its entitlement (from its params ConfigMap
   or Tenant object), including those created before a policy existed;
+* stale allocations: devices allocated through a class that no longer selects them (a MIG
+  slice taken through a "whole GPU" class before the class was fixed), see ``stale``;
 * capacity per class and per pool.
 
 Pure: objects in, a :class:`Report` out; the CLI reads the cluster or the file.
@@ -33,6 +35,7 @@ from allot.api.features import KUBERNETES_1_36
 from allot.api.kinds import decode
 from allot.api.meta import selector_matches
 from allot.apiserver.resources import by_kind
+from allot.cluster.stale import stale_allocations
 from allot.lint.catalogue import CatalogueLinter
 from allot.ops import views
 from allot.ops.capacity import CapacityView
@@ -63,13 +66,15 @@ class Report:
     pending: list[Obj] = field(default_factory=list)
     lint: list[Obj] = field(default_factory=list)
     violations: list[Obj] = field(default_factory=list)
+    stale: list[Obj] = field(default_factory=list)
     capacity: Obj = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> int:
         incomplete = [p for p in self.capacity.get("pools", []) if not p.get("complete", True)]
-        return len(self.pending) + len(self.lint) + len(self.violations) + len(incomplete)
+        found = len(self.pending) + len(self.lint) + len(self.violations) + len(self.stale)
+        return found + len(incomplete)
 
     def to_json(self) -> Obj:
         return {
@@ -78,6 +83,7 @@ class Report:
             "pendingClaims": self.pending,
             "lint": self.lint,
             "entitlementViolations": self.violations,
+            "staleAllocations": self.stale,
             "capacity": self.capacity,
             "skipped": self.skipped,
         }
@@ -165,6 +171,7 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
     report.pending = _pending(models)
     report.lint = [f.to_json() for f in CatalogueLinter(models["classes"], models["slices"]).lint()]
     report.violations = _violations(by_kind_)
+    report.stale = stale_allocations(models["classes"], models["slices"], models["claims"])
     report.capacity = _capacity(objects, now)
     report.summary["pendingClaims"] = len(report.pending)
     return report
@@ -341,6 +348,13 @@ def render_report(report: Report) -> str:
         lines.append(
             f"{violation['object']} ({violation['kind']}, tenant {violation['tenant']}): class "
             f"{violation['deviceClass']} is outside its entitlement ({entitled})"
+        )
+    lines.append(f"\n== Allocations their class no longer selects ({len(report.stale)})")
+    for entry in report.stale:
+        lines.append(
+            f"{entry['claim']} request {entry['request']}: {entry['device']} through class "
+            f"{entry['deviceClass'] or '<none>'}: {entry['reason']} (delete and recreate the "
+            "claim to get a device the class selects)"
         )
     lines.append("\n== Capacity per class")
     for row in report.capacity["classes"]:

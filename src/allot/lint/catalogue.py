@@ -11,7 +11,9 @@ This module evaluates each class on every published device and reports:
 - ``whole-matches-partitions``: a class that takes whole GPUs also takes MIG partitions.
 
 Where it can, a finding carries a corrected selector, checked against the same devices.
-Pure: callers pass decoded objects. Used by ``allot lint`` (and later ``allot doctor``).
+Pure: callers pass decoded objects. Used by ``allot lint`` and ``allot doctor``;
+``class_warnings`` turns the findings worth a warning into one-line texts for the API
+server (``Warning`` headers on DeviceClass writes) and ``allot tenant create``.
 """
 
 from __future__ import annotations
@@ -282,6 +284,34 @@ class CatalogueLinter:
 
     def _tenant(self, device_class: resourceapi.DeviceClass) -> str | None:
         return (device_class.metadata.labels or {}).get(self.tenant_label)
+
+
+WARNED_CODES = ("no-match", "whole-matches-partitions")
+
+
+def class_warnings(
+    classes: list[resourceapi.DeviceClass],
+    slices: list[resourceapi.ResourceSlice],
+    compiler: SelectorCompiler | None = None,
+) -> list[str]:
+    """One line per finding that deserves a warning when a class is written: it matches
+    no published device, or it takes whole GPUs and MIG partitions. Nothing when nothing
+    is published yet (a catalogue installed before the driver is not a mistake)."""
+    linter = CatalogueLinter(classes, slices, compiler=compiler)
+    if not linter.views:
+        return []
+    warnings = []
+    for finding in linter.lint():
+        if finding.code not in WARNED_CODES:
+            continue
+        text = f"DeviceClass {finding.device_class}: {finding.message}"
+        reasons = [d for d in finding.details if not d.startswith("nearest:")]
+        if reasons:
+            text += f" ({'; '.join(reasons)})"
+        if finding.suggestion:
+            text += f"; suggested selector: {finding.suggestion}"
+        warnings.append(text)
+    return warnings
 
 
 def _first_device(match: ClassMatch, message: str) -> str:
