@@ -56,7 +56,7 @@ def test_metrics_alerts_and_audit_from_the_mirror(
             await _round(controller)
             text = controller.metrics.render().decode()
             assert (
-                'allot_devices_total{class="gpu-whole",driver="gpu.nvidia.com",'
+                'allot_class_devices{class="gpu-whole",driver="gpu.nvidia.com",'
                 'node="a100-whole-pool-0"' in text
             )
             claim_only = RESEARCH.read_text().split("\n---\n")[0]
@@ -121,7 +121,7 @@ def test_the_command_serves_metrics(
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         text = tenancy.wait(lambda: _scrape(port), "the controller's /metrics")
-        assert 'allot_devices_total{class="gpu-slice"' in text
+        assert 'allot_class_devices{class="gpu-slice"' in text
     finally:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=20)
@@ -135,4 +135,4 @@ def _scrape(port: int) -> str:
             text = str(response.read().decode())
     except OSError:
         return ""
-    return text if "allot_devices_total{" in text else ""
+    return text if "allot_class_devices{" in text else ""

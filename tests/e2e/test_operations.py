@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import ssl
 import time
 import urllib.request
@@ -13,12 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import publish
-from allot.ops.rules import AlertSettings
+from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.platform import build
 from tests.e2e.conftest import Cluster
 from tests.e2e.tenancy import CLASSES, REPO, SEEDS, Tenancy
@@ -160,14 +162,14 @@ def test_metrics_and_top_show_the_fleet(
     tenancy.as_tenant("research-ai", "apply", "-f", RESEARCH)
     tenancy.wait(
         lambda: (
-            'allot_devices_allocated{class="gpu-slice",driver="gpu.nvidia.com",'
+            'allot_class_devices_allocated{class="gpu-slice",driver="gpu.nvidia.com",'
             'node="a100-mig-1g5gb-pool-0",pool="a100-mig-1g5gb-pool-0"} 1.0' in _scrape(tenancy)
         ),
         "the allocated slice in the metrics",
     )
     text = _scrape(tenancy)
     assert (
-        'allot_devices_free{class="gpu-slice",driver="gpu.nvidia.com",'
+        'allot_class_devices_free{class="gpu-slice",driver="gpu.nvidia.com",'
         'node="a100-mig-1g5gb-pool-0",pool="a100-mig-1g5gb-pool-0"} 6.0' in text
     )
     assert 'allot_tenant_gpu_memory_allocated_bytes{tenant="research-ai"} 5.100273664e+09' in text
@@ -183,3 +185,78 @@ def test_metrics_and_top_show_the_fleet(
 def test_metrics_need_the_host_token(tenancy: Tenancy) -> None:
     result = tenancy.as_tenant("legal-ai", "get", "--raw", "/metrics", check=False)
     assert result.returncode != 0
+
+
+SUFFIXES = ("bucket", "count", "sum")
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and",
+                "or", "unless", "offset", "le"}  # fmt: skip
+
+
+def metric_names(expression: str) -> set[str]:
+    """The metric names a PromQL expression reads: identifiers outside strings, label
+    matchers, ranges and grouping lists that are not functions or keywords."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expression)
+    text = re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", text)
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    names = set()
+    for match in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", text):
+        following = text[match.end() :].lstrip()[:1]
+        if following != "(" and match.group() not in PROMQL_WORDS:
+            names.add(match.group())
+    return names
+
+
+def test_metrics_follow_prometheus_conventions_and_every_query_names_a_metric(
+    tenancy: Tenancy,
+) -> None:
+    tenancy.as_tenant("legal-ai", "apply", "-f", LEGAL)  # a claim and the pod that gets it
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=_claim_only(RESEARCH))
+    tenancy.wait(lambda: "allot_alert{" in _scrape(tenancy), "the pending claim's alert")
+    tenancy.as_tenant("legal-ai", "delete", "-f", LEGAL)
+    tenancy.wait(lambda: "allot_device_releases_total{" in _scrape(tenancy), "the release counted")
+    families = list(text_string_to_metric_families(_scrape(tenancy)))
+    samples = [s for f in families for s in f.samples]
+    names = {s.name for s in samples}
+    assert not [f.name for f in families if f.type == "gauge" and f.name.endswith("_total")]
+    assert not [n for n in names if n.endswith("_created")]
+    assert all(re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", n) for n in names)
+    assert sum(s.value for s in samples if s.name == "allot_devices") == 8  # 1 GPU + 7 MIG
+    per_class = sum(s.value for s in samples if s.name == "allot_class_devices")
+    assert per_class >= 8  # the per-class view may count a device in several classes
+    tenants = {s.labels["tenant"] for s in samples if "tenant" in s.labels}
+    assert tenants >= {"legal-ai", "research-ai"}
+    assert all(re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", t) for t in tenants if t)
+    counted = {
+        (s.name, s.labels["tenant"], s.labels["class"]): s.value
+        for s in samples
+        if s.name in ("allot_device_allocations_total", "allot_device_releases_total")
+    }
+    assert counted[("allot_device_allocations_total", "legal-ai", "gpu-whole")] == 1
+    assert counted[("allot_device_releases_total", "legal-ai", "gpu-whole")] == 1
+    dashboard = json.loads((REPO / "examples/grafana/allot-dashboard.json").read_text())
+    queries = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    variable = dashboard["templating"]["list"][0]["query"]["query"]  # Grafana's, not PromQL
+    queries.append(re.fullmatch(r"label_values\((\w+), tenant\)", variable).group(1))  # type: ignore[union-attr]
+    rule = prometheus_rule(AlertSettings())
+    queries += [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    served = names | {f.name for f in families if f.type == "gauge"}  # families with no
+    served |= {f"{f.name}_total" for f in families if f.type == "counter"}  # sample yet
+    served |= {f"{f.name}_{s}" for f in families if f.type == "histogram" for s in SUFFIXES}
+    for query in queries:
+        read = metric_names(query)
+        assert read, f"{query!r} reads no metric"
+        assert read <= served, f"{query!r} reads metrics /metrics lacks: {read - served}"
+
+
+def test_promql_metric_names_are_found() -> None:
+    assert metric_names(
+        'sum by (tenant) (rate(allot_device_allocations_total{tenant=~"$tenant"}[5m]))'
+    ) == {"allot_device_allocations_total"}
+    assert metric_names("allot_pool_slices < allot_pool_slices_expected") == {
+        "allot_pool_slices",
+        "allot_pool_slices_expected",
+    }
+    assert metric_names("count(allot_pool_slices < allot_pool_slices_expected) or vector(0)") == {
+        "allot_pool_slices",
+        "allot_pool_slices_expected",
+    }

@@ -101,8 +101,6 @@ class ClusterController:
         )
         self.log_path = data_dir / "audit.db"
         self.log = AuditLog(self.log_path)
-        self.manager = ControllerManager([AuditRecorder(context, self.log)])
-        self.mirror.store.add_listener(self.manager.on_event)
         self.metrics = PlatformMetrics(
             MetricSources(
                 lambda: self.capacity.snapshot(self.mirror.clock()),
@@ -111,6 +109,8 @@ class ClusterController:
                 dict,
             )
         )
+        self.manager = ControllerManager([AuditRecorder(context, self.log, self.metrics.count)])
+        self.mirror.store.add_listener(self.manager.on_event)
 
     # ------------------------------------------------------------------ rounds
     async def round(self) -> RoundReport:

@@ -116,9 +116,15 @@ class AuditRecorder:
 
     name = "audit"
 
-    def __init__(self, context: ControllerContext, log: AuditLog) -> None:
+    def __init__(
+        self,
+        context: ControllerContext,
+        log: AuditLog,
+        on_entries: Callable[[list[Entry]], None] | None = None,
+    ) -> None:
         self.context = context
         self.log = log
+        self.on_entries = on_entries  # e.g. the allocation and release counters
         self.open: dict[str, dict[tuple[str, str, str], Entry]] = defaultdict(dict)
         self._claims: dict[str, tuple[str, str]] = {}  # uid -> namespace, name
         self._memory: dict[tuple[str, str, str], int] | None = None  # rebuilt on slice changes
@@ -165,6 +171,8 @@ class AuditRecorder:
             self.open.pop(uid, None)
             self._claims.pop(uid, None)
         self.log.append([*released, *allocated])
+        if self.on_entries is not None and (released or allocated):
+            self.on_entries([*released, *allocated])
 
     def _entry(self, claim: Obj, device: tuple[str, str, str], request: str, now: str) -> Entry:
         metadata = claim["metadata"]

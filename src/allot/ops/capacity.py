@@ -116,6 +116,21 @@ class Snapshot:
             row["free"] = row["total"] - row["allocated"]
         return rows
 
+    def physical_rows(self) -> dict[tuple[str, str, str], Counter[str]]:
+        """(node, pool, driver) -> {total, allocated, free}: each device counted once,
+        whichever classes select it."""
+        rows: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+        for summary in self.summaries:
+            for device in summary.devices:
+                rows[(device.node, device.pool, device.driver)]["total"] += 1
+        for device_key in self.allocated:
+            held = self.devices.get(device_key)
+            if held is not None:
+                rows[(held.node, held.pool, held.driver)]["allocated"] += 1
+        for row in rows.values():
+            row["free"] = row["total"] - row["allocated"]
+        return rows
+
     def tenant_memory(self) -> Counter[str]:
         held: Counter[str] = Counter()
         for key, claim in self.allocated.items():

@@ -1,16 +1,22 @@
 """``/metrics``: the platform's capacity, claims, quotas and alerts in Prometheus format.
 
-Rendered with ``prometheus-client`` from a capacity snapshot taken at scrape time, plus two
-latency histograms the controllers feed: the allocator's time per node attempt, and each
-controller's reconcile time (``controller="tenant-sync"`` is the sync). Series:
+Rendered with ``prometheus-client`` from a capacity snapshot taken at scrape time, plus what
+the controllers feed: the allocator's time per node attempt, each controller's reconcile
+time (``controller="tenant-sync"`` is the sync), and counters of device allocations and
+releases (from the audit recorder). Prometheus' naming rules hold: base units in names,
+``_total`` only on counters, no ``_created`` series, and each physical device counted once
+in ``allot_devices*`` so that ``sum()`` gives devices, with the per-class view as series of
+their own. Claims of host namespaces carry ``tenant="host"`` (a reserved tenant name).
 
-* ``allot_devices_{total,allocated,free}{node,pool,driver,class}`` (a device counts in
-  every class that selects it; ``class="<none>"`` for devices no class selects);
-* ``allot_counter_{total,used}{driver,pool,counter}`` (MIG memory slices, multiprocessors,
-  ... summed over the pool's GPUs);
+* ``allot_devices``, ``allot_devices_allocated``, ``allot_devices_free`` ``{node,pool,driver}``;
+* ``allot_class_devices``, ``allot_class_devices_allocated``, ``allot_class_devices_free``
+  ``{node,pool,driver,class}`` (a device counts in every class that selects it);
+* ``allot_counter_capacity`` and ``allot_counter_used`` ``{driver,pool,counter}`` (MIG
+  memory slices, multiprocessors, ... summed over the pool's GPUs);
 * ``allot_tenant_gpu_memory_allocated_bytes{tenant}``;
 * ``allot_claims{tenant,class,state}`` (pending or allocated) and
   ``allot_oldest_pending_claim_age_seconds{tenant}``;
+* ``allot_device_allocations_total`` and ``allot_device_releases_total`` ``{tenant,class}``;
 * ``allot_quota_used_ratio{tenant,namespace,quota,resource}``;
 * ``allot_pool_slices`` and ``allot_pool_slices_expected{driver,pool}``;
 * ``allot_tenant_sync_errors{tenant}`` and ``allot_alert{rule,severity,tenant,subject}``.
@@ -23,16 +29,28 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client import (
+    Counter as CounterMetric,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from allot.api.quantity import Quantity
-from allot.ops.capacity import Snapshot
+from allot.ops.audit import Entry
+from allot.ops.capacity import NO_CLASS, Snapshot
 from allot.ops.rules import Firing
 
 Obj = dict[str, Any]
+# No *_created series beside counters and histograms (process-wide in prometheus_client).
+disable_created_metrics()  # type: ignore[no-untyped-call]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+HOST_TENANT = "host"  # the tenant label of host claims (no tenant may be named "host")
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
@@ -64,7 +82,25 @@ class PlatformMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.allocations = CounterMetric(
+            "allot_device_allocations",
+            "Devices allocated to claims, per tenant and device class.",
+            ["tenant", "class"],
+            registry=self.registry,
+        )
+        self.releases = CounterMetric(
+            "allot_device_releases",
+            "Devices released by claims, per tenant and device class.",
+            ["tenant", "class"],
+            registry=self.registry,
+        )
         self.registry.register(_Collector(sources))
+
+    def count(self, entries: list[Entry]) -> None:
+        """Audit entries as they are written: one allocation or release each."""
+        for entry in entries:
+            counter = self.allocations if entry.action == "allocate" else self.releases
+            counter.labels(entry.tenant or HOST_TENANT, entry.device_class).inc()
 
     def observe_reconcile(self, controller: str, seconds: float) -> None:
         self.reconcile_seconds.labels(controller=controller).observe(seconds)
@@ -92,22 +128,37 @@ def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamil
 
 
 def _devices(snapshot: Snapshot) -> Iterator[Metric]:
-    labels = ["node", "pool", "driver", "class"]
-    families = {
+    physical = {
         state: _gauge(
-            f"allot_devices_{state}", f"Devices ({state}) per node, pool, driver, class.", labels
+            f"allot_devices{suffix}",
+            f"Devices{suffix.replace('_', ' ')} per node, pool and driver, each counted once.",
+            ["node", "pool", "driver"],
         )
-        for state in ("total", "allocated", "free")
+        for state, suffix in (("total", ""), ("allocated", "_allocated"), ("free", "_free"))
     }
-    for key, counts in sorted(snapshot.device_rows().items()):
-        for state, family in families.items():
+    for key, counts in sorted(snapshot.physical_rows().items()):
+        for state, family in physical.items():
             family.add_metric(list(key), counts[state])
-    yield from families.values()
+    yield from physical.values()
+    per_class = {
+        state: _gauge(
+            f"allot_class_devices{suffix}",
+            f"Devices{suffix.replace('_', ' ')} a device class selects (a device counts in "
+            "every class that selects it).",
+            ["node", "pool", "driver", "class"],
+        )
+        for state, suffix in (("total", ""), ("allocated", "_allocated"), ("free", "_free"))
+    }
+    for row, counts in sorted(snapshot.device_rows().items()):
+        if row[3] != NO_CLASS:
+            for state, family in per_class.items():
+                family.add_metric(list(row), counts[state])
+    yield from per_class.values()
     memory = _gauge(
         "allot_tenant_gpu_memory_allocated_bytes", "GPU memory of allocated devices.", ["tenant"]
     )
     for tenant, held in sorted(snapshot.tenant_memory().items()):
-        memory.add_metric([tenant or "<host>"], held)
+        memory.add_metric([tenant or HOST_TENANT], held)
     yield memory
 
 
@@ -115,7 +166,7 @@ def _counters(snapshot: Snapshot) -> Iterator[Metric]:
     """Per pool and counter, summed over the pool's counter sets (one per GPU); the
     ``memory-slice-<N>`` counters are summed as ``memory-slices``."""
     labels = ["driver", "pool", "counter"]
-    total = _gauge("allot_counter_total", "Shared counters published per pool.", labels)
+    total = _gauge("allot_counter_capacity", "Shared counters published per pool.", labels)
     used = _gauge("allot_counter_used", "Shared counters consumed by allocated devices.", labels)
     totals: Counter[tuple[str, str, str]] = Counter()
     consumed: Counter[tuple[str, str, str]] = Counter()
@@ -142,7 +193,7 @@ def _claims(snapshot: Snapshot) -> Iterator[Metric]:
     oldest: dict[str, float] = {}
     for claim in snapshot.claims:
         state = "allocated" if claim.allocated else "pending"
-        tenant = claim.tenant or "<host>"
+        tenant = claim.tenant or HOST_TENANT
         for device_class in claim.classes or ("",):
             counts[(tenant, device_class, state)] += 1
         if not claim.allocated and claim.created is not None:

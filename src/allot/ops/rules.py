@@ -246,7 +246,7 @@ def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") ->
         ),
         (
             "DeviceClassLowFree",
-            f"sum by (class) (allot_devices_free) < {settings.class_free_below}",
+            f"sum by (class) (allot_class_devices_free) < {settings.class_free_below}",
             "warning",
             "Device class {{ $labels.class }} has {{ $value }} free devices.",
         ),

@@ -56,6 +56,7 @@ class Operations:
                 self.snapshot, self.tenant_quotas, self.alerts.current, lambda: sync.errors
             )
         )
+        self.recorder.on_entries = self.metrics.count
         for path, handler in (
             ("metrics", self._metrics),
             ("allot/v1/capacity", self._capacity),
