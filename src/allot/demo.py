@@ -7,9 +7,11 @@
 2. The platform starts (HTTPS on a free loopback port, process runtime) and the simulated
    NVIDIA driver publishes seed 000's fleet: a whole-A100 pool and an A100 split into
    seven 1g.5gb MIG slices.
-3. The platform team applies the corrected catalogue (``examples/tenancy``) and creates
-   the tenants ``legal-ai`` and ``research-ai`` from the seed's own vCluster values files,
-   with quotas.
+3. The platform team applies the seed's original classes to the host: they are accepted,
+   as Kubernetes accepts them, with kubectl warnings carrying lint's findings. It then
+   switches to the corrected catalogue (``examples/tenancy``), which applies silently, and
+   creates the tenants ``legal-ai`` and ``research-ai`` from the seed's own vCluster values
+   files, with quotas.
 4. Each tenant, from its own kubeconfig (``allot tenant connect``), applies its claim and
    workload; the sync carries them to the host, where they are allocated and run.
 5. The payoff: each tenant sees only its class; the host sees both claims with their
@@ -18,14 +20,19 @@
    slice for research-ai), with their messages.
 7. Operations: the second slice claim, which no pod uses, stays pending and raises an alert
    (the demo lowers the threshold from 5 minutes to 3 seconds), beside the quota and
-   capacity alerts; the audit log of the walkthrough and usage per tenant; the dashboard's
-   URL. Then everything stops.
+   capacity alerts (collected while the walkthrough ran and printed in their own section,
+   not between kubectl's lines); the audit log of the walkthrough and usage per tenant.
+   Then everything stops, or with ``--keep`` (``make demo DEMO_ARGS=--keep``) the platform
+   and its dashboard keep running until Ctrl-C, with the URL, how to sign in and the
+   kubeconfigs printed.
 
 Run from the repository root.
 """
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 import subprocess
 import sys
@@ -70,7 +77,25 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu-slice}}]}
 DEMO_ALERTS = AlertSettings(pending_claim_seconds=3, interval_seconds=0.5)
 
 
-def run() -> int:
+class AlertLines(logging.Handler):
+    """Keeps the alert manager's log lines for the demo's own section."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def run(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m allot.demo", description=__doc__)
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the platform and its dashboard running after the walkthrough, until Ctrl-C",
+    )
+    keep = parser.parse_args(argv).keep
     if not EXAMPLES.is_dir():
         print("error: run the demo from the repository root (examples/ not found)", file=sys.stderr)
         return 1
@@ -87,16 +112,24 @@ def run() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         previous_home = os.environ.get("HOME")
         os.environ["HOME"] = scratch  # kubectl's discovery cache stays in the scratch folder
+        alerts = AlertLines()
+        logger = logging.getLogger("allot.alerts")
+        logger.addHandler(alerts)
+        logger.propagate = False  # not between kubectl's lines: see _operations
         try:
-            _platform(Path(scratch) / "data")
+            _platform(Path(scratch) / "data", alerts, keep)
         finally:
+            logger.removeHandler(alerts)
+            logger.propagate = True
             if previous_home is not None:
                 os.environ["HOME"] = previous_home
     print("\n(platform stopped; nothing left running)", flush=True)
+    if not keep:
+        print("(make demo DEMO_ARGS=--keep keeps the platform and its dashboard running)")
     return 0
 
 
-def _platform(data: Path) -> None:
+def _platform(data: Path, alerts: AlertLines, keep: bool) -> None:
     print("\n=== The embedded platform: host cluster, simulated NVIDIA driver, tenants")
     platform = build(data, runtime="process", alert_settings=DEMO_ALERTS)
     with ServerThread(data, api=platform) as server:
@@ -105,13 +138,18 @@ def _platform(data: Path) -> None:
         report = publish(host, parse_fleet(SEED_000_FLEET))
         print(f"(seed 000 fleet: {len(report.nodes_created)} nodes, {report.devices} devices)")
         _kubectl(host, "get", "resourceslices", "-o", "wide")
+        print("\n=== The seed's original classes on the host: accepted, but with warnings")
+        _kubectl(host, "apply", "-f", ORIGINAL_CLASSES)
+        print(f"\n=== The platform team switches to the corrected catalogue ({CLASSES})")
         _kubectl(host, "apply", "-f", CLASSES)
         _kubectl(host, "get", "deviceclasses", "--show-labels")
         _tenants(data)
         _workloads(data)
         _payoff(data, host)
         _refusals(data)
-        _operations(data, server.endpoint.url)
+        _operations(data, alerts)
+        if keep:
+            _keep_running(server, data)
 
 
 def _tenants(data: Path) -> None:
@@ -158,8 +196,11 @@ def _refusals(data: Path) -> None:
     _as(data, "research-ai", "create", "-f", "-", stdin=EXTRA_SLICE.replace("NUMBER", "3"))
 
 
-def _operations(data: Path, url: str) -> None:
+def _operations(data: Path, alerts: AlertLines) -> None:
     time.sleep(DEMO_ALERTS.pending_claim_seconds + 2 * DEMO_ALERTS.interval_seconds)
+    print("\n=== Alerts raised while the walkthrough ran (the platform's log)")
+    for line in alerts.lines:
+        print(f"  {line}")
     _allot(
         "Alerts (the pending-claim threshold is 3 seconds in the demo)",
         ["alerts", "--data-dir", str(data)],
@@ -168,10 +209,20 @@ def _operations(data: Path, url: str) -> None:
     _allot("The audit log of the walkthrough", ["audit", "--data-dir", str(data)])
     _allot("Usage per tenant", ["usage", "--data-dir", str(data)])
     _allot("Capacity per pool and tenant", ["top", "--once", "--data-dir", str(data)])
-    print(
-        f"\n=== The dashboard was served at {url}/ui "
-        "(sign in with the host token: allot kubeconfig host)"
-    )
+
+
+def _keep_running(server: ServerThread, data: Path) -> None:
+    """``--keep``: the platform stays up for the dashboard and kubectl until Ctrl-C."""
+    print(f"\n=== The platform keeps running: dashboard at {server.endpoint.url}/ui")
+    print(f"  sign in with the host token: allot kubeconfig host --data-dir {data} | grep token")
+    for path in sorted((data / "kubeconfigs").glob("*.yaml")):
+        print(f"  cluster {path.stem}: export KUBECONFIG={path}")
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        print()
 
 
 def _wait_for_logs(data: Path, tenant: str, pod: str) -> None:

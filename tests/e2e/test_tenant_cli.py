@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import ssl
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -164,4 +167,51 @@ def test_the_demo_runs_the_walkthrough() -> None:
     assert "MIG 1g.5gb      Device  0:" in out
     assert "device class gpu-slice is not in the entitlement of tenant legal-ai" in out
     assert "exceeded quota: tenant-quota" in out
+    assert "(platform stopped; nothing left running)" in out
+    sections = [line for line in out.splitlines() if line.startswith("=== ")]
+    order = [
+        "=== The seed's original classes on the host: accepted, but with warnings",
+        "=== The platform team switches to the corrected catalogue "
+        "(examples/tenancy/platform-classes.yaml)",
+        "=== Alerts raised while the walkthrough ran (the platform's log)",
+        "=== Alerts (the pending-claim threshold is 3 seconds in the demo)",
+    ]
+    assert [s for s in sections if s in order] == order
+    original = out.index(order[0])
+    assert (
+        "Warning: DeviceClass gpu-slice: the class matches no published device"
+        in out[original : out.index(order[1])]
+    )
+    raised = out[out.index(order[2]) : out.index(order[3])]
+    assert "  alert ClaimPendingTooLong: claim research-gpu-slice-2" in raised
+    before = out[: out.index(order[2])]
+    assert "alert ClaimPendingTooLong" not in before  # not between kubectl's lines
+    assert "alert " not in result.stderr
+    assert "/ui" not in out  # no URL of a dashboard that has stopped
+
+
+def test_the_demo_keeps_the_platform_and_dashboard_running_with_keep() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "allot.demo", "--keep"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        lines = []
+        while not lines or lines[-1] != "Ctrl-C stops it.":
+            line = process.stdout.readline()
+            assert line, f"the demo ended early: {process.communicate()}"
+            lines.append(line.rstrip("\n"))
+        url = next(line for line in lines if "dashboard at " in line).split("dashboard at ")[1]
+        ca = next(line for line in lines if "cluster host:" in line).split("KUBECONFIG=")[1]
+        kubeconfig = yaml.safe_load(Path(ca).read_text())
+        context = ssl.create_default_context(
+            cafile=kubeconfig["clusters"][0]["cluster"]["certificate-authority"]
+        )
+        with urllib.request.urlopen(url, context=context, timeout=10) as page:
+            assert "Sign in with the host cluster's token" in page.read().decode()
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
     assert "(platform stopped; nothing left running)" in out
