@@ -197,7 +197,7 @@ def test_the_demo_keeps_the_platform_and_dashboard_running_with_keep() -> None:
     )  # fmt: skip
     assert process.stdout is not None
     try:
-        lines = []
+        lines: list[str] = []
         while not lines or lines[-1] != "Ctrl-C stops it.":
             line = process.stdout.readline()
             assert line, f"the demo ended early: {process.communicate()}"
