@@ -214,7 +214,7 @@ def _operations(data: Path, alerts: AlertLines) -> None:
 def _keep_running(server: ServerThread, data: Path) -> None:
     """``--keep``: the platform stays up for the dashboard and kubectl until Ctrl-C."""
     print(f"\n=== The platform keeps running: dashboard at {server.endpoint.url}/ui")
-    print(f"  sign in with the host token: allot kubeconfig host --data-dir {data} | grep token")
+    print(f"  sign in with the host token: allot kubeconfig --token --data-dir {data}")
     for path in sorted((data / "kubeconfigs").glob("*.yaml")):
         print(f"  cluster {path.stem}: export KUBECONFIG={path}")
     print("Ctrl-C stops it.", flush=True)

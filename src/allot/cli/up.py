@@ -97,6 +97,13 @@ def register(subparsers: Any) -> None:
     kubeconfig.add_argument(
         "cluster", nargs="?", default="host", help="host, or a tenant's name (default: host)"
     )
+    shown = kubeconfig.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--path", action="store_true", help="print the kubeconfig's path (export KUBECONFIG=...)"
+    )
+    shown.add_argument(
+        "--token", action="store_true", help="print the cluster's bearer token (the dashboard's)"
+    )
     add_data_dir(kubeconfig)
     kubeconfig.set_defaults(run=run_kubeconfig)
 
@@ -147,10 +154,15 @@ def run_up(args: argparse.Namespace) -> int:
         print(f"allot API server on {endpoint.url} (data in {args.data_dir})")
         for cluster, path in endpoint.kubeconfigs.items():
             print(f"  cluster {cluster}: export KUBECONFIG={path.resolve()}")
-        print("Ctrl-C stops it.", flush=True)
+        print(
+            f"  dashboard: {endpoint.url}/ui (sign in with the host token: "
+            f"allot kubeconfig --token --data-dir {args.data_dir})",
+            flush=True,
+        )
 
     def publish(endpoint: Endpoint) -> None:
         _publish(endpoint.kubeconfigs["host"], fleet)
+        print("Ctrl-C stops it.", flush=True)  # last: the platform is ready for kubectl
 
     def build() -> Any:
         save_fleet(args.data_dir, fleet)
@@ -252,5 +264,10 @@ def run_kubeconfig(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    sys.stdout.write(path.read_text())
+    if args.path:
+        print(path.resolve())
+    elif args.token:
+        print(tokens.ensure(args.cluster))
+    else:
+        sys.stdout.write(path.read_text())
     return 0

@@ -345,7 +345,7 @@ def _login(error: str, code: int) -> HTMLResponse:
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>allot — sign in</title>'
         f'{HEAD_LINKS}</head><body><main class="login">'
         "<h1>allot dashboard</h1><p>Sign in with the host cluster's token "
-        "(<code>allot kubeconfig host</code> shows it).</p>"
+        "(<code>allot kubeconfig --token</code> prints it).</p>"
         f'{message}<form method="post" action="/ui/login"><label for="token">Host token</label>'
         '<input id="token" name="token" type="password" autocomplete="off" required>'
         "<button type=submit>Sign in</button></form></main></body></html>"

@@ -1,0 +1,185 @@
+"""Every command in README.md and docs/user-guide.md runs as written.
+
+Each document is run as one bash session, its ```sh blocks in order, the way a reader
+copies them: from a scratch copy of the repository's ``examples/`` (with ``.venv`` linked
+in), a fresh ``$HOME`` (so the default data directory and ``~/.kube/config`` are new) and
+no ``KUBECONFIG`` or ``ALLOT_DATA_DIR``. The conventions the documents follow:
+
+- ```sh blocks run; ```text blocks (synopses, output, commands for a real cluster or a
+  GPU machine) do not. There are no other exceptions.
+- In a block with ``$ `` prompts only the prompted lines are commands (the rest is
+  output); otherwise every line that is not a comment is one. A trailing ``\\`` continues
+  a command on the next line.
+- A command's exit status must be 0, or what its trailing comment says (``# exit 1: ...``).
+- A command ending in ``&`` runs in the background; the session waits until it prints
+  ``Ctrl-C stops it.`` (``allot up`` does once its fleet is published) and sends it Ctrl-C
+  when the document ends.
+
+A failure names the document, the line and the command's output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENTS = ["README.md", "docs/user-guide.md"]
+EXIT = re.compile(r"#\s*exit (\d+)")
+READY = "Ctrl-C stops it."
+
+
+@dataclass
+class Command:
+    line: int  # 1-based line in the document
+    text: str
+    expected: int
+    background: bool
+
+
+def commands(document: str) -> list[Command]:
+    """The runnable commands of a document, in order."""
+    lines = document.splitlines()
+    found: list[Command] = []
+    index = 0
+    while index < len(lines):
+        if lines[index].strip() != "```sh":
+            index += 1
+            continue
+        end = lines.index("```", index + 1)
+        found += _block(lines[index + 1 : end], index + 2)
+        index = end + 1
+    return found
+
+
+def _block(block: list[str], first: int) -> list[Command]:
+    prompted = any(line.startswith("$ ") for line in block)
+    found = []
+    position = 0
+    while position < len(block):
+        line, number = block[position], first + position
+        position += 1
+        if prompted and not line.startswith("$ "):
+            continue
+        text = line[2:] if prompted else line
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        while text.rstrip().endswith("\\") and position < len(block):
+            text = text.rstrip()[:-1].rstrip() + " " + block[position].strip()
+            position += 1
+        found.append(_command(number, text))
+    return found
+
+
+def _command(number: int, text: str) -> Command:
+    code, comment = text, ""
+    if " #" in text:
+        code, comment = text.split(" #", 1)
+    expected = EXIT.search("#" + comment)
+    code = code.rstrip()
+    background = code.endswith("&") and not code.endswith("&&")
+    if background:
+        code = code[:-1].rstrip()
+    return Command(number, code, int(expected.group(1)) if expected else 0, background)
+
+
+def script(items: list[Command], logs: Path) -> str:
+    """One bash session that runs the commands and stops at the first surprise."""
+    lines = [
+        "set -u",
+        "trap 'for p in $(jobs -p); do kill -INT $p 2>/dev/null; done; wait' EXIT",
+    ]
+    for number, item in enumerate(items):
+        lines.append(f"echo '@@@ {number}'")
+        if item.background:
+            log, ready = shlex.quote(str(logs / f"background-{number}.log")), shlex.quote(READY)
+            lines += [
+                f"{{ {item.text} ; }} > {log} 2>&1 &",
+                f"for _ in $(seq 600); do grep -qF {ready} {log} && break; sleep 0.1; done",
+                f"grep -qF {ready} {log} || "
+                f"{{ cat {log}; echo '@@@ failed {number} not ready'; exit 97; }}",
+            ]
+            continue
+        lines += [
+            f"{{ {item.text} ; }} 2>&1",
+            "rc=$?",
+            f'[ $rc -eq {item.expected} ] || {{ echo "@@@ failed {number} exit $rc"; exit 98; }}',
+        ]
+    lines.append("echo '@@@ done'")
+    return "\n".join(lines) + "\n"
+
+
+def _workspace(root: Path) -> Path:
+    work = root / "work"
+    work.mkdir()
+    shutil.copytree(REPO / "examples", work / "examples")
+    (work / ".venv").symlink_to(REPO / ".venv")
+    return work
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_every_command_of_the_document_runs_as_written(name: str, tmp_path: Path) -> None:
+    items = commands((REPO / name).read_text())
+    assert len(items) >= 10, "the document lost its commands"
+    work = _workspace(tmp_path)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("KUBECONFIG", "ALLOT_DATA_DIR", "XDG_STATE_HOME", "VIRTUAL_ENV")
+    }
+    environment["HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        ["bash", "-c", script(items, logs)],
+        cwd=work,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    if "@@@ done" in output:
+        return
+    failed = re.search(r"@@@ failed (\d+) (.*)", output)
+    assert failed is not None, output[-4000:]
+    item = items[int(failed.group(1))]
+    section = output.split(f"@@@ {failed.group(1)}\n", 1)[-1].split("@@@ failed")[0]
+    pytest.fail(
+        f"{name}:{item.line}: `{item.text}` {failed.group(2)} (expected exit {item.expected})"
+        f"\n{section[-3000:]}"
+    )
+
+
+def test_the_conventions_are_read_as_documented() -> None:
+    document = "\n".join(
+        [
+            "```sh",
+            "$ allot lint a.yaml   # exit 1: findings",
+            "output line",
+            "$ allot up --port 0 &",
+            "```",
+            "```text",
+            "allot controller --kubeconfig prod.yaml",
+            "```",
+            "```sh",
+            "# a comment",
+            "allot tenant create x \\",
+            "    --quota a=1",
+            "```",
+        ]
+    )
+    assert [(c.line, c.text, c.expected, c.background) for c in commands(document)] == [
+        (2, "allot lint a.yaml", 1, False),
+        (4, "allot up --port 0", 0, True),
+        (11, "allot tenant create x --quota a=1", 0, False),
+    ]
