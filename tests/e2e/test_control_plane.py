@@ -221,7 +221,8 @@ def test_ordinary_pods_run_on_the_cpu_pool_and_every_running_pod_has_logs(
     logs = platform.kubectl("logs", "hello").stdout
     assert logs == (
         "[allot] simulated container 'hello' (image busybox): no process runs; "
-        "it would run: sleep 1\n$ nvidia-smi -L\nNo devices found.\n"
+        "it would run: sleep 1\n[allot] its devices, as nvidia-smi -L lists them:\n"
+        "No devices found.\n"
     )
     node = platform.get_json("node", "cpu-pool-0")
     assert "nvidia.com/gpu.present" not in node["metadata"]["labels"]
@@ -242,7 +243,7 @@ def test_logs_of_a_simulated_gpu_pod_list_its_devices(platform: Cluster) -> None
         "[allot] simulated container 'main' (image busybox): no process runs; "
         "it would run: the image's entrypoint"
     )
-    assert logs[1] == "$ nvidia-smi -L"
+    assert logs[1] == "[allot] its devices, as nvidia-smi -L lists them:"
     assert logs[2].startswith("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-")
     assert logs[3].startswith("  MIG 1g.5gb      Device  0: (UUID: MIG-")
     assert len(logs) == 4  # exactly its one slice

@@ -5,8 +5,9 @@ copies them: from a scratch copy of the repository's ``examples/`` (with ``.venv
 in), a fresh ``$HOME`` (so the default data directory and ``~/.kube/config`` are new) and
 no ``KUBECONFIG`` or ``ALLOT_DATA_DIR``. The conventions the documents follow:
 
-- ```sh blocks run; ```text blocks (synopses, output, commands for a real cluster or a
-  GPU machine) do not. There are no other exceptions.
+- ```sh blocks run; ```text blocks do not: synopses, sample output, commands that need a
+  real cluster or a GPU machine, and the set-up commands (``make demo``, ``make test``:
+  this suite is what ``make test`` runs). There are no other exceptions.
 - In a block with ``$ `` prompts only the prompted lines are commands (the rest is
   output); otherwise every line that is not a comment is one. A trailing ``\\`` continues
   a command on the next line.
@@ -20,10 +21,12 @@ A failure names the document, the line and the command's output.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +98,8 @@ def script(items: list[Command], logs: Path) -> str:
     """One bash session that runs the commands and stops at the first surprise."""
     lines = [
         "set -u",
-        "trap 'for p in $(jobs -p); do kill -INT $p 2>/dev/null; done; wait' EXIT",
+        # a background job is a subshell: stop what it runs (allot up) and wait for it
+        "trap 'for p in $(jobs -p); do pkill -TERM -P $p; done; wait' EXIT",
     ]
     for number, item in enumerate(items):
         lines.append(f"echo '@@@ {number}'")
@@ -138,16 +142,21 @@ def test_every_command_of_the_document_runs_as_written(name: str, tmp_path: Path
         if k not in ("KUBECONFIG", "ALLOT_DATA_DIR", "XDG_STATE_HOME", "VIRTUAL_ENV")
     }
     environment["HOME"] = str(tmp_path / "home")
-    result = subprocess.run(
+    session = subprocess.Popen(
         ["bash", "-c", script(items, logs)],
         cwd=work,
         env=environment,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-        timeout=600,
-        check=False,
+        start_new_session=True,  # so that nothing it started outlives the test
     )
-    output = result.stdout + result.stderr
+    try:
+        output, _ = session.communicate(timeout=600)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(session.pid, signal.SIGKILL)
+        session.wait()
     if "@@@ done" in output:
         return
     failed = re.search(r"@@@ failed (\d+) (.*)", output)

@@ -113,7 +113,7 @@ def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:
     return (
         f"[allot] simulated container {spec['name']!r} (image {spec.get('image', '?')}): "
         f"no process runs; it would run: {would_run}\n"
-        f"$ nvidia-smi -L\n{listing}"
+        f"[allot] its devices, as nvidia-smi -L lists them:\n{listing}"
     )
 
 
