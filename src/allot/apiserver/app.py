@@ -26,6 +26,7 @@ from starlette.routing import Route
 from allot.api.errors import ApiError
 from allot.apiserver import discovery, openapi, protobuf, selectors, tables
 from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
+from allot.apiserver.classwarnings import CatalogueWarnings
 from allot.apiserver.crds import CustomResources
 from allot.apiserver.errors import (
     BadRequest,
@@ -79,6 +80,7 @@ class ApiServer:
                 QuotaAdmission(self.store),
             ],
         )
+        self.admission.hooks.append(CatalogueWarnings(self.store, self.admission.compiler))
         self.handlers = Handlers(self.store, self.admission, clock)
         self.logs_dir = data_dir / "logs"
         self.stopping = asyncio.Event()
@@ -526,9 +528,10 @@ class ApiServer:
 
     @staticmethod
     def _written(result: WriteResult, code: int) -> Response:
-        return JSONResponse(
-            result.object, status_code=code, headers=dict(warning_header(result.warnings))
-        )
+        response = JSONResponse(result.object, status_code=code)
+        for name, value in warning_header(result.warnings):
+            response.headers.append(name, value)  # one header per warning, as kube-apiserver
+        return response
 
 
 def _status_response(err: Exception) -> Response:

@@ -11,7 +11,8 @@ This module evaluates each class on every published device and reports:
 - ``whole-matches-partitions``: a class that takes whole GPUs also takes MIG partitions.
 
 Where it can, a finding carries a corrected selector, checked against the same devices.
-Pure: callers pass decoded objects. Used by ``allot lint`` (and later ``allot doctor``).
+Pure: callers pass decoded objects. Used by ``allot lint``, ``allot doctor`` and the API
+server's warnings on DeviceClass and Tenant writes (``allot.apiserver.classwarnings``).
 """
 
 from __future__ import annotations
@@ -74,9 +75,12 @@ class CatalogueLinter:
         *,
         tenant_label: str = TENANT_LABEL,
         compiler: SelectorCompiler | None = None,
+        views: list[DeviceView] | None = None,
     ) -> None:
+        """``views`` replaces ``slices`` for callers that keep device views between runs
+        (each view remembers its selector results, so re-linting is mostly lookups)."""
         self.classes = classes
-        self.views = device_views(slices)
+        self.views = views if views is not None else device_views(slices)
         self.tenant_label = tenant_label
         self.compiler = compiler or SelectorCompiler()
 
@@ -87,6 +91,10 @@ class CatalogueLinter:
             findings += self._class_findings(match)
         findings += self._shared_between_tenants(matches)
         return findings
+
+    def lint_class(self, device_class: resourceapi.DeviceClass) -> list[Finding]:
+        """The findings about one class alone (no comparison with other classes)."""
+        return self._class_findings(self.match(device_class))
 
     def expressions(self, device_class: resourceapi.DeviceClass) -> list[str]:
         return [
