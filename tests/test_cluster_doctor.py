@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from allot.api.core_v1 import Node
+from allot.api.features import KUBERNETES_1_36
+from allot.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
 from allot.cli.main import main as allot
+from allot.driver.fleet import expand, parse_fleet
+from allot.driver.publisher import node_object
+from allot.driver.slices import node_slices
+from allot.simulation.runner import Simulation
+from allot.simulation.scenario import Scenario, Step
 from tests.conftest import EXAMPLES
 
 SEED_FILES = [
@@ -139,3 +148,45 @@ def test_bad_dumps_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     odd = _dump(tmp_path, [claim])
     assert allot(["doctor", "--from-dump", str(odd)]) == 2
     assert 'unknown field "spec.bogus"' in capsys.readouterr().err
+
+
+STALE = yaml.safe_load((Path(__file__).parent / "scenarios" / "stale-allocations.yaml").read_text())
+
+
+def _fleet_objects(fleet_file: str) -> list[dict[str, Any]]:
+    """The nodes and slices the simulated driver publishes for a fleet file."""
+    specs = expand(parse_fleet(yaml.safe_load((EXAMPLES / fleet_file).read_text())))
+    found = [node_object(spec) for spec in specs]
+    for spec in specs:
+        found += node_slices(spec.name, f"uid-{spec.name}", spec.gpus, dynamic_mig=spec.dynamic_mig)
+    return found
+
+
+def test_allocations_a_fixed_class_no_longer_selects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = _fleet_objects(STALE["fleet"])
+    claims = [o for o in STALE["objects"] if o["kind"] == "ResourceClaim"]
+    simulation = Simulation(
+        Scenario(
+            KUBERNETES_1_36,
+            [DeviceClass.model_validate(o) for o in _documents(STALE["classesBefore"])],
+            [ResourceSlice.model_validate(o) for o in fleet if o["kind"] == "ResourceSlice"],
+            [ResourceClaim.model_validate(c) for c in claims],
+            [Node.model_validate(o) for o in fleet if o["kind"] == "Node"],
+        )
+    )
+    labels = [f"{c['metadata']['namespace']}/{c['metadata']['name']}" for c in claims]
+    assert simulation.run_step(Step(0, "allocate", labels)).success
+    allocated = [simulation.claims[label].to_wire() for label in labels]
+    after = _documents(STALE["classesAfter"])
+    dump = _dump(tmp_path, [*after, *fleet, *allocated])
+    code, report = _doctor(dump, capsys)
+    assert code == 1
+    assert report["problems"] == len(STALE["stale"]) == len(report["staleAllocations"])
+    for found, expected in zip(report["staleAllocations"], STALE["stale"], strict=True):
+        assert re.fullmatch(expected["device"], found.pop("device")), found
+        assert found == {k: v for k, v in expected.items() if k != "device"}
+    # under the classes it was allocated with, the allocation is not stale
+    before_dump = _dump(tmp_path, [*_documents(STALE["classesBefore"]), *fleet, *allocated])
+    assert _doctor(before_dump, capsys)[1]["staleAllocations"] == []

@@ -9,27 +9,29 @@ cluster's ResourceSlices publish. A Tenant write warns the same way about the cl
 selector entitles it to. A cluster that publishes no device is not checked (there is
 nothing to compare with yet), nor are the writes of the platform's own controllers.
 
-Device views are kept per slice until the slice changes, and each view remembers its
-selector results, so re-checking a class on a big fleet costs dictionary lookups for the
-expressions already seen. Registered by :class:`allot.apiserver.app.ApiServer`.
+A class is checked once per kind of device its selectors can tell apart, not once per
+device (:mod:`allot.lint.shapes`): on a fleet of identical nodes the cost is a pass over
+the published devices' JSON plus a few CEL evaluations. Registered by
+:class:`allot.apiserver.app.ApiServer`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from allot.api import resource_v1 as resourceapi
 from allot.api.meta import selector_matches
 from allot.api.tenancy import TENANCY_GROUP, Tenant, entitlement_selector
 from allot.apiserver.admission import AdmissionRequest
 from allot.apiserver.resources import by_kind
-from allot.cel import DeviceView, SelectorCompiler
-from allot.lint.catalogue import CatalogueLinter, Finding
+from allot.cel import SelectorCompiler
+from allot.lint.catalogue import SUGGESTION_NAMES, CatalogueLinter, Finding
+from allot.lint.shapes import Shapes, group, read_names
 from allot.store import Store, WatchEvent
 
 WARNED_CODES = ("no-match", "selector-error", "whole-matches-partitions")
 DETAILS_SHOWN = 3
+KEPT_GROUPINGS = 16
 SLICES = by_kind("ResourceSlice").store
 CLASSES = by_kind("DeviceClass").store
 _LINE_BREAKS = re.compile(r"\s*[\r\n\t]+\s*")
@@ -41,13 +43,12 @@ class CatalogueWarnings:
     def __init__(self, store: Store, compiler: SelectorCompiler) -> None:
         self.store = store
         self.compiler = compiler
-        self._slice_views: dict[str, dict[str, tuple[Any, list[DeviceView]]]] = {}
-        self._views: dict[str, list[DeviceView]] = {}
+        self._shapes: dict[str, dict[frozenset[str] | None, Shapes]] = {}
         store.add_listener(self._forget)
 
     def _forget(self, event: WatchEvent) -> None:
         if event.resource == SLICES.key:
-            self._views.pop(event.cluster, None)
+            self._shapes.pop(event.cluster, None)
 
     def admit(self, request: AdmissionRequest) -> list[str]:
         if request.internal or request.object is None or request.subresource:
@@ -67,16 +68,37 @@ class CatalogueWarnings:
     ) -> list[str]:
         if not classes:
             return []
-        views = self.views(cluster)
-        if not views:
-            return []
-        linter = CatalogueLinter([], [], compiler=self.compiler, views=views)
-        return [
-            prefix + warning_text(finding)
-            for device_class in classes
-            for finding in linter.lint_class(device_class)
-            if finding.code in WARNED_CODES
-        ]
+        warnings = []
+        for device_class in classes:
+            expressions = [
+                s.cel.expression
+                for s in device_class.spec.selectors or []
+                if s.cel and s.cel.expression
+            ]
+            names = read_names(expressions)
+            shapes = self.shapes(cluster, names | SUGGESTION_NAMES if names is not None else None)
+            if not shapes.views:
+                return []
+            linter = CatalogueLinter(
+                [], [], compiler=self.compiler, views=shapes.views, weights=shapes.weights
+            )
+            warnings += [
+                prefix + warning_text(finding)
+                for finding in linter.lint_class(device_class)
+                if finding.code in WARNED_CODES
+            ]
+        return warnings
+
+    def shapes(self, cluster: str, names: frozenset[str] | None) -> Shapes:
+        """The cluster's devices grouped for ``names``; kept until a slice changes."""
+        cached = self._shapes.setdefault(cluster, {})
+        found = cached.get(names)
+        if found is None:
+            if len(cached) >= KEPT_GROUPINGS:
+                cached.clear()
+            slices, _ = self.store.list_objects(cluster, SLICES, shared=True)
+            found = cached[names] = group(slices, names)
+        return found
 
     def _entitled(self, cluster: str, tenant: Tenant) -> list[resourceapi.DeviceClass]:
         selector = entitlement_selector(tenant.spec)
@@ -87,36 +109,6 @@ class CatalogueWarnings:
             for item in items
             if selector_matches(wire, item["metadata"].get("labels"))
         ]
-
-    def views(self, cluster: str) -> list[DeviceView]:
-        """Every device the cluster's slices publish; a changed slice's views are rebuilt,
-        the others kept with the selector results they remember."""
-        cached = self._views.get(cluster)
-        if cached is not None:
-            return cached
-        previous = self._slice_views.get(cluster, {})
-        current: dict[str, tuple[Any, list[DeviceView]]] = {}
-        items, _ = self.store.list_objects(cluster, SLICES, shared=True)
-        for item in items:
-            name = item["metadata"]["name"]
-            version = item["metadata"].get("resourceVersion")
-            known = previous.get(name)
-            if known is None or known[0] != version:
-                known = (version, _slice_views(item))
-            current[name] = known
-        self._slice_views[cluster] = current
-        views = [view for _, slice_views in current.values() for view in slice_views]
-        self._views[cluster] = views
-        return views
-
-
-def _slice_views(item: dict[str, Any]) -> list[DeviceView]:
-    spec = item.get("spec") or {}
-    driver = spec.get("driver") or ""
-    return [
-        DeviceView(driver, resourceapi.Device.model_validate(device))
-        for device in spec.get("devices") or []
-    ]
 
 
 def warning_text(finding: Finding) -> str:

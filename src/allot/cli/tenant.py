@@ -8,6 +8,10 @@ waits until the tenant's cluster is served. ``connect NAME`` prints how to use t
 tenant's kubeconfig, or runs ``-- COMMAND`` (or ``--shell``) with ``KUBECONFIG`` set.
 ``delete NAME`` removes the tenant and everything it owned on the host, releasing its
 devices.
+
+``create`` prints the server's warnings (an entitled class that matches no device, or takes
+MIG partitions as whole GPUs) as ``Warning:`` lines on stderr, as kubectl prints them;
+they do not change the exit code.
 """
 
 from __future__ import annotations
@@ -73,6 +77,8 @@ def run_create(args: argparse.Namespace) -> int:
     try:
         client = platform_client(args.data_dir)
         client.create(tenant)
+        for warning in client.warnings:  # the server's, e.g. about the entitled classes
+            print(f"Warning: {warning}", file=sys.stderr)
         ready = _wait_ready(client, args.name, args.timeout)
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -4,13 +4,17 @@ The input is a cluster's objects, read live or from a dump (``kubectl get device
 resourceslices,resourceclaims,resourceclaimtemplates,pods,namespaces -A -o yaml``).
 ``resource.k8s.io/v1beta2`` objects are read as v1 (same shape); ``v1beta1`` requests have
 their fields moved under ``exactly`` and v1beta1 slices' ``basic`` devices are unwrapped;
-anything else is reported as skipped, never silently ignored. The report has four parts:
+anything else is reported as skipped, never silently ignored. The report has five parts:
 
 * every pending claim, placed one by one with allot's allocator on the cluster's slices
   (what kube-scheduler would do for a pod using it), and for those that do not fit,
   ``allot explain``'s per-node, per-request reasons (the first nodes; the rest counted);
 * the catalogue lint (classes that match nothing, whole-GPU classes that take MIG
   slices, classes shared between tenants);
+* allocations the classes no longer select: an allocated device that the request's class
+  (as it is now) or the request's own selectors would not choose again, e.g. a tenant
+  holding a MIG slice through a "whole GPU" class fixed after the allocation
+  (:mod:`allot.lint.allocations`);
 * entitlement violations: claims and templates in a tenant's namespace (label
   ``allot.dev/tenant``) naming a class outside its entitlement (from its params ConfigMap
   or Tenant object), including those created before a policy existed;
@@ -33,6 +37,7 @@ from allot.api.features import KUBERNETES_1_36
 from allot.api.kinds import decode
 from allot.api.meta import selector_matches
 from allot.apiserver.resources import by_kind
+from allot.lint.allocations import stale_allocations
 from allot.lint.catalogue import CatalogueLinter
 from allot.ops import views
 from allot.ops.capacity import CapacityView
@@ -62,6 +67,7 @@ class Report:
     summary: Obj
     pending: list[Obj] = field(default_factory=list)
     lint: list[Obj] = field(default_factory=list)
+    stale: list[Obj] = field(default_factory=list)
     violations: list[Obj] = field(default_factory=list)
     capacity: Obj = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
@@ -69,7 +75,8 @@ class Report:
     @property
     def problems(self) -> int:
         incomplete = [p for p in self.capacity.get("pools", []) if not p.get("complete", True)]
-        return len(self.pending) + len(self.lint) + len(self.violations) + len(incomplete)
+        found = self.pending + self.lint + self.stale + self.violations
+        return len(found) + len(incomplete)
 
     def to_json(self) -> Obj:
         return {
@@ -77,6 +84,7 @@ class Report:
             "problems": self.problems,
             "pendingClaims": self.pending,
             "lint": self.lint,
+            "staleAllocations": self.stale,
             "entitlementViolations": self.violations,
             "capacity": self.capacity,
             "skipped": self.skipped,
@@ -164,6 +172,10 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
     )
     report.pending = _pending(models)
     report.lint = [f.to_json() for f in CatalogueLinter(models["classes"], models["slices"]).lint()]
+    report.stale = [
+        s.to_json()
+        for s in stale_allocations(models["claims"], models["classes"], models["slices"])
+    ]
     report.violations = _violations(by_kind_)
     report.capacity = _capacity(objects, now)
     report.summary["pendingClaims"] = len(report.pending)
@@ -335,6 +347,12 @@ def render_report(report: Report) -> str:
         lines += [f"    - {d}" for d in finding["details"]]
         if finding["suggestion"]:
             lines.append(f"    suggested selector: {finding['suggestion']}")
+    lines.append(f"\n== Allocations their classes no longer select ({len(report.stale)})")
+    for entry in report.stale:
+        lines.append(
+            f"{entry['claim']} request {entry['request']}: device {entry['device']} "
+            f"(class {entry['class']}): {entry['reason']}"
+        )
     lines.append(f"\n== Entitlement violations ({len(report.violations)})")
     for violation in report.violations:
         entitled = ", ".join(violation["entitled"]) or "<none>"
