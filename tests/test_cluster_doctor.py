@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from allot.api.core_v1 import Node
+from allot.api.features import KUBERNETES_1_36
+from allot.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
 from allot.cli.main import main as allot
+from allot.driver.fleet import expand, parse_fleet
+from allot.driver.publisher import node_object
+from allot.driver.slices import node_slices
+from allot.simulation.runner import Simulation
+from allot.simulation.scenario import Scenario, Step
 from tests.conftest import EXAMPLES
 
-STALE = Path(__file__).parent / "scenarios" / "stale-allocation.yaml"
 SEED_FILES = [
     "seeds/000-gpu-deviceclasses.yaml",
     "nvidia/a100-40gb-x1-whole-gpu.yaml",
@@ -142,33 +150,43 @@ def test_bad_dumps_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert 'unknown field "spec.bogus"' in capsys.readouterr().err
 
 
-def test_an_allocation_the_fixed_class_no_longer_selects(
+STALE = yaml.safe_load((Path(__file__).parent / "scenarios" / "stale-allocations.yaml").read_text())
+
+
+def _fleet_objects(fleet_file: str) -> list[dict[str, Any]]:
+    """The nodes and slices the simulated driver publishes for a fleet file."""
+    specs = expand(parse_fleet(yaml.safe_load((EXAMPLES / fleet_file).read_text())))
+    found = [node_object(spec) for spec in specs]
+    for spec in specs:
+        found += node_slices(spec.name, f"uid-{spec.name}", spec.gpus, dynamic_mig=spec.dynamic_mig)
+    return found
+
+
+def test_allocations_a_fixed_class_no_longer_selects(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    case = yaml.safe_load(STALE.read_text())
-    slices = _documents("nvidia/a100-40gb-static-mig-7x1g5gb.yaml")
-    mig = next(s for s in slices if s["kind"] == "ResourceSlice")
-    device = mig["spec"]["devices"][0]["name"]
-    claim = case["claim"]
-    claim["status"] = {"allocation": {"devices": {"results": [
-        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": mig["spec"]["pool"]["name"],
-         "device": device},
-    ]}}}  # fmt: skip
-    code, report = _doctor(_dump(tmp_path, [case["fixedClass"], *slices, claim]), capsys)
+    fleet = _fleet_objects(STALE["fleet"])
+    claims = [o for o in STALE["objects"] if o["kind"] == "ResourceClaim"]
+    simulation = Simulation(
+        Scenario(
+            KUBERNETES_1_36,
+            [DeviceClass.model_validate(o) for o in _documents(STALE["classesBefore"])],
+            [ResourceSlice.model_validate(o) for o in fleet if o["kind"] == "ResourceSlice"],
+            [ResourceClaim.model_validate(c) for c in claims],
+            [Node.model_validate(o) for o in fleet if o["kind"] == "Node"],
+        )
+    )
+    labels = [f"{c['metadata']['namespace']}/{c['metadata']['name']}" for c in claims]
+    assert simulation.run_step(Step(0, "allocate", labels)).success
+    allocated = [simulation.claims[label].to_wire() for label in labels]
+    after = _documents(STALE["classesAfter"])
+    dump = _dump(tmp_path, [*after, *fleet, *allocated])
+    code, report = _doctor(dump, capsys)
     assert code == 1
-    assert report["staleAllocations"] == [
-        {
-            "claim": "default/whole-or-not",
-            "request": "gpu",
-            "device": f"gpu.nvidia.com/{mig['spec']['pool']['name']}/{device}",
-            "deviceClass": "gpu-whole",
-            "reason": case["expect"]["reason"],
-        }
-    ]
-    assert allot(["doctor", "--from-dump", str(tmp_path / "dump.yaml")]) == 1
-    text = capsys.readouterr().out
-    assert "== Allocations their class no longer selects (1)" in text
-    assert "default/whole-or-not request gpu: gpu.nvidia.com/" in text
-    # with the broken class the slice is still selected: nothing stale
-    code, report = _doctor(_dump(tmp_path, [case["brokenClass"], *slices, claim]), capsys)
-    assert (code, report["staleAllocations"]) == (0, [])
+    assert report["problems"] == len(STALE["stale"]) == len(report["staleAllocations"])
+    for found, expected in zip(report["staleAllocations"], STALE["stale"], strict=True):
+        assert re.fullmatch(expected["device"], found.pop("device")), found
+        assert found == {k: v for k, v in expected.items() if k != "device"}
+    # under the classes it was allocated with, the allocation is not stale
+    before_dump = _dump(tmp_path, [*_documents(STALE["classesBefore"]), *fleet, *allocated])
+    assert _doctor(before_dump, capsys)[1]["staleAllocations"] == []

@@ -52,7 +52,7 @@ def allot_up(data_dir: Path, *extra: str, allot_bin: str = ALLOT) -> Iterator[St
         env=CLEAN_ENV,
     )
     assert process.stdout is not None
-    lines = []
+    lines: list[str] = []
     try:
         while not lines or lines[-1] != "Ctrl-C stops it.":
             line = process.stdout.readline()

@@ -78,7 +78,7 @@ def test_a_server_bug_is_logged_with_its_traceback_and_answered_as_a_status(
         raise RuntimeError("injected fault")
 
     original = handlers.get
-    handlers.get = broken  # type: ignore[method-assign]
+    handlers.get = broken  # type: ignore[method-assign,assignment]
     try:
         with caplog.at_level(logging.ERROR, logger="allot.apiserver"):
             response = http.get(TARGET)

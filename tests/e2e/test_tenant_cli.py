@@ -179,7 +179,7 @@ def test_the_demo_runs_the_walkthrough() -> None:
     assert [s for s in sections if s in order] == order
     original = out.index(order[0])
     assert (
-        "Warning: DeviceClass gpu-slice: the class matches no published device"
+        "Warning: deviceclass gpu-slice [no-match]: the class matches no published device"
         in out[original : out.index(order[1])]
     )
     raised = out[out.index(order[2]) : out.index(order[3])]

@@ -185,7 +185,14 @@ def _is_map(annotation: Any) -> bool:
 
 
 def warning_header(warnings: list[str]) -> list[tuple[str, str]]:
-    return [("Warning", f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"') for w in warnings]
+    """RFC 7234 ``Warning`` values as kube-apiserver writes them (``299 - "text"``, quotes
+    and backslashes escaped), the text's UTF-8 bytes passed through unchanged."""
+    return [("Warning", f'299 - "{_quoted(w)}"') for w in dict.fromkeys(warnings)]
+
+
+def _quoted(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return escaped.encode("utf-8").decode("latin-1")
 
 
 def describe_location(location: tuple[int | str, ...]) -> str:

@@ -27,7 +27,7 @@ from starlette.routing import Route
 from allot.api.errors import ApiError
 from allot.apiserver import discovery, openapi, protobuf, queries, selectors, tables
 from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
-from allot.apiserver.classwarnings import DeviceClassWarnings
+from allot.apiserver.classwarnings import CatalogueWarnings
 from allot.apiserver.crds import CustomResources
 from allot.apiserver.errors import (
     BadRequest,
@@ -80,9 +80,9 @@ class ApiServer:
                 *(hooks or []),
                 PolicyAdmission(self.store, audit=self._record_policy_audit),
                 QuotaAdmission(self.store),
-                DeviceClassWarnings(self.store),
             ],
         )
+        self.admission.hooks.append(CatalogueWarnings(self.store, self.admission.compiler))
         self.handlers = Handlers(self.store, self.admission, clock)
         self.logs_dir = data_dir / "logs"
         self.stopping = asyncio.Event()
@@ -543,9 +543,10 @@ class ApiServer:
 
     @staticmethod
     def _written(result: WriteResult, code: int) -> Response:
-        return JSONResponse(
-            result.object, status_code=code, headers=dict(warning_header(result.warnings))
-        )
+        response = JSONResponse(result.object, status_code=code)
+        for name, value in warning_header(result.warnings):
+            response.headers.append(name, value)  # one header per warning, as kube-apiserver
+        return response
 
 
 def _status_response(err: Exception) -> Response:

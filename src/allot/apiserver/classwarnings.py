@@ -1,54 +1,125 @@
-"""Mistakes in the GPU catalogue caught when they are made: warnings on DeviceClass writes.
+"""Warnings on DeviceClass and Tenant writes whose classes select the wrong devices.
 
-Kubernetes accepts a DeviceClass that matches no device, and one meant for whole GPUs that
-also takes MIG partitions; claims through the first wait forever, and tenants entitled to
-the second take slices they were not meant to. The write still succeeds here, as upstream,
-but the response carries the lint finding and the corrected selector as HTTP ``Warning``
-headers, which kubectl prints as ``Warning: ...`` (create, replace, patch, apply). The check
-runs ``allot.lint.class_warnings`` on the written class against the cluster's published
-ResourceSlices; decoded slices are cached by name and resourceVersion, so a class write
-costs one selector evaluation per published device. Writes by the platform's own
-controllers (the tenant sync's mirrors) are not checked. ``ApiServer`` installs it.
+Kubernetes stores a DeviceClass that matches no published device, or a "whole GPU" class
+that also takes MIG partitions, without a word; the mistake shows up later as claims that
+stay pending or tenants holding slices. allot stores them too, and answers the write with
+``Warning`` headers (kubectl prints each as ``Warning: ...`` on stderr) carrying the finding
+of :mod:`allot.lint.catalogue` and its suggested selector, checked against the devices the
+cluster's ResourceSlices publish. A Tenant write warns the same way about the classes its
+selector entitles it to. A cluster that publishes no device is not checked (there is
+nothing to compare with yet), nor are the writes of the platform's own controllers.
+
+A class is checked once per kind of device its selectors can tell apart, not once per
+device (:mod:`allot.lint.shapes`): on a fleet of identical nodes the cost is a pass over
+the published devices' JSON plus a few CEL evaluations. Registered by
+:class:`allot.apiserver.app.ApiServer`.
 """
 
 from __future__ import annotations
 
+import re
+
 from allot.api import resource_v1 as resourceapi
-from allot.apiserver.admission import AdmissionRequest, Operation
+from allot.api.meta import selector_matches
+from allot.api.tenancy import TENANCY_GROUP, Tenant, entitlement_selector
+from allot.apiserver.admission import AdmissionRequest
 from allot.apiserver.resources import by_kind
 from allot.cel import SelectorCompiler
-from allot.lint.catalogue import class_warnings
-from allot.store import Store
+from allot.lint.catalogue import SUGGESTION_NAMES, CatalogueLinter, Finding
+from allot.lint.shapes import Shapes, group, read_names
+from allot.store import Store, WatchEvent
 
-CHECKED = (Operation.CREATE, Operation.UPDATE)
+WARNED_CODES = ("no-match", "selector-error", "whole-matches-partitions")
+DETAILS_SHOWN = 3
+KEPT_GROUPINGS = 16
+SLICES = by_kind("ResourceSlice").store
+CLASSES = by_kind("DeviceClass").store
+_LINE_BREAKS = re.compile(r"\s*[\r\n\t]+\s*")
 
 
-class DeviceClassWarnings:
-    """An admission hook that never refuses, only warns."""
+class CatalogueWarnings:
+    """The admission hook; warns, never denies."""
 
-    def __init__(self, store: Store, compiler: SelectorCompiler | None = None) -> None:
+    def __init__(self, store: Store, compiler: SelectorCompiler) -> None:
         self.store = store
-        self.compiler = compiler or SelectorCompiler()
-        self._slices: dict[tuple[str, str, str], resourceapi.ResourceSlice] = {}
+        self.compiler = compiler
+        self._shapes: dict[str, dict[frozenset[str] | None, Shapes]] = {}
+        store.add_listener(self._forget)
+
+    def _forget(self, event: WatchEvent) -> None:
+        if event.resource == SLICES.key:
+            self._shapes.pop(event.cluster, None)
 
     def admit(self, request: AdmissionRequest) -> list[str]:
-        if (
-            request.resource.kind != "DeviceClass"
-            or request.subresource
-            or request.operation not in CHECKED
-            or request.internal
-            or not isinstance(request.object, resourceapi.DeviceClass)
-        ):
+        if request.internal or request.object is None or request.subresource:
             return []
-        return class_warnings([request.object], self._published(request.cluster), self.compiler)
+        kind, group = request.resource.kind, request.resource.group
+        if kind == "DeviceClass" and isinstance(request.object, resourceapi.DeviceClass):
+            return self._class_warnings(request.cluster, [request.object], "")
+        if kind == "Tenant" and group == TENANCY_GROUP and isinstance(request.object, Tenant):
+            classes = self._entitled(request.cluster, request.object)
+            return self._class_warnings(
+                request.cluster, classes, f"tenant {request.name} is entitled to "
+            )
+        return []
 
-    def _published(self, cluster: str) -> list[resourceapi.ResourceSlice]:
-        items, _ = self.store.list_objects(cluster, by_kind("ResourceSlice").store, shared=True)
-        current: dict[tuple[str, str, str], resourceapi.ResourceSlice] = {}
-        for item in items:
-            metadata = item["metadata"]
-            key = (cluster, metadata["name"], str(metadata.get("resourceVersion")))
-            cached = self._slices.get(key)
-            current[key] = cached or resourceapi.ResourceSlice.model_validate(item)
-        self._slices = {**{k: v for k, v in self._slices.items() if k[0] != cluster}, **current}
-        return list(current.values())
+    def _class_warnings(
+        self, cluster: str, classes: list[resourceapi.DeviceClass], prefix: str
+    ) -> list[str]:
+        if not classes:
+            return []
+        warnings = []
+        for device_class in classes:
+            expressions = [
+                s.cel.expression
+                for s in device_class.spec.selectors or []
+                if s.cel and s.cel.expression
+            ]
+            names = read_names(expressions)
+            shapes = self.shapes(cluster, names | SUGGESTION_NAMES if names is not None else None)
+            if not shapes.views:
+                return []
+            linter = CatalogueLinter(
+                [], [], compiler=self.compiler, views=shapes.views, weights=shapes.weights
+            )
+            warnings += [
+                prefix + warning_text(finding)
+                for finding in linter.lint_class(device_class)
+                if finding.code in WARNED_CODES
+            ]
+        return warnings
+
+    def shapes(self, cluster: str, names: frozenset[str] | None) -> Shapes:
+        """The cluster's devices grouped for ``names``; kept until a slice changes."""
+        cached = self._shapes.setdefault(cluster, {})
+        found = cached.get(names)
+        if found is None:
+            if len(cached) >= KEPT_GROUPINGS:
+                cached.clear()
+            slices, _ = self.store.list_objects(cluster, SLICES, shared=True)
+            found = cached[names] = group(slices, names)
+        return found
+
+    def _entitled(self, cluster: str, tenant: Tenant) -> list[resourceapi.DeviceClass]:
+        selector = entitlement_selector(tenant.spec)
+        wire = selector.to_wire() if selector is not None else None
+        items, _ = self.store.list_objects(cluster, CLASSES, shared=True)
+        return [
+            resourceapi.DeviceClass.model_validate(item)
+            for item in items
+            if selector_matches(wire, item["metadata"].get("labels"))
+        ]
+
+
+def warning_text(finding: Finding) -> str:
+    """One line: the class, the finding, its first details and the suggested selector."""
+    text = f"deviceclass {finding.device_class} [{finding.code}]: {finding.message}"
+    reasons = [d for d in finding.details if not d.startswith("nearest: ")]
+    nearest = [d for d in finding.details if d.startswith("nearest: ")]
+    details = (reasons + nearest[:1])[:DETAILS_SHOWN]
+    if details:
+        text += f" ({'; '.join(details)})"
+    if finding.suggestion:
+        selector, _, checked = finding.suggestion.partition("  # ")
+        text += f"; suggested selector: {selector}" + (f" ({checked})" if checked else "")
+    return _LINE_BREAKS.sub(" ", text)

@@ -10,6 +10,10 @@ back), as ``vcluster connect`` does; ``--print`` prints the tenant's kubeconfig 
 and ``-- COMMAND`` (or ``--shell``) runs a command with ``KUBECONFIG`` set to it.
 ``delete NAME`` removes the tenant and everything it owned on the host, releasing its
 devices.
+
+``create`` prints the server's warnings (an entitled class that matches no device, or takes
+MIG partitions as whole GPUs) as ``Warning:`` lines on stderr, as kubectl prints them;
+they do not change the exit code.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from typing import Any
 
 import yaml
 
-from allot.api import resource_v1 as resourceapi
 from allot.api.quantity import Quantity
 from allot.cli import kubeconfigs
 from allot.cli.options import add_data_dir
@@ -32,7 +35,6 @@ from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
-from allot.lint.catalogue import class_warnings
 from allot.tenancy.values import ValuesError, tenant_document
 
 API_VERSION = "allot.dev/v1alpha1"
@@ -109,6 +111,8 @@ def run_create(args: argparse.Namespace) -> int:
     try:
         client = platform_client(args.data_dir)
         client.create(tenant)
+        for warning in client.warnings:  # the server's, e.g. about the entitled classes
+            print(f"Warning: {warning}", file=sys.stderr)
         ready = _wait_ready(client, args.name, args.timeout)
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -120,26 +124,8 @@ def run_create(args: argparse.Namespace) -> int:
     for condition in status.get("conditions") or []:
         if condition.get("status") == "False":
             print(f"Warning: {condition.get('message')}", file=sys.stderr)
-    for warning in _catalogue_warnings(client, status.get("entitledDeviceClasses") or []):
-        print(f"Warning: {warning}", file=sys.stderr)
     print(f"  kubeconfig: {args.data_dir / 'kubeconfigs' / (args.name + '.yaml')}")
     return 0
-
-
-def _catalogue_warnings(client: Client, entitled: list[str]) -> list[str]:
-    """The lint findings of the tenant's classes, as DeviceClass writes warn about them."""
-    if not entitled:
-        return []
-    classes = [
-        resourceapi.DeviceClass.model_validate(c)
-        for c in client.list("resource.k8s.io/v1", "DeviceClass")
-        if c["metadata"]["name"] in entitled
-    ]
-    slices = [
-        resourceapi.ResourceSlice.model_validate(s)
-        for s in client.list("resource.k8s.io/v1", "ResourceSlice")
-    ]
-    return class_warnings(classes, slices)
 
 
 def _read_values(path: Path) -> Obj:

@@ -4,18 +4,20 @@ The input is a cluster's objects, read live or from a dump (``kubectl get device
 resourceslices,resourceclaims,resourceclaimtemplates,pods,namespaces -A -o yaml``).
 ``resource.k8s.io/v1beta2`` objects are read as v1 (same shape); ``v1beta1`` requests have
 their fields moved under ``exactly`` and v1beta1 slices' ``basic`` devices are unwrapped;
-anything else is reported as skipped, never silently ignored. The report has four parts:
+anything else is reported as skipped, never silently ignored. The report has five parts:
 
 * every pending claim, placed one by one with allot's allocator on the cluster's slices
   (what kube-scheduler would do for a pod using it), and for those that do not fit,
   ``allot explain``'s per-node, per-request reasons (the first nodes; the rest counted);
 * the catalogue lint (classes that match nothing, whole-GPU classes that take MIG
   slices, classes shared between tenants);
+* allocations the classes no longer select: an allocated device that the request's class
+  (as it is now) or the request's own selectors would not choose again, e.g. a tenant
+  holding a MIG slice through a "whole GPU" class fixed after the allocation
+  (:mod:`allot.lint.allocations`);
 * entitlement violations: claims and templates in a tenant's namespace (label
   ``allot.dev/tenant``) naming a class outside its entitlement (from its params ConfigMap
   or Tenant object), including those created before a policy existed;
-* stale allocations: devices allocated through a class that no longer selects them (a MIG
-  slice taken through a "whole GPU" class before the class was fixed), see ``stale``;
 * capacity per class and per pool.
 
 Pure: objects in, a :class:`Report` out; the CLI reads the cluster or the file.
@@ -35,7 +37,7 @@ from allot.api.features import KUBERNETES_1_36
 from allot.api.kinds import decode
 from allot.api.meta import selector_matches
 from allot.apiserver.resources import by_kind
-from allot.cluster.stale import stale_allocations
+from allot.lint.allocations import stale_allocations
 from allot.lint.catalogue import CatalogueLinter
 from allot.ops import views
 from allot.ops.capacity import CapacityView
@@ -65,16 +67,16 @@ class Report:
     summary: Obj
     pending: list[Obj] = field(default_factory=list)
     lint: list[Obj] = field(default_factory=list)
-    violations: list[Obj] = field(default_factory=list)
     stale: list[Obj] = field(default_factory=list)
+    violations: list[Obj] = field(default_factory=list)
     capacity: Obj = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> int:
         incomplete = [p for p in self.capacity.get("pools", []) if not p.get("complete", True)]
-        found = len(self.pending) + len(self.lint) + len(self.violations) + len(self.stale)
-        return found + len(incomplete)
+        found = self.pending + self.lint + self.stale + self.violations
+        return len(found) + len(incomplete)
 
     def to_json(self) -> Obj:
         return {
@@ -82,8 +84,8 @@ class Report:
             "problems": self.problems,
             "pendingClaims": self.pending,
             "lint": self.lint,
-            "entitlementViolations": self.violations,
             "staleAllocations": self.stale,
+            "entitlementViolations": self.violations,
             "capacity": self.capacity,
             "skipped": self.skipped,
         }
@@ -170,8 +172,11 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
     )
     report.pending = _pending(models)
     report.lint = [f.to_json() for f in CatalogueLinter(models["classes"], models["slices"]).lint()]
+    report.stale = [
+        s.to_json()
+        for s in stale_allocations(models["claims"], models["classes"], models["slices"])
+    ]
     report.violations = _violations(by_kind_)
-    report.stale = stale_allocations(models["classes"], models["slices"], models["claims"])
     report.capacity = _capacity(objects, now)
     report.summary["pendingClaims"] = len(report.pending)
     return report
@@ -342,19 +347,18 @@ def render_report(report: Report) -> str:
         lines += [f"    - {d}" for d in finding["details"]]
         if finding["suggestion"]:
             lines.append(f"    suggested selector: {finding['suggestion']}")
+    lines.append(f"\n== Allocations their classes no longer select ({len(report.stale)})")
+    for entry in report.stale:
+        lines.append(
+            f"{entry['claim']} request {entry['request']}: device {entry['device']} "
+            f"(class {entry['class']}): {entry['reason']}"
+        )
     lines.append(f"\n== Entitlement violations ({len(report.violations)})")
     for violation in report.violations:
         entitled = ", ".join(violation["entitled"]) or "<none>"
         lines.append(
             f"{violation['object']} ({violation['kind']}, tenant {violation['tenant']}): class "
             f"{violation['deviceClass']} is outside its entitlement ({entitled})"
-        )
-    lines.append(f"\n== Allocations their class no longer selects ({len(report.stale)})")
-    for entry in report.stale:
-        lines.append(
-            f"{entry['claim']} request {entry['request']}: {entry['device']} through class "
-            f"{entry['deviceClass'] or '<none>'}: {entry['reason']} (delete and recreate the "
-            "claim to get a device the class selects)"
         )
     lines.append("\n== Capacity per class")
     for row in report.capacity["classes"]:

@@ -7,8 +7,10 @@ a kubeconfig file. Errors become :mod:`allot.kube.errors` classes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,9 @@ class Client:
     def __init__(self, api_client: Any) -> None:
         self._api = api_client
         self._discovered: dict[tuple[str, str], tuple[str, bool]] = {}
+        self.warnings: list[str] = []
+        """The texts of the last response's ``Warning`` headers (kubectl prints each as
+        ``Warning: ...``)."""
 
     @classmethod
     def from_kubeconfig(cls, path: Path | None = None, context: str | None = None) -> Client:
@@ -138,6 +143,7 @@ class Client:
         except Exception as err:  # connection refused, TLS...
             raise KubeError(f"{method} {path}: {err}") from None
         raw = response.data
+        self.warnings = _warnings(response.headers.getlist("Warning"))
         if not 200 <= response.status < 300:
             raise _wrap(response.status, raw, str(response.reason or ""))
         return json.loads(raw) if raw else None
@@ -208,6 +214,22 @@ def _default_kubeconfig_text() -> str:
     """How kubectl would name the kubeconfig it reads (for error messages)."""
     files = os.environ.get("KUBECONFIG")
     return f"$KUBECONFIG ({files})" if files else "~/.kube/config"
+
+
+_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def _warnings(values: list[str]) -> list[str]:
+    """The texts of RFC 7234 warning values (``299 - "text"``), several per header allowed;
+    the server sends UTF-8 bytes, which the HTTP library reads as Latin-1."""
+    found = []
+    for value in values:
+        for match in _WARNING.finditer(value):
+            text = re.sub(r"\\(.)", r"\1", match.group(1))
+            with contextlib.suppress(UnicodeError):
+                text = text.encode("latin-1").decode("utf-8")
+            found.append(text)
+    return found
 
 
 def _wrap(status: int, body: Any, fallback: str) -> KubeError:

@@ -11,21 +11,23 @@ This module evaluates each class on every published device and reports:
 - ``whole-matches-partitions``: a class that takes whole GPUs also takes MIG partitions.
 
 Where it can, a finding carries a corrected selector, checked against the same devices.
-Pure: callers pass decoded objects. Used by ``allot lint`` and ``allot doctor``;
-``class_warnings`` turns the findings worth a warning into one-line texts for the API
-server (``Warning`` headers on DeviceClass writes) and ``allot tenant create``.
+Pure: callers pass decoded objects. Used by ``allot lint``, ``allot doctor`` and the API
+server's warnings on DeviceClass and Tenant writes (``allot.apiserver.classwarnings``).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from allot.api import resource_v1 as resourceapi
 from allot.cel import CompileError, DeviceView, EvaluationError, SelectorCompiler
 
 TENANT_LABEL = "gpu.platform/tenant"
+SUGGESTION_NAMES = frozenset({"type"})
+"""Attributes the suggested selectors read besides the class's own (for grouping devices)."""
 NVIDIA_DRIVER = "gpu.nvidia.com"
 CLASS_NAMES_USED_AS_DRIVERS = {"mig.nvidia.com": "mig", "vfio.gpu.nvidia.com": "vfio"}
 _DRIVER = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
@@ -76,9 +78,15 @@ class CatalogueLinter:
         *,
         tenant_label: str = TENANT_LABEL,
         compiler: SelectorCompiler | None = None,
+        views: list[DeviceView] | None = None,
+        weights: dict[int, int] | None = None,
     ) -> None:
+        """``views`` replaces ``slices`` for callers that bring their own device views;
+        ``weights`` says how many devices a view stands for (by ``id``; default one), for
+        views that represent kinds of devices (``allot.lint.shapes``)."""
         self.classes = classes
-        self.views = device_views(slices)
+        self.views = views if views is not None else device_views(slices)
+        self.weights = weights or {}
         self.tenant_label = tenant_label
         self.compiler = compiler or SelectorCompiler()
 
@@ -89,6 +97,14 @@ class CatalogueLinter:
             findings += self._class_findings(match)
         findings += self._shared_between_tenants(matches)
         return findings
+
+    def devices(self, views: Iterable[DeviceView]) -> int:
+        """How many devices the views stand for."""
+        return sum(self.weights.get(id(view), 1) for view in views)
+
+    def lint_class(self, device_class: resourceapi.DeviceClass) -> list[Finding]:
+        """The findings about one class alone (no comparison with other classes)."""
+        return self._class_findings(self.match(device_class))
 
     def expressions(self, device_class: resourceapi.DeviceClass) -> list[str]:
         return [
@@ -118,7 +134,8 @@ class CatalogueLinter:
         count = 0
         for view in self.views:
             try:
-                count += selector.matches(view)
+                if selector.matches(view):
+                    count += self.weights.get(id(view), 1)
             except EvaluationError:
                 continue
         return count
@@ -133,12 +150,14 @@ class CatalogueLinter:
         except CompileError as err:
             return [Finding("compile-error", name, "a selector does not compile", [err.detail])]
         if match.errors:
-            counts = Counter(message for _, message in match.errors)
+            counts: Counter[str] = Counter()
+            for view, message in match.errors:
+                counts[message] += self.weights.get(id(view), 1)
             findings.append(
                 Finding(
                     "selector-error",
                     name,
-                    f"the selector fails on {len(match.errors)} device(s); Kubernetes aborts "
+                    f"the selector fails on {counts.total()} device(s); Kubernetes aborts "
                     "allocation for every claim that reaches such a device",
                     [
                         f"{count} x {message} (e.g. {_first_device(match, message)})"
@@ -213,7 +232,7 @@ class CatalogueLinter:
         return reasons
 
     def _nearest(self, expressions: list[str]) -> list[str]:
-        clauses = [c.strip() for e in expressions for c in _split_conjunction(e)]
+        clauses = [c.strip() for e in expressions for c in split_conjunction(e)]
         if len(clauses) < 2:
             return []
         compiled = []
@@ -240,7 +259,11 @@ class CatalogueLinter:
         ]
 
     def _partition_finding(self, match: ClassMatch) -> Finding | None:
-        types = Counter(str(v.attributes.get(v.driver, {}).get("type")) for v in match.matched)
+        types: Counter[str] = Counter()
+        for view in match.matched:
+            types[str(view.attributes.get(view.driver, {}).get("type"))] += self.weights.get(
+                id(view), 1
+            )
         if not types.get("gpu") or not types.get("mig"):
             return None
         name = match.device_class.metadata.name or ""
@@ -269,12 +292,13 @@ class CatalogueLinter:
                 shared = {id(v) for v in left.matched} & {id(v) for v in right.matched}
                 if not shared:
                     continue
-                examples = [device_label(v) for v in left.matched if id(v) in shared][:3]
+                sharing = [v for v in left.matched if id(v) in shared]
+                examples = [device_label(v) for v in sharing][:3]
                 findings.append(
                     Finding(
                         "shared-devices",
                         left.device_class.metadata.name or "",
-                        f"shares {len(shared)} device(s) with class "
+                        f"shares {self.devices(sharing)} device(s) with class "
                         f"{right.device_class.metadata.name} of tenant {tenants[1]} (this class "
                         f"belongs to {tenants[0]}): the tenants compete for the same hardware",
                         [f"e.g. {', '.join(examples)}"],
@@ -286,39 +310,11 @@ class CatalogueLinter:
         return (device_class.metadata.labels or {}).get(self.tenant_label)
 
 
-WARNED_CODES = ("no-match", "whole-matches-partitions")
-
-
-def class_warnings(
-    classes: list[resourceapi.DeviceClass],
-    slices: list[resourceapi.ResourceSlice],
-    compiler: SelectorCompiler | None = None,
-) -> list[str]:
-    """One line per finding that deserves a warning when a class is written: it matches
-    no published device, or it takes whole GPUs and MIG partitions. Nothing when nothing
-    is published yet (a catalogue installed before the driver is not a mistake)."""
-    linter = CatalogueLinter(classes, slices, compiler=compiler)
-    if not linter.views:
-        return []
-    warnings = []
-    for finding in linter.lint():
-        if finding.code not in WARNED_CODES:
-            continue
-        text = f"DeviceClass {finding.device_class}: {finding.message}"
-        reasons = [d for d in finding.details if not d.startswith("nearest:")]
-        if reasons:
-            text += f" ({'; '.join(reasons)})"
-        if finding.suggestion:
-            text += f"; suggested selector: {finding.suggestion}"
-        warnings.append(text)
-    return warnings
-
-
 def _first_device(match: ClassMatch, message: str) -> str:
     return next(device_label(view) for view, error in match.errors if error == message)
 
 
-def _split_conjunction(expression: str) -> list[str]:
+def split_conjunction(expression: str) -> list[str]:
     """Top-level ``&&`` operands (outside parentheses, brackets and strings)."""
     parts, depth, quote, current = [], 0, "", []
     index = 0
