@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from allot.cli.main import main as allot
+from tests.e2e.conftest import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 ALLOT = str(Path(sys.executable).with_name("allot"))
@@ -230,3 +231,38 @@ def test_a_fresh_virtualenv_without_extras_runs_allot(tmp_path: Path) -> None:
     assert "deviceclass.resource.k8s.io/gpu-whole valid" in validated.stdout
     with allot_up(tmp_path / "data", allot_bin=fresh):
         assert version_of(tmp_path / "data" / "kubeconfigs" / "host.yaml")["major"] == "1"
+
+
+def test_real_cluster_commands_follow_kubeconfig_and_context_as_kubectl(
+    cluster: Cluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``$KUBECONFIG`` files are merged, the first file's current context wins, and
+    ``--kubeconfig``/``--context`` override both, as kubectl does."""
+    host = yaml.safe_load(cluster.kubeconfig.read_text())
+    names = {"cluster": host["clusters"][0]["name"], "user": host["users"][0]["name"]}
+    good = {**host, "contexts": [{"name": "good", "context": names}], "current-context": "good"}
+    broken = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "gone", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "nobody", "user": {"token": "x"}}],
+        "contexts": [{"name": "broken", "context": {"cluster": "gone", "user": "nobody"}}],
+        "current-context": "broken",
+    }
+    first, second = tmp_path / "broken.yaml", tmp_path / "good.yaml"
+    first.write_text(yaml.safe_dump(broken))
+    second.write_text(yaml.safe_dump(good))
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    assert allot(["doctor", "-o", "json"]) == 2  # the first file's current context: broken
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert len(err.strip().splitlines()) == 1
+    assert allot(["doctor", "--context", "good", "-o", "json"]) == 0  # merged from the second
+    assert "summary" in capsys.readouterr().out
+    assert allot(["doctor", "--kubeconfig", str(second), "-o", "json"]) == 0
+    capsys.readouterr()
+    assert allot(["doctor", "--kubeconfig", str(tmp_path / "missing.yaml")]) == 2
+    assert "cannot load kubeconfig" in capsys.readouterr().err

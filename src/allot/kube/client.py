@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import config as k8sconfig
 from kubernetes.client.exceptions import ApiException
 
@@ -41,8 +42,9 @@ class Client:
             raise KubeError(f"cannot load kubeconfig {path}: no such file")
         where = str(path) if path is not None else _default_kubeconfig_text()
         try:
+            files = str(path) if path is not None else _default_kubeconfig()
             api_client = k8sconfig.new_client_from_config(  # type: ignore[no-untyped-call]
-                str(path) if path is not None else None, context=context
+                files, context=context or _current_context(files)
             )
         except Exception as err:
             raise KubeError(f"cannot load kubeconfig {where}: {err}") from None
@@ -208,6 +210,27 @@ class Client:
             self._path(api_version, kind, namespace, name),
             {"propagationPolicy": "Background"},
         )
+
+
+def _default_kubeconfig() -> str:
+    """kubectl's default, read when called (the official client reads ``$KUBECONFIG`` once,
+    at import): the ``:``-separated files of ``$KUBECONFIG``, which it merges, else
+    ``~/.kube/config``."""
+    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+
+
+def _current_context(files: str) -> str | None:
+    """The current context as kubectl picks it from merged files: the first file that sets
+    one wins (the official client lets the last one win)."""
+    for name in filter(None, files.split(os.pathsep)):
+        try:
+            with open(os.path.expanduser(name)) as stream:
+                document = yaml.safe_load(stream)
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(document, dict) and document.get("current-context"):
+            return str(document["current-context"])
+    return None
 
 
 def _default_kubeconfig_text() -> str:
