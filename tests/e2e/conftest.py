@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from allot.apiserver.server import ServerThread
@@ -89,3 +91,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("allot")
     with ServerThread(root / "data") as server:
         yield Cluster(server, root / "home")
+
+
+@pytest.fixture(scope="module")
+def http(cluster: Cluster) -> Iterator[httpx.Client]:
+    """HTTPS to the host cluster of ``cluster`` with its token, for raw protocol tests."""
+    token = cluster.server.api.tokens.ensure("host")
+    with httpx.Client(
+        base_url=f"{cluster.server.endpoint.url}/clusters/host",
+        verify=ssl.create_default_context(cafile=cluster.server.endpoint.tls.ca_cert),
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    ) as client:
+        yield client

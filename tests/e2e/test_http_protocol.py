@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,22 +15,10 @@ import pytest
 import yaml
 
 from allot.apiserver.server import free_port
-from tests.e2e.conftest import KUBECTL, Cluster
+from tests.e2e.conftest import KUBECTL
 
 pytestmark = pytest.mark.slow
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
-
-
-@pytest.fixture(scope="module")
-def http(cluster: Cluster) -> Iterator[httpx.Client]:
-    token = cluster.server.api.tokens.ensure("host")
-    with httpx.Client(
-        base_url=f"{cluster.server.endpoint.url}/clusters/host",
-        verify=ssl.create_default_context(cafile=cluster.server.endpoint.tls.ca_cert),
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    ) as client:
-        yield client
 
 
 def _status(response: httpx.Response, code: int, reason: str) -> str:

@@ -9,8 +9,6 @@ answered as a 500 ``InternalError`` Status.
 from __future__ import annotations
 
 import logging
-import ssl
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +25,13 @@ CASES = yaml.safe_load(
 TARGET = "/api/v1/namespaces/default/configmaps/target"
 
 
-@pytest.fixture(scope="module")
-def http(cluster: Cluster) -> Iterator[httpx.Client]:
-    token = cluster.server.api.tokens.ensure("host")
-    with httpx.Client(
-        base_url=f"{cluster.server.endpoint.url}/clusters/host",
-        verify=ssl.create_default_context(cafile=cluster.server.endpoint.tls.ca_cert),
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    ) as client:
-        client.post(
-            "/api/v1/namespaces/default/configmaps",
-            json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target"},
-                  "data": {"a": "1"}},
-        )  # fmt: skip
-        yield client
+@pytest.fixture(scope="module", autouse=True)
+def target(http: httpx.Client) -> None:
+    http.post(
+        "/api/v1/namespaces/default/configmaps",
+        json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target"},
+              "data": {"a": "1"}},
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from allot.api import resource_v1 as resourceapi
+from allot.cli.output import add_report_output
 from allot.lint.catalogue import TENANT_LABEL, CatalogueLinter, Finding
 from allot.manifests.documents import ManifestError, read_sources
 from allot.manifests.verdicts import Outcome, judge
@@ -32,13 +33,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="DeviceClass and ResourceSlice manifests (YAML or JSON; - for standard input)",
     )
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=["text", "json"],
-        default="text",
-        help="report format (json: Status objects and findings for machines)",
-    )
+    add_report_output(parser)
     parser.add_argument(
         "--tenant-label",
         default=TENANT_LABEL,

@@ -109,17 +109,32 @@ def _log(data_dir: Path) -> audit.AuditLog:
     return audit.AuditLog(path, read_only=True)
 
 
+class _Refused(Exception):
+    """A one-line error and the exit code it deserves."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _since_and_log(args: argparse.Namespace, now: dt.datetime) -> tuple[Any, audit.AuditLog]:
+    """``--since`` (bad: exit 2) and the audit log (missing: exit 1), in that order."""
+    try:
+        since = parse_since(args.since, now) if args.since else None
+    except ValueError as err:
+        raise _Refused(str(err), 2) from None
+    try:
+        return since, _log(args.data_dir)
+    except FileNotFoundError as err:
+        raise _Refused(str(err), 1) from None
+
+
 def run_audit(args: argparse.Namespace) -> int:
     try:
-        since = parse_since(args.since, _now()) if args.since else None
-    except ValueError as err:
+        since, log = _since_and_log(args, _now())
+    except _Refused as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
-        log = _log(args.data_dir)
-    except FileNotFoundError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return err.code
     entries = audit.query(log.entries(), tenant=args.tenant, device=args.device, since=since)
     log.close()
     rows = [e.__dict__ for e in entries]
@@ -132,17 +147,11 @@ def run_audit(args: argparse.Namespace) -> int:
 def run_usage(args: argparse.Namespace) -> int:
     now = _now()
     try:
-        since = (
-            parse_since(args.since, now) if args.since else dt.datetime.min.replace(tzinfo=dt.UTC)
-        )
-    except ValueError as err:
+        since, log = _since_and_log(args, now)
+    except _Refused as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
-        log = _log(args.data_dir)
-    except FileNotFoundError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return err.code
+    since = since or dt.datetime.min.replace(tzinfo=dt.UTC)
     rows = audit.usage(log.entries(), since=since, until=now, by=audit.GROUPINGS[args.by])
     log.close()
     documents = [

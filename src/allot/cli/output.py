@@ -45,6 +45,17 @@ def add_output(parser: argparse.ArgumentParser, extra: Sequence[str] = ()) -> No
     )
 
 
+def add_report_output(parser: argparse.ArgumentParser) -> None:
+    """``-o text|json`` of the commands that print a report rather than a list."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json"],
+        default="text",
+        help="report format (json: Status objects and findings for machines)",
+    )
+
+
 def kube_list(items: Sequence[Any]) -> Obj:
     """Items as the ``List`` kubectl prints for ``get -o json`` across kinds."""
     return {

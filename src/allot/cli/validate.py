@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from allot.cli.output import add_report_output
 from allot.manifests.documents import ManifestError, read_sources
 from allot.manifests.verdicts import Outcome, Verdict, judge
 
@@ -29,13 +30,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="manifests to check (YAML or JSON; - for standard input)",
     )
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=["text", "json"],
-        default="text",
-        help="report format (json: Status objects and findings for machines)",
-    )
+    add_report_output(parser)
     parser.set_defaults(run=run)
 
 
