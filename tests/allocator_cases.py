@@ -90,6 +90,7 @@ def expand(raw: dict[str, Any]) -> Case:
     classes = [
         device_class(c, d, selectors.get(c), configs.get(c))
         for c, d in (("class-a", "driver-a"), ("class-b", "driver-b"))
+        if not raw.get("noClasses")
     ]
     state = AllocatedState()
     claims = []
