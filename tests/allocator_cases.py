@@ -58,8 +58,8 @@ def device_class(
 
 def resource_slice(spec: dict[str, Any]) -> resourceapi.ResourceSlice:
     devices = spec.get("devices")
-    if devices == "DEVICES_32":
-        devices = [{"name": f"device-{i}"} for i in range(32)]
+    if isinstance(devices, str) and devices.startswith("DEVICES_"):  # DEVICES_N: device-0..N-1
+        devices = [{"name": f"device-{i}"} for i in range(int(devices.removeprefix("DEVICES_")))]
     wire: dict[str, Any] = {
         "driver": spec.get("driver", "driver-a"),
         "pool": {
