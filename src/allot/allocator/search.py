@@ -555,6 +555,12 @@ class _Search:
             return None
         if device.device.consumes_counters and not features.dra_partitionable_devices:
             return None
+        consumed = self._capacity_for(device, request) if features.dra_consumable_capacity else None
+        if features.dra_consumable_capacity and consumed is None:
+            # What this claim's earlier requests already take counts too: an `All` request
+            # enumerated up front may find a shared device full by now.
+            self._reject(request, device, Reason.CAPACITY)
+            return None
         counters_added = self._take_counters(request, device)
         if counters_added is None:
             return None
@@ -567,7 +573,7 @@ class _Search:
             self.allocating[claim].add(device.id)
         result = InternalResult(request, device)
         if features.dra_consumable_capacity:
-            result.consumed = self._capacity_for(device, request)
+            result.consumed = consumed
             if multi and result.consumed is not None:
                 result.share_id = self.allocator.new_share_id()
                 self._add_in_flight_capacity(device.id, result.consumed, +1)
