@@ -630,10 +630,14 @@ class _Search:
         return undo
 
     def _add_in_flight_capacity(self, device_id: DeviceID, amounts: Consumption, sign: int) -> None:
+        """Upstream's ``allocatingCapacity``: an entry appears with the first share of a
+        device (even one consuming nothing) and goes when its amounts return to zero."""
         totals = self.in_flight_capacity.setdefault(device_id, {})
         for name, amount in amounts.items():
             current = totals.get(name, Quantity(0))
             totals[name] = current.add(amount) if sign > 0 else current.sub(amount)
+        if sign < 0 and amounts and all(q == Quantity(0) for q in totals.values()):
+            del self.in_flight_capacity[device_id]
 
     # -------------------------------------------------------------------- counters
     def _take_counters(self, request: RequestData, device: PoolDevice) -> bool | None:
@@ -645,8 +649,10 @@ class _Search:
         """
         if not device.device.consumes_counters:
             return False
-        if device.is_multi_allocatable and device.id in self.state.aggregated_capacity:
-            return False
+        if device.is_multi_allocatable and (
+            device.id in self.state.aggregated_capacity or device.id in self.in_flight_capacity
+        ):
+            return False  # a shared device already in use has its counters taken once
         pool_name = device.id[1]
         available = self._available_counters(device.id[0], pool_name)
         in_flight = self.in_flight_counters.setdefault(pool_name, {})
