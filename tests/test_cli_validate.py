@@ -108,7 +108,7 @@ def test_bad_files_get_one_clear_line(
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)
     code, out, err = run(capsys, str(path))
-    assert code == 1
+    assert code == 2
     assert out == ""
     assert message.format(path=path) in err
     assert "Traceback" not in err
@@ -116,7 +116,7 @@ def test_bad_files_get_one_clear_line(
 
 def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "/nonexistent/x.yaml")
-    assert (code, err) == (1, 'error: the path "/nonexistent/x.yaml" does not exist\n')
+    assert (code, err) == (2, 'error: the path "/nonexistent/x.yaml" does not exist\n')
 
 
 def test_json_list_and_standard_input(
@@ -170,7 +170,7 @@ def test_empty_input_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[s
     path = tmp_path / "empty.yaml"
     path.write_text("---\n# nothing\n")
     code, _, err = run(capsys, str(path))
-    assert code == 1
+    assert code == 2
     assert "no objects" in err
 
 
@@ -178,7 +178,7 @@ def test_oversized_files_are_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     path = tmp_path / "big.yaml"
     path.write_bytes(b"#" * (8 * 1024 * 1024 + 10))
     code, _, err = run(capsys, str(path))
-    assert code == 1
+    assert code == 2
     assert "larger than 8388608 bytes" in err
 
 

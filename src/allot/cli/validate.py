@@ -1,8 +1,9 @@
 """``allot validate FILE... | -``: check manifests as the API server would on create.
 
 Prints one kubectl-style line per object (or the API server's error with allot's hints) and
-exits 0 when every object is valid or skipped, 1 otherwise. ``-o json`` prints a JSON list
-of ``{source, document, object, outcome, status}`` records for machines.
+exits 0 when every object is valid or skipped, 1 when any is rejected, 2 when the input
+cannot be read or holds no object (the exit codes every allot command uses). ``-o json``
+prints a JSON list of ``{source, document, object, outcome, status}`` records for machines.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         documents = read_sources(args.files)
     except ManifestError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     verdicts = judge(documents)
     if args.output == "json":
         print(json.dumps([_record(v) for v in verdicts], indent=2))
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             print(verdict.render(), file=stream)
     if not verdicts:
         print("error: no objects passed to validate", file=sys.stderr)
-        return 1
+        return 2
     return 1 if any(v.outcome is Outcome.INVALID for v in verdicts) else 0
 
 
