@@ -71,6 +71,43 @@ def test_server_side_apply_creates_and_updates(cluster: Cluster) -> None:
     assert wide[0].split()[:7] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
 
 
+REAPPLIED = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: reapplied, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: CLASS}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: reapplied, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: CLASS}
+"""
+
+
+def test_reapplying_unchanged_claims_succeeds(cluster: Cluster) -> None:
+    """kubectl sends the whole (atomic) request list again; defaults make it equal."""
+    manifest = REAPPLIED.replace("CLASS", "gpu.example.com")
+    assert "created" in cluster.kubectl("apply", "-f", "-", stdin=manifest).stdout
+    again = cluster.kubectl("apply", "-f", "-", stdin=manifest).stdout.splitlines()
+    assert [line.split()[1] for line in again] == ["configured", "configured"]
+    served = cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifest).stdout
+    assert served.count("serverside-applied") == 2
+    changed = REAPPLIED.replace("CLASS", "other.example.com")
+    refused = cluster.kubectl("apply", "-f", "-", stdin=changed, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error from server (Invalid): error when applying patch")
+    assert "field is immutable" in refused.stderr
+
+
 def test_strict_field_validation_and_invalid_objects(cluster: Cluster) -> None:
     result = cluster.kubectl("apply", "-f", str(SEEDS / "001-dra-manifests.yaml"), check=False)
     assert result.returncode == 1

@@ -123,8 +123,8 @@ class AdmissionChain:
 
     @staticmethod
     def _validate(request: AdmissionRequest, obj: ApiModel, context: ResourceContext) -> list[Any]:
+        apply_defaults(obj)  # as decoding does for every write, so an unchanged re-apply is equal
         if request.operation is Operation.CREATE:
-            apply_defaults(obj)
             return validate_create(obj, context)
         if request.old_object is None:
             return []
