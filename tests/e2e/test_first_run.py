@@ -173,6 +173,14 @@ def test_a_stopped_platform_with_kubeconfigs_left_is_not_running(
     assert (tmp_path / "kubeconfigs" / "host.yaml").exists()
     assert allot(["tenant", "list", "--data-dir", str(tmp_path)]) == 1
     assert "is not running" in capsys.readouterr().err
+    host = str(tmp_path / "kubeconfigs" / "host.yaml")
+    platform = str(REPO / "examples" / "platform" / "seed-000.yaml")
+    for argv, code in ((["doctor"], 2), (["apply", "-f", platform], 1)):
+        assert allot([*argv, "--kubeconfig", host]) == code
+        err = capsys.readouterr().err
+        assert err.startswith("error: the connection to the server 127.0.0.1:")
+        assert "was refused - did you specify the right host or port?" in err
+        assert "Max retries" not in err
 
 
 def test_the_data_dir_rule(

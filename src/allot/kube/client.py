@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
 from kubernetes import config as k8sconfig
 from kubernetes.client.exceptions import ApiException
@@ -143,7 +144,7 @@ class Client:
         except ApiException as err:
             raise _wrap(err.status or 0, err.body, str(err.reason or "")) from None
         except Exception as err:  # connection refused, TLS...
-            raise KubeError(f"{method} {path}: {err}") from None
+            raise KubeError(_unreachable(self._api.configuration.host, err)) from None
         raw = response.data
         self.warnings = _warnings(response.headers.getlist("Warning"))
         if not 200 <= response.status < 300:
@@ -268,3 +269,18 @@ def _wrap(status: int, body: Any, fallback: str) -> KubeError:
     if status == 409:
         return KubeConflict(message, 409, reason)
     return KubeError(message, status, reason)
+
+
+def _unreachable(server: str, err: Exception) -> str:
+    """kubectl's words for a server it cannot reach, instead of urllib3's retry chain."""
+    reason = getattr(err, "reason", None) or err
+    address = server.split("://", 1)[-1].rstrip("/")
+    if isinstance(reason, urllib3.exceptions.NewConnectionError) and "refused" in str(reason):
+        return (
+            f"the connection to the server {address} was refused - did you specify the right "
+            "host or port?"
+        )
+    if isinstance(reason, urllib3.exceptions.SSLError):
+        return f"unable to connect to the server {address}: TLS error: {reason}"
+    detail = str(reason).split(": ", 1)[-1] if isinstance(reason, Exception) else str(reason)
+    return f"unable to connect to the server {address}: {detail}"
