@@ -137,9 +137,12 @@ def test_a_port_in_use_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=60, env=CLEAN_ENV, check=False,
         )  # fmt: skip
     assert result.returncode == 1
-    assert result.stderr == f"error: cannot serve on 127.0.0.1:{port}: Address already in use\n"
+    assert result.stderr == (
+        f"error: cannot serve on 127.0.0.1:{port}: Address already in use "
+        "(choose another with --port, or --port 0 for a free one)\n"
+    )
     assert result.stdout == ""
-    assert not (tmp_path / "data" / "kubeconfigs").exists()
+    assert not (tmp_path / "data").exists()  # not even the lock file is left behind
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ stale lock behind. The CLI reads the same file (``running``) to tell "not runnin
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -46,10 +47,15 @@ class DataDirLock:
         self.data_dir = data_dir
         self.path = data_dir / LOCK_NAME
         self._fd: int | None = None
+        self._created: list[Path] = []  # what ``acquire`` made, for ``abandon``
 
     def acquire(self) -> DataDirLock:
         """Take the lock or raise ``DataDirLocked``; creates the directory if needed."""
+        if not self.data_dir.exists():
+            self._created.append(self.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            self._created.insert(0, self.path)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -73,6 +79,19 @@ class DataDirLock:
             os.ftruncate(self._fd, 0)
             os.close(self._fd)  # closing drops the flock
             self._fd = None
+
+    def abandon(self) -> None:
+        """Release and remove what ``acquire`` created: a start that failed writes nothing."""
+        held = self._fd is not None
+        created, self._created = self._created, []
+        if held:
+            for path in created:
+                with contextlib.suppress(OSError):  # not empty, or already gone
+                    if path.is_dir():
+                        path.rmdir()
+                    else:
+                        path.unlink()
+        self.release()
 
 
 def running(data_dir: Path) -> Holder | None:

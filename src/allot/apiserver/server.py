@@ -107,7 +107,7 @@ def serve(
     try:
         sock = bind(host, port)
     except OSError:
-        lock.release()
+        lock.abandon()
         raise
     try:
         bound = sock.getsockname()[1]

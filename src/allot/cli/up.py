@@ -13,6 +13,7 @@ platform, with one message when it is not running.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,9 @@ def run_up(args: argparse.Namespace) -> int:
         return 1
     except OSError as err:
         reason = err.strerror or str(err)
-        print(f"error: cannot serve on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        hint = " (choose another with --port, or --port 0 for a free one)"
+        hint = hint if err.errno == errno.EADDRINUSE else ""
+        print(f"error: cannot serve on {args.host}:{args.port}: {reason}{hint}", file=sys.stderr)
         return 1
     print("allot API server stopped", flush=True)
     return 0
