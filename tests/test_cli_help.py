@@ -67,3 +67,23 @@ def test_every_listing_command_offers_the_kubectl_formats() -> None:
             assert {"table", "wide", "json", "yaml"} <= set(action.choices)
             listing.discard(path)
     assert listing == set()
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "unknown"),
+    [
+        (["validate", "--outptu", "json", "x.yaml"], "usage: allot validate ", "--outptu"),
+        (["tenant", "connect", "--bogus", "team-a"], "usage: allot tenant connect ", "--bogus"),
+        (["tenant", "list", "extra"], "usage: allot tenant list ", "extra"),
+        (["--bogus"], "usage: allot [-h]", "--bogus"),
+    ],
+)
+def test_a_misspelled_flag_shows_the_usage_of_its_command(
+    argv: list[str], usage: str, unknown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage)
+    assert err.endswith(f": error: unrecognized arguments: {unknown}\n")

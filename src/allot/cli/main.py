@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.register(subparsers)
     for each in _all_parsers(parser):
         each.formatter_class = DefaultsHelpFormatter
+        each.set_defaults(usage_parser=each)  # the deepest one wins: errors show its usage
     return parser
 
 
@@ -71,7 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in words:  # everything after `--` is a command to run (`allot tenant connect`)
         passthrough = words[words.index("--") + 1 :]
         words = words[: words.index("--")]
-    args = parser.parse_args(words)
+    args, unknown = parser.parse_known_args(words)
+    if unknown:  # said with the subcommand's usage, as `allot validate --help` shows it
+        args.usage_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.passthrough = passthrough
     resolve_data_dir(args)
     if args.command is None:
