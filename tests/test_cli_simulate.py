@@ -240,3 +240,13 @@ spec: {selectors: [{cel: {expression: "device.attributes['gpu.nvidia.com'].profi
     assert code == 1
     assert "a: [shared-devices] shares 7 device(s) with class b of tenant team-b" in out
     assert "[selector-error]" in out  # 'profile' is missing on whole GPUs
+
+
+def test_explain_given_a_claim_name_points_to_doctor(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "explain", "default/pending-claim")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        'error: default/pending-claim: the path "default/pending-claim" does not exist',
+        "hint: SCENARIO is a file; for the claims of a running cluster, `allot doctor` explains "
+        "every pending one",
+    ]

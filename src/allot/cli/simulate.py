@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from allot.allocator.placement import PLACEMENTS
@@ -68,6 +69,12 @@ def _load(args: argparse.Namespace) -> Simulation | None:
         )
     except (ManifestError, ScenarioError) as err:
         print(f"error: {args.scenario}: {err}", file=sys.stderr)
+        if args.scenario != "-" and not Path(args.scenario).exists():
+            print(
+                "hint: SCENARIO is a file; for the claims of a running cluster, "
+                "`allot doctor` explains every pending one",
+                file=sys.stderr,
+            )
         return None
 
 
