@@ -176,6 +176,13 @@ def test_a_stopped_platform_with_kubeconfigs_left_is_not_running(
     assert (tmp_path / "kubeconfigs" / "host.yaml").exists()
     assert allot(["tenant", "list", "--data-dir", str(tmp_path)]) == 1
     assert "is not running" in capsys.readouterr().err
+    assert allot(["kubeconfig", "nosuch", "--data-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: no kubeconfig for cluster 'nosuch' in {tmp_path} "
+        "(clusters: host; a tenant's comes with: allot tenant create)\n"
+    )
+    assert allot(["kubeconfig", "--data-dir", str(tmp_path / "empty")]) == 1
+    assert "(start the platform first: allot up --data-dir" in capsys.readouterr().err
     host = str(tmp_path / "kubeconfigs" / "host.yaml")
     platform = str(REPO / "examples" / "platform" / "seed-000.yaml")
     for argv, code in ((["doctor"], 2), (["apply", "-f", platform], 1)):

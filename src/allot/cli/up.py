@@ -261,9 +261,13 @@ def run_kubeconfig(args: argparse.Namespace) -> int:
     path = args.data_dir / "kubeconfigs" / f"{args.cluster}.yaml"
     tokens = Tokens(args.data_dir / "tokens.json")
     if args.cluster not in tokens.clusters() or not path.exists():
+        known = sorted(c for c in tokens.clusters() if (path.parent / f"{c}.yaml").exists())
+        if not known:
+            hint = f"start the platform first: allot up --data-dir {args.data_dir}"
+        else:
+            hint = f"clusters: {', '.join(known)}; a tenant's comes with: allot tenant create"
         print(
-            f"error: no kubeconfig for cluster {args.cluster!r} in {args.data_dir} (run "
-            "'allot up' first)",
+            f"error: no kubeconfig for cluster {args.cluster!r} in {args.data_dir} ({hint})",
             file=sys.stderr,
         )
         return 1
