@@ -83,3 +83,18 @@ def test_whole_map_reads_keep_every_value_and_plain_reads_group() -> None:
     exact = group(slices, None)  # only devices equal in every value share a view
     assert exact.devices == devices
     assert len(group(slices, names).views) < len(exact.views)
+
+
+def test_nearest_devices_are_two_different_names_when_pools_reuse_names() -> None:
+    slices = [resourceapi.ResourceSlice.model_validate(s) for s in _slices()]
+    renamed = []
+    for pool in ("pool-a", "pool-b"):  # the same whole GPU published by two nodes
+        copy = slices[0].model_copy(deep=True)
+        copy.spec.pool.name = pool
+        renamed.append(copy)
+    expression = (
+        "device.driver == 'mig.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+    )
+    [finding] = CatalogueLinter([_class(expression)], renamed).lint()
+    nearest = [d for d in finding.details if d.startswith("nearest: ")]
+    assert nearest == ["nearest: gpu.nvidia.com/gpu-0 fails only device.driver == 'mig.nvidia.com'"]

@@ -252,11 +252,11 @@ class CatalogueLinter:
             failed = [c.expression for c, ok in zip(compiled, passed, strict=True) if not ok]
             scored.append((len(failed), device_label(view), failed))
         scored.sort(key=lambda item: (item[0], item[1]))
-        return [
-            f"nearest: {label} fails only {' && '.join(failed)}"
-            for _, label, failed in scored[:2]
-            if failed
-        ]
+        nearest: dict[str, list[str]] = {}  # one line per name: pools reuse device names
+        for _, label, failed in scored:
+            if failed and len(nearest) < 2:
+                nearest.setdefault(label, failed)
+        return [f"nearest: {label} fails only {' && '.join(f)}" for label, f in nearest.items()]
 
     def _partition_finding(self, match: ClassMatch) -> Finding | None:
         types: Counter[str] = Counter()
