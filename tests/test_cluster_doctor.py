@@ -190,3 +190,21 @@ def test_allocations_a_fixed_class_no_longer_selects(
     # under the classes it was allocated with, the allocation is not stale
     before_dump = _dump(tmp_path, [*_documents(STALE["classesBefore"]), *fleet, *allocated])
     assert _doctor(before_dump, capsys)[1]["staleAllocations"] == []
+
+
+def test_nodes_without_slices_count_as_the_scheduler_counts_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = _documents(*SEED_FILES)
+    names = {d["spec"]["nodeName"] for d in documents if d["kind"] == "ResourceSlice"}
+    nodes = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+        for name in sorted(names | {"cpu-node-1"})
+    ]
+    documents += nodes
+    _, report = _doctor(_dump(tmp_path, documents), capsys)
+    assert report["summary"]["nodes"] == 3  # two publish slices, one has none
+    pending = {p["claim"]: p for p in report["pendingClaims"]}
+    assert pending["default/research-gpu-slice"]["reason"] == (
+        "0/3 nodes are available: 3 cannot allocate all claims."
+    )

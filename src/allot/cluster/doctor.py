@@ -163,7 +163,10 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
     models = _models(by_kind_)
     report = Report(
         summary={
-            "nodes": len({s.spec.node_name for s in models["slices"] if s.spec.node_name}),
+            "nodes": len(  # Nodes (a dump may hold none) and nodes that publish slices
+                {n.metadata.name for n in models["nodes"]}
+                | {s.spec.node_name for s in models["slices"] if s.spec.node_name}
+            ),
             "slices": len(models["slices"]),
             "devices": sum(len(s.spec.devices or []) for s in models["slices"]),
             "classes": len(models["classes"]),
