@@ -68,18 +68,21 @@ _QUANTITY_ADVICE = {
 }
 
 
-def field_hints(errors: list[FieldError]) -> list[str]:
-    """allot's advice for field errors whose upstream text leaves users guessing."""
-    found: list[str] = []
+def field_hints(errors: list[FieldError]) -> list[tuple[str, str]]:
+    """allot's advice, as (field path, advice), for field errors whose upstream text leaves
+    users guessing."""
+    found: list[tuple[str, str]] = []
     for error in errors:
         match = _QUANTITY_OPERATOR.search(error.detail)
         if match:
             operator = match.group(1)
             found.append(
-                f"{error.path}: Quantities cannot be compared with '{operator}' in "
-                f"CEL; write {_QUANTITY_ADVICE[operator]}, e.g. "
-                "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) "
-                ">= 0"
+                (
+                    str(error.path),
+                    f"Quantities cannot be compared with '{operator}' in CEL; write "
+                    f"{_QUANTITY_ADVICE[operator]}, e.g. "
+                    "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+                )
             )
     return found
 
@@ -89,7 +92,10 @@ def _invalid(err: Exception) -> Status:
     causes = [
         StatusCause(reason=e.type.reason, message=e.body(), field=str(e.path)) for e in err.errors
     ]
-    causes += [StatusCause(reason=HINT_REASON, message=hint) for hint in field_hints(err.errors)]
+    causes += [  # kubectl prints each cause as "FIELD: MESSAGE", so this reads "F: hint: ..."
+        StatusCause(reason=HINT_REASON, field=path, message=f"hint: {advice}")
+        for path, advice in field_hints(err.errors)
+    ]
     return Status(
         status="Failure",
         message=str(err),
@@ -184,4 +190,9 @@ def to_status(err: Exception) -> Status:
 
 def hints(status: Status) -> list[str]:
     causes = status.details.causes if status.details and status.details.causes else []
-    return [c.message or "" for c in causes if c.reason == HINT_REASON]
+    return [_hint_text(c) for c in causes if c.reason == HINT_REASON]
+
+
+def _hint_text(cause: StatusCause) -> str:
+    message = (cause.message or "").removeprefix("hint: ")
+    return f"{cause.field}: {message}" if cause.field else message

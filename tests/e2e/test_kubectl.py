@@ -93,6 +93,16 @@ spec:
 """
 
 
+QUANTITY_CLASS = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: quantity-operator}
+spec:
+  selectors:
+  - cel: {expression: "device.capacity['gpu.nvidia.com'].memory >= quantity('40Gi')"}
+"""
+
+
 def test_reapplying_unchanged_claims_succeeds(cluster: Cluster) -> None:
     """kubectl sends the whole (atomic) request list again; defaults make it equal."""
     manifest = REAPPLIED.replace("CLASS", "gpu.example.com")
@@ -119,6 +129,15 @@ def test_strict_field_validation_and_invalid_objects(cluster: Cluster) -> None:
         "found no matching overload for '_>=_' applied to '(kubernetes.Quantity, "
         "kubernetes.Quantity)'" in result.stderr
     )
+    # `kubectl create` prints each cause as "FIELD: MESSAGE": allot's advice is a hint on its field
+    created = cluster.kubectl("create", "-f", "-", stdin=QUANTITY_CLASS, check=False)
+    assert created.returncode == 1
+    assert created.stderr.startswith('The DeviceClass "quantity-operator" is invalid: \n* ')
+    assert (
+        "* spec.selectors[0].cel.expression: hint: Quantities cannot be compared with '>=' in "
+        "CEL; write a.compareTo(b) >= 0" in created.stderr
+    )
+    assert "* : " not in created.stderr
     missing = cluster.kubectl("get", "resourceclaim", "nope", check=False)
     assert (
         missing.stderr.strip()
