@@ -90,6 +90,7 @@ def test_nearest_devices_are_two_different_names_when_pools_reuse_names() -> Non
     renamed = []
     for pool in ("pool-a", "pool-b"):  # the same whole GPU published by two nodes
         copy = slices[0].model_copy(deep=True)
+        assert copy.spec.pool is not None
         copy.spec.pool.name = pool
         renamed.append(copy)
     expression = (
