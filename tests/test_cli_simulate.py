@@ -246,7 +246,7 @@ def test_explain_given_a_claim_name_points_to_doctor(capsys: pytest.CaptureFixtu
     code, out, err = run(capsys, "explain", "default/pending-claim")
     assert (code, out) == (2, "")
     assert err.splitlines() == [
-        'error: default/pending-claim: the path "default/pending-claim" does not exist',
+        'error: the path "default/pending-claim" does not exist',
         "hint: SCENARIO is a file; for the claims of a running cluster, `allot doctor` explains "
         "every pending one",
     ]

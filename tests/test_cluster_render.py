@@ -86,5 +86,5 @@ def test_bad_platform_files(text: str, message: str) -> None:
 
 
 def test_the_cli_reports_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert allot(["render", "-f", str(tmp_path / "none.yaml"), "--out", str(tmp_path)]) == 1
-    assert "No such file or directory" in capsys.readouterr().err
+    assert allot(["render", "-f", str(tmp_path / "none.yaml"), "--out", str(tmp_path)]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -70,3 +70,14 @@ class StrictDecodingError(DecodeError):
             f'{kind} in version "{version}" cannot be handled as a {kind}: '
             f"strict decoding error: {joined}"
         )
+
+
+def yaml_error_text(err: Exception) -> str:
+    """A PyYAML error in the words kubectl uses for malformed YAML
+    (``error converting YAML to JSON: yaml: line N: PROBLEM``), for every reader of files."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    line = f"line {mark.line + 1}: " if mark is not None else ""
+    problem = getattr(err, "problem", None) or getattr(err, "context", None)
+    if problem is None and mark is None:
+        return f"error converting YAML to JSON: yaml: {err}"
+    return f"error converting YAML to JSON: yaml: {line}{problem or 'malformed YAML'}"

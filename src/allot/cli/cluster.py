@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 import yaml_rs
 
-from allot.api.errors import ApiError
+from allot.api.errors import ApiError, yaml_error_text
 from allot.cli.options import add_data_dir, add_kubeconfig
 from allot.cluster.apply import ApplyError, Report, apply, check_cluster, plan
 from allot.cluster.doctor import diagnose, normalise, render_report
@@ -66,10 +66,12 @@ def load_platform(path: Path) -> Any:
     """The platform file, parsed and checked; PlatformFileError says what is wrong."""
     try:
         documents = list(yaml.safe_load_all(path.read_text()))
+    except FileNotFoundError:
+        raise PlatformFileError(f'the path "{path}" does not exist') from None
     except OSError as err:
         raise PlatformFileError(f"{path}: {err.strerror}") from None
     except yaml.YAMLError as err:
-        raise PlatformFileError(f"{path}: not valid YAML: {err}") from None
+        raise PlatformFileError(f'error parsing "{path}": {yaml_error_text(err)}') from None
     return read_platform(documents, str(path))
 
 
@@ -78,7 +80,7 @@ def run_render(args: argparse.Namespace) -> int:
         platform = load_platform(args.file)
     except PlatformFileError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     for path in write(render(platform), args.out):
         print(path)
     return 0
@@ -102,9 +104,9 @@ def run_apply(args: argparse.Namespace) -> int:
     try:
         platform = load_platform(args.file)
         client = Client.from_kubeconfig(args.kubeconfig, args.context)
-    except (PlatformFileError, KubeError) as err:
+    except (PlatformFileError, KubeError) as err:  # unreadable platform file or kubeconfig
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     try:
         check_cluster(client)
         live_classes = client.list("resource.k8s.io/v1", "DeviceClass")
@@ -191,11 +193,14 @@ def run_doctor(args: argparse.Namespace) -> int:
             documents = _live_objects(args)
         objects, skipped = normalise(documents)
         report = diagnose(objects, dt.datetime.now(dt.UTC))
+    except FileNotFoundError:
+        print(f'error: the path "{args.from_dump}" does not exist', file=sys.stderr)
+        return 2
     except OSError as err:
         print(f"error: {args.from_dump}: {err.strerror}", file=sys.stderr)
         return 2
     except yaml.YAMLError as err:
-        print(f"error: {args.from_dump}: not valid YAML: {err}", file=sys.stderr)
+        print(f'error: error parsing "{args.from_dump}": {yaml_error_text(err)}', file=sys.stderr)
         return 2
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)

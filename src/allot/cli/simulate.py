@@ -21,6 +21,8 @@ from allot.simulation.report import to_json, to_text
 from allot.simulation.runner import Simulation, StepResult
 from allot.simulation.scenario import ScenarioError, parse_scenario
 
+SCENARIO_SUFFIXES = (".yaml", ".yml", ".json")
+
 
 def register(subparsers: Any) -> None:
     simulate = subparsers.add_parser(
@@ -67,14 +69,18 @@ def _load(args: argparse.Namespace) -> Simulation | None:
         return Simulation(
             parse_scenario(documents[0].content), seed=args.seed, placement=args.placement
         )
-    except (ManifestError, ScenarioError) as err:
-        print(f"error: {args.scenario}: {err}", file=sys.stderr)
-        if args.scenario != "-" and not Path(args.scenario).exists():
+    except ManifestError as err:  # names the file already
+        print(f"error: {err}", file=sys.stderr)
+        path = Path(args.scenario)
+        if args.scenario != "-" and not path.exists() and path.suffix not in SCENARIO_SUFFIXES:
             print(
                 "hint: SCENARIO is a file; for the claims of a running cluster, "
                 "`allot doctor` explains every pending one",
                 file=sys.stderr,
             )
+        return None
+    except ScenarioError as err:
+        print(f"error: {args.scenario}: {err}", file=sys.stderr)
         return None
 
 

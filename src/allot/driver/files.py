@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from allot.api.errors import yaml_error_text
 from allot.driver.fleet import SEED_000_FLEET, Fleet, FleetError, parse_fleet
 
 FLEET_FILE = "fleet.yaml"
@@ -20,9 +21,9 @@ def read_fleet(path: Path) -> Fleet:
     try:
         document = yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise FleetError(f"fleet file {path} does not exist") from None
+        raise FleetError(f'the path "{path}" does not exist') from None
     except yaml.YAMLError as err:
-        raise FleetError(f"fleet file {path} is not valid YAML: {err}") from None
+        raise FleetError(f'error parsing "{path}": {yaml_error_text(err)}') from None
     return parse_fleet(document)
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from allot.api.errors import yaml_error_text
+
 MAX_FILE_BYTES = 8 * 1024 * 1024
 STDIN_NAME = "STDIN"
 
@@ -112,12 +114,7 @@ def _parse_yaml(text: str, source: str) -> list[Any]:
     try:
         return list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = err.problem or err.context or "malformed YAML"
-        raise ManifestError(
-            f'error parsing "{source}": error converting YAML to JSON: yaml: {line}{problem}'
-        ) from None
+        raise ManifestError(f'error parsing "{source}": {yaml_error_text(err)}') from None
     except yaml.YAMLError as err:
         raise ManifestError(f'error parsing "{source}": {err}') from None
 

@@ -1,0 +1,54 @@
+"""Unreadable input is one line and exit code 2 for every command that reads a file, in the
+words kubectl uses (``the path "X" does not exist``, ``error converting YAML to JSON``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from allot.cli.main import main as allot
+
+COMMANDS = [
+    ["validate", "{file}"],
+    ["lint", "{file}"],
+    ["simulate", "{file}"],
+    ["render", "-f", "{file}", "--out", "{tmp}/out"],
+    ["apply", "-f", "{file}", "--kubeconfig", "{tmp}/none"],
+    ["doctor", "--from-dump", "{file}"],
+    ["up", "--fleet", "{file}", "--data-dir", "{tmp}/data"],
+]
+
+
+def _argv(template: list[str], file: Path, tmp: Path) -> list[str]:
+    return [word.format(file=file, tmp=tmp) for word in template]
+
+
+@pytest.mark.parametrize("template", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_a_missing_file(
+    template: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.yaml"
+    assert allot(_argv(template, missing, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert f'the path "{missing}" does not exist\n' in err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "data").exists()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("template", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_malformed_yaml(
+    template: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("items: [\n")
+    assert allot(_argv(template, broken, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert f'error parsing "{broken}": error converting YAML to JSON: yaml: line 2: ' in err
+    assert len(err.splitlines()) == 1
+    assert "<unicode string>" not in err
+    assert not (tmp_path / "data").exists()
+    assert not (tmp_path / "out").exists()
