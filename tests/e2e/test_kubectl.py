@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import EXAMPLES
 from tests.e2e.conftest import Cluster
@@ -71,26 +72,16 @@ def test_server_side_apply_creates_and_updates(cluster: Cluster) -> None:
     assert wide[0].split()[:7] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
 
 
-REAPPLIED = """
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: reapplied, namespace: default}
-spec:
-  devices:
-    requests:
-    - name: gpu
-      exactly: {deviceClassName: CLASS}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: reapplied, namespace: default}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: CLASS}
-"""
+def _reapplied(device_class: str) -> str:
+    """A claim and a template with the same minimal spec (nothing defaulted written out)."""
+    spec = {
+        "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}
+    }
+    metadata = {"name": "reapplied", "namespace": "default"}
+    claim = {"kind": "ResourceClaim", "metadata": metadata, "spec": spec}
+    template = {"kind": "ResourceClaimTemplate", "metadata": metadata, "spec": {"spec": spec}}
+    documents = [{"apiVersion": "resource.k8s.io/v1", **d} for d in (claim, template)]
+    return yaml.safe_dump_all(documents)
 
 
 QUANTITY_CLASS = """
@@ -105,13 +96,13 @@ spec:
 
 def test_reapplying_unchanged_claims_succeeds(cluster: Cluster) -> None:
     """kubectl sends the whole (atomic) request list again; defaults make it equal."""
-    manifest = REAPPLIED.replace("CLASS", "gpu.example.com")
+    manifest = _reapplied("gpu.example.com")
     assert "created" in cluster.kubectl("apply", "-f", "-", stdin=manifest).stdout
     again = cluster.kubectl("apply", "-f", "-", stdin=manifest).stdout.splitlines()
     assert [line.split()[1] for line in again] == ["configured", "configured"]
     served = cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifest).stdout
     assert served.count("serverside-applied") == 2
-    changed = REAPPLIED.replace("CLASS", "other.example.com")
+    changed = _reapplied("other.example.com")
     refused = cluster.kubectl("apply", "-f", "-", stdin=changed, check=False)
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error from server (Invalid): error when applying patch")
