@@ -42,6 +42,7 @@ from pathlib import Path
 
 from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot_main
+from allot.controllers.sandbox import Sandbox, SandboxUnavailable
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import publish
 from allot.ops.rules import AlertSettings
@@ -131,7 +132,14 @@ def run(argv: list[str] | None = None) -> int:
 
 def _platform(data: Path, alerts: AlertLines, keep: bool) -> None:
     print("\n=== The embedded platform: host cluster, simulated NVIDIA driver, tenants")
-    platform = build(data, runtime="process", alert_settings=DEMO_ALERTS)
+    try:
+        Sandbox.find(hidden=[data])
+        sandboxed = True
+        print("(pods run sandboxed by bubblewrap: no view of the data directory)")
+    except SandboxUnavailable as err:
+        sandboxed = False
+        print(f"warning: pods run unsandboxed here: {err}")
+    platform = build(data, runtime="process", alert_settings=DEMO_ALERTS, sandboxed=sandboxed)
     with ServerThread(data, api=platform) as server:
         host = server.endpoint.kubeconfigs["host"]
         print(f"(allot API server on {server.endpoint.url}; host KUBECONFIG={host})")

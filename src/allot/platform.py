@@ -24,7 +24,10 @@ from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.quota import QuotaStatus
 from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
+from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.driver import nvml
+from allot.driver.devicenodes import DeviceNodes
 from allot.ops.dashboard import mount_dashboard
 from allot.ops.rules import AlertSettings
 from allot.ops.service import Operations
@@ -44,16 +47,26 @@ def build(
     placement: str = "first-fit",
     alert_settings: AlertSettings | None = None,
     clock: Callable[[], dt.datetime] | None = None,
+    sandboxed: bool = True,
 ) -> ApiServer:
     """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``);
     ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...);
-    ``placement`` the scheduler's node order (``allot.allocator.placement``)."""
+    ``placement`` the scheduler's node order (``allot.allocator.placement``). The process
+    runtime confines every container in a bubblewrap sandbox unless ``sandboxed`` is False
+    (``SandboxUnavailable`` where bwrap is missing)."""
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
+    sandbox = Sandbox.find(hidden=[data_dir]) if runtime == "process" and sandboxed else None
     api = ApiServer(data_dir, clock=clock) if clock else ApiServer(data_dir)
     pods: Runtime = SimulatedRuntime(api.logs_dir / HOST_CLUSTER)
     if runtime == "process":
-        processes = ProcessRuntime(api.logs_dir / HOST_CLUSTER, data_dir / "pods" / HOST_CLUSTER)
+        processes = ProcessRuntime(
+            api.logs_dir / HOST_CLUSTER,
+            data_dir / "pods" / HOST_CLUSTER,
+            sandbox,
+            tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
+            device_nodes=DeviceNodes(mig_ids=nvml.mig_instance_ids),
+        )
         api.shutdown_hooks.append(processes.stop_all)
         pods = processes
     context = ControllerContext(HOST_CLUSTER, api.store, api.handlers, api.clock)

@@ -121,10 +121,10 @@ def test_container_without_command_cannot_run(platform: Cluster) -> None:
 
 
 def test_deleting_the_pod_kills_its_process(platform: Cluster) -> None:
-    script = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
+    script = "import time; print('up', flush=True); time.sleep(120)  # sleeper"
     platform.apply(_pod("sleeper", [sys.executable, "-c", script], claim=False))
     _wait_phase(platform, "sleeper", "Running")
-    pid = _first_log_number(platform, "sleeper")
+    pid = _host_pid(platform, "sleeper", "# sleeper")
     os.kill(pid, 0)  # alive
     platform.kubectl("delete", "pod", "sleeper", "--wait=true")
     _wait_gone(pid)
@@ -151,14 +151,14 @@ def test_nvidia_smi_lists_the_claimed_mig_device(platform: Cluster) -> None:
 
 def test_sigterm_then_sigkill_after_the_grace_period(platform: Cluster) -> None:
     script = (
-        "import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-        "print(os.getpid(), flush=True); time.sleep(120)"
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('up', flush=True); time.sleep(120)  # stubborn"
     )
     pod = _pod("stubborn", [sys.executable, "-c", script], claim=False)
     pod["spec"]["terminationGracePeriodSeconds"] = 1
     platform.apply(pod)
     _wait_phase(platform, "stubborn", "Running")
-    pid = _first_log_number(platform, "stubborn")
+    pid = _host_pid(platform, "stubborn", "# stubborn")
     started = time.monotonic()
     platform.kubectl("delete", "pod", "stubborn")
     time.sleep(0.5)
@@ -183,13 +183,22 @@ def test_restart_policy_on_failure_restarts_until_success(platform: Cluster) -> 
     assert platform.kubectl("logs", "flaky").stdout == "first\nagain\n"
 
 
-def _first_log_number(cluster: Cluster, pod: str) -> int:
+def _host_pid(cluster: Cluster, pod: str, marker: str) -> int:
+    """The host PID of the container's process, once it has logged: inside its sandbox
+    it has a PID of its own namespace. Found by the marker in its command line (bwrap's
+    own processes carry the same argv and are skipped)."""
     deadline = time.monotonic() + 10
-    logs = ""
-    while not logs.strip() and time.monotonic() < deadline:
-        logs = cluster.kubectl("logs", pod).stdout
+    while not cluster.kubectl("logs", pod).stdout.strip() and time.monotonic() < deadline:
         time.sleep(0.1)
-    return int(logs.split()[0])
+    bwrap = os.path.realpath(shutil.which("bwrap") or "bwrap")
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+            if marker in command and os.path.realpath(entry / "exe") != bwrap:
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no process of pod {pod} found")
 
 
 def _wait_gone(pid: int) -> None:
@@ -206,12 +215,12 @@ def _wait_gone(pid: int) -> None:
 def test_stopping_the_platform_stops_its_processes(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    script = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
+    script = "import time; print('up', flush=True); time.sleep(120)  # long-job"
     root = tmp_path_factory.mktemp("shutdown")
     with running_platform(root, SEED_000_FLEET, runtime="process") as cluster:
         cluster.apply(_pod("long-job", [sys.executable, "-c", script], claim=False))
         _wait_phase(cluster, "long-job", "Running")
-        pid = _first_log_number(cluster, "long-job")
+        pid = _host_pid(cluster, "long-job", "# long-job")
     _wait_gone(pid)
 
 

@@ -21,6 +21,8 @@ from typing import Any
 from allot.apiserver.lock import DataDirLocked, running
 from allot.apiserver.security import Tokens
 from allot.cli.options import add_data_dir
+from allot.controllers.limits import ContainerLimits
+from allot.controllers.sandbox import Sandbox, SandboxUnavailable
 from allot.driver.files import data_dir_fleet, save_fleet
 from allot.driver.fleet import Fleet, FleetError
 from allot.driver.nvml import NvmlUnavailable, check_available
@@ -58,7 +60,15 @@ def register(subparsers: Any) -> None:
         choices=("simulated", "process"),
         default="simulated",
         help="how pods run: simulated (no processes; any image) or process (each "
-        "container's command as a local process with its devices' environment)",
+        "container's command as a local process in a bubblewrap sandbox, with exactly its "
+        "claimed devices)",
+    )
+    up.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="with --runtime process: run pods as plain processes of allot's user, with "
+        "access to its files, tokens and every GPU (no isolation; for a machine without "
+        "bubblewrap and a single trusted user)",
     )
     up.add_argument(
         "--placement",
@@ -129,6 +139,22 @@ def _gates(text: str) -> dict[str, bool]:
     return gates
 
 
+def _check_sandbox(args: argparse.Namespace) -> None:
+    """Refuse an unconfined process runtime unless asked for; say what pods run in."""
+    if args.runtime != "process":
+        return
+    if args.unsandboxed:
+        print(
+            "warning: --unsandboxed: pods run as plain processes of this user, with access "
+            "to the data directory's tokens and kubeconfigs and to every GPU of this machine",
+            file=sys.stderr,
+            flush=True,
+        )
+        return
+    Sandbox.find(hidden=[args.data_dir])
+    print(f"pods run sandboxed (bubblewrap); {ContainerLimits.describe()}", flush=True)
+
+
 def run_up(args: argparse.Namespace) -> int:
     from allot.apiserver.server import Endpoint, check_loopback, serve
     from allot.platform import build as build_platform
@@ -140,6 +166,8 @@ def run_up(args: argparse.Namespace) -> int:
             quota_usage_percent=args.alert_quota_percent,
         )
         check_loopback(args.host)
+        if args.unsandboxed and args.runtime != "process":
+            raise ValueError("--unsandboxed applies to --runtime process only")
         fleet = data_dir_fleet(args.data_dir, args.fleet)
     except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -147,7 +175,8 @@ def run_up(args: argparse.Namespace) -> int:
     try:
         if any(pool.local for pool in fleet.pools):
             check_available()
-    except NvmlUnavailable as err:
+        _check_sandbox(args)
+    except (NvmlUnavailable, SandboxUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
 
@@ -168,7 +197,12 @@ def run_up(args: argparse.Namespace) -> int:
     def build() -> Any:
         save_fleet(args.data_dir, fleet)
         return build_platform(
-            args.data_dir, args.runtime, gates, args.placement, alert_settings=settings
+            args.data_dir,
+            args.runtime,
+            gates,
+            args.placement,
+            alert_settings=settings,
+            sandboxed=not args.unsandboxed,
         )
 
     try:

@@ -9,12 +9,15 @@ would run, then what ``nvidia-smi -L`` would print for exactly its devices.
 ``ProcessRuntime`` runs each container's ``command`` and ``args`` as a local process in its
 own session and working directory, with a clean environment (``PATH``, ``HOME``, locale,
 the container's literal ``env`` values and its devices' ``CUDA_VISIBLE_DEVICES`` /
-``NVIDIA_VISIBLE_DEVICES``), output in the log file ``kubectl logs`` reads, and a memory
-limit from ``resources.limits.memory`` (address-space limit). Where this machine has no
-``nvidia-smi``, one answering ``-L`` for the container's devices is put first on
-``PATH``. ``restartPolicy`` is honoured with kubelet-like back-off; deleting the pod sends
-SIGTERM, then SIGKILL after the grace period. It is not a security boundary: processes
-run as the user running allot, with access to its files and network.
+``NVIDIA_VISIBLE_DEVICES``), output in the log file ``kubectl logs`` reads, and its
+``resources.limits`` (``allot.controllers.limits``). With a :class:`Sandbox` (the default
+of ``allot up``) each process runs confined by bubblewrap (``allot.controllers.sandbox``):
+its own namespaces, no view of allot's data directory, exactly the device nodes of its
+claimed GPUs, an unprivileged user. Without one (``--unsandboxed``) processes run as the
+user running allot, with access to its files and network. Where the container's devices
+are simulated, an ``nvidia-smi`` answering ``-L`` for them is put first on ``PATH``.
+``restartPolicy`` is honoured with kubelet-like back-off; deleting the pod sends SIGTERM,
+then SIGKILL after the grace period.
 
 Both report to the node agent (``allot.controllers.nodeagent``), which owns pod status.
 """
@@ -24,8 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import resource
-import shutil
 import signal
 import subprocess
 import threading
@@ -34,7 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from allot.api.quantity import Quantity
+from allot.controllers.limits import ContainerLimits
+from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
+from allot.driver.devicenodes import DeviceNodes
 from allot.driver.smi import list_gpus, shim_script
 
 Obj = dict[str, Any]
@@ -119,11 +122,12 @@ def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:
 
 @dataclass
 class _Container:
-    argv: list[str]
+    argv: list[str]  # what runs, sandbox included
     environment: dict[str, str]
     directory: Path
     log: Path
-    memory_limit: int | None
+    group: str  # the container's cgroup under ContainerLimits
+    before_exec: Callable[[], None] | None
     process: subprocess.Popen[bytes]
     restarts: int = 0
     exit_code: int | None = None
@@ -135,9 +139,21 @@ class ProcessRuntime:
     name = "process"
     wants_devices = True
 
-    def __init__(self, logs_dir: Path, work_dir: Path) -> None:
+    def __init__(
+        self,
+        logs_dir: Path,
+        work_dir: Path,
+        sandbox: Sandbox | None = None,
+        tenant_namespace: Callable[[str], bool] = lambda namespace: False,
+        device_nodes: DeviceNodes | None = None,
+        limits: ContainerLimits | None = None,
+    ) -> None:
         self.logs_dir = logs_dir
         self.work_dir = work_dir
+        self.sandbox = sandbox
+        self.tenant_namespace = tenant_namespace
+        self.device_nodes = device_nodes or DeviceNodes()
+        self.limits = limits or ContainerLimits()
         self._running: dict[tuple[str, str, str], dict[str, _Container]] = {}
 
     def launch(
@@ -152,16 +168,15 @@ class ProcessRuntime:
         self._running[key] = containers
         try:
             for spec in pod["spec"].get("containers") or []:
-                containers[spec["name"]] = self._start(key, spec, setups.get(spec["name"]))
+                containers[spec["name"]] = self._start(pod, spec, setups.get(spec["name"]))
         except ContainerStartError:
             self._kill(key)
             raise
         loop = asyncio.get_running_loop()
         loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
 
-    def _start(
-        self, key: tuple[str, str, str], spec: Obj, setup: ContainerSetup | None
-    ) -> _Container:
+    def _start(self, pod: Obj, spec: Obj, setup: ContainerSetup | None) -> _Container:
+        key = _key(pod)
         name = spec["name"]
         argv = list(spec.get("command") or []) + list(spec.get("args") or [])
         if not argv:
@@ -171,25 +186,43 @@ class ProcessRuntime:
         setup = setup or ContainerSetup()
         directory = self.work_dir / key[0] / key[1] / name
         directory.mkdir(parents=True, exist_ok=True)
+        try:
+            confinement = Confinement.of(pod, spec, directory, self.tenant_namespace(key[0]))
+        except ConfinementError as err:
+            raise ContainerStartError(f'container "{name}": {err}') from None
         environment = _clean_environment(setup.environment)
-        if setup.devices and not shutil.which("nvidia-smi"):  # a real one knows better
-            tools = directory / ".allot-bin"
-            tools.mkdir(exist_ok=True)
-            smi = tools / "nvidia-smi"
-            smi.write_text(shim_script(setup.devices))
-            smi.chmod(0o755)
+        confinement.device_nodes = self.device_nodes.for_devices(setup.devices)
+        confinement.gpu_buses = self.device_nodes.buses(setup.devices)
+        if setup.devices and not confinement.device_nodes:  # simulated: the shim answers
+            confinement.tools = self._shim(directory.parent / f".{name}.bin", setup.devices)
+        if self.sandbox is not None:
+            argv = self.sandbox.command(argv, confinement)
+            environment.update(HOME=WORKDIR, TMPDIR="/tmp")
+            self._give_directory(directory, confinement)
+        tools = TOOLS_DIR if self.sandbox is not None else str(confinement.tools)
+        if confinement.tools is not None:
             environment["PATH"] = f"{tools}{os.pathsep}{environment.get('PATH', os.defpath)}"
         log = self.logs_dir / key[0] / key[1] / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        limit = _memory_limit(spec)
-        return _Container(
-            argv,
-            environment,
-            directory,
-            log,
-            limit,
-            _spawn(argv, environment, directory, log, limit),
-        )
+        group = f"{key[2] or key[1]}-{name}"
+        before_exec = self.limits.prepare(group, spec)
+        process = _spawn(argv, environment, directory, log, before_exec)
+        return _Container(argv, environment, directory, log, group, before_exec, process)
+
+    @staticmethod
+    def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
+        tools.mkdir(exist_ok=True)
+        smi = tools / "nvidia-smi"
+        smi.write_text(shim_script(devices))
+        smi.chmod(0o755)
+        return tools
+
+    def _give_directory(self, directory: Path, confinement: Confinement) -> None:
+        """The working directory belongs to the container's user."""
+        assert self.sandbox is not None
+        user = self.sandbox.user_of(confinement)
+        if user is not None:
+            os.chown(directory, *user)
 
     def _poll(self, pod: Obj, on_exit: ExitCallback, on_restart: RestartCallback) -> None:
         containers = self._running.get(_key(pod))
@@ -201,6 +234,9 @@ class ProcessRuntime:
             self._step(name, container, policy, loop.time(), pod, on_restart)
         if all(c.exit_code is not None and c.restart_at is None for c in containers.values()):
             del self._running[_key(pod)]
+            for container in containers.values():  # background children end with it
+                self.limits.kill(container.group)
+                self.limits.release(container.group)
             on_exit(pod, {name: c.exit_code or 0 for name, c in containers.items()})
             return
         loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
@@ -224,7 +260,7 @@ class ProcessRuntime:
                     container.environment,
                     container.directory,
                     container.log,
-                    container.memory_limit,
+                    container.before_exec,
                 )
                 on_restart(pod, name, container.restarts, container.last_exit)
             return
@@ -246,24 +282,47 @@ class ProcessRuntime:
         grace = DEFAULT_GRACE_SECONDS if grace is None else int(grace)
         for container in containers.values():
             if container.process.poll() is None:
-                _signal(container.process, signal.SIGTERM)
-                reaper = threading.Thread(
-                    target=_reap, args=(container.process, grace), daemon=True
-                )
+                self._terminate(container)
+                reaper = threading.Thread(target=self._reap, args=(container, grace), daemon=True)
                 reaper.start()
+            else:
+                self.limits.release(container.group)
 
     async def stop_all(self) -> None:
         """On shutdown: no process outlives the platform (SIGTERM, then SIGKILL after 2 s)."""
-        processes = [c.process for running in self._running.values() for c in running.values()]
+        containers = [c for running in self._running.values() for c in running.values()]
         self._running.clear()
-        for process in processes:
-            _signal(process, signal.SIGTERM)
-        for process in processes:
-            await asyncio.to_thread(_reap, process, 2.0)
+        for container in containers:
+            self._terminate(container)
+        for container in containers:
+            await asyncio.to_thread(self._reap, container, 2.0)
+        self.limits.close()
 
     def _kill(self, key: tuple[str, str, str]) -> None:
         for container in (self._running.pop(key, None) or {}).values():
-            _kill_if_alive(container.process)
+            self._kill_if_alive(container)
+
+    def _terminate(self, container: _Container) -> None:
+        """SIGTERM to the container's processes (inside its sandbox, where it has one)."""
+        if self.sandbox is not None:
+            self.sandbox.signal_contents(container.process.pid, signal.SIGTERM)
+        else:
+            _signal(container.process, signal.SIGTERM)
+
+    def _reap(self, container: _Container, grace: float) -> None:
+        """Wait for a container told to stop; kill it when the grace period is over."""
+        try:
+            container.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self._kill_if_alive(container)
+        self.limits.kill(container.group)
+        self.limits.release(container.group)
+
+    def _kill_if_alive(self, container: _Container) -> None:
+        if container.process.poll() is None:
+            _signal(container.process, signal.SIGKILL)
+            container.process.wait()
+        self.limits.kill(container.group)
 
 
 def _key(pod: Obj) -> tuple[str, str, str]:
@@ -277,21 +336,13 @@ def _clean_environment(values: dict[str, str]) -> dict[str, str]:
     return {**base, **values}
 
 
-def _memory_limit(spec: Obj) -> int | None:
-    limit = ((spec.get("resources") or {}).get("limits") or {}).get("memory")
-    if limit is None:
-        return None
-    quantity = Quantity.parse(str(limit))
-    return -(-quantity.nanos // 10**9)  # whole bytes, rounded up
-
-
 def _spawn(
-    argv: list[str], environment: dict[str, str], directory: Path, log: Path, limit: int | None
+    argv: list[str],
+    environment: dict[str, str],
+    directory: Path,
+    log: Path,
+    before_exec: Callable[[], None] | None,
 ) -> subprocess.Popen[bytes]:
-    def limit_memory() -> None:  # runs in the child, before exec
-        if limit is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
     with log.open("ab") as output:
         try:
             return subprocess.Popen(
@@ -302,7 +353,7 @@ def _spawn(
                 stderr=subprocess.STDOUT,
                 cwd=directory,
                 start_new_session=True,
-                preexec_fn=limit_memory if limit is not None else None,
+                preexec_fn=before_exec,
             )
         except OSError as err:
             raise ContainerStartError(f"starting {argv[0]!r}: {err.strerror}") from err
@@ -311,20 +362,6 @@ def _spawn(
 def _signal(process: subprocess.Popen[bytes], number: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, number)
-
-
-def _reap(process: subprocess.Popen[bytes], grace: float) -> None:
-    """Wait for a process told to stop; kill it when the grace period is over."""
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        _kill_if_alive(process)
-
-
-def _kill_if_alive(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        _signal(process, signal.SIGKILL)
-        process.wait()
 
 
 def _exit_code(code: int) -> int:

@@ -141,6 +141,29 @@ def probe_document() -> dict[str, Any]:  # pragma: no cover - needs a GPU (devic
         pynvml.nvmlShutdown()
 
 
+def mig_instance_ids(uuid: str) -> tuple[int, int] | None:  # pragma: no cover - MIG GPU
+    """The GPU and compute instance IDs of a MIG device, for its ``/dev/nvidia-caps``
+    nodes; None where NVML cannot tell (no NVML, not a MIG device)."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
+        return (
+            int(pynvml.nvmlDeviceGetGpuInstanceId(handle)),
+            int(pynvml.nvmlDeviceGetComputeInstanceId(handle)),
+        )
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def _optional(call: Any, *args: Any) -> Any:  # pragma: no cover - needs a GPU
     try:
         return call(*args)
