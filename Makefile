@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: demo test lint bench clean chromium
+.PHONY: demo test lint bench clean chromium bubblewrap
 
 # The demo needs allot's runtime dependencies and kubectl; test, lint and bench add the dev tools.
 $(RUNTIME_STAMP): pyproject.toml
@@ -20,11 +20,23 @@ $(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(RUNTIME_STAMP)
+demo: $(RUNTIME_STAMP) bubblewrap
 	$(BIN)/python -m allot.demo $(DEMO_ARGS)
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium bubblewrap
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The process runtime confines pods with bubblewrap; as root it is installed when missing,
+# elsewhere the sandbox tests skip and `allot up --runtime process` says how to install it.
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's bubblewrap for the process runtime's sandbox"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } || \
+	    echo "bubblewrap could not be installed: pods will run unsandboxed in the demo"; \
+	  else echo "no bubblewrap (apt-get install bubblewrap): the sandbox tests will skip"; fi; }
 
 # The dashboard tests drive Debian's chromium; as root (CI) it is installed when missing,
 # elsewhere those tests skip with a message saying how to install it.

@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import ssl
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -284,3 +285,18 @@ def test_real_cluster_commands_follow_kubeconfig_and_context_as_kubectl(
     capsys.readouterr()
     assert allot(["doctor", "--kubeconfig", str(tmp_path / "missing.yaml")]) == 2
     assert "cannot load kubeconfig" in capsys.readouterr().err
+
+
+def test_secrets_at_rest_are_the_owners_alone(tmp_path: Path) -> None:
+    """The data directory is 0700 and every file in it 0600: kubeconfigs, tokens, the
+    server key, the store, logs (as ``allot up`` leaves them after a first run)."""
+    data_dir = tmp_path / "data"
+    with allot_up(data_dir) as started:
+        assert version_of(data_dir / "kubeconfigs" / "host.yaml")["gitVersion"]
+        assert started.url
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    files = [p for p in data_dir.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"host.yaml", "tokens.json", "server.key", "state.db"} <= names
+    loose = {str(p.relative_to(data_dir)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
+    assert {path: mode for path, mode in loose.items() if mode != "0o600"} == {}

@@ -70,6 +70,7 @@ class ApiServer:
         hooks: list[AdmissionHook] | None = None,
     ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.chmod(0o700)  # tokens, kubeconfigs, the store, logs: the owner's alone
         self.data_dir = data_dir
         self.clock = clock
         self.store = Store(data_dir / "state.db", clock=clock)

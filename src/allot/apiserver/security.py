@@ -128,10 +128,12 @@ class Tokens:
         return token
 
     def cluster_for(self, token: str) -> str | None:
+        """The cluster of a token; every known token is compared, in constant time."""
+        found = None
         for cluster, known in self._tokens.items():
-            if secrets.compare_digest(known, token):
-                return cluster
-        return None
+            if secrets.compare_digest(known.encode(), token.encode()):
+                found = cluster
+        return found
 
     def clusters(self) -> list[str]:
         return sorted(self._tokens)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,7 @@ def run_up(args: argparse.Namespace) -> int:
     from allot.apiserver.server import Endpoint, check_loopback, serve
     from allot.platform import build as build_platform
 
+    os.umask(0o077)  # every file of the data directory is the owner's alone (0600)
     try:
         gates = _gates(args.driver_feature_gates)  # before anything is written
         settings = AlertSettings(

@@ -212,6 +212,7 @@ class ProcessRuntime:
     @staticmethod
     def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
         tools.mkdir(exist_ok=True)
+        tools.chmod(0o755)  # read by the container's unprivileged user
         smi = tools / "nvidia-smi"
         smi.write_text(shim_script(devices))
         smi.chmod(0o755)

@@ -214,6 +214,7 @@ class Sandbox:
             args += ["--perms", "0755", "--dir", str(Path(TOOLS_DIR).parent)]
             args += ["--ro-bind", str(confinement.tools), TOOLS_DIR]
         for mount in confinement.mounts:
+            args += _parents(mount.target)
             args += ["--ro-bind" if mount.read_only else "--bind", mount.source, mount.target]
         for hidden in self.hidden:  # the data directory never shows, wherever it lies
             if _inside(str(hidden), [*bound, *(m.source for m in confinement.mounts)]):

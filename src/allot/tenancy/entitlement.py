@@ -10,7 +10,11 @@ ConfigMap per tenant (in ``allot-system``, which tenants cannot write):
   removal after an entitlement changes.
 * ``allot-tenant-pods`` checks pods' DRA extended-resource requests: the implicit
   ``deviceclass.resource.kubernetes.io/<class>`` names must be entitled, and explicit
-  ``extendedResourceName`` mappings of classes the tenant may not use are refused.
+  ``extendedResourceName`` mappings of classes the tenant may not use are refused. It also
+  keeps tenant pods inside their sandbox (Pod Security's "baseline" host rules and
+  "restricted"'s non-root rule): no ``hostNetwork``/``hostPID``/``hostIPC``, no
+  ``hostPath`` volumes, no ``privileged`` containers or added capabilities, no
+  ``runAsUser: 0``.
 
 Each tenant gets a binding per policy that selects its host namespace by the
 platform-set ``allot.dev/tenant`` label, with ``parameterNotFoundAction: Deny``, and a
@@ -165,6 +169,60 @@ def claims_policy() -> Obj:
     )
 
 
+def _has_true(path: str) -> str:
+    """``path`` is set and true (CEL: fields absent from the object are not false)."""
+    return f"(has({path}) && {path})"
+
+
+def _pod_security_rules() -> list[Obj]:
+    """The validations that keep a tenant's pod inside its sandbox."""
+    context = "has(c.securityContext)"
+    privileged = f"{context} && {_has_true('c.securityContext.privileged')}"
+    capabilities = (
+        f"{context} && has(c.securityContext.capabilities) &&"
+        " has(c.securityContext.capabilities.add) && size(c.securityContext.capabilities.add) > 0"
+    )
+    root = f"{context} && has(c.securityContext.runAsUser) && c.securityContext.runAsUser == 0"
+    pod_root = (
+        "has(object.spec.securityContext) && has(object.spec.securityContext.runAsUser) &&"
+        " object.spec.securityContext.runAsUser == 0"
+    )
+    host_namespaces = " || ".join(
+        _has_true(f"object.spec.{field}") for field in ("hostNetwork", "hostPID", "hostIPC")
+    )
+    host_path = "has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.hostPath))"
+    tenant = "' (tenant ' + params.data.tenant + ')'"
+    return [
+        {
+            "expression": f"!({host_namespaces})",
+            "reason": "Forbidden",
+            "messageExpression": "'tenant pods cannot use the host network, PID or IPC"
+            " namespace (hostNetwork, hostPID, hostIPC): each pod runs in a sandbox of its"
+            f" own' + {tenant}",
+        },
+        {
+            "expression": f"!({host_path})",
+            "reason": "Forbidden",
+            "messageExpression": "'hostPath volumes are not allowed in tenant pods (volume '"
+            " + object.spec.volumes.filter(v, has(v.hostPath)).map(v, v.name).join(', ') +"
+            f" '): a pod sees only its own files' + {tenant}",
+        },
+        {
+            "expression": f"!variables.containers.exists(c, ({privileged}) || ({capabilities}))",
+            "reason": "Forbidden",
+            "messageExpression": "'privileged containers and added capabilities are not"
+            " allowed in tenant pods (container ' + variables.containers.filter(c,"
+            f" ({privileged}) || ({capabilities})).map(c, c.name).join(', ') + ')' + {tenant}",
+        },
+        {
+            "expression": f"!({pod_root}) && !variables.containers.exists(c, {root})",
+            "reason": "Forbidden",
+            "messageExpression": "'tenant pods cannot run as root (runAsUser: 0); leave it"
+            f" unset to run as an unprivileged user' + {tenant}",
+        },
+    ]
+
+
 def pods_policy() -> Obj:
     check = (
         f"(!k.startsWith('{EXTENDED_PREFIX}') || k.substring({len(EXTENDED_PREFIX)}) in"
@@ -184,7 +242,8 @@ def pods_policy() -> Obj:
                 {
                     "name": "containers",
                     "expression": "object.spec.containers + (has(object.spec.initContainers) ?"
-                    " object.spec.initContainers : [])",
+                    " object.spec.initContainers : []) + (has(object.spec.ephemeralContainers)"
+                    " ? object.spec.ephemeralContainers : [])",
                 },
                 *_variables_for_params(),
                 {
@@ -202,6 +261,7 @@ def pods_policy() -> Obj:
                     " the entitlement of tenant ' + params.data.tenant + ' (entitled device"
                     " classes: ' + " + _ENTITLED_TEXT + " + ')'",
                 },
+                *_pod_security_rules(),
             ],
         },
     )
