@@ -145,19 +145,29 @@ def test_each_pod_sees_exactly_its_claimed_gpu(tmp_path: Path) -> None:
                     assert (
                         client.post("/api/v1/namespaces/default/pods", json=pod).status_code == 201
                     )
+                allocated = {name: _allocation(client, name) for name in names}
                 for name in names:
                     pod = _finished(client, name)
-                    claim = client.get(
-                        f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}"
-                    ).json()
                     log = client.get(f"/api/v1/namespaces/default/pods/{name}/log").text
                     print(f"{name} (fake /dev/nvidia1: {faked}): {log.strip()}")
                     assert pod["status"]["phase"] == "Succeeded", log
-                    _check_sees_only(json.loads(log.splitlines()[-1]), claim, server)
+                    _check_sees_only(json.loads(log.splitlines()[-1]), allocated[name])
 
 
-def _check_sees_only(seen: dict[str, Any], claim: dict[str, Any], server: ServerThread) -> None:
-    result = claim["status"]["allocation"]["devices"]["results"][0]
+def _allocation(client: httpx.Client, name: str) -> dict[str, Any]:
+    """The claim's allocated device, read while its pod runs (it is released after)."""
+    path = f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        allocation = (client.get(path).json().get("status") or {}).get("allocation")
+        if allocation:
+            result: dict[str, Any] = allocation["devices"]["results"][0]
+            return result
+        time.sleep(0.05)
+    raise AssertionError(f"claim {name} was not allocated")
+
+
+def _check_sees_only(seen: dict[str, Any], result: dict[str, Any]) -> None:
     minor = int(result["device"].removeprefix("gpu-"))
     uuid = next(u for u, g in DeviceNodes().gpus().items() if g.minor == minor)
     common = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}
