@@ -274,3 +274,33 @@ def test_a_tenant_cannot_change_the_recorded_twin() -> None:
             await _stop(api)
 
     asyncio.run(scenario())
+
+
+def test_a_pod_deleted_while_the_platform_is_down_releases_its_claim() -> None:
+    """The pod's delete event never comes: the claim's reservation is checked at start."""
+
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            data = Path(directory)
+            api = await _start(data)
+            await _prepare(api)
+            _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
+            _write(api, "legal-ai", "create", _pod("a"))
+            await _settle(api)
+            claims = by_kind("ResourceClaim").store
+            twin = names.host_name("a", "default")
+            held = api.store.get("host", claims, "tenant-legal-ai", twin)
+            assert held["status"]["reservedFor"]
+            await _stop(api)
+            down = Store(data / "state.db")
+            pod_twin = names.host_name("pod-a", "default")
+            down.delete("host", by_kind("Pod").store, "tenant-legal-ai", pod_twin)
+            down.close()
+            again = await _start(data)
+            await _settle(again)
+            released = again.store.get("host", claims, "tenant-legal-ai", twin)
+            assert "reservedFor" not in released["status"]
+            assert "allocation" not in released["status"]
+            await _stop(again)
+
+    asyncio.run(scenario())
