@@ -333,6 +333,33 @@ class TenantSync:
         annotations[names.HOST_UID_ANNOTATION] = twin["metadata"]["uid"]
         return ctx.update(kind, updated, MANAGER)
 
+    def pending_twins(self, cluster: str, namespace: str, creating: Obj) -> list[tuple[Any, Obj]]:
+        """The twins the sync has yet to create in a tenant's host namespace, for the host's
+        quota (``QuotaAdmission.pending``): a tenant object counts from the moment it is
+        admitted, so twenty racing creates cannot all pass the last unit of quota.
+        ``creating`` (a twin being created now) is not counted twice."""
+        tenant = names.tenant_of_namespace(namespace)
+        if cluster != HOST_CLUSTER or tenant is None or self.directory.get(tenant) is None:
+            return []
+        ctx = self.context(tenant)
+        creating_uid = (creating["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
+        pending = []
+        for kind in SYNCED.values():
+            for obj in ctx.list(kind):
+                metadata = obj["metadata"]
+                annotations = metadata.get("annotations") or {}
+                if metadata.get("deletionTimestamp") or names.HOST_UID_ANNOTATION in annotations:
+                    continue  # going, or its twin exists (or existed and it will follow)
+                if metadata.get("uid") == creating_uid:
+                    continue
+                try:
+                    twin_name = names.host_name(metadata["name"], metadata.get("namespace", ""))
+                except names.NameTooLong:
+                    continue
+                if self.host.peek(kind, namespace, twin_name) is None:
+                    pending.append((self.host.resource(kind), to_host(kind, obj, tenant)))
+        return pending
+
     def _create_twin(self, ctx: ControllerContext, tenant: str, kind: str, obj: Obj) -> Obj | None:
         metadata = obj["metadata"]
         if kind == "Pod":
