@@ -99,8 +99,8 @@ def double_allocations(snapshot: Snapshot) -> list[str]:
     problems = [f"{device} allocated to {who}" for device, who in holders.items() if len(who) > 1]
     capacity, consumes = _counters(snapshot.slices)
     used: dict[tuple[str, str, str, str], Quantity] = {}
-    for driver, pool, device in holders:
-        for counter_set, counters in consumes.get((driver, pool, device), {}).items():
+    for driver, pool, name in holders:
+        for counter_set, counters in consumes.get((driver, pool, name), {}).items():
             for counter, amount in counters.items():
                 key = (driver, pool, counter_set, counter)
                 used[key] = used[key].add(amount) if key in used else amount
@@ -148,11 +148,15 @@ def quota_excess(snapshot: Snapshot, world: Obj) -> list[str]:
     for tenant in world["tenants"]:
         hard = tenant.get("quota") or {}
         limit = int(hard.get("count/resourceclaims.resource.k8s.io", 10**9))
-        held = sum(1 for k in snapshot.objects if k[0] == tenant["name"] and k[1] == "ResourceClaim")
+        held = sum(
+            1 for k in snapshot.objects if k[0] == tenant["name"] and k[1] == "ResourceClaim"
+        )
         if held > limit:
             problems.append(f"{held} claims in tenant {tenant['name']} (quota {limit})")
         if tenant.get("gpuMemory"):
-            problems += _memory_excess(snapshot, tenant["name"], Quantity.parse(tenant["gpuMemory"]))
+            problems += _memory_excess(
+                snapshot, tenant["name"], Quantity.parse(tenant["gpuMemory"])
+            )
     return problems
 
 
@@ -180,9 +184,13 @@ def divergences(ledger: Ledger, snapshot: Snapshot, tenants: list[str]) -> list[
         problems += _twin_problems(snapshot, tenant)
     for key, record in ledger.records.items():
         found = snapshot.objects.get(key)
-        if record.state in ("followed", "deleted") and found is not None:
-            if found["metadata"]["uid"] == record.uid or key[0] == "host":
-                problems.append(f"{record.state} object still there: {key}")
+        gone = record.state in ("followed", "deleted")
+        if (
+            gone
+            and found is not None
+            and (found["metadata"]["uid"] == record.uid or key[0] == "host")
+        ):
+            problems.append(f"{record.state} object still there: {key}")
     deleted = {r.uid for k, r in ledger.records.items() if r.state == "deleted" and r.uid}
     allocated = snapshot.allocations()
     for uid, device in allocated:
@@ -202,13 +210,9 @@ def _twin_problems(snapshot: Snapshot, tenant: str) -> list[str]:
     problems = []
     host_namespace = names.host_namespace(tenant)
     for kind in ("ResourceClaim", "Pod"):
-        mine = {
-            k[2:]: o for k, o in snapshot.objects.items() if k[0] == tenant and k[1] == kind
-        }
+        mine = {k[2:]: o for k, o in snapshot.objects.items() if k[0] == tenant and k[1] == kind}
         twins = {
-            k[3]: o
-            for k, o in snapshot.objects.items()
-            if k[:3] == ("host", kind, host_namespace)
+            k[3]: o for k, o in snapshot.objects.items() if k[:3] == ("host", kind, host_namespace)
         }
         for (namespace, name), obj in mine.items():
             twin = twins.pop(names.host_name(name, namespace), None)

@@ -107,7 +107,10 @@ def _delete_twins_while_down(
     try:
         for tenant, _, namespace, name in rng.sample(synced, min(count, len(synced))):
             claim_key = (tenant, "ResourceClaim", namespace, name)
-            for kind, key in (("Pod", (tenant, "Pod", namespace, name)), ("ResourceClaim", claim_key)):
+            for kind, key in (
+                ("Pod", (tenant, "Pod", namespace, name)),
+                ("ResourceClaim", claim_key),
+            ):
                 resource = by_kind(kind).store
                 twin = names.host_name(name, namespace)
                 if store.peek("host", resource, names.host_namespace(tenant), twin) is None:
@@ -166,4 +169,3 @@ def _print_summary(figures: dict[str, Any], ledger: Ledger) -> None:
         f"0 double allocations; {len(ledger.server_errors)} 5xx; "
         f"slowest settle {figures['settle_max_s']:.1f}s"
     )
-

@@ -144,4 +144,3 @@ def _wait(condition: Any, timeout: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.2)
-
