@@ -17,10 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from allot.apiserver.admission import AdmissionDenied
 from allot.apiserver.app import ApiServer
 from allot.apiserver.handlers import WriteOptions
 from allot.apiserver.requests import Target
@@ -31,6 +33,7 @@ from allot.driver.publisher import device_classes, node_object
 from allot.driver.slices import node_slices
 from allot.platform import build
 from allot.statuses import RequestError
+from allot.store import Store
 from allot.store.errors import StoreError
 from allot.tenancy import names
 
@@ -213,6 +216,91 @@ def test_views_converge_after_interleavings_and_restart(steps: list[Any]) -> Non
             again = await _start(data)
             await _settle(again)
             _check_converged(again, owner)
+            await _stop(again)
+
+    asyncio.run(scenario())
+
+
+def test_a_twin_deleted_while_the_platform_is_down_is_followed_not_recreated() -> None:
+    """The twin's uid recorded on the tenant object survives the restart: a twin that is gone
+    deletes its tenant object; a tenant object that never had a twin gets one."""
+
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            data = Path(directory)
+            api = await _start(data)
+            await _prepare(api)
+            _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
+            await _settle(api)
+            claim = api.store.get("legal-ai", by_kind("ResourceClaim").store, "default", "a")
+            twin_name = names.host_name("a", "default")
+            twin = api.store.get(
+                "host", by_kind("ResourceClaim").store, "tenant-legal-ai", twin_name
+            )
+            annotations = claim["metadata"]["annotations"]
+            assert annotations[names.HOST_UID_ANNOTATION] == twin["metadata"]["uid"]
+            await _stop(api)
+            down = Store(data / "state.db")  # while down: the twin goes, "b" arrives unsynced
+            down.delete("host", by_kind("ResourceClaim").store, "tenant-legal-ai", twin_name)
+            down.create("legal-ai", by_kind("ResourceClaim").store, _claim("legal-ai", "b"))
+            down.close()
+            again = await _start(data)
+            await _settle(again)
+            tenant = ControllerContext("legal-ai", again.store, again.handlers, again.clock)
+            host = ControllerContext("host", again.store, again.handlers, again.clock)
+            assert [c["metadata"]["name"] for c in tenant.list("ResourceClaim")] == ["b"]
+            twins = host.list("ResourceClaim", "tenant-legal-ai")
+            assert [t["metadata"]["name"] for t in twins] == [names.host_name("b", "default")]
+            await _stop(again)
+
+    asyncio.run(scenario())
+
+
+def test_a_tenant_cannot_change_the_recorded_twin() -> None:
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            api = await _start(Path(directory))
+            await _prepare(api)
+            _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
+            await _settle(api)
+            claim = api.store.get("legal-ai", by_kind("ResourceClaim").store, "default", "a")
+            claim["metadata"]["annotations"][names.HOST_UID_ANNOTATION] = "forged"
+            resource = by_kind("ResourceClaim")
+            options = WriteOptions("test", "Strict", False, user="system:allot:legal-ai")
+            with pytest.raises(AdmissionDenied, match="prefix is reserved for the platform"):
+                api.handlers.update(
+                    "legal-ai", Target(resource, "default", "a", ""), claim, options
+                )
+            await _stop(api)
+
+    asyncio.run(scenario())
+
+
+def test_a_pod_deleted_while_the_platform_is_down_releases_its_claim() -> None:
+    """The pod's delete event never comes: the claim's reservation is checked at start."""
+
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            data = Path(directory)
+            api = await _start(data)
+            await _prepare(api)
+            _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
+            _write(api, "legal-ai", "create", _pod("a"))
+            await _settle(api)
+            claims = by_kind("ResourceClaim").store
+            twin = names.host_name("a", "default")
+            held = api.store.get("host", claims, "tenant-legal-ai", twin)
+            assert held["status"]["reservedFor"]
+            await _stop(api)
+            down = Store(data / "state.db")
+            pod_twin = names.host_name("pod-a", "default")
+            down.delete("host", by_kind("Pod").store, "tenant-legal-ai", pod_twin)
+            down.close()
+            again = await _start(data)
+            await _settle(again)
+            released = again.store.get("host", claims, "tenant-legal-ai", twin)
+            assert "reservedFor" not in released["status"]
+            assert "allocation" not in released["status"]
             await _stop(again)
 
     asyncio.run(scenario())

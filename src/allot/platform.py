@@ -74,6 +74,7 @@ def build(
     api.admission.hooks.insert(0, TenantGuard(api.handlers, directory))
     api.log_source = _tenant_logs(directory)
     sync = TenantSync(context, directory)
+    api.quota.pending = sync.pending_twins
     ops = Operations(api, context, directory, sync, alert_settings or AlertSettings())
     mount_dashboard(api, ops)
     scheduler = Scheduler(

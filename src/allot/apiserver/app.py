@@ -75,12 +75,13 @@ class ApiServer:
         self.clock = clock
         self.store = Store(data_dir / "state.db", clock=clock)
         self.tokens = Tokens(data_dir / "tokens.json")
+        self.quota = QuotaAdmission(self.store)  # the platform adds tenants' pending objects
         self.admission = AdmissionChain(
             namespace_labels=self._namespace_labels,
             hooks=[
                 *(hooks or []),
                 PolicyAdmission(self.store, audit=self._record_policy_audit),
-                QuotaAdmission(self.store),
+                self.quota,
             ],
         )
         self.admission.hooks.append(CatalogueWarnings(self.store, self.admission.compiler))

@@ -9,8 +9,11 @@ class among the alternatives, every class charged), under
 ``requests.<extendedResourceName>``; a Pod is charged ``pods`` while not terminal and its
 containers' extended-resource requests. Usage comes from specs, not allocations. A create
 that would take a namespace past a quota's ``hard`` is refused with the API server's text
-(``exceeded quota: q, requested: k=1, used: k=2, limited: k=2``). Used as an admission
-hook and by the quota status controller.
+(``exceeded quota: q, requested: k=1, used: k=2, limited: k=2``). ``QuotaAdmission.pending``
+adds objects already admitted elsewhere and on their way to a namespace (a tenant's
+claims before the sync has made their host twins), so concurrent creates cannot pass a
+quota between admission and sync. Used as an admission hook and by the quota status
+controller.
 """
 
 from __future__ import annotations
@@ -93,9 +96,15 @@ def pod_usage(pod: Obj) -> Usage:
 
 
 def namespace_usage(
-    store: Store, cluster: str, namespace: str, keys: Iterable[str], extended: dict[str, str]
+    store: Store,
+    cluster: str,
+    namespace: str,
+    keys: Iterable[str],
+    extended: dict[str, str],
+    pending: Iterable[tuple[ServedResource, Obj]] = (),
 ) -> Usage:
-    """The current usage of ``keys`` in a namespace, from the stored objects."""
+    """The current usage of ``keys`` in a namespace, from the stored objects and
+    ``pending`` ones (admitted, not stored here yet)."""
     wanted = set(keys)
     total: Usage = Counter()
     for resource in all_resources():
@@ -104,6 +113,8 @@ def namespace_usage(
         items, _ = store.list_objects(cluster, resource.store, namespace, shared=True)
         for item in items:
             total.update({k: v for k, v in usage(resource, item, extended).items() if k in wanted})
+    for resource, item in pending:
+        total.update({k: v for k, v in usage(resource, item, extended).items() if k in wanted})
     return total
 
 
@@ -135,6 +146,10 @@ class QuotaAdmission:
     def __init__(self, store: Store, on_denied: Callable[[str, str], None] | None = None) -> None:
         self.store = store
         self.on_denied = on_denied or (lambda cluster, namespace: None)
+        # (cluster, namespace, the object being created) -> objects on their way there
+        self.pending: Callable[[str, str, Obj], list[tuple[ServedResource, Obj]]] = (
+            lambda cluster, namespace, obj: []
+        )
 
     def admit(self, request: AdmissionRequest) -> list[str]:
         if request.operation is not Operation.CREATE or not request.resource.namespaced:
@@ -157,7 +172,9 @@ class QuotaAdmission:
         keys = [k for k in sorted(hard) if requested.get(k)]
         if not keys:
             return
-        used = namespace_usage(self.store, request.cluster, request.namespace, keys, ext)
+        assert request.object is not None
+        pending = self.pending(request.cluster, request.namespace, request.object.to_wire())
+        used = namespace_usage(self.store, request.cluster, request.namespace, keys, ext, pending)
         failed = [k for k in keys if Quantity.from_int(used[k] + requested[k]).compare(hard[k]) > 0]
         if not failed:
             return

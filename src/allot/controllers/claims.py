@@ -4,7 +4,9 @@ For each pod (upstream ``pkg/controller/resourceclaim``): every ``resourceClaimT
 entry gets a claim named ``<pod>-<claim>-<5 random chars>`` (the base truncated
 proportionally to 57 characters), owned by the pod, annotated with
 ``resource.kubernetes.io/pod-claim-name``, recorded in ``status.resourceClaimStatuses``.
-When a pod is gone or finished, its UID leaves the ``reservedFor`` of every claim it used;
+When a pod is gone or finished, its UID leaves the ``reservedFor`` of every claim it used
+(also when it went while the platform was down: every claim with reservations is checked
+against the pods that exist, at start and on each change);
 a claim nobody reserves any more is deallocated and loses the scheduler's finalizer, so a
 generated claim is then garbage-collected with its pod.
 """
@@ -46,7 +48,10 @@ class ClaimController:
             return []
         if event.resource == "resourceclaims.resource.k8s.io":
             self._remember(event.object, forget=event.type == "DELETED")
-            return []
+            if event.type == "DELETED" or not _reserved_pods(event.object):
+                return []
+            metadata = event.object["metadata"]
+            return [("claim", metadata.get("namespace", ""), metadata["name"])]
         if event.resource == "pods":
             metadata = event.object["metadata"]
             key = ("pod", metadata.get("namespace", ""), metadata["name"])
@@ -77,14 +82,23 @@ class ClaimController:
     def initial_keys(self) -> list[Hashable]:
         for claim in self.context.list("ResourceClaim"):
             self._remember(claim)
-        return [
+        pods: list[Hashable] = [
             ("pod", p["metadata"].get("namespace", ""), p["metadata"]["name"])
             for p in self.context.list("Pod")
         ]
+        claims: list[Hashable] = [
+            ("claim", c["metadata"].get("namespace", ""), c["metadata"]["name"])
+            for c in self.context.list("ResourceClaim")
+            if _reserved_pods(c)
+        ]
+        return pods + claims
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, tuple)
-        _, namespace, name = key
+        what, namespace, name = key
+        if what == "claim":
+            self._drop_stale_reservations(namespace, name)
+            return
         pod = self.context.get("Pod", namespace, name)
         if pod is None:
             last = self.gone.pop((namespace, name), None)
@@ -193,12 +207,26 @@ class ClaimController:
         for name in sorted(n for n in names if n):
             claim = self.context.get("ResourceClaim", namespace, name)
             if claim is not None:
-                self._unreserve(claim, uid)
+                self._unreserve(claim, {uid})
 
-    def _unreserve(self, claim: Obj, uid: str | None) -> None:
+    def _drop_stale_reservations(self, namespace: str, name: str) -> None:
+        """Reservations of pods that no longer exist (deleted while the platform was down,
+        or their delete event lost in a crash) go, as upstream's ``syncClaim`` drops them."""
+        claim = self.context.get("ResourceClaim", namespace, name)
+        if claim is None:
+            return
+        stale: set[str | None] = set()
+        for consumer in _reserved_pods(claim):
+            pod = self.context.peek("Pod", namespace, consumer.get("name", ""))
+            if pod is None or pod["metadata"].get("uid") != consumer.get("uid"):
+                stale.add(consumer.get("uid"))
+        if stale:
+            self._unreserve(claim, stale)
+
+    def _unreserve(self, claim: Obj, gone: set[str | None]) -> None:
         status = claim.get("status") or {}
         reserved = status.get("reservedFor") or []
-        remaining = [r for r in reserved if r.get("uid") != uid]
+        remaining = [r for r in reserved if r.get("uid") not in gone]
         if remaining != reserved:
             status["reservedFor"] = remaining or None
             if not remaining:
@@ -219,3 +247,9 @@ class ClaimController:
             if claim["metadata"]["finalizers"] is None:
                 del claim["metadata"]["finalizers"]
             self.context.update("ResourceClaim", claim, MANAGER)
+
+
+def _reserved_pods(claim: Obj) -> list[Obj]:
+    """The claim's ``reservedFor`` entries that are pods."""
+    reserved = (claim.get("status") or {}).get("reservedFor") or []
+    return [r for r in reserved if r.get("resource") == "pods"]

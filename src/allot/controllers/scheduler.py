@@ -35,7 +35,7 @@ from allot.allocator.requests import needs_in_use_devices
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
-from allot.api.quantity import Quantity
+from allot.api.quantity import Quantity, QuantityFormat
 from allot.apiserver.admission import AdmissionDenied
 from allot.controllers.context import ControllerContext
 from allot.simulation.runner import scheduler_message
@@ -491,7 +491,8 @@ class Scheduler:
 
 
 def _gib(value: int) -> str:
-    return str(Quantity.parse(f"{value}")) if value % (1 << 30) else f"{value >> 30}Gi"
+    """Bytes as Kubernetes writes memory (``40Gi``, ``101120Mi``), not a bare byte count."""
+    return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
 
 
 def _set_condition(

@@ -1,8 +1,9 @@
 """The admission plugin of tenant clusters: what a tenant may write in its own cluster.
 
 A tenant cannot write DeviceClasses or ResourceSlices (the catalogue and the inventory are
-the platform's; the sync mirrors them read-only), cannot create Tenants, and cannot set
-``allot.dev/`` labels or annotations (those mark host twins). A claim, template or pod is
+the platform's; the sync mirrors them read-only), cannot create Tenants, and cannot set or
+change ``allot.dev/`` labels or annotations (those mark host twins, and the sync's record
+of a tenant object's twin). A claim, template or pod is
 checked against the host before it is accepted: its host twin is created in dry-run, so
 entitlement policies and quotas refuse it *in the tenant's own request*, with the host's
 message, instead of leaving an unsynced object behind as vCluster does. Names whose host
@@ -62,11 +63,11 @@ class TenantGuard:
     @staticmethod
     def _check_metadata(request: AdmissionRequest) -> None:
         assert request.object is not None
-        wire = request.object.to_wire()
-        reserved = names.reserved_keys(wire.get("metadata") or {})
-        if request.old_object is not None:
-            old = names.reserved_keys(request.old_object.to_wire().get("metadata") or {})
-            reserved = [key for key in reserved if key not in old]
+        metadata = request.object.to_wire().get("metadata") or {}
+        reserved = names.reserved_keys(metadata)
+        if request.old_object is not None:  # kept unchanged (or removed) is fine
+            old = request.old_object.to_wire().get("metadata") or {}
+            reserved = [key for key in reserved if _value(metadata, key) != _value(old, key)]
         if reserved:
             raise AdmissionDenied(
                 request.resource,
@@ -103,3 +104,10 @@ class TenantGuard:
             raise AdmissionDenied(
                 request.resource, request.name, f"the host refuses it: {details}"
             ) from None
+
+
+def _value(metadata: dict[str, Any], key: str) -> object:
+    """The value of ``metadata.labels[k]`` or ``metadata.annotations[k]``, as
+    ``names.reserved_keys`` names it; None if absent."""
+    field, _, rest = key.partition("[")
+    return (metadata.get(field.removeprefix("metadata.")) or {}).get(rest.rstrip("]"))

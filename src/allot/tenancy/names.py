@@ -23,6 +23,7 @@ TENANT_NAMESPACE_LABEL = "allot.dev/tenant-namespace"
 NAME_ANNOTATION = "allot.dev/tenant-name"
 UID_ANNOTATION = "allot.dev/tenant-uid"
 HOST_NAME_ANNOTATION = "allot.dev/host-name"
+HOST_UID_ANNOTATION = "allot.dev/host-uid"  # on a tenant object: the uid of its host twin
 PLATFORM_NAMESPACE = "allot-system"
 MAX_HOST_NAME = 253
 

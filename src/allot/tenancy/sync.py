@@ -7,7 +7,9 @@ match, so tenants can write selectors against real attribute names (vCluster sho
 host Events about synced objects are recorded on the tenant's objects.
 
 Tenant to host: ResourceClaims, ResourceClaimTemplates and Pods get host twins (see
-:mod:`allot.tenancy.translate`); deletes flow both ways; claim and pod status flow back,
+:mod:`allot.tenancy.translate`); deletes flow both ways (the twin's uid is recorded on the
+tenant object as ``allot.dev/host-uid``, so a twin deleted while the platform was down is
+followed after a restart); claim and pod status flow back,
 with ``nodeName`` bound through the tenant's ``binding`` subresource. A pod whose claims or
 templates do not exist in the tenant yet is held (Event ``SyncWaiting``) rather than
 synced to reference nothing. Every reconcile compares desired and actual state, so a
@@ -61,7 +63,6 @@ class TenantSync:
         self.errors: dict[tuple[str, str, str, str], str] = {}
         # (tenant, slice) -> what the mirrored slice was computed from, to skip recomputing
         self._slice_inputs: dict[tuple[str, str], tuple[object, ...]] = {}
-        self._host_deleted: dict[tuple[str, str, str, str], str] = {}
 
     def context(self, tenant: str) -> ControllerContext:
         return ControllerContext(tenant, self.host.store, self.host.handlers, self.host.clock)
@@ -107,9 +108,6 @@ class TenantSync:
         origin = tenant_object_name(event.object) if kind else None
         if kind is None or origin is None:
             return []
-        if event.type == "DELETED":
-            uid = (event.object["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
-            self._host_deleted[(tenant, kind, *origin)] = uid or ""
         return [("up", tenant, kind, *origin)]
 
     def initial_keys(self) -> list[Hashable]:
@@ -292,6 +290,9 @@ class TenantSync:
 
     # ------------------------------------------------------ tenant -> host
     def sync_object(self, tenant: str, kind: str, namespace: str, name: str) -> None:
+        """One tenant object and its twin. "Never synced" and "synced, then deleted on the
+        host" are told apart by the twin's uid recorded on the tenant object (persistent,
+        so a twin deleted while the platform was down is followed, not recreated)."""
         ctx = self.context(tenant)
         obj = ctx.peek(kind, namespace, name)
         host_ns = names.host_namespace(tenant)
@@ -300,15 +301,15 @@ class TenantSync:
         except names.NameTooLong:
             return
         twin = self.host.peek(kind, host_ns, twin_name)
-        deleted_uid = self._host_deleted.pop((tenant, kind, namespace, name), None)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             self._held.discard((tenant, namespace, name))
             self.errors.pop((tenant, kind, namespace, name), None)
             if twin is not None and _twin_of(twin, obj):
                 self.host.delete(kind, host_ns, twin_name)
             return
-        if twin is None and deleted_uid is not None and deleted_uid == obj["metadata"].get("uid"):
-            ctx.delete(kind, namespace, name)  # deleted on the host: follow
+        recorded = (obj["metadata"].get("annotations") or {}).get(names.HOST_UID_ANNOTATION)
+        if recorded and (twin is None or twin["metadata"].get("uid") != recorded):
+            ctx.delete(kind, namespace, name)  # its twin was deleted on the host: follow
             return
         if twin is None:
             twin = self._create_twin(ctx, tenant, kind, obj)
@@ -319,7 +320,45 @@ class TenantSync:
             return
         else:
             self._update_twin(kind, obj, twin, tenant)
+        if recorded != twin["metadata"].get("uid"):
+            obj = self._record_twin(ctx, kind, obj, twin)
         self._status_back(ctx, kind, obj, twin)
+
+    @staticmethod
+    def _record_twin(ctx: ControllerContext, kind: str, obj: Obj, twin: Obj) -> Obj:
+        """Write the twin's uid on the tenant object (after the twin exists: a crash in
+        between leaves a twin without record, which the next sync records)."""
+        updated = clone_document(obj)
+        annotations = updated["metadata"].setdefault("annotations", {})
+        annotations[names.HOST_UID_ANNOTATION] = twin["metadata"]["uid"]
+        return ctx.update(kind, updated, MANAGER)
+
+    def pending_twins(self, cluster: str, namespace: str, creating: Obj) -> list[tuple[Any, Obj]]:
+        """The twins the sync has yet to create in a tenant's host namespace, for the host's
+        quota (``QuotaAdmission.pending``): a tenant object counts from the moment it is
+        admitted, so twenty racing creates cannot all pass the last unit of quota.
+        ``creating`` (a twin being created now) is not counted twice."""
+        tenant = names.tenant_of_namespace(namespace)
+        if cluster != HOST_CLUSTER or tenant is None or self.directory.get(tenant) is None:
+            return []
+        ctx = self.context(tenant)
+        creating_uid = (creating["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
+        pending = []
+        for kind in SYNCED.values():
+            for obj in ctx.list(kind):
+                metadata = obj["metadata"]
+                annotations = metadata.get("annotations") or {}
+                if metadata.get("deletionTimestamp") or names.HOST_UID_ANNOTATION in annotations:
+                    continue  # going, or its twin exists (or existed and it will follow)
+                if metadata.get("uid") == creating_uid:
+                    continue
+                try:
+                    twin_name = names.host_name(metadata["name"], metadata.get("namespace", ""))
+                except names.NameTooLong:
+                    continue
+                if self.host.peek(kind, namespace, twin_name) is None:
+                    pending.append((self.host.resource(kind), to_host(kind, obj, tenant)))
+        return pending
 
     def _create_twin(self, ctx: ControllerContext, tenant: str, kind: str, obj: Obj) -> Obj | None:
         metadata = obj["metadata"]
