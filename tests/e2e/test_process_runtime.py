@@ -131,8 +131,7 @@ def test_deleting_the_pod_kills_its_process(platform: Cluster) -> None:
 
 
 def test_nvidia_smi_lists_the_claimed_mig_device(platform: Cluster) -> None:
-    if shutil.which("nvidia-smi"):
-        pytest.skip("this machine has a real nvidia-smi; the shim is only for simulated GPUs")
+    """Simulated devices keep their shim, also where the machine has a real nvidia-smi."""
     platform.apply(_pod("smi", ["nvidia-smi", "-L"]))
     _wait_phase(platform, "smi", "Succeeded")
     lines = platform.kubectl("logs", "smi").stdout.splitlines()
@@ -277,3 +276,21 @@ def test_config_the_driver_refuses_is_a_prepare_event(platform: Cluster) -> None
         time.sleep(0.1)
     assert expected in messages
     assert platform.get_json("pod", "mps-user")["status"]["phase"] == "Pending"
+
+
+def test_memory_limit_stops_a_container_that_exceeds_it(platform: Cluster) -> None:
+    """``limits.memory`` holds: cgroup v2 ``memory.max`` (the kernel's OOM kill, 137) where
+    writable, else the address-space rlimit (Python's MemoryError); within it, work fits."""
+    script = (
+        "import sys; small = bytearray(16 * 2**20); print('16Mi fits', flush=True); "
+        "big = bytearray(1024 * 2**20); big[::4096] = b'x' * len(big[::4096]); print('1Gi fits')"
+    )
+    pod = _pod("greedy", [sys.executable, "-c", script], claim=False)
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"memory": "256Mi"}}
+    platform.apply(pod)
+    _wait_phase(platform, "greedy", "Failed")
+    log = platform.kubectl("logs", "greedy").stdout
+    code = platform.get_json("pod", "greedy")["status"]["containerStatuses"][0]["state"]
+    assert log.startswith("16Mi fits\n")
+    assert "1Gi fits" not in log
+    assert code["terminated"]["exitCode"] == 137 or "MemoryError" in log

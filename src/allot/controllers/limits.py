@@ -2,7 +2,7 @@
 
 Where this machine has a writable cgroup v2 hierarchy with the ``memory`` and ``cpu``
 controllers (allot running as root on a systemd or container host), each container runs in
-its own cgroup under ``/sys/fs/cgroup/allot.<pid>/``: ``memory.max`` from
+its own cgroup under ``/sys/fs/cgroup/allot.<pid>.<n>/``: ``memory.max`` from
 ``limits.memory`` and ``cpu.max`` from ``limits.cpu`` (a quota per 100 ms period), as the
 kubelet sets them; stopping a container kills its whole cgroup. Elsewhere (cgroup v1, no
 permission) memory falls back to an address-space rlimit (``RLIMIT_AS``, which CUDA
@@ -14,6 +14,7 @@ Used by ``allot.controllers.runtimes``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import resource
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from allot.api.quantity import Quantity
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CPU_PERIOD_MICROS = 100_000
+_instances = itertools.count(1)  # several platforms in one process (tests) each own a base
 Obj = dict[str, Any]
 
 
@@ -59,13 +61,7 @@ class ContainerLimits:
             (group / "memory.max").write_text(str(memory) if memory else "max")
             quota = f"{cpu * CPU_PERIOD_MICROS // 1000} " if cpu else "max "
             (group / "cpu.max").write_text(f"{quota}{CPU_PERIOD_MICROS}")
-            procs = str(group / "cgroup.procs")
-
-            def join_group() -> None:
-                with open(procs, "w") as handle:
-                    handle.write(str(os.getpid()))
-
-            return join_group
+            return _joiner(str(group / "cgroup.procs"))
         if memory is None:
             return None
 
@@ -86,14 +82,22 @@ class ContainerLimits:
                 (self.base / name).rmdir()
 
     def close(self) -> None:
-        if self.base is not None:
-            for group in self.base.iterdir():
-                if group.is_dir():
-                    with contextlib.suppress(OSError):
-                        (group / "cgroup.kill").write_text("1")
-                        group.rmdir()
-            with contextlib.suppress(OSError):
-                self.base.rmdir()
+        """Kill what is left in the containers' groups and remove them."""
+        if self.base is None:
+            return
+        with contextlib.suppress(OSError):
+            for group in [p for p in self.base.iterdir() if p.is_dir()]:
+                self.kill(group.name)
+                self.release(group.name)
+            self.base.rmdir()
+
+
+def _joiner(procs: str) -> Callable[[], None]:
+    def join_group() -> None:  # in the child, before exec
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
+
+    return join_group
 
 
 def _cgroup_base(root: Path) -> Path | None:
@@ -105,7 +109,7 @@ def _cgroup_base(root: Path) -> Path | None:
         enabled = set((root / "cgroup.subtree_control").read_text().split())
         if not {"memory", "cpu"} <= enabled:
             (root / "cgroup.subtree_control").write_text("+memory +cpu")
-        base = root / f"allot.{os.getpid()}"
+        base = root / f"allot.{os.getpid()}.{next(_instances)}"
         base.mkdir(exist_ok=True)
         (base / "cgroup.subtree_control").write_text("+memory +cpu")
     except OSError:
