@@ -26,3 +26,25 @@ def test_unknown_runtime_and_placement_are_usage_errors(
             main(["up", "--data-dir", str(tmp_path), option, value])
         assert exited.value.code == 2
         assert f"argument {option}: invalid choice: '{value}'" in capsys.readouterr().err
+
+
+def test_process_runtime_without_bubblewrap_is_refused_with_the_package_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bwrap on it
+    code = main(["up", "--data-dir", str(tmp_path / "data"), "--runtime", "process"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: the process runtime runs every container in a bubblewrap")
+    assert "apt-get install bubblewrap" in err
+    assert "--unsandboxed" in err
+    assert not (tmp_path / "data").exists()
+
+
+def test_unsandboxed_is_for_the_process_runtime_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["up", "--data-dir", str(tmp_path), "--unsandboxed"])
+    assert code == 2
+    assert capsys.readouterr().err == "error: --unsandboxed applies to --runtime process only\n"
+    assert list(tmp_path.iterdir()) == []

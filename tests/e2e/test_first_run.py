@@ -9,6 +9,7 @@ taken, ``--port 0``, the data-directory rule, a fleet asking for local GPUs with
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -300,3 +301,10 @@ def test_secrets_at_rest_are_the_owners_alone(tmp_path: Path) -> None:
     assert {"host.yaml", "tokens.json", "server.key", "state.db"} <= names
     loose = {str(p.relative_to(data_dir)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
     assert {path: mode for path, mode in loose.items() if mode != "0o600"} == {}
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_the_banner_says_how_pods_are_confined(tmp_path: Path) -> None:
+    with allot_up(tmp_path / "data", "--runtime", "process") as started:
+        assert "pods run sandboxed (bubblewrap); " in started.banner
+        assert "limits: " in started.banner

@@ -160,7 +160,6 @@ def run_up(args: argparse.Namespace) -> int:
     from allot.apiserver.server import Endpoint, check_loopback, serve
     from allot.platform import build as build_platform
 
-    os.umask(0o077)  # every file of the data directory is the owner's alone (0600)
     try:
         gates = _gates(args.driver_feature_gates)  # before anything is written
         settings = AlertSettings(
@@ -207,6 +206,7 @@ def run_up(args: argparse.Namespace) -> int:
             sandboxed=not args.unsandboxed,
         )
 
+    umask = os.umask(0o077)  # every file of the data directory is the owner's alone (0600)
     try:
         serve(args.data_dir, args.host, args.port, announce, publish, build=build)
     except KeyboardInterrupt:
@@ -220,6 +220,8 @@ def run_up(args: argparse.Namespace) -> int:
         hint = hint if err.errno == errno.EADDRINUSE else ""
         print(f"error: cannot serve on {args.host}:{args.port}: {reason}{hint}", file=sys.stderr)
         return 1
+    finally:
+        os.umask(umask)
     print("allot API server stopped", flush=True)
     return 0
 
