@@ -1,0 +1,86 @@
+"""The entitlement policy's pod rules, evaluated without HTTP (the refused entries of
+tests/scenarios/sandbox.yaml, which the end-to-end suite sends through kubectl): each pod
+that would open its sandbox is denied with exactly the policy's text, a plain pod and a
+non-root ``runAsUser`` pass, and pods outside tenant namespaces are not matched."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from allot.apiserver.admission import AdmissionDenied
+from allot.apiserver.app import ApiServer
+from allot.apiserver.handlers import WriteOptions
+from allot.apiserver.requests import Target
+from allot.apiserver.resources import by_kind
+from allot.statuses import to_status
+from allot.tenancy import entitlement
+from allot.tenancy.names import PLATFORM_NAMESPACE
+
+SCENARIOS = yaml.safe_load((Path(__file__).parent / "scenarios" / "sandbox.yaml").read_text())
+REFUSED = [s for s in SCENARIOS if "refused" in s]
+OPTIONS = WriteOptions(
+    field_manager="test", field_validation="Strict", dry_run=False, user="system:allot:host"
+)
+PREFIX = (
+    "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'allot-tenant-pods' with binding "
+    "'allot-tenant-pods.legal-ai' denied request: "
+)
+
+
+def _create(api: ApiServer, obj: dict[str, Any]) -> Any:
+    resource = by_kind(obj["kind"])
+    namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+    return api.handlers.create("host", Target(resource, namespace, None, ""), obj, OPTIONS)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> ApiServer:
+    server = ApiServer(tmp_path)
+    _create(server, entitlement.namespace("legal-ai"))
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}}
+    _create(server, ns)
+    _create(server, entitlement.params("legal-ai", ["gpu-whole"], []))
+    _create(server, entitlement.pods_policy())
+    _create(server, entitlement.binding("legal-ai", entitlement.PODS_POLICY))
+    return server
+
+
+def _pod(namespace: str, spec: Any = None, container: Any = None) -> dict[str, Any]:
+    main = {"name": "main", "image": "busybox", "command": ["true"], **(container or {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": namespace},
+        "spec": {"containers": [main], **(spec or {})},
+    }
+
+
+@pytest.mark.parametrize("scenario", REFUSED, ids=[s["name"] for s in REFUSED])
+def test_a_pod_that_opens_the_sandbox_is_denied(api: ApiServer, scenario: dict[str, Any]) -> None:
+    fields = scenario["refused"]
+    pod = _pod("tenant-legal-ai", fields.get("spec"), fields.get("container"))
+    with pytest.raises(AdmissionDenied) as denied:
+        _create(api, pod)
+    status = to_status(denied.value)
+    assert status.code == 403
+    assert status.reason == "Forbidden"
+    pattern = re.escape(PREFIX) + scenario["error"] + r".* \(tenant legal-ai\)"
+    assert re.fullmatch(pattern, status.message or ""), status.message
+
+
+def test_plain_and_non_root_pods_pass(api: ApiServer) -> None:
+    _create(api, _pod("tenant-legal-ai"))
+    non_root = _pod("tenant-legal-ai", container={"securityContext": {"runAsUser": 1000}})
+    non_root["metadata"]["name"] = "q"
+    _create(api, non_root)
+
+
+def test_the_platform_namespaces_are_not_matched(api: ApiServer) -> None:
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}}
+    _create(api, ns)
+    _create(api, _pod("ops", {"hostNetwork": True, "securityContext": {"runAsUser": 0}}))
