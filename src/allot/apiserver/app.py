@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -149,6 +150,7 @@ class ApiServer:
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         return Starlette(
             lifespan=self._lifespan,
+            exception_handlers={HTTPException: self._unrouted},
             routes=[
                 Route("/healthz", self._health),
                 Route("/readyz", self._health),
@@ -174,6 +176,13 @@ class ApiServer:
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")
+
+    async def _unrouted(self, request: Request, err: Exception) -> Response:
+        """Starlette's own refusals (a path no route matches, such as one with a newline in
+        it, or a method a route does not take) answered as a Status, not as plain text."""
+        if isinstance(err, HTTPException) and err.status_code == 405:
+            return _status_response(MethodNotAllowed(request.method))
+        return _status_response(NotFoundPath())
 
     async def _outside(self, request: Request) -> Response:
         return _status_response(NotFoundPath())
