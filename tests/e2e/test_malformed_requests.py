@@ -72,12 +72,15 @@ def scenario_body(case: dict[str, Any]) -> bytes | None:
     """``body`` (text or ``!!binary``), ``nestedArrays: N`` (N ``[`` then N ``]``) or
     ``padding: N`` (a JSON object with an N-byte string)."""
     if "nestedArrays" in case:
-        depth = case["nestedArrays"]
+        depth = int(case["nestedArrays"])
         return b"[" * depth + b"]" * depth
     if "padding" in case:
-        return b'{"metadata": {"name": "big"}, "data": {"a": "' + b"x" * case["padding"] + b'"}}'
+        padding = b"x" * int(case["padding"])
+        return b'{"metadata": {"name": "big"}, "data": {"a": "' + padding + b'"}}'
     body = case.get("body")
-    return body.encode() if isinstance(body, str) else body
+    if isinstance(body, str):
+        return body.encode()
+    return bytes(body) if body is not None else None
 
 
 def test_a_server_bug_is_logged_with_its_traceback_and_answered_as_a_status(

@@ -47,6 +47,8 @@ from tests.e2e.tenancy import Tenancy
 from tests.e2e.test_malformed_requests import send_scenario
 
 pytestmark = pytest.mark.slow
+Operation = APIOperation[Any, Any, Any, Any]
+FuzzCase = Case[Any]
 REQUEST_TIMEOUT = 10.0
 TENANT = "fuzz-team"
 SCENARIOS = Path(__file__).parents[1] / "scenarios" / "malformed-requests.yaml"
@@ -163,7 +165,7 @@ def fuzz(target: Target) -> None:
     assert not [code for code in target.statuses if code >= 500]
 
 
-def modes(operation: APIOperation) -> list[GenerationMode]:
+def modes(operation: Operation) -> list[GenerationMode]:
     """Negative cases need something to break: a query parameter or a body."""
     breakable = bool(operation.query) or bool(operation.body)
     return (
@@ -174,7 +176,7 @@ def modes(operation: APIOperation) -> list[GenerationMode]:
 
 
 def run_operation(
-    target: Target, http: httpx.Client, operation: APIOperation, mode: GenerationMode
+    target: Target, http: httpx.Client, operation: Operation, mode: GenerationMode
 ) -> None:
     @seed(target.seed)
     @settings(
@@ -186,13 +188,13 @@ def run_operation(
         suppress_health_check=list(HealthCheck),
     )
     @given(case=operation.as_strategy(generation_mode=mode))
-    def one(case: Case) -> None:
+    def one(case: FuzzCase) -> None:
         check_case(target, http, operation, case)
 
     one()
 
 
-def check_case(target: Target, http: httpx.Client, operation: APIOperation, case: Case) -> None:
+def check_case(target: Target, http: httpx.Client, operation: Operation, case: FuzzCase) -> None:
     bound_watch(case)
     collection = collection_path(operation, case)
     writes = operation.method.upper() != "GET"
@@ -223,7 +225,7 @@ def check_case(target: Target, http: httpx.Client, operation: APIOperation, case
         target.failures.append(f"{describe(case)}: refused with {code} but the store moved")
 
 
-def bound_watch(case: Case) -> None:
+def bound_watch(case: FuzzCase) -> None:
     """A watch streams until its timeout: give valid ones one second, leave broken ones."""
     query = case.query
     if not isinstance(query, dict) or str(query.get("watch", "")).lower() not in ("true", "1"):
@@ -233,7 +235,7 @@ def bound_watch(case: Case) -> None:
         query["timeoutSeconds"] = "1"
 
 
-def collection_path(operation: APIOperation, case: Case) -> str:
+def collection_path(operation: Operation, case: FuzzCase) -> str:
     """The targeted kind across all namespaces: ``/api/v1/configmaps`` for
     ``/api/v1/namespaces/{namespace}/configmaps/{name}/status``."""
     parts = operation.path.strip("/").split("/")
@@ -282,7 +284,7 @@ def _json(content: bytes) -> Any:
         return content[:200]
 
 
-def describe(case: Case) -> str:
+def describe(case: FuzzCase) -> str:
     return (
         f"{case.method} {case.formatted_path} query={case.query!r:.200} "
         f"type={case.media_type} body={case.body!r:.300}"
