@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from allot.api.errors import ApiError
-from allot.apiserver import discovery, openapi, protobuf, queries, selectors, tables
+from allot.apiserver import bodies, discovery, openapi, protobuf, queries, selectors, tables
 from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
 from allot.apiserver.classwarnings import CatalogueWarnings
 from allot.apiserver.crds import CustomResources
@@ -151,6 +152,7 @@ class ApiServer:
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         return Starlette(
             lifespan=self._lifespan,
+            exception_handlers={HTTPException: self._unrouted},
             routes=[
                 Route("/healthz", self._health),
                 Route("/readyz", self._health),
@@ -176,6 +178,13 @@ class ApiServer:
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")
+
+    async def _unrouted(self, request: Request, err: Exception) -> Response:
+        """Starlette's own refusals (a path no route matches, such as one with a newline in
+        it, or a method a route does not take) answered as a Status, not as plain text."""
+        if isinstance(err, HTTPException) and err.status_code == 405:
+            return _status_response(MethodNotAllowed(request.method))
+        return _status_response(NotFoundPath())
 
     async def _outside(self, request: Request) -> Response:
         return _status_response(NotFoundPath())
@@ -486,7 +495,7 @@ class ApiServer:
             )
         text = path.read_text(errors="replace")
         tail = request.query_params.get("tailLines")
-        if tail is not None and tail.isdigit():
+        if tail is not None and queries.is_count(tail):
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(tail) :]) if int(tail) else ""
         return PlainTextResponse(text)
@@ -494,7 +503,7 @@ class ApiServer:
     # ---------------------------------------------------------------- plumbing
     async def _raw_body(self, request: Request) -> bytes:
         length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        if length is not None and queries.is_count(length) and int(length) > MAX_BODY_BYTES:
             raise RequestTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
         body = b""
         async for chunk in request.stream():
@@ -521,13 +530,7 @@ class ApiServer:
                 "include: application/json, application/yaml, "
                 "application/vnd.kubernetes.protobuf"
             )
-        try:
-            body = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise BadRequest(
-                f"the body of the request was not valid JSON: {err.msg} at line "
-                f"{err.lineno} column {err.colno}"
-            ) from None
+        body = bodies.decode_json(raw)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
         return body
@@ -574,11 +577,10 @@ def _paginate(items: list[Obj], query: Any) -> tuple[list[Obj], str]:
     start = 0
     token = query.get("continue")
     if token:
-        try:
-            start = int(token)
-        except ValueError:
-            raise BadRequest("continue key is not valid: illegal base64 data") from None
-    if not limit_text or not limit_text.isdigit() or int(limit_text) <= 0:
+        if not queries.is_count(token):
+            raise BadRequest("continue key is not valid: illegal base64 data")
+        start = int(token)
+    if not limit_text or not queries.is_count(limit_text) or int(limit_text) <= 0:
         return items[start:], ""
     end = start + int(limit_text)
     return items[start:end], str(end) if end < len(items) else ""

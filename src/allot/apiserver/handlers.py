@@ -10,14 +10,11 @@ write changes nothing. Called by :mod:`allot.apiserver.app`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from allot.apiserver import patching
+from allot.apiserver import bodies, patching
 from allot.apiserver.admission import (
     CONTROLLER_USER,
     AdmissionChain,
@@ -138,7 +135,7 @@ class Handlers:
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {', '.join(PATCH_TYPES[:4])}"
             )
-        patch = _parse_patch_body(raw)
+        patch = bodies.decode_patch(raw)
         try:
             current = self._current(cluster, target)
         except NotFound:
@@ -151,9 +148,12 @@ class Handlers:
         patched = self._apply_patch(patch_type, current_typed, patch)
         if not isinstance(patched, dict):
             raise BadRequest("the patched object is not an object")
-        patched.setdefault("metadata", {})["resourceVersion"] = (patched.get("metadata") or {}).get(
-            "resourceVersion"
-        ) or current["metadata"]["resourceVersion"]
+        bodies.check_nesting(patched)
+        metadata = patched.setdefault("metadata", {})
+        if isinstance(metadata, dict):  # otherwise refused with the decoder's text below
+            metadata["resourceVersion"] = (
+                metadata.get("resourceVersion") or current["metadata"]["resourceVersion"]
+            )
         operation = "Apply" if patch_type == "application/apply-patch+yaml" else "Update"
         return self._replace(cluster, target, current, patched, options, operation)
 
@@ -195,10 +195,15 @@ class Handlers:
     def bind(self, cluster: str, target: Target, body: Obj) -> None:
         """``POST pods/<name>/binding``: set ``spec.nodeName`` and ``PodScheduled=True`` in
         one write, as the API server's pod binding storage does for kube-scheduler."""
-        node = ((body.get("target") or {}) if isinstance(body, dict) else {}).get("name")
+        node = _binding_field(body, "target", dict, "v1.ObjectReference").get("name")
+        if node is not None and not isinstance(node, str):
+            raise BadRequest(
+                f"json: cannot unmarshal {go_json_type(node)} into Go struct field "
+                "Binding.target.name of type string"
+            )
         if body.get("kind") != "Binding" or not node:
             raise BadRequest("a Binding with target.name (the node) is required")
-        bound_name = (body.get("metadata") or {}).get("name")
+        bound_name = _binding_field(body, "metadata", dict, "v1.ObjectMeta").get("name")
         if bound_name and bound_name != target.name:
             raise BadRequest(
                 f"the name of the object ({bound_name}) does not match the name on the URL "
@@ -379,11 +384,14 @@ class Handlers:
         obj["metadata"]["managedFields"] = entries
 
 
-def _parse_patch_body(raw: bytes) -> Any:
-    try:
-        return json.loads(raw or b"{}")
-    except json.JSONDecodeError:
-        try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as err:
-            raise BadRequest(f"error decoding patch: {err}") from None
+def _binding_field(body: Obj, name: str, expected: type, go_type: str) -> Any:
+    """A Binding's object field, or ``{}`` when absent; Go's decoding error when mistyped."""
+    value = body.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, expected):
+        raise BadRequest(
+            f"json: cannot unmarshal {go_json_type(value)} into Go struct field "
+            f"Binding.{name} of type {go_type}"
+        )
+    return value

@@ -115,44 +115,169 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
+META = "io.k8s.apimachinery.pkg.apis.meta.v1"
+# Request bodies that are not stored kinds, as upstream names them (shapes, not every field).
+_REQUEST_SCHEMAS: dict[str, Any] = {
+    f"{META}.Patch": {
+        "type": "object",
+        "description": "Patch is provided to give a concrete name and type to the patch body.",
+    },
+    f"{META}.DeleteOptions": {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "dryRun": {"type": "array", "items": {"type": "string"}},
+            "gracePeriodSeconds": {"type": "integer", "format": "int64"},
+            "orphanDependents": {"type": "boolean"},
+            "preconditions": {
+                "type": "object",
+                "properties": {"resourceVersion": {"type": "string"}, "uid": {"type": "string"}},
+            },
+            "propagationPolicy": {"type": "string"},
+        },
+    },
+    "io.k8s.api.core.v1.Binding": {
+        "type": "object",
+        "required": ["target"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"$ref": f"#/components/schemas/{META}.ObjectMeta"},
+            "target": {"$ref": "#/components/schemas/io.k8s.api.core.v1.ObjectReference"},
+        },
+    },
+}
+_PATCH_TYPES = (
+    "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
+_LIST_QUERY = (
+    ("allowWatchBookmarks", "boolean"),
+    ("continue", "string"),
+    ("fieldSelector", "string"),
+    ("labelSelector", "string"),
+    ("limit", "integer"),
+    ("resourceVersion", "string"),
+    ("resourceVersionMatch", "string"),
+    ("sendInitialEvents", "boolean"),
+    ("timeoutSeconds", "integer"),
+    ("watch", "boolean"),
+)
+_WRITE_QUERY = (("dryRun", "string"), ("fieldManager", "string"), ("fieldValidation", "string"))
+_DELETE_QUERY = (
+    ("dryRun", "string"),
+    ("gracePeriodSeconds", "integer"),
+    ("orphanDependents", "boolean"),
+    ("propagationPolicy", "string"),
+)
+_LOG_QUERY = (
+    ("container", "string"),
+    ("follow", "boolean"),
+    ("limitBytes", "integer"),
+    ("previous", "boolean"),
+    ("tailLines", "integer"),
+    ("timestamps", "boolean"),
+)
+
+
+def _query(names: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "in": "query", "schema": {"type": kind, "uniqueItems": True}}
+        for name, kind in names
+    ]
+
+
+def _path_parameter(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _body(schema_name: str, media_types: Sequence[str] = ("*/*",)) -> dict[str, Any]:
+    reference = {"$ref": f"#/components/schemas/{schema_name}"}
+    return {"required": True, "content": {m: {"schema": reference} for m in media_types}}
+
+
 def _operations(resource: resources.ServedResource) -> dict[str, Any]:
+    """Upstream's paths for one kind: collection, item and subresources, with parameters
+    and request bodies (kubectl reads the PATCH ``fieldValidation`` parameter; the fuzz
+    suite drives every operation from them)."""
     prefix = f"/apis/{resource.group}/{resource.version}" if resource.group else "/api/v1"
     scope = "/namespaces/{namespace}" if resource.namespaced else ""
+    collection = f"{prefix}{scope}/{resource.plural}"
+    item = f"{collection}/{{name}}"
+    scope_parameters = [_path_parameter("namespace")] if resource.namespaced else []
+    kind = _schema_name(resource.info.model)
+    operation = _operation_builder(resource)
+    paths: dict[str, Any] = {
+        collection: {
+            "parameters": scope_parameters,
+            "get": operation("list", _query(_LIST_QUERY)),
+            "post": operation("post", _query(_WRITE_QUERY), _body(kind)),
+            "delete": operation(
+                "deletecollection",
+                _query(_LIST_QUERY[:7] + _DELETE_QUERY),
+                _body(f"{META}.DeleteOptions"),
+            ),
+        },
+        item: {
+            "parameters": [*scope_parameters, _path_parameter("name")],
+            **_item(operation, kind),
+        },
+    }
+    for subresource in resource.subresources:
+        paths[f"{item}/{subresource}"] = {
+            "parameters": [*scope_parameters, _path_parameter("name")],
+            **_subresource(operation, kind, subresource),
+        }
+    return paths
+
+
+def _item(operation: Any, kind: str) -> dict[str, Any]:
+    return {
+        "get": operation("get", []),
+        "put": operation("put", _query(_WRITE_QUERY), _body(kind)),
+        "patch": operation(
+            "patch",
+            _query((*_WRITE_QUERY, ("force", "boolean"))),
+            _body(f"{META}.Patch", _PATCH_TYPES),
+        ),
+        "delete": operation("delete", _query(_DELETE_QUERY), _body(f"{META}.DeleteOptions")),
+    }
+
+
+def _subresource(operation: Any, kind: str, subresource: str) -> dict[str, Any]:
+    if subresource == "log":
+        return {"get": operation("connect", _query(_LOG_QUERY))}
+    if subresource == "binding":
+        return {
+            "post": operation("post", _query(_WRITE_QUERY), _body("io.k8s.api.core.v1.Binding"))
+        }
+    operations = _item(operation, kind)
+    return {verb: operations[verb] for verb in ("get", "put", "patch")}
+
+
+def _operation_builder(resource: resources.ServedResource) -> Any:
     gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
     reference = {"$ref": f"#/components/schemas/{_schema_name(resource.info.model)}"}
-    parameters = [
-        {
-            "name": "fieldValidation",
-            "in": "query",
-            "schema": {"type": "string", "uniqueItems": True},
-        },
-        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
-        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
-    ]
     ok = {"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}}
 
-    def operation(action: str, with_parameters: bool = True) -> dict[str, Any]:
+    def operation(
+        action: str, parameters: list[dict[str, Any]], body: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "x-kubernetes-action": action,
             "x-kubernetes-group-version-kind": gvk,
             "responses": ok,
         }
-        if with_parameters:
+        if parameters:
             entry["parameters"] = parameters
+        if body is not None:
+            entry["requestBody"] = body
         return entry
 
-    return {
-        f"{prefix}{scope}/{resource.plural}": {
-            "get": operation("list", False),
-            "post": operation("post"),
-        },
-        f"{prefix}{scope}/{resource.plural}/{{name}}": {
-            "get": operation("get", False),
-            "put": operation("put"),
-            "patch": operation("patch"),
-            "delete": operation("delete", False),
-        },
-    }
+    return operation
 
 
 @functools.lru_cache(maxsize=16)
@@ -167,7 +292,7 @@ def document(group: str, version: str) -> dict[str, Any] | None:
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.36.0"},
         "paths": paths,
-        "components": {"schemas": _components()},
+        "components": {"schemas": {**_components(), **_REQUEST_SCHEMAS}},
     }
 
 

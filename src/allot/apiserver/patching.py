@@ -147,7 +147,7 @@ def _parent(document: Any, parts: list[str]) -> Any:
 def _index(part: str, items: list[Any], *, allow_end: bool) -> int:
     if part == "-" and allow_end:
         return len(items)
-    if not part.isdigit():
+    if not (part.isascii() and part.isdigit()):
         raise PatchError(f'invalid array index "{part}"')
     index = int(part)
     if index > len(items) or (index == len(items) and not allow_end):
@@ -186,6 +186,8 @@ def _add(document: Any, parts: list[str], value: Any) -> Any:
 
 
 def _remove(document: Any, parts: list[str]) -> Any:
+    if not parts:
+        raise PatchError("doc is missing path: ")  # the whole document cannot be removed
     parent = _parent(document, parts)
     if isinstance(parent, list):
         del parent[_index(parts[-1], parent, allow_end=False)]

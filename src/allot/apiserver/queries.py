@@ -10,6 +10,7 @@ supported values: "All"``. ``app`` calls ``check`` once per resource request.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from allot.apiserver.errors import BadRequest, Unprocessable
@@ -27,6 +28,7 @@ PROPAGATION = ("Foreground", "Background", "Orphan", "nil")
 INTEGERS = ("limit", "timeoutSeconds", "tailLines", "gracePeriodSeconds", "limitBytes")
 BOOLEANS = ("watch", "allowWatchBookmarks", "sendInitialEvents", "force", "follow", "pretty")
 APPLY_PATCH = "application/apply-patch+yaml"
+_DECIMAL = re.compile(r"-?[0-9]{1,19}")  # int64 has 19 digits; int() refuses 4,300+
 
 
 def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content_type: str) -> None:
@@ -40,7 +42,7 @@ def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content
         if value is not None and value.lower() not in ("", "true", "false", "1", "0"):
             raise BadRequest(f'{name}: Invalid value: "{value}": must be true or false')
     version = query.get("resourceVersion")
-    if version and not version.isdigit():
+    if version and not is_count(version):
         raise BadRequest(
             f'resourceVersion: Invalid value: "{version}": must be empty or a decimal '
             "resourceVersion returned by this server"
@@ -107,4 +109,10 @@ def go_json_type(value: object) -> str:
 
 
 def _is_integer(text: str) -> bool:
-    return text.removeprefix("-").isdigit()
+    """An int64 written in ASCII decimal digits, as Go's ``strconv.ParseInt`` takes it."""
+    return _DECIMAL.fullmatch(text) is not None and -(2**63) <= int(text) < 2**63
+
+
+def is_count(text: str) -> bool:
+    """A non-negative int64 in ASCII digits (``str.isdigit`` also takes ``²`` and ``٣``)."""
+    return _is_integer(text) and not text.startswith("-")

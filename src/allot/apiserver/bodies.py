@@ -1,0 +1,96 @@
+"""Decoding request bodies: UTF-8 JSON (and YAML for patches), bounded in nesting and size.
+
+Python's JSON and YAML decoders, and every later step that walks a document (copies, merges,
+validation, encoding), recurse once per nesting level, so a body of ten thousand ``[`` used
+to exhaust the stack and answer 500. kube-apiserver's decoders stop at 10,000 levels; allot
+stops every request document at :data:`MAX_DEPTH` levels, far beyond any real object, with a
+400. The walk that measures depth also counts nodes, which bounds YAML aliases that expand
+to billions of nodes (or to a cycle) the way goyaml's "excessive aliasing" check does.
+Bodies must be UTF-8 (Kubernetes' only JSON encoding); invalid bytes are a 400 where Go's
+decoder would substitute U+FFFD. Called by ``app`` (create, update, delete options, access
+reviews) and ``handlers`` (patches and their results).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from allot.apiserver.errors import BadRequest
+
+MAX_DEPTH = 100
+MAX_NODES = 1_000_000
+_NOT_JSON = "the body of the request was not valid JSON"
+
+
+def decode_json(raw: bytes) -> Any:
+    """A JSON body, or ``BadRequest`` naming what is wrong with it."""
+    text = _utf8(raw, _NOT_JSON)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadRequest(
+            f"{_NOT_JSON}: {err.msg} at line {err.lineno} column {err.colno}"
+        ) from None
+    except RecursionError:
+        raise _too_deep() from None
+    check_nesting(document)
+    return document
+
+
+def decode_patch(raw: bytes) -> Any:
+    """A patch body: JSON, else YAML (apply patches); empty means ``{}``."""
+    text = _utf8(raw, "error decoding patch")
+    if not text.strip():
+        return {}
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        document = _yaml(text)
+    except RecursionError:
+        raise _too_deep() from None
+    check_nesting(document)
+    return document
+
+
+def check_nesting(document: Any) -> None:
+    """``BadRequest`` when ``document`` nests deeper than :data:`MAX_DEPTH` or, through YAML
+    aliases, holds more than :data:`MAX_NODES` nodes. Iterative: it never recurses itself."""
+    pending: list[tuple[Any, int]] = [(document, 1)]
+    seen = 0
+    while pending:
+        node, depth = pending.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            raise BadRequest(f"the body of the request holds more than {MAX_NODES} values")
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        pending.extend((child, depth + 1) for child in children)
+
+
+def _utf8(raw: bytes, prefix: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BadRequest(f"{prefix}: invalid UTF-8 at byte {err.start}") from None
+
+
+def _yaml(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise BadRequest(f"error decoding patch: {err}") from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> BadRequest:
+    return BadRequest(f"the body of the request nests deeper than {MAX_DEPTH} levels")
