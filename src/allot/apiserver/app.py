@@ -425,7 +425,7 @@ class ApiServer:
         if target.subresource == "binding":
             if method != "POST":
                 raise MethodNotAllowed(method)
-            self.handlers.bind(cluster, target, await self._body(request))
+            self.handlers.bind(cluster, target, await self._body(request), user=_user(cluster))
             return JSONResponse(
                 {
                     "kind": "Status",

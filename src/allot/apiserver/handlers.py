@@ -192,9 +192,10 @@ class Handlers:
         )
         return self.with_type(resource, obj)
 
-    def bind(self, cluster: str, target: Target, body: Obj) -> None:
+    def bind(self, cluster: str, target: Target, body: Obj, user: str = CONTROLLER_USER) -> None:
         """``POST pods/<name>/binding``: set ``spec.nodeName`` and ``PodScheduled=True`` in
-        one write, as the API server's pod binding storage does for kube-scheduler."""
+        one write, as the API server's pod binding storage does for kube-scheduler. The
+        admission hooks see it as a CREATE of the ``binding`` subresource (no object)."""
         node = _binding_field(body, "target", dict, "v1.ObjectReference").get("name")
         if node is not None and not isinstance(node, str):
             raise BadRequest(
@@ -219,6 +220,18 @@ class Handlers:
                 name=target.name or "",
                 plural="pods/binding",
             )
+        request = AdmissionRequest(
+            cluster,
+            Operation.CREATE,
+            target.resource,
+            "binding",
+            target.namespace or "",
+            target.name or "",
+            None,
+            self._model(current, target.resource),
+            user=user,
+        )
+        self.admission.admit(request)
         status = dict(current.get("status") or {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -348,12 +361,8 @@ class Handlers:
     def _initial_status(resource: ServedResource, obj: Obj) -> None:
         if resource.kind == "ResourceClaim":
             obj.pop("status", None)
-        elif resource.kind == "Pod":
-            obj["status"] = {
-                "phase": "Pending",
-                "qosClass": "BestEffort",
-                **(obj.get("status") or {}),
-            }
+        elif resource.kind == "Pod":  # a client's status is dropped, as PrepareForCreate does
+            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
         elif resource.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})

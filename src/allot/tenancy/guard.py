@@ -3,7 +3,10 @@
 A tenant cannot write DeviceClasses or ResourceSlices (the catalogue and the inventory are
 the platform's; the sync mirrors them read-only), cannot create Tenants, and cannot set or
 change ``allot.dev/`` labels or annotations (those mark host twins, and the sync's record
-of a tenant object's twin). A claim, template or pod is
+of a tenant object's twin). What the host decides stays the host's: the ``status`` of
+claims and pods (allocation, ``reservedFor``, phase) and their ``binding`` are written only
+by the platform, and a pod's ``spec.nodeName`` is never the tenant's to set (the host
+scheduler places the twin). A claim, template or pod is
 checked against the host before it is accepted: its host twin is created in dry-run, so
 entitlement policies and quotas refuse it *in the tenant's own request*, with the host's
 message, instead of leaving an unsynced object behind as vCluster does. Names whose host
@@ -12,6 +15,7 @@ translation would be too long are refused here too. Registered by :mod:`allot.pl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
@@ -28,6 +32,18 @@ from allot.validation.field import Path, invalid
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
 HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition")
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
+HOST_SUBRESOURCES: dict[str, Callable[[AdmissionRequest], str]] = {
+    "status": lambda r: (
+        f"the status of {r.resource.plural} in a tenant cluster is the host's: the platform "
+        "copies it from the host twin (allocation, reservedFor, node, phase), so a tenant "
+        "may not write it"
+    ),
+    "binding": lambda r: (
+        "pods/binding is the host scheduler's: a tenant pod is bound when its host twin is "
+        "scheduled where its claims' devices are"
+    ),
+}
+"""Subresources of synced kinds that only the platform writes, with the refusal."""
 
 
 class TenantGuard:
@@ -54,8 +70,14 @@ class TenantGuard:
                 request.name,
                 f"{request.resource.plural} are managed on the host cluster",
             )
+        if kind in SYNCED_KINDS and request.subresource in HOST_SUBRESOURCES:
+            raise AdmissionDenied(
+                request.resource, request.name, HOST_SUBRESOURCES[request.subresource](request)
+            )
         if request.object is not None and request.operation is not Operation.DELETE:
             self._check_metadata(request)
+        if kind == "Pod" and request.object is not None:
+            self._check_node_name(request)
         if kind in SYNCED_KINDS and request.operation is Operation.CREATE:
             self._preflight(request, entry.name)
         return []
@@ -74,6 +96,21 @@ class TenantGuard:
                 request.name,
                 f"{reserved[0]}: the {names.PLATFORM_PREFIX} prefix is reserved for the "
                 "platform (it marks the tenant of host objects)",
+            )
+
+    @staticmethod
+    def _check_node_name(request: AdmissionRequest) -> None:
+        """A tenant pod is placed by the host scheduler (where its claims' devices are),
+        never by a node name the tenant presets or patches in."""
+        assert request.object is not None
+        node = request.object.to_wire().get("spec", {}).get("nodeName")
+        old = request.old_object.to_wire().get("spec", {}) if request.old_object else {}
+        if node and node != old.get("nodeName"):
+            raise AdmissionDenied(
+                request.resource,
+                request.name,
+                f"spec.nodeName: Forbidden: {node!r} is not the tenant's to choose: the host "
+                "scheduler places tenant pods where their claims' devices are",
             )
 
     def _preflight(self, request: AdmissionRequest, tenant: str) -> None:
