@@ -75,7 +75,7 @@ def start_workloads(tenancy: Tenancy) -> None:
             and all(p["spec"].get("nodeName") for p in pods)
         )
 
-    tenancy.wait(settled, "claims allocated and pods bound on the host", timeout=30)  # fmt: skip
+    tenancy.wait(settled, "claims allocated and pods bound on the host", timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -201,9 +201,8 @@ def send(tenancy: Tenancy, client: httpx.Client, case: dict[str, Any]) -> httpx.
             _substituted(tenancy, case.get("query") or {})
         )
     if "form" in case:
-        return client.request(
-            case["method"], url, data=_substituted(tenancy, case["form"]), headers=_headers(tenancy, case)
-        )  # fmt: skip
+        form = _substituted(tenancy, case["form"])
+        return client.request(case["method"], url, data=form, headers=_headers(tenancy, case))
     return client.request(
         case["method"], url, content=body_of(case), headers=_headers(tenancy, case)
     )
