@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,63 +18,12 @@ import httpx
 import pytest
 import yaml
 
-from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+from tests.e2e.tenancy import REPO, Tenancy, https, seed_platform, start_workloads
 
 pytestmark = pytest.mark.slow
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (REPO / "tests" / "scenarios" / "api-escapes.yaml").read_text()
 )
-HOST_JOB = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "host-job"},
-    "spec": {"containers": [{"name": "job", "image": "busybox", "command": ["sleep", "3600"]}]},
-}
-WAITING_POD = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "waiting-pod"},
-    "spec": {
-        "resourceClaims": [{"name": "gpu", "resourceClaimName": "not-yet-created"}],
-        "containers": [
-            {"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
-        ],
-    },
-}
-
-UNALLOCATED = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "ResourceClaim",
-    "metadata": {"name": "unallocated"},
-    "spec": {},
-}
-
-
-def start_workloads(tenancy: Tenancy) -> None:
-    """Both tenants' seed workloads, a host pod, legal-ai's pod that waits for a claim and
-    its claim without requests, until the seed claims are allocated and reserved and every
-    synced pod is bound on the host."""
-    tenancy.as_tenant(
-        "research-ai", "apply", "-f", str(REPO / "examples/tenancy/research-ai-workload.yaml")
-    )
-    tenancy.as_tenant(
-        "legal-ai", "apply", "-f", str(REPO / "examples/tenancy/legal-ai-workload.yaml")
-    )
-    for waiting in (WAITING_POD, UNALLOCATED):
-        tenancy.as_tenant("legal-ai", "create", "-f", "-", stdin=json.dumps(waiting))
-    tenancy.cluster.apply(HOST_JOB)
-
-    def settled() -> bool:
-        claims = tenancy.host_json("resourceclaims", "-A")["items"]
-        pods = tenancy.host_json("pods", "-A")["items"]
-        return (
-            len(claims) == 3
-            and sum(bool((c.get("status") or {}).get("reservedFor")) for c in claims) == 2
-            and len(pods) == 3
-            and all(p["spec"].get("nodeName") for p in pods)
-        )
-
-    tenancy.wait(settled, "claims allocated and pods bound on the host", timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -83,16 +31,6 @@ def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
     with seed_platform(tmp_path_factory.mktemp("api-escapes")) as running:
         start_workloads(running)
         yield running
-
-
-def https(tenancy: Tenancy) -> httpx.Client:
-    """A client of the platform's HTTPS endpoint with no credentials of its own."""
-    server = tenancy.cluster.server
-    return httpx.Client(
-        base_url=server.endpoint.url,
-        verify=ssl.create_default_context(cafile=server.endpoint.tls.ca_cert),
-        timeout=30,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,12 @@ from allot.apiserver.quota import QuotaAdmission
 from allot.apiserver.requests import Target, parse_resource_path
 from allot.apiserver.resources import by_kind
 from allot.apiserver.security import HOST_CLUSTER, Tokens
-from allot.apiserver.watches import DEFAULT_TIMEOUT_SECONDS, WatchRequest, WatchStream
+from allot.apiserver.watches import (
+    DEFAULT_TIMEOUT_SECONDS,
+    WatchRequest,
+    WatchSlots,
+    WatchStream,
+)
 from allot.statuses import InvalidObjectError, RequestError, to_status
 from allot.store import Store
 from allot.store.errors import StoreError
@@ -87,6 +92,7 @@ class ApiServer:
         )
         self.admission.hooks.append(CatalogueWarnings(self.store, self.admission.compiler))
         self.handlers = Handlers(self.store, self.admission, clock)
+        self.watch_slots = WatchSlots()
         self.logs_dir = data_dir / "logs"
         self.stopping = asyncio.Event()
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
@@ -397,7 +403,9 @@ class ApiServer:
             include_object=query.get("includeObject", "Metadata"),
         )
         stream = WatchStream(self.store, watch, self.clock, self.stopping)
-        return StreamingResponse(stream.stream(), media_type="application/json")
+        self.watch_slots.take(cluster)
+        lines = self.watch_slots.held(cluster, stream.stream())
+        return StreamingResponse(lines, media_type="application/json")
 
     def _delete_collection(self, request: Request, cluster: str, target: Target) -> Response:
         items, _ = self._selected(request, cluster, target)

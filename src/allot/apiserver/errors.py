@@ -6,6 +6,7 @@ They derive from :class:`allot.statuses.RequestError`, which ``allot.statuses`` 
 
 from __future__ import annotations
 
+from allot.api.meta import StatusDetails
 from allot.statuses import RequestError
 
 
@@ -50,3 +51,11 @@ class BadRequest(RequestError):
 
 class Unprocessable(RequestError):
     code, reason = 422, "Invalid"
+
+
+class TooManyRequests(RequestError):
+    code, reason = 429, "TooManyRequests"
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.details = StatusDetails(retry_after_seconds=retry_after_seconds)

@@ -6,6 +6,11 @@ synthetic ADDED events for the current state; with ``N`` it replays retained eve
 state with a BOOKMARK annotated ``k8s.io/initial-events-end``. Label and field selectors
 filter events. With a Table Accept header each event carries a one-row Table. The stream
 ends after ``timeoutSeconds`` (default 30 minutes) or when the server stops.
+
+Each cluster (the host, each tenant) may hold ``MAX_WATCHES_PER_CLUSTER`` open watches;
+:class:`WatchSlots` counts them, so one tenant opening hundreds cannot starve the others:
+past the limit the router answers 429 ``TooManyRequests``. A slot is taken before the
+response starts and given back when its stream ends, times out or its client goes away.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from allot.apiserver import tables
+from allot.apiserver.errors import TooManyRequests
 from allot.apiserver.resources import ServedResource
 from allot.store import Store, WatchEvent
 from allot.store.errors import Expired
@@ -25,6 +32,7 @@ from allot.store.errors import Expired
 Obj = dict[str, Any]
 DEFAULT_TIMEOUT_SECONDS = 1800
 QUEUE_LIMIT = 10_000
+MAX_WATCHES_PER_CLUSTER = 100
 
 
 @dataclass
@@ -39,6 +47,63 @@ class WatchRequest:
     timeout_seconds: float
     as_table: bool
     include_object: str
+
+
+class WatchSlots:
+    """Open watches per cluster, bounded (all on the server's event loop: no lock)."""
+
+    def __init__(self, limit: int = MAX_WATCHES_PER_CLUSTER) -> None:
+        self.limit = limit
+        self.open: Counter[str] = Counter()
+
+    def take(self, cluster: str) -> None:
+        """Reserve a watch for ``cluster``, or raise ``TooManyRequests``."""
+        if self.open[cluster] >= self.limit:
+            raise TooManyRequests(
+                f'too many watches: cluster "{cluster}" already has {self.open[cluster]} open, '
+                f"the most one cluster may hold ({self.limit}); close one before opening "
+                "another",
+                retry_after_seconds=1,
+            )
+        self.open[cluster] += 1
+
+    def give_back(self, cluster: str) -> None:
+        self.open[cluster] -= 1
+        if self.open[cluster] <= 0:
+            del self.open[cluster]
+
+    def held(self, cluster: str, lines: AsyncIterator[bytes]) -> HeldLines:
+        """``lines``, giving ``cluster``'s slot back however the stream ends."""
+        return HeldLines(self, cluster, lines)
+
+
+class HeldLines:
+    """A watch's lines holding its cluster's slot: given back when the stream ends, fails,
+    is cancelled (its client went away) or is dropped without ever being read."""
+
+    def __init__(self, slots: WatchSlots, cluster: str, lines: AsyncIterator[bytes]) -> None:
+        self.slots = slots
+        self.cluster = cluster
+        self.lines = lines
+        self.released = False
+
+    def __aiter__(self) -> HeldLines:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await anext(self.lines)
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.slots.give_back(self.cluster)
+
+    def __del__(self) -> None:
+        self.release()
 
 
 def _line(event_type: str, obj: Obj) -> bytes:
