@@ -116,7 +116,7 @@ def body_of(case: dict[str, Any]) -> bytes | None:
         return json.dumps(case["body"]).encode()
     if "text" not in case:
         return None
-    text = case["text"]
+    text: str = case["text"]
     if "repeat" in case:
         repeat = case["repeat"]
         text += repeat["text"] * repeat["times"] + repeat["then"]

@@ -235,7 +235,12 @@ def test_no_payload_runs_in_a_browser(tenancy: Tenancy) -> None:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_context(ignore_https_errors=True).new_page()
         dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+        def dismiss(dialog: Any) -> None:
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", dismiss)
         page.goto(f"{tenancy.cluster.server.endpoint.url}/ui?token={token}")
         page.wait_for_timeout(2500)  # one refresh of every panel from its fragment
         assert page.evaluate("window.__xss") is None
