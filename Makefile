@@ -26,29 +26,27 @@ demo: $(RUNTIME_STAMP) bubblewrap
 test: $(STAMP) chromium bubblewrap
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The process runtime confines pods with bubblewrap; as root it is installed when missing,
-# elsewhere the sandbox tests skip and `allot up --runtime process` says how to install it.
-bubblewrap:
-	@command -v bwrap >/dev/null 2>&1 || { \
+# As root (CI) a missing Debian package is installed: $(1) the command, $(2) the package,
+# $(3) what goes without it. Elsewhere the tests that need it skip, saying how to install it.
+define debian_package
+	@command -v $(1) >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian's bubblewrap for the process runtime's sandbox"; \
+	    echo "installing Debian's $(2)"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } || \
-	    echo "bubblewrap could not be installed: pods will run unsandboxed in the demo"; \
-	  else echo "no bubblewrap (apt-get install bubblewrap): the sandbox tests will skip"; fi; }
+	    apt-get install -y -qq $(2) >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $(2) >/dev/null 2>&1; } || \
+	    echo "$(2) could not be installed: $(3)"; \
+	  else echo "no $(2) (apt-get install $(2)): $(3)"; fi; }
+endef
 
-# The dashboard tests drive Debian's chromium; as root (CI) it is installed when missing,
-# elsewhere those tests skip with a message saying how to install it.
+# The process runtime confines pods with bubblewrap (`allot up --runtime process` says how
+# to install it where it is missing; the demo then runs pods unsandboxed, with a warning).
+bubblewrap:
+	$(call debian_package,bwrap,bubblewrap,the sandbox tests will skip and the demo runs pods unsandboxed)
+
+# The dashboard tests drive Debian's chromium.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian's chromium for the dashboard tests"; \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -qq chromium >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } || \
-	    echo "chromium could not be installed: the dashboard browser tests will skip"; \
-	  else echo "no chromium (apt-get install chromium): the dashboard browser tests will skip"; fi; }
+	$(call debian_package,chromium,chromium,the dashboard browser tests will skip)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -221,6 +221,16 @@ def test_views_converge_after_interleavings_and_restart(steps: list[Any]) -> Non
     asyncio.run(scenario())
 
 
+async def _with_synced_claim(data: Path) -> tuple[ApiServer, dict[str, Any]]:
+    """A started platform where legal-ai's claim "a" has its host twin."""
+    api = await _start(data)
+    await _prepare(api)
+    _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
+    await _settle(api)
+    claim = api.store.get("legal-ai", by_kind("ResourceClaim").store, "default", "a")
+    return api, claim
+
+
 def test_a_twin_deleted_while_the_platform_is_down_is_followed_not_recreated() -> None:
     """The twin's uid recorded on the tenant object survives the restart: a twin that is gone
     deletes its tenant object; a tenant object that never had a twin gets one."""
@@ -228,11 +238,7 @@ def test_a_twin_deleted_while_the_platform_is_down_is_followed_not_recreated() -
     async def scenario() -> None:
         with tempfile.TemporaryDirectory() as directory:
             data = Path(directory)
-            api = await _start(data)
-            await _prepare(api)
-            _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
-            await _settle(api)
-            claim = api.store.get("legal-ai", by_kind("ResourceClaim").store, "default", "a")
+            api, claim = await _with_synced_claim(data)
             twin_name = names.host_name("a", "default")
             twin = api.store.get(
                 "host", by_kind("ResourceClaim").store, "tenant-legal-ai", twin_name
@@ -259,11 +265,7 @@ def test_a_twin_deleted_while_the_platform_is_down_is_followed_not_recreated() -
 def test_a_tenant_cannot_change_the_recorded_twin() -> None:
     async def scenario() -> None:
         with tempfile.TemporaryDirectory() as directory:
-            api = await _start(Path(directory))
-            await _prepare(api)
-            _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
-            await _settle(api)
-            claim = api.store.get("legal-ai", by_kind("ResourceClaim").store, "default", "a")
+            api, claim = await _with_synced_claim(Path(directory))
             claim["metadata"]["annotations"][names.HOST_UID_ANNOTATION] = "forged"
             resource = by_kind("ResourceClaim")
             options = WriteOptions("test", "Strict", False, user="system:allot:legal-ai")
