@@ -105,7 +105,7 @@ def _headers(tenancy: Tenancy, case: dict[str, Any]) -> dict[str, str]:
     if "accept" in case:
         headers["Accept"] = case["accept"]
     if "cookie" in case:
-        headers["Cookie"] = f"allot_token={_substituted(tenancy, case['cookie'])}"
+        headers["Cookie"] = f"allot_session={_substituted(tenancy, case['cookie'])}"
     return headers
 
 

@@ -68,7 +68,7 @@ def _open(browser: Any, tenancy: Tenancy) -> tuple[Any, list[str]]:
 
 def test_fleet_view_shows_devices_and_tenants(browser: Any, tenancy: Tenancy) -> None:
     page, problems = _open(browser, tenancy)
-    assert page.url.endswith("/ui")  # the token went into a cookie
+    assert page.url.endswith("/ui")  # signed in: a session cookie
     whole = page.locator('.gpu[aria-label*="held by legal-ai (default/legal-whole-gpu)"]')
     assert whole.count() == 1
     assert "a100-whole-pool-0" in whole.get_attribute("aria-label")

@@ -154,7 +154,7 @@ def dashboard_texts(tenancy: Tenancy) -> dict[str, str]:
     token = tenancy.cluster.server.api.tokens.ensure("host")
     texts: dict[str, str] = {}
     with https(tenancy) as client:
-        client.cookies.set("allot_token", token)
+        assert client.post("/ui/login", data={"token": token}).status_code == 303
         texts["/ui"] = client.get("/ui").text
         for panel in PANELS:
             texts[f"/ui/fragment/{panel}"] = client.get(f"/ui/fragment/{panel}").text

@@ -2,8 +2,12 @@
 
 Server-rendered HTML; a small script (shipped with the package, no CDN) refreshes each
 panel every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Access
-needs the host cluster's token: ``/ui?token=...`` (or the login form) sets an HttpOnly,
-Secure, SameSite=Strict cookie, then every request checks it. The fleet view draws nodes,
+needs the host cluster's token: ``/ui?token=...`` (or the login form) opens a session whose
+random id (never the token) goes into an HttpOnly, Secure, SameSite=Strict cookie for 12
+hours; every request checks it, ``/ui/logout`` ends it, and a restart of the platform ends
+them all. Every answer carries a Content-Security-Policy (scripts and styles from the
+dashboard itself only, no framing), ``X-Frame-Options: DENY``, ``Referrer-Policy:
+no-referrer`` and ``X-Content-Type-Options: nosniff``. The fleet view draws nodes,
 their GPUs and MIG slices, each coloured and labelled by the tenant holding it, or free;
 devices are focusable with a text description (keyboard and screen readers), colours are
 paired with text. The usage chart is an SVG of device-hours per tenant per hour over the
@@ -15,8 +19,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import html
+import secrets
+import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 
@@ -30,7 +36,16 @@ from allot.ops import audit
 from allot.ops.service import Operations
 
 Obj = dict[str, Any]
-COOKIE = "allot_token"
+COOKIE = "allot_session"
+SESSION_SECONDS = 12 * 3600
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; connect-src 'self'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
 PALETTE = ("#f6c177", "#9ccfd8", "#c4a7e7", "#a3d9a5", "#f0a6ca", "#ffd6a5", "#b5c7f2", "#e6e29a")
 PANELS = ("fleet", "tenants", "pending", "alerts", "usage")
 HEAD_LINKS = (
@@ -43,42 +58,106 @@ def mount_dashboard(api: ApiServer, ops: Operations) -> None:
     dashboard = Dashboard(api, ops)
     api.pages.extend(
         [
-            Route("/ui", dashboard.page, methods=["GET"]),
-            Route("/ui/login", dashboard.login, methods=["POST"]),
-            Route("/ui/fragment/{panel}", dashboard.fragment, methods=["GET"]),
-            Route("/ui/static/{name}", dashboard.static, methods=["GET"]),
+            Route("/ui", _secured(dashboard.page), methods=["GET"]),
+            Route("/ui/login", _secured(dashboard.login), methods=["POST"]),
+            Route("/ui/logout", _secured(dashboard.logout), methods=["POST"]),
+            Route("/ui/fragment/{panel}", _secured(dashboard.fragment), methods=["GET"]),
+            Route("/ui/static/{name}", _secured(dashboard.static), methods=["GET"]),
         ]
     )
+
+
+def _secured(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """The handler, its answers carrying the dashboard's security headers."""
+
+    async def answer(request: Request) -> Response:
+        response = await handler(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    return answer
+
+
+class Sessions:
+    """Signed-in browsers: random ids, kept as digests in memory until they expire."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._expiry: dict[str, float] = {}
+
+    def open(self) -> str:
+        session = secrets.token_urlsafe(32)
+        self._expiry[_digest(session)] = self.clock() + SESSION_SECONDS
+        return session
+
+    def valid(self, session: str | None) -> bool:
+        if not session:
+            return False
+        expiry = self._expiry.get(_digest(session))
+        if expiry is None or expiry < self.clock():
+            self._expiry.pop(_digest(session), None)
+            return False
+        return True
+
+    def close(self, session: str | None) -> None:
+        if session:
+            self._expiry.pop(_digest(session), None)
+
+
+def _digest(session: str) -> str:
+    return hashlib.sha256(session.encode()).hexdigest()
 
 
 class Dashboard:
     def __init__(self, api: ApiServer, ops: Operations) -> None:
         self.api = api
         self.ops = ops
+        self.sessions = Sessions()
 
     # ------------------------------------------------------------- access
-    def _authorised(self, token: str | None) -> bool:
-        return bool(token) and self.api.tokens.cluster_for(token or "") == HOST_CLUSTER
+    def _host_token(self, token: str) -> bool:
+        return bool(token) and self.api.tokens.cluster_for(token) == HOST_CLUSTER
+
+    def _signed_in(self, request: Request) -> bool:
+        return self.sessions.valid(request.cookies.get(COOKIE))
 
     async def page(self, request: Request) -> Response:
         token = request.query_params.get("token")
         if token is not None:
-            if not self._authorised(token):
-                return _login("That token does not belong to the host cluster.", 401)
-            return _signed_in(RedirectResponse("/ui", status_code=303), token)
-        if not self._authorised(request.cookies.get(COOKIE)):
+            return self._sign_in(token)
+        if not self._signed_in(request):
             return _login("", 200)
         return HTMLResponse(self.render_page())
 
     async def login(self, request: Request) -> Response:
         form = await request.form()
-        token = str(form.get("token") or "")
-        if not self._authorised(token):
+        return self._sign_in(str(form.get("token") or ""))
+
+    async def logout(self, request: Request) -> Response:
+        self.sessions.close(request.cookies.get(COOKIE))
+        response = RedirectResponse("/ui", status_code=303)
+        response.delete_cookie(COOKIE, path="/ui", secure=True, httponly=True, samesite="strict")
+        return response
+
+    def _sign_in(self, token: str) -> Response:
+        if not self._host_token(token):
             return _login("That token does not belong to the host cluster.", 401)
-        return _signed_in(RedirectResponse("/ui", status_code=303), token)
+        response = RedirectResponse("/ui", status_code=303)
+        response.set_cookie(
+            COOKIE,
+            self.sessions.open(),
+            max_age=SESSION_SECONDS,
+            httponly=True,
+            secure=True,
+            samesite="strict",
+            path="/ui",
+        )
+        return response
 
     async def fragment(self, request: Request) -> Response:
-        if not self._authorised(request.cookies.get(COOKIE)):
+        if not self._signed_in(request):
             return HTMLResponse("sign in again", status_code=401)
         panel = request.path_params["panel"]
         if panel not in PANELS:
@@ -117,7 +196,9 @@ class Dashboard:
             '<a class="skip" href="#main">Skip to content</a>'
             '<header><h1>allot</h1><span class="meta">fleet dashboard · '
             f'<span id="refresh-status">as of {html.escape(document["time"])}</span></span>'
-            f'<nav aria-label="Sections">{nav}</nav></header>'
+            f'<nav aria-label="Sections">{nav}</nav>'
+            '<form method="post" action="/ui/logout"><button type="submit">Sign out</button>'
+            "</form></header>"
             f'<main id="main">{sections}</main>'
             '<script src="/ui/static/dashboard.js" defer></script></body></html>'
         )
@@ -351,8 +432,3 @@ def _login(error: str, code: int) -> HTMLResponse:
         "<button type=submit>Sign in</button></form></main></body></html>"
     )
     return HTMLResponse(body, status_code=code)
-
-
-def _signed_in(response: Response, token: str) -> Response:
-    response.set_cookie(COOKIE, token, httponly=True, secure=True, samesite="strict", path="/ui")
-    return response
