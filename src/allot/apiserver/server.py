@@ -22,6 +22,7 @@ from pathlib import Path
 import uvicorn
 
 from allot.apiserver.app import ApiServer
+from allot.apiserver.connections import READ_TIMEOUT, with_read_timeout
 from allot.apiserver.lock import DataDirLock
 from allot.apiserver.security import TLSFiles, ensure_tls, write_kubeconfig
 
@@ -77,11 +78,14 @@ def prepare(server: ApiServer, host: str, port: int) -> Endpoint:
     return Endpoint(url, tls, kubeconfigs)
 
 
-def _config(server: ApiServer, endpoint: Endpoint, host: str, port: int) -> uvicorn.Config:
+def _config(
+    server: ApiServer, endpoint: Endpoint, host: str, port: int, read_timeout: float = READ_TIMEOUT
+) -> uvicorn.Config:
     return uvicorn.Config(
         server.app(),
         host=host,
         port=port,
+        http=with_read_timeout(read_timeout),
         log_level="warning",
         ssl_certfile=str(endpoint.tls.server_cert),
         ssl_keyfile=str(endpoint.tls.server_key),
@@ -148,14 +152,20 @@ class ServerThread:
     """The API server in a background thread (tests, demo); ``stop()`` shuts it down."""
 
     def __init__(
-        self, data_dir: Path, *, port: int | None = None, api: ApiServer | None = None
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        api: ApiServer | None = None,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         self.lock = DataDirLock(data_dir).acquire()
         self.api = api or ApiServer(data_dir)
         self.port = port or free_port()
         self.endpoint = prepare(self.api, "127.0.0.1", self.port)
         self.lock.record(self.endpoint.url)
-        self._server = uvicorn.Server(_config(self.api, self.endpoint, "127.0.0.1", self.port))
+        config = _config(self.api, self.endpoint, "127.0.0.1", self.port, read_timeout)
+        self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name="allot-apiserver", daemon=True)
 
     def _run(self) -> None:
