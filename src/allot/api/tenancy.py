@@ -57,6 +57,19 @@ class TenantQuota(ApiModel):
     """The most GPU memory (sum of allocated devices' ``memory``) the tenant may hold."""
 
 
+class TenantStorage(ApiModel):
+    """What the tenant's own cluster may hold in the platform's store (every kind)."""
+
+    objects: int | None = None
+    """The most objects; default :data:`DEFAULT_STORAGE_OBJECTS`."""
+    bytes: Quantity | None = None
+    """The most bytes of stored objects; default :data:`DEFAULT_STORAGE_BYTES`."""
+
+
+DEFAULT_STORAGE_OBJECTS = 10_000
+DEFAULT_STORAGE_BYTES = 256 * 2**20
+
+
 class TenantAlerts(ApiModel):
     """Per-tenant overrides of the platform's alert thresholds."""
 
@@ -70,6 +83,7 @@ class TenantSpec(ApiModel):
     quota: TenantQuota | None = None
     sync: TenantSync | None = None
     alerts: TenantAlerts | None = None
+    storage: TenantStorage | None = None
 
 
 class TenantStatus(ApiModel):

@@ -105,11 +105,12 @@ class Store:
         self._objects: dict[ObjectKey, Obj] = {}
         self._by_resource: dict[tuple[str, str], dict[ObjectKey, Obj]] = {}
         self._bodies: dict[ObjectKey, str] = {}
+        self._usage: dict[str, list[int]] = {}  # cluster -> [objects, bytes of their bodies]
         for cluster, resource, namespace, name, body in self._db.execute(
             "SELECT cluster, resource, namespace, name, body FROM objects"
         ):
             self._index((cluster, resource, namespace, name), json.loads(body))
-            self._bodies[(cluster, resource, namespace, name)] = body
+            self._set_body((cluster, resource, namespace, name), body)
         self._listeners: list[Listener] = []
         self._writes = 0
 
@@ -120,6 +121,23 @@ class Store:
     def _unindex(self, key: ObjectKey) -> None:
         self._objects.pop(key, None)
         self._by_resource.get((key[0], key[1]), {}).pop(key, None)
+
+    def _set_body(self, key: ObjectKey, body: str | None) -> None:
+        """Keep a key's serialized body (None: removed) and its cluster's usage."""
+        usage = self._usage.setdefault(key[0], [0, 0])
+        old = self._bodies.pop(key, None)
+        if old is not None:
+            usage[0] -= 1
+            usage[1] -= len(old)
+        if body is not None:
+            self._bodies[key] = body
+            usage[0] += 1
+            usage[1] += len(body)
+
+    def usage(self, cluster: str) -> tuple[int, int]:
+        """How many objects a cluster holds and the bytes of their stored bodies."""
+        objects, size = self._usage.get(cluster, (0, 0))
+        return objects, size
 
     def close(self) -> None:
         with self._lock:
@@ -401,7 +419,7 @@ class Store:
             raise
         # ``obj`` is the store's private copy from here on; listeners must not modify it.
         self._index(key, obj)
-        self._bodies[key] = body
+        self._set_body(key, body)
         self._after_write(WatchEvent(event_type, rv, cluster, resource, obj))
 
     def _remove(self, key: ObjectKey, obj: Obj) -> None:
@@ -425,7 +443,7 @@ class Store:
             self._db.execute("ROLLBACK")
             raise
         self._unindex(key)
-        self._bodies.pop(key, None)
+        self._set_body(key, None)
         self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj))
         self._collect_garbage(cluster, obj)
         if resource == "namespaces":

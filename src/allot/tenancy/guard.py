@@ -9,15 +9,20 @@ by the platform, and a pod's ``spec.nodeName`` is never the tenant's to set (the
 scheduler places the twin). A claim, template or pod is
 checked against the host before it is accepted: its host twin is created in dry-run, so
 entitlement policies and quotas refuse it *in the tenant's own request*, with the host's
-message, instead of leaving an unsynced object behind as vCluster does. Names whose host
+message, instead of leaving an unsynced object behind as vCluster does. Every write is
+held to the tenant's storage limits (``spec.storage``: objects and bytes its cluster may
+keep in the platform's store, the mirrored catalogue included; 10,000 and 256Mi by
+default). Names whose host
 translation would be too long are refused here too. Registered by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
+from allot.api.tenancy import DEFAULT_STORAGE_BYTES, DEFAULT_STORAGE_OBJECTS, TenantStorage
 from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.apiserver.handlers import Handlers, WriteOptions
 from allot.apiserver.requests import Target
@@ -76,11 +81,41 @@ class TenantGuard:
             )
         if request.object is not None and request.operation is not Operation.DELETE:
             self._check_metadata(request)
+            self._check_storage(request, entry.tenant.spec.storage, entry.name)
         if kind == "Pod" and request.object is not None:
             self._check_node_name(request)
         if kind in SYNCED_KINDS and request.operation is Operation.CREATE:
             self._preflight(request, entry.name)
         return []
+
+    def _check_storage(
+        self, request: AdmissionRequest, storage: TenantStorage | None, tenant: str
+    ) -> None:
+        """A tenant's cluster holds at most so many objects and bytes of the platform's
+        store (``spec.storage``), so no tenant can fill the platform's disk or memory."""
+        assert request.object is not None
+        objects, size = self.handlers.store.usage(request.cluster)
+        most_objects = (storage.objects if storage else None) or DEFAULT_STORAGE_OBJECTS
+        most_bytes = DEFAULT_STORAGE_BYTES
+        if storage is not None and storage.bytes is not None:
+            most_bytes = storage.bytes.as_integer()
+        adding = len(json.dumps(request.object.to_wire(), separators=(",", ":")))
+        if request.old_object is not None:
+            adding -= len(json.dumps(request.old_object.to_wire(), separators=(",", ":")))
+        creating = 1 if request.operation is Operation.CREATE else 0
+        for key, used, more, most in (
+            ("objects", objects, creating, most_objects),
+            ("bytes", size, adding, most_bytes),
+        ):
+            if more > 0 and used + more > most:
+                raise AdmissionDenied(
+                    request.resource,
+                    request.name,
+                    f"exceeded quota: tenant-storage, requested: {key}={more}, used: "
+                    f"{key}={used}, limited: {key}={most} (spec.storage.{key} of Tenant "
+                    f"{tenant}: delete objects of its cluster, or ask the platform owner "
+                    "to raise it)",
+                )
 
     @staticmethod
     def _check_metadata(request: AdmissionRequest) -> None:
