@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -57,6 +57,8 @@ from allot.store.errors import StoreError
 
 LOG = logging.getLogger("allot.apiserver")
 MAX_BODY_BYTES = 3 * 1024 * 1024
+OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are decoded in a worker thread
+Decoded = TypeVar("Decoded")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 Obj = dict[str, Any]
 
@@ -529,7 +531,7 @@ class ApiServer:
         content_type = request.headers.get("content-type", "application/json").split(";")[0]
         if content_type == "application/vnd.kubernetes.protobuf":
             try:
-                return protobuf.decode(raw)
+                return await _off_loop_if_large(protobuf.decode, raw)
             except protobuf.ProtobufError as err:
                 raise UnsupportedMediaType(str(err)) from None
         if content_type not in ("application/json", "", "application/yaml", "*/*"):
@@ -538,7 +540,7 @@ class ApiServer:
                 "include: application/json, application/yaml, "
                 "application/vnd.kubernetes.protobuf"
             )
-        body = bodies.decode_json(raw)
+        body = await _off_loop_if_large(bodies.decode_json, raw)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
         return body
@@ -592,3 +594,11 @@ def _paginate(items: list[Obj], query: Any) -> tuple[list[Obj], str]:
         return items[start:], ""
     end = start + int(limit_text)
     return items[start:end], str(end) if end < len(items) else ""
+
+
+async def _off_loop_if_large(decode: Callable[[bytes], Decoded], raw: bytes) -> Decoded:
+    """Decode a body; one over :data:`OFF_LOOP_BYTES` in a worker thread, so a client
+    sending megabytes does not hold up every other request while it is parsed."""
+    if len(raw) <= OFF_LOOP_BYTES:
+        return decode(raw)
+    return await asyncio.to_thread(decode, raw)
