@@ -93,6 +93,37 @@ def params(tenant: str, entitled: list[str], forbidden: list[str]) -> Obj:
     }
 
 
+def entitled_in_params(params: Obj | None) -> list[str]:
+    """The classes a params ConfigMap entitles, as the policies read it (none when it is
+    missing: the bindings' ``parameterNotFoundAction`` is Deny)."""
+    if params is None:
+        return []
+    return str((params.get("data") or {}).get("deviceClasses") or "").split()
+
+
+def classes_named(claim_spec: Obj) -> list[str]:
+    """Every class a claim spec's requests name (``firstAvailable`` alternatives too), in
+    order, once each."""
+    requests = (claim_spec.get("devices") or {}).get("requests") or []
+    named: list[str] = []
+    for request in requests:
+        alternatives = [request["exactly"]] if request.get("exactly") else []
+        for choice in alternatives + (request.get("firstAvailable") or []):
+            name = str(choice.get("deviceClassName") or "")
+            if name and name not in named:
+                named.append(name)
+    return named
+
+
+def not_entitled(classes: list[str], tenant: str, entitled: list[str]) -> str:
+    """The refusal the claims policy words, for the classes outside the entitlement."""
+    shown = ", ".join(entitled) or "<none>"
+    return (
+        f"device class {', '.join(classes)} is not in the entitlement of tenant {tenant} "
+        f"(entitled: {shown})"
+    )
+
+
 def _variables_for_params() -> list[Obj]:
     return [
         {
