@@ -35,7 +35,7 @@ ALLOCATION = {
 }
 CONSUMER = {"resource": "pods", "name": "p", "uid": "uid-p"}
 REVOKED = (
-    "resourceclaims.resource.k8s.io \"kept\" is forbidden: ValidatingAdmissionPolicy"
+    'resourceclaims.resource.k8s.io "kept" is forbidden: ValidatingAdmissionPolicy'
     " 'allot-tenant-claims' with binding 'allot-tenant-claims.legal-ai' denied request:"
     " device class gpu-whole is not in the entitlement of tenant legal-ai (entitled: gpu-slice)"
 )

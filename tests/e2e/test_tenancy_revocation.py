@@ -188,7 +188,7 @@ def test_an_allocation_of_a_revoked_class_is_reported_and_alerted(
         "a RevokedClassAllocated alert",
     )
     assert alerts[0]["spec"]["message"].startswith(
-        "claim default/kept of tenant legal-ai holds devices of class gpu-whole"
+        "claim kept of tenant legal-ai holds devices of class gpu-whole,"
     ), alerts[0]["spec"]["message"]
     _restore(tenancy)
     tenancy.wait(
