@@ -110,8 +110,38 @@ def test_entitlement_violations_from_the_params(
             "object": "tenant-legal-ai/old-claim",
             "deviceClass": "gpu-slice",
             "entitled": ["gpu-whole"],
+            "allocated": False,
         }
     ]
+
+
+def test_an_allocated_claim_of_a_revoked_class_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = _documents(*SEED_FILES[1:3], "tenancy/platform-classes.yaml")
+    documents += [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": "tenant-legal-ai", "labels": {"allot.dev/tenant": "legal-ai"}}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "entitlement-legal-ai", "namespace": "allot-system",
+                      "labels": {"allot.dev/tenant": "legal-ai"}},
+         "data": {"deviceClasses": ""}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+         "metadata": {"name": "kept", "namespace": "tenant-legal-ai"},
+         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+             "deviceClassName": "gpu-whole"}}]}},
+         "status": {"allocation": {"devices": {"results": [
+             {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "gpu-node-a100-01",
+              "device": "gpu-0"}]}}}},
+    ]  # fmt: skip
+    code, report = _doctor(_dump(tmp_path, documents), capsys)
+    assert code == 1
+    assert [v["allocated"] for v in report["entitlementViolations"]] == [True]
+    assert allot(["doctor", "--from-dump", str(tmp_path / "dump.yaml")]) == 1
+    assert (
+        "tenant-legal-ai/kept (ResourceClaim, tenant legal-ai): class gpu-whole is outside its"
+        " entitlement (<none>) and ALLOCATED: it still holds devices"
+    ) in capsys.readouterr().out
 
 
 def test_beta_versions_are_converted_and_others_skipped(

@@ -120,12 +120,30 @@ def test_incomplete_and_stale_pools_and_sync_errors() -> None:
     ]
 
 
+def test_an_allocation_of_a_revoked_class_fires_until_entitled_again() -> None:
+    claim = _claim("a", "legal", 1, allocated=True)
+    held = {("gpu.nvidia.com", "p1", "gpu-0"): claim}
+    snapshot = _snapshot([claim, _claim("b", "legal", 1)], held)
+    found = evaluate(_inputs(snapshot, entitled={"legal": ["gpu-slice"]}), AlertSettings())
+    assert [(f.rule, f.tenant, f.subject_name) for f in found] == [
+        ("RevokedClassAllocated", "legal", "a.default")
+    ]
+    assert found[0].message == (
+        "claim a of tenant legal holds devices of class gpu-whole, which is no longer in its "
+        "entitlement (entitled: gpu-slice); its pods keep them until they end, and no new pod "
+        "may use the claim"
+    )
+    assert _rules(_inputs(snapshot, entitled={"legal": ["gpu-whole"]})) == []
+    assert _rules(_inputs(snapshot)) == []  # a tenant whose params are unknown: not judged
+
+
 def test_the_rules_render_as_a_prometheus_rule() -> None:
     rule = prometheus_rule(AlertSettings(pending_claim_seconds=120))
     assert rule["kind"] == "PrometheusRule"
     alerts = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
     assert alerts["ClaimPendingTooLong"]["expr"].endswith("> 120")
     assert set(alerts) >= {"ClaimPendingTooLong", "DeviceClassLowFree", "TenantQuotaHigh"}
+    assert alerts["RevokedClassAllocated"]["expr"].startswith("max by (tenant) (allot_alert")
 
 
 class FakeClock:
@@ -186,4 +204,5 @@ def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[s
         "TenantQuotaHigh",
         "SlicePoolIncomplete",
         "TenantSyncError",
+        "RevokedClassAllocated",
     ]

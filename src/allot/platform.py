@@ -2,7 +2,8 @@
 
 ``build`` assembles an :class:`ApiServer` with the host control plane (resourceclaim
 controller, scheduler, node agent with a simulated or process runtime, quota status) and
-tenancy (the tenant controller, the sync, the tenant clusters' admission guard, logs of
+tenancy (the tenant controller, the sync, the tenant clusters' admission guard, the
+entitlement re-checks of revoked classes in the scheduler and host admission, logs of
 tenant pods served from their host twins) registered to start with the server; the CLI's
 ``allot up``, the demo and the end-to-end tests all go through here, so they run the same
 platform.
@@ -35,6 +36,7 @@ from allot.tenancy import names
 from allot.tenancy.controller import TenantController
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.guard import TenantGuard
+from allot.tenancy.revocation import Entitlements, RevokedClaimsAdmission
 from allot.tenancy.sync import TenantSync
 
 RUNTIMES = ("simulated", "process")
@@ -72,13 +74,19 @@ def build(
     context = ControllerContext(HOST_CLUSTER, api.store, api.handlers, api.clock)
     directory = TenantDirectory()
     api.admission.hooks.insert(0, TenantGuard(api.handlers, directory))
+    entitlements = Entitlements(context)
+    api.admission.hooks.append(RevokedClaimsAdmission(entitlements))
     api.log_source = _tenant_logs(directory)
     sync = TenantSync(context, directory)
     api.quota.pending = sync.pending_twins
     ops = Operations(api, context, directory, sync, alert_settings or AlertSettings())
     mount_dashboard(api, ops)
     scheduler = Scheduler(
-        context, placement, _memory_limit(directory), ops.metrics.allocator_seconds.observe
+        context,
+        placement,
+        _memory_limit(directory),
+        ops.metrics.allocator_seconds.observe,
+        entitlements,
     )
     manager = ControllerManager(
         [

@@ -1,7 +1,7 @@
 """``allot controller``'s rounds against a cluster (the embedded platform, over HTTPS with
 the official client): the mirror feeds the same capacity view, alerts and audit as the
-embedded platform; alerts become Events on the cluster; Tenants' objects are kept
-applied."""
+embedded platform (a class revoked under an allocated claim included); alerts become
+Events on the cluster; Tenants' objects are kept applied."""
 
 from __future__ import annotations
 
@@ -67,6 +67,11 @@ def test_metrics_alerts_and_audit_from_the_mirror(
             tenancy.as_tenant("legal-ai", "apply", "-f", LEGAL)
             tenancy.wait(lambda: _allocated(tenancy), "the whole GPU allocated")
             await _round(controller)
+            tenancy.cluster.kubectl("label", "deviceclass", "gpu-whole", "gpu.platform/tenant-")
+            await _round(controller)  # the params follow the class
+            await _round(controller)  # the mirror reads them
+            rules = [f.rule for f in controller.alerts.current()]
+            assert "RevokedClassAllocated" in rules, rules
         finally:
             await controller.manager.stop()
 

@@ -1,7 +1,8 @@
 """``allot controller``: the platform's controllers, run against a real cluster.
 
 The cluster is mirrored into a local store (``<data-dir>/mirror.db``) every ``interval``
-seconds by listing its DRA objects, pods, nodes, namespaces, quotas and Tenants through
+seconds by listing its DRA objects, pods, nodes, namespaces, quotas, Tenants and the
+entitlement params (ConfigMaps in ``allot-system``) through
 :mod:`allot.kube`; on that mirror run the same components as the embedded platform: the
 capacity view, the alert manager (its Events are written to the real cluster, on the host
 claims), the audit recorder (its own SQLite file, ``<data-dir>/audit.db``) and the metrics
@@ -50,6 +51,7 @@ MIRRORED = [
     ("v1", "Pod", None),
     ("v1", "ResourceQuota", None),
     ("allot.dev/v1alpha1", "Tenant", None),
+    ("v1", "ConfigMap", names.PLATFORM_NAMESPACE),  # the entitlement params, for alerts
 ]
 
 

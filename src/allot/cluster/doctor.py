@@ -17,7 +17,9 @@ anything else is reported as skipped, never silently ignored. The report has fiv
   (:mod:`allot.lint.allocations`);
 * entitlement violations: claims and templates in a tenant's namespace (label
   ``allot.dev/tenant``) naming a class outside its entitlement (from its params ConfigMap
-  or Tenant object), including those created before a policy existed;
+  or Tenant object), including those created before a policy existed or before the class
+  was revoked; an allocated claim among them (``allocated: true``) still holds devices
+  through the revoked class until its pods end;
 * capacity per class and per pool.
 
 Pure: objects in, a :class:`Report` out; the CLI reads the cluster or the file.
@@ -252,6 +254,7 @@ def _violations(objects: dict[str, list[Obj]]) -> list[Obj]:
                             "object": f"{namespace}/{obj['metadata']['name']}",
                             "deviceClass": device_class,
                             "entitled": sorted(allowed or []),
+                            "allocated": bool((obj.get("status") or {}).get("allocation")),
                         }
                     )
     return found
@@ -359,9 +362,10 @@ def render_report(report: Report) -> str:
     lines.append(f"\n== Entitlement violations ({len(report.violations)})")
     for violation in report.violations:
         entitled = ", ".join(violation["entitled"]) or "<none>"
+        held = " and ALLOCATED: it still holds devices" if violation["allocated"] else ""
         lines.append(
             f"{violation['object']} ({violation['kind']}, tenant {violation['tenant']}): class "
-            f"{violation['deviceClass']} is outside its entitlement ({entitled})"
+            f"{violation['deviceClass']} is outside its entitlement ({entitled}){held}"
         )
     lines.append("\n== Capacity per class")
     for row in report.capacity["classes"]:

@@ -16,6 +16,10 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
 Beyond kube-scheduler, a namespace may carry a GPU-memory limit (a tenant's
 ``spec.quota.gpuMemory``, given as ``memory_limit``): a node whose allocation would take
 the namespace's allocated device ``memory`` past it does not fit, with a reason saying so.
+And a namespace may be entitled to some classes only (a tenant's, given as
+``entitlement``): a pod whose claims, allocated or not, name a class outside it is not
+scheduled, so a claim created before its class was revoked is never allocated or shared
+through it; the pod is retried when an entitlement changes.
 
 A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
 message and a ``FailedScheduling`` Event, and is parked until slices, classes, nodes or
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Protocol
 
 from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
 from allot.allocator.nodes import node_selector_matches
@@ -52,6 +56,16 @@ WAKE_RESOURCES = {"resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.
 Obj = dict[str, Any]
 
 
+class Entitlement(Protocol):
+    """Which classes a namespace may use now (implemented by tenancy, injected)."""
+
+    def refusal(self, claim: Obj) -> str:
+        """Why ``claim`` may not be allocated or reserved now; "" when it may."""
+
+    def changed(self, event: WatchEvent) -> bool:
+        """Whether ``event`` may change what ``refusal`` answers."""
+
+
 class Unschedulable(Exception):
     """The pod cannot be scheduled now; the message goes to its PodScheduled condition."""
 
@@ -65,8 +79,10 @@ class Scheduler:
         placement: str = "first-fit",
         memory_limit: MemoryLimit | None = None,
         observe_allocation: Callable[[float], None] | None = None,
+        entitlement: Entitlement | None = None,
     ) -> None:
         self.context = context
+        self.entitlement = entitlement
         self.observe_allocation = observe_allocation or (lambda seconds: None)
         self.placement = check_placement(placement)
         self.memory_limit = memory_limit
@@ -84,6 +100,8 @@ class Scheduler:
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
             return []
+        if self.entitlement is not None and self.entitlement.changed(event):
+            return self._unpark()
         if event.resource in WAKE_RESOURCES:
             self._allocator = None
             self._nodes = None
@@ -338,6 +356,7 @@ class Scheduler:
             )
         pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
         self._check_classes(pending)
+        self._check_entitlement(claims)
         models = [resourceapi.ResourceClaim.model_validate(c) for c in pending]
         may_skip_full = models and not any(needs_in_use_devices(m) for m in models)
         reasons: dict[str, str] = {}
@@ -435,6 +454,15 @@ class Scheduler:
                         raise Unschedulable(
                             f"request {request.get('name')}: device class {name} does not exist"
                         )
+
+    def _check_entitlement(self, claims: list[Obj]) -> None:
+        """Every claim the pod uses, allocated or not, only through entitled classes."""
+        if self.entitlement is None:
+            return
+        for claim in claims:
+            refusal = self.entitlement.refusal(claim)
+            if refusal:
+                raise Unschedulable(refusal)
 
     # --------------------------------------------------------------- binding
     def _bind(

@@ -20,7 +20,7 @@ from allot.api.tenancy import TenantSpec
 from allot.controllers.context import ControllerContext
 from allot.ops.capacity import CapacityView, ClaimInfo, Snapshot
 from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate
-from allot.tenancy import names
+from allot.tenancy import entitlement, names
 
 LOG = logging.getLogger("allot.alerts")
 MANAGER = "allot-alerts"
@@ -77,7 +77,13 @@ class AlertManager:
         quotas = tenant_quotas(self.host)
         nodes = {n["metadata"]["name"] for n in self.host.list("Node")}
         return RuleInputs(
-            snapshot, self.tenants(), quotas, nodes, self.sync_errors(), self.pending_reason
+            snapshot,
+            self.tenants(),
+            quotas,
+            nodes,
+            self.sync_errors(),
+            self.pending_reason,
+            tenant_entitlements(self.host),
         )
 
     def pending_reason(self, claim: ClaimInfo) -> str:
@@ -157,6 +163,16 @@ def tenant_quotas(context: ControllerContext) -> list[Obj]:
         for q in context.list("ResourceQuota")
         if names.tenant_of_namespace(q["metadata"].get("namespace", ""))
     ]
+
+
+def tenant_entitlements(context: ControllerContext) -> dict[str, list[str]]:
+    """Tenant -> the classes its params ConfigMap entitles it to (what the policies read)."""
+    found = {}
+    for params in context.list("ConfigMap", names.PLATFORM_NAMESPACE):
+        tenant = (params["metadata"].get("labels") or {}).get(names.TENANT_LABEL)
+        if tenant and params["metadata"]["name"] == entitlement.params_name(tenant):
+            found[tenant] = entitlement.entitled_in_params(params)
+    return found
 
 
 def _pod_name(pod: Obj) -> str:

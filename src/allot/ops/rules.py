@@ -1,6 +1,6 @@
 """The alert rules, evaluated on a capacity snapshot: which alerts fire now.
 
-Five rules, each with a threshold the platform sets (``AlertSettings``) and a tenant may
+The rules, most with a threshold the platform sets (``AlertSettings``) and a tenant may
 override for its own claims and quotas (``Tenant.spec.alerts``):
 
 * ``ClaimPendingTooLong``: a claim unallocated for longer than ``pending_claim_seconds``
@@ -10,7 +10,11 @@ override for its own claims and quotas (``Tenant.spec.alerts``):
   above ``quota_usage_percent`` (default 90);
 * ``SlicePoolIncomplete`` / ``SlicePoolStale``: a pool publishing fewer slices than its
   ``resourceSliceCount`` (the allocator ignores it), or published for a node that is gone;
-* ``TenantSyncError``: a tenant object the sync could not create on the host.
+* ``TenantSyncError``: a tenant object the sync could not create on the host;
+* ``RevokedClassAllocated``: an allocated claim of a tenant that names a class no longer
+  in its entitlement (the class was revoked after the allocation; its pods keep the
+  devices until they end, no new pod may use the claim). Cleared when the claim is
+  deallocated or the entitlement returns.
 
 Pure: the caller passes the snapshot, the tenants, quotas, nodes, sync errors, the pending
 reasons and the clock; the same rules render as a PrometheusRule for real clusters.
@@ -19,7 +23,7 @@ reasons and the clock; the same rules render as a PrometheusRule for real cluste
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +67,8 @@ class RuleInputs:
     nodes: set[str]
     sync_errors: Mapping[tuple[str, str, str, str], str]
     pending_reason: Callable[[ClaimInfo], str]
+    entitled: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Tenant -> the classes its params entitle it to now (tenants absent: not checked)."""
 
 
 def evaluate(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
@@ -72,6 +78,7 @@ def evaluate(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
         *_quota_usage(inputs, settings),
         *_pools(inputs),
         *_sync_errors(inputs),
+        *_revoked_allocations(inputs),
     ]
 
 
@@ -234,6 +241,31 @@ def _sync_errors(inputs: RuleInputs) -> list[Firing]:
     ]
 
 
+def _revoked_allocations(inputs: RuleInputs) -> list[Firing]:
+    found = []
+    for claim in inputs.snapshot.claims:
+        entitled = inputs.entitled.get(claim.tenant)
+        if not claim.allocated or entitled is None:
+            continue
+        revoked = [c for c in claim.classes if c not in entitled]
+        if revoked:
+            found.append(
+                Firing(
+                    "RevokedClassAllocated",
+                    "warning",
+                    claim.tenant,
+                    "ResourceClaim",
+                    claim.namespace,
+                    claim.name,
+                    f"claim {claim.tenant_claim} of tenant {claim.tenant} holds devices of class "
+                    f"{', '.join(revoked)}, which is no longer in its entitlement (entitled: "
+                    f"{', '.join(entitled) or '<none>'}); its pods keep them until they end, "
+                    "and no new pod may use the claim",
+                )
+            )
+    return found
+
+
 def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") -> Obj:
     """The same rules for a real cluster's Prometheus Operator, on allot's metrics."""
     rules = [
@@ -267,6 +299,12 @@ def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") ->
             "allot_tenant_sync_errors > 0",
             "warning",
             "Tenant {{ $labels.tenant }} has objects the sync could not create on the host.",
+        ),
+        (
+            "RevokedClassAllocated",
+            'max by (tenant) (allot_alert{rule="RevokedClassAllocated"}) > 0',
+            "warning",
+            "Tenant {{ $labels.tenant }} holds devices through a class no longer entitled.",
         ),
     ]
     return {

@@ -6,8 +6,11 @@ ConfigMap per tenant (in ``allot-system``, which tenants cannot write):
 * ``allot-tenant-claims`` checks every ResourceClaim and ResourceClaimTemplate created in
   a tenant namespace: every request, and every ``firstAvailable`` alternative, must name
   an entitled class (an unknown request shape fails closed), and ``adminAccess`` is
-  refused. CREATE only: specs are immutable, and matching UPDATE would block finalizer
-  removal after an entitlement changes.
+  refused. Specs (of claims and templates alike) are immutable, so the only UPDATE that
+  can give a tenant devices through a class is a claim's ``status`` that newly sets the
+  allocation or adds a consumer to ``reservedFor``: those are checked too (the entitlement
+  of now, so a class revoked after the claim was created is refused to kube-scheduler as
+  to allot's scheduler); every other update passes (finalizer removal, deallocation).
 * ``allot-tenant-pods`` checks pods' DRA extended-resource requests: the implicit
   ``deviceclass.resource.kubernetes.io/<class>`` names must be entitled, and explicit
   ``extendedResourceName`` mappings of classes the tenant may not use are refused. It also
@@ -48,6 +51,15 @@ _DENIED_CLASSES = (
     " r.firstAvailable.map(s, s.deviceClassName).filter(n, !(n in variables.allowed))"
     ".join(', ') : '<unknown request type>')).filter(n, n != '').join(', ')"
 )
+_GRANTS = (
+    "request.operation == 'CREATE' || (has(object.status) && ((has(object.status.allocation)"
+    " && !(has(oldObject.status) && has(oldObject.status.allocation))) ||"
+    " (has(object.status.reservedFor) && object.status.reservedFor.exists(r,"
+    " !(has(oldObject.status) && has(oldObject.status.reservedFor) &&"
+    " oldObject.status.reservedFor.exists(o, o.uid == r.uid))))))"
+)
+"""The write creates the object, or newly allocates the claim or reserves it for a new
+consumer (``status`` UPDATE): when the entitlement decides."""
 _ENTITLED_TEXT = "(size(variables.allowed) == 0 ? '<none>' : variables.allowed.join(', '))"
 
 
@@ -93,6 +105,37 @@ def params(tenant: str, entitled: list[str], forbidden: list[str]) -> Obj:
     }
 
 
+def entitled_in_params(params: Obj | None) -> list[str]:
+    """The classes a params ConfigMap entitles, as the policies read it (none when it is
+    missing: the bindings' ``parameterNotFoundAction`` is Deny)."""
+    if params is None:
+        return []
+    return str((params.get("data") or {}).get("deviceClasses") or "").split()
+
+
+def classes_named(claim_spec: Obj) -> list[str]:
+    """Every class a claim spec's requests name (``firstAvailable`` alternatives too), in
+    order, once each."""
+    requests = (claim_spec.get("devices") or {}).get("requests") or []
+    named: list[str] = []
+    for request in requests:
+        alternatives = [request["exactly"]] if request.get("exactly") else []
+        for choice in alternatives + (request.get("firstAvailable") or []):
+            name = str(choice.get("deviceClassName") or "")
+            if name and name not in named:
+                named.append(name)
+    return named
+
+
+def not_entitled(classes: list[str], tenant: str, entitled: list[str]) -> str:
+    """The refusal the claims policy words, for the classes outside the entitlement."""
+    shown = ", ".join(entitled) or "<none>"
+    return (
+        f"device class {', '.join(classes)} is not in the entitlement of tenant {tenant} "
+        f"(entitled: {shown})"
+    )
+
+
 def _variables_for_params() -> list[Obj]:
     return [
         {
@@ -103,8 +146,28 @@ def _variables_for_params() -> list[Obj]:
     ]
 
 
-def _policy(name: str, group: str, resources: list[str], spec: Obj) -> Obj:
-    """A fail-closed, ConfigMap-parameterised policy on CREATE of ``resources``."""
+def _policy(
+    name: str, group: str, resources: list[str], spec: Obj, status_updates: list[str] | None = None
+) -> Obj:
+    """A fail-closed, ConfigMap-parameterised policy on CREATE of ``resources`` (and on
+    UPDATE of the ``status`` of ``status_updates``)."""
+    rules = [
+        {
+            "apiGroups": [group],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": resources,
+        }
+    ]
+    if status_updates:
+        rules.append(
+            {
+                "apiGroups": [group],
+                "apiVersions": ["v1"],
+                "operations": ["UPDATE"],
+                "resources": [f"{r}/status" for r in status_updates],
+            }
+        )
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -114,14 +177,7 @@ def _policy(name: str, group: str, resources: list[str], spec: Obj) -> Obj:
             "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
             "matchConstraints": {
                 "matchPolicy": "Equivalent",
-                "resourceRules": [
-                    {
-                        "apiGroups": [group],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": resources,
-                    }
-                ],
+                "resourceRules": rules,
             },
             **spec,
         },
@@ -147,10 +203,11 @@ def claims_policy() -> Obj:
                     " : []",
                 },
                 *_variables_for_params(),
+                {"name": "grants", "expression": _GRANTS},
             ],
             "validations": [
                 {
-                    "expression": _CLAIM_CLASSES,
+                    "expression": f"!variables.grants || {_CLAIM_CLASSES}",
                     "reason": "Forbidden",
                     "messageExpression": "'device class ' + " + _DENIED_CLASSES + " + ' is not"
                     " in the entitlement of tenant ' + params.data.tenant + ' (entitled: ' + "
@@ -166,6 +223,7 @@ def claims_policy() -> Obj:
                 },
             ],
         },
+        status_updates=["resourceclaims"],
     )
 
 
