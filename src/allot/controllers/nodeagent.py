@@ -101,7 +101,12 @@ class NodeAgent:
         self.driver_gates = dict(driver_gates or {})
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        if event.cluster != self.context.cluster or event.resource != "pods":
+        if event.cluster != self.context.cluster:
+            return []
+        if event.resource == "resourceclaims.resource.k8s.io" and event.type == "DELETED":
+            self.preparer.unprepare(event.object["metadata"]["uid"])  # its spec goes with it
+            return []
+        if event.resource != "pods":
             return []
         metadata = event.object["metadata"]
         if event.type == "DELETED":  # ended gracefully before, or removed at once

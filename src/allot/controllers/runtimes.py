@@ -397,10 +397,13 @@ def _key(pod: Obj) -> tuple[str, str, str]:
 
 
 def _remove_pod_files(pod: Obj, roots: list[Path]) -> None:
-    """``<root>/<namespace>/<name>`` under each root (a pod's logs, its directories)."""
+    """``<root>/<namespace>/<name>`` under each root (a pod's logs, its directories), and
+    the namespace's directory once it is empty."""
     namespace, name, _ = _key(pod)
     for root in roots:
         shutil.rmtree(root / namespace / name, ignore_errors=True)
+        with contextlib.suppress(OSError):  # other pods of the namespace still there
+            (root / namespace).rmdir()
 
 
 def _clean_environment(values: dict[str, str]) -> dict[str, str]:
