@@ -71,6 +71,7 @@ def build(
         )
         api.shutdown_hooks.append(processes.stop_all)
         pods = processes
+    api.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
     context = ControllerContext(HOST_CLUSTER, api.store, api.handlers, api.clock)
     directory = TenantDirectory()
     api.admission.hooks.insert(0, TenantGuard(api.handlers, directory))
@@ -93,7 +94,7 @@ def build(
             TenantController(api, context, directory),
             sync,
             QuotaStatus(context),
-            ClaimController(context),
+            ClaimController(context, pods.holds),
             scheduler,
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
             ops.recorder,

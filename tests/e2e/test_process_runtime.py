@@ -159,9 +159,11 @@ def test_sigterm_then_sigkill_after_the_grace_period(platform: Cluster) -> None:
     _wait_phase(platform, "stubborn", "Running")
     pid = _host_pid(platform, "stubborn", "# stubborn")
     started = time.monotonic()
-    platform.kubectl("delete", "pod", "stubborn")
+    platform.kubectl("delete", "pod", "stubborn", "--wait=false")
     time.sleep(0.5)
     os.kill(pid, 0)  # ignored SIGTERM: still alive within the grace period
+    terminating = platform.get_json("pod", "stubborn")["metadata"]  # graceful: still there
+    assert terminating["deletionGracePeriodSeconds"] == 1
     _wait_gone(pid)
     assert time.monotonic() - started >= 1.0
 

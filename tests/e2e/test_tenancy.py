@@ -208,7 +208,9 @@ def test_tenant_delete_releases_everything(tenancy: Tenancy) -> None:
     tenancy.as_tenant("legal-ai", "apply", "-f", LEGAL)
     tenancy.wait(lambda: _allocated(tenancy, "legal-ai", "legal-whole-gpu"), "allocation")
     assert allot(["tenant", "delete", "legal-ai", "--data-dir", str(tenancy.data_dir)]) == 0
-    assert tenancy.host_objects("tenant-legal-ai") == []
+    tenancy.wait(
+        lambda: tenancy.host_objects("tenant-legal-ai") == [], "host objects gone", timeout=5
+    )
     namespaces = [n["metadata"]["name"] for n in tenancy.host_json("namespaces")["items"]]
     assert "tenant-legal-ai" not in namespaces
     bindings = [

@@ -60,6 +60,7 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are decoded in a worker thread
 Decoded = TypeVar("Decoded")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+ADMISSION_AUDIT_MAX_BYTES = 8 * 1024 * 1024  # per file; the previous file is kept
 Obj = dict[str, Any]
 
 
@@ -134,17 +135,35 @@ class ApiServer:
         return token
 
     def _record_policy_audit(self, record: dict[str, Any]) -> None:
-        """``validationActions: [Audit]`` failures, one JSON line each (append-only)."""
-        directory = self.data_dir / "audit"
-        directory.mkdir(exist_ok=True)
+        """``validationActions: [Audit]`` failures, one JSON line each (append-only). Any
+        cluster's policies write here, tenants' too, so the file is capped: past
+        ``ADMISSION_AUDIT_MAX_BYTES`` it becomes ``admission.jsonl.1`` (the one before
+        that is dropped), at most twice the cap on disk."""
+        log = self.data_dir / "audit" / "admission.jsonl"
+        log.parent.mkdir(exist_ok=True)
         stamped = {"time": self.clock().isoformat(), **record}
-        with (directory / "admission.jsonl").open("a") as sink:
+        with contextlib.suppress(FileNotFoundError):
+            if log.stat().st_size >= ADMISSION_AUDIT_MAX_BYTES:
+                log.replace(log.with_name("admission.jsonl.1"))
+        with log.open("a") as sink:
             sink.write(json.dumps(stamped, sort_keys=True) + "\n")
 
+    def _forget_policy_audit(self, cluster: str) -> None:
+        """Drop a removed cluster's records from the admission audit files."""
+        for log in (self.data_dir / "audit").glob("admission.jsonl*"):
+            kept = [
+                line
+                for line in log.read_text().splitlines(keepends=True)
+                if json.loads(line).get("cluster") != cluster
+            ]
+            log.write_text("".join(kept))
+
     def remove_cluster(self, name: str) -> None:
-        """Forget a virtual cluster: its objects, its token and its kubeconfig."""
+        """Forget a virtual cluster: its objects, its token, its kubeconfig and what its
+        policies wrote to the admission audit."""
         self.store.drop_cluster(name)
         self.tokens.remove(name)
+        self._forget_policy_audit(name)
         (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
 
     def _namespace_labels(self, cluster: str, namespace: str) -> dict[str, str] | None:

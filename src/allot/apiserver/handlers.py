@@ -61,6 +61,9 @@ class Handlers:
         self.store = store
         self.admission = admission
         self.clock = clock
+        # clusters whose pods run on a node agent: deleting a running pod there is
+        # graceful (marked until the agent has ended its processes), as upstream
+        self.graceful_pod_clusters: set[str] = set()
 
     # ----------------------------------------------------------------- reading
     def get(self, cluster: str, target: Target) -> Obj:
@@ -189,8 +192,27 @@ class Handlers:
             uid=preconditions.get("uid"),
             resource_version=preconditions.get("resourceVersion"),
             dry_run=dry_run,
+            grace_seconds=self._grace_seconds(cluster, resource, current, options),
         )
         return self.with_type(resource, obj)
+
+    def _grace_seconds(
+        self, cluster: str, resource: ServedResource, current: Obj, options: Obj
+    ) -> int:
+        """The deletion grace period of upstream's pod strategy (``CheckGracefulDelete``):
+        the request's ``gracePeriodSeconds``, else the pod's
+        ``terminationGracePeriodSeconds`` (30); none for a pod that is not bound or has
+        finished, and for every other kind."""
+        if resource.kind != "Pod" or cluster not in self.graceful_pod_clusters:
+            return 0
+        spec = current.get("spec") or {}
+        phase = (current.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        requested = options.get("gracePeriodSeconds")
+        if requested is None:
+            requested = spec.get("terminationGracePeriodSeconds")
+        return max(0, int(30 if requested is None else requested))
 
     def bind(self, cluster: str, target: Target, body: Obj, user: str = CONTROLLER_USER) -> None:
         """``POST pods/<name>/binding``: set ``spec.nodeName`` and ``PodScheduled=True`` in

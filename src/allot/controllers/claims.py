@@ -4,7 +4,9 @@ For each pod (upstream ``pkg/controller/resourceclaim``): every ``resourceClaimT
 entry gets a claim named ``<pod>-<claim>-<5 random chars>`` (the base truncated
 proportionally to 57 characters), owned by the pod, annotated with
 ``resource.kubernetes.io/pod-claim-name``, recorded in ``status.resourceClaimStatuses``.
-When a pod is gone or finished, its UID leaves the ``reservedFor`` of every claim it used
+When a pod is gone or finished, and the node agent's runtime holds none of its processes
+any more (a terminating pod still runs; a pod removed at once may too), its UID leaves
+the ``reservedFor`` of every claim it used
 (also when it went while the platform was down: every claim with reservations is checked
 against the pods that exist, at start and on each change);
 a claim nobody reserves any more is deallocated and loses the scheduler's finalizer, so a
@@ -13,17 +15,19 @@ generated claim is then garbage-collected with its pod.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
+from allot.controllers.runtime import RetryLater
 from allot.store import WatchEvent
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 MANAGER = "resourceclaim-controller"
 TERMINAL = ("Succeeded", "Failed")
+RECHECK_SECONDS = 0.2  # while a gone pod's processes are still being ended
 Obj = dict[str, Any]
 
 
@@ -38,8 +42,11 @@ def generate_name(pod: str, claim: str) -> str:
 class ClaimController:
     name = "resourceclaim"
 
-    def __init__(self, context: ControllerContext) -> None:
+    def __init__(
+        self, context: ControllerContext, holds: Callable[[str], bool] = lambda uid: False
+    ) -> None:
         self.context = context
+        self.holds = holds  # the node agent's runtime: may the pod's processes still run?
         self.gone: dict[tuple[str, str], Obj] = {}
         self.generated: dict[tuple[str, str], str] = {}  # (pod uid, pod claim) -> claim
 
@@ -101,17 +108,16 @@ class ClaimController:
             return
         pod = self.context.get("Pod", namespace, name)
         if pod is None:
-            last = self.gone.pop((namespace, name), None)
+            last = self.gone.get((namespace, name))
             if last is not None:
-                self._release(last)
+                self._release_when_ended(last)
+                del self.gone[(namespace, name)]
             return
-        if (
-            pod["metadata"].get("deletionTimestamp")
-            or (pod.get("status") or {}).get("phase") in TERMINAL
-        ):
-            self._release(pod)
+        if (pod.get("status") or {}).get("phase") in TERMINAL:
+            self._release_when_ended(pod)
             return
-        self._ensure_generated_claims(pod)
+        if not pod["metadata"].get("deletionTimestamp"):  # terminating: still running
+            self._ensure_generated_claims(pod)
 
     # ------------------------------------------------------------- creation
     def _ensure_generated_claims(self, pod: Obj) -> None:
@@ -192,6 +198,12 @@ class ClaimController:
         return created_name
 
     # -------------------------------------------------------------- release
+    def _release_when_ended(self, pod: Obj) -> None:
+        """Release the pod's claims once none of its processes can hold their devices."""
+        if self.holds(pod["metadata"].get("uid", "")):
+            raise RetryLater(RECHECK_SECONDS)
+        self._release(pod)
+
     def _release(self, pod: Obj) -> None:
         namespace = pod["metadata"].get("namespace", "")
         uid = pod["metadata"].get("uid")
@@ -219,6 +231,8 @@ class ClaimController:
         for consumer in _reserved_pods(claim):
             pod = self.context.peek("Pod", namespace, consumer.get("name", ""))
             if pod is None or pod["metadata"].get("uid") != consumer.get("uid"):
+                if self.holds(consumer.get("uid", "")):
+                    raise RetryLater(RECHECK_SECONDS)
                 stale.add(consumer.get("uid"))
         if stale:
             self._unreserve(claim, stale)

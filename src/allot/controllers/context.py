@@ -96,11 +96,13 @@ class ControllerContext:
         except NotFound:
             return  # deleted meanwhile: nothing to bind
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
+    def delete(self, kind: str, namespace: str, name: str, options: Obj | None = None) -> None:
+        """Delete, with DeleteOptions (``gracePeriodSeconds``, ``preconditions``); gone
+        already is fine."""
         resource = by_kind(kind)
         target = Target(resource, namespace if resource.namespaced else None, name, "")
         try:
-            self.handlers.delete(self.cluster, target, {}, dry_run=False)
+            self.handlers.delete(self.cluster, target, options or {}, dry_run=False)
         except NotFound:
             return
 

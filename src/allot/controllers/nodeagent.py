@@ -7,11 +7,18 @@ environment), moves the pod to ``Running`` with ready containers, ``Ready`` and
 ``ContainersReady`` conditions, and when the containers exit to ``Succeeded`` or ``Failed``
 with their exit codes. A container that cannot start fails the pod with
 ``ContainerCannotRun`` and a Warning event. Claims are unprepared when the pod finishes or
-is deleted; a deleted pod's processes are killed. Built by ``allot.platform``.
+is deleted. Deleting a running pod is graceful, as with the kubelet: the API server only
+marks it (``deletionTimestamp``), the agent has the runtime end every process of it
+(SIGTERM, the grace period, then SIGKILL to the whole tree), and only then deletes the
+object for good; a pod removed at once (its namespace deleted, a forced delete) has its
+processes ended all the same. The runtime's ``holds`` tells the resourceclaim controller
+which pods may still use their devices. A removed pod's logs and working directories go
+with it. Built by ``allot.platform``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from collections.abc import Hashable, Mapping
@@ -27,6 +34,7 @@ from allot.controllers.runtimes import (
 )
 from allot.driver.configs import DriverConfigError, configs_for_results
 from allot.store import WatchEvent
+from allot.store.errors import Conflict
 
 MANAGER = "allot-node-agent"
 Obj = dict[str, Any]
@@ -93,14 +101,20 @@ class NodeAgent:
         self.driver_gates = dict(driver_gates or {})
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        if event.cluster != self.context.cluster or event.resource != "pods":
+        if event.cluster != self.context.cluster:
+            return []
+        if event.resource == "resourceclaims.resource.k8s.io" and event.type == "DELETED":
+            self.preparer.unprepare(event.object["metadata"]["uid"])  # its spec goes with it
+            return []
+        if event.resource != "pods":
             return []
         metadata = event.object["metadata"]
-        if event.type == "DELETED" or metadata.get("deletionTimestamp"):
-            self.runtime.stop(event.object)
-            if event.type == "DELETED" and (event.object.get("spec") or {}).get("nodeName"):
-                self._unprepare(event.object)
+        if event.type == "DELETED":  # ended gracefully before, or removed at once
+            pod = event.object
+            self.runtime.stop(pod, lambda: self._forget(pod))
             return []
+        if metadata.get("deletionTimestamp"):
+            return [("stop", metadata.get("namespace", ""), metadata["name"])]
         if (event.object.get("spec") or {}).get("nodeName") and (
             event.object.get("status") or {}
         ).get("phase", "Pending") == "Pending":
@@ -108,18 +122,29 @@ class NodeAgent:
         return []
 
     def initial_keys(self) -> list[Hashable]:
-        return [
-            ("pod", p["metadata"].get("namespace", ""), p["metadata"]["name"])
-            for p in self.context.list("Pod")
-            if (p.get("spec") or {}).get("nodeName")
-            and (p.get("status") or {}).get("phase", "Pending") == "Pending"
-        ]
+        keys: list[Hashable] = []
+        for pod in self.context.list("Pod"):
+            key = ("pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+            if pod["metadata"].get("deletionTimestamp"):
+                keys.append(("stop", key[1], key[2]))
+            elif (pod.get("spec") or {}).get("nodeName") and (pod.get("status") or {}).get(
+                "phase", "Pending"
+            ) == "Pending":
+                keys.append(key)
+        return keys
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, tuple)
-        _, namespace, name = key
+        what, namespace, name = key
         pod = self.context.get("Pod", namespace, name)
-        if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+        if pod is not None and what == "stop":
+            self.runtime.stop(pod, lambda: self._remove(pod))
+            return
+        if (
+            pod is None
+            or pod["metadata"].get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase", "Pending") != "Pending"
+        ):
             return
         node = pod["spec"].get("nodeName")
         claims = self._claims(pod)
@@ -280,6 +305,20 @@ class NodeAgent:
     def _unprepare(self, pod: Obj) -> None:
         for claim in self._claims(pod):
             self.preparer.unprepare(claim["metadata"]["uid"])
+
+    def _remove(self, pod: Obj) -> None:
+        """A deleted pod's processes are gone: remove the object (no grace left), as the
+        kubelet confirms a graceful deletion."""
+        metadata = pod["metadata"]
+        options = {"gracePeriodSeconds": 0, "preconditions": {"uid": metadata.get("uid")}}
+        with contextlib.suppress(Conflict):  # another pod of that name by now
+            self.context.delete("Pod", metadata.get("namespace", ""), metadata["name"], options)
+
+    def _forget(self, pod: Obj) -> None:
+        """A removed pod's processes are gone: its device specs, logs and directories go."""
+        if (pod.get("spec") or {}).get("nodeName"):
+            self._unprepare(pod)
+        self.runtime.forget(pod)
 
 
 def _timestamp(moment: dt.datetime) -> str:

@@ -24,6 +24,15 @@ LOG = logging.getLogger("allot.controllers")
 MAX_BACKOFF_SECONDS = 30.0
 
 
+class RetryLater(Exception):
+    """Raised by ``reconcile``: the key is not ready yet; look again after ``seconds``
+    (no back-off, no log line)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
 class Controller(Protocol):
     name: str
 
@@ -101,6 +110,8 @@ class ControllerManager:
                 self.observe(worker.controller.name, time.perf_counter() - started)
             except Conflict:
                 worker.add(key)  # someone wrote first: read again and retry at once
+            except RetryLater as later:
+                asyncio.get_running_loop().call_later(later.seconds, worker.add, key)
             except Exception:
                 attempts = worker.failures.get(key, 0) + 1
                 worker.failures[key] = attempts

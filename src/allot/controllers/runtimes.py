@@ -16,8 +16,11 @@ its own namespaces, no view of allot's data directory, exactly the device nodes 
 claimed GPUs, an unprivileged user. Without one (``--unsandboxed``) processes run as the
 user running allot, with access to its files and network. Where the container's devices
 are simulated, an ``nvidia-smi`` answering ``-L`` for them is put first on ``PATH``.
-``restartPolicy`` is honoured with kubelet-like back-off; deleting the pod sends SIGTERM,
-then SIGKILL after the grace period.
+``restartPolicy`` is honoured with kubelet-like back-off; stopping a pod sends SIGTERM,
+then after the grace period SIGKILL to every process of it (``allot.controllers.processes``:
+its tree and its environment marker), and reports it stopped only once none is alive;
+``holds`` says which pods may still have processes, ``forget`` removes a removed pod's
+logs and directories.
 
 Both report to the node agent (``allot.controllers.nodeagent``), which owns pod status.
 """
@@ -27,14 +30,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
-import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from allot.controllers import processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
 from allot.driver.devicenodes import DeviceNodes
@@ -75,7 +81,14 @@ class Runtime(Protocol):
         on_restart: RestartCallback,
     ) -> None: ...
 
-    def stop(self, pod: Obj) -> None: ...
+    def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
+        """End the pod's processes; ``on_stopped`` runs on the loop once none is left."""
+
+    def holds(self, pod_uid: str) -> bool:
+        """Whether a process of the pod may still be alive (its devices are in use)."""
+
+    def forget(self, pod: Obj) -> None:
+        """Remove what the stopped, deleted pod left: its logs and working directories."""
 
 
 class SimulatedRuntime:
@@ -104,8 +117,15 @@ class SimulatedRuntime:
             codes = {c["name"]: 0 for c in pod["spec"].get("containers") or []}
             asyncio.get_running_loop().call_later(float(seconds), on_exit, pod, codes)
 
-    def stop(self, pod: Obj) -> None:
-        return None
+    def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_soon(on_stopped)
+
+    def holds(self, pod_uid: str) -> bool:
+        return False
+
+    def forget(self, pod: Obj) -> None:
+        if self.logs_dir is not None:
+            _remove_pod_files(pod, [self.logs_dir])
 
 
 def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:
@@ -127,6 +147,7 @@ class _Container:
     directory: Path
     log: Path
     group: str  # the container's cgroup under ContainerLimits
+    marker: str  # its ALLOT_CONTAINER value (allot.controllers.processes)
     before_exec: Callable[[], None] | None
     process: subprocess.Popen[bytes]
     restarts: int = 0
@@ -154,7 +175,11 @@ class ProcessRuntime:
         self.tenant_namespace = tenant_namespace
         self.device_nodes = device_nodes or DeviceNodes()
         self.limits = limits or ContainerLimits()
+        self.marker = processes.runtime_marker()
         self._running: dict[tuple[str, str, str], dict[str, _Container]] = {}
+        # pods whose processes are being ended, with what to call once they are
+        self._ending: dict[str, list[Callable[[], None]]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def launch(
         self,
@@ -191,6 +216,8 @@ class ProcessRuntime:
         except ConfinementError as err:
             raise ContainerStartError(f'container "{name}": {err}') from None
         environment = _clean_environment(setup.environment)
+        marker = f"{self.marker}/{key[2]}/{name}"
+        environment[processes.MARKER] = marker
         confinement.device_nodes = self.device_nodes.for_devices(setup.devices)
         confinement.gpu_buses = self.device_nodes.buses(setup.devices)
         if setup.devices and not confinement.device_nodes:  # simulated: the shim answers
@@ -207,7 +234,7 @@ class ProcessRuntime:
         group = f"{key[2] or key[1]}-{name}"
         before_exec = self.limits.prepare(group, spec)
         process = _spawn(argv, environment, directory, log, before_exec)
-        return _Container(argv, environment, directory, log, group, before_exec, process)
+        return _Container(argv, environment, directory, log, group, marker, before_exec, process)
 
     @staticmethod
     def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
@@ -235,10 +262,9 @@ class ProcessRuntime:
             self._step(name, container, policy, loop.time(), pod, on_restart)
         if all(c.exit_code is not None and c.restart_at is None for c in containers.values()):
             del self._running[_key(pod)]
-            for container in containers.values():  # background children end with it
-                self.limits.kill(container.group)
-                self.limits.release(container.group)
-            on_exit(pod, {name: c.exit_code or 0 for name, c in containers.items()})
+            codes = {name: c.exit_code or 0 for name, c in containers.items()}
+            # background children end with the pod, before it is reported finished
+            self._end_in_thread(pod, list(containers.values()), 0, lambda: on_exit(pod, codes))
             return
         loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
 
@@ -272,36 +298,92 @@ class ProcessRuntime:
             return
         container.exit_code = _exit_code(code)
         container.last_exit = container.exit_code
+        processes.kill_now(self._members(container))  # its background children too
         if policy == "Always" or (policy == "OnFailure" and container.exit_code != 0):
             delay = min(BACKOFF_MAX, BACKOFF_START * 2**container.restarts)
             container.restart_at = now + delay
 
-    def stop(self, pod: Obj) -> None:
-        """SIGTERM to every container's process group, SIGKILL after the grace period."""
-        containers = self._running.pop(_key(pod), None) or {}
+    def holds(self, pod_uid: str) -> bool:
+        return pod_uid in self._ending or any(key[2] == pod_uid for key in self._running)
+
+    def forget(self, pod: Obj) -> None:
+        key = _key(pod)
+        if not any(running[:2] == key[:2] for running in self._running):  # not re-created
+            _remove_pod_files(pod, [self.logs_dir, self.work_dir])
+
+    def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
+        """SIGTERM to every container's processes, SIGKILL to all of them (tree and
+        marker) after the grace period; ``on_stopped`` once none is left."""
+        key = _key(pod)
+        containers = self._running.pop(key, None)
+        if key[2] in self._ending:  # already ending (finished, or stopped before)
+            self._ending[key[2]].append(on_stopped)
+            return
+        if containers is None:
+            asyncio.get_running_loop().call_soon(on_stopped)
+            return
         grace = pod["spec"].get("terminationGracePeriodSeconds")
         grace = DEFAULT_GRACE_SECONDS if grace is None else int(grace)
         for container in containers.values():
             if container.process.poll() is None:
                 self._terminate(container)
-                reaper = threading.Thread(target=self._reap, args=(container, grace), daemon=True)
-                reaper.start()
-            else:
-                self.limits.release(container.group)
+        self._end_in_thread(pod, list(containers.values()), grace, on_stopped)
+
+    def _end_in_thread(
+        self, pod: Obj, containers: list[_Container], grace: float, then: Callable[[], None]
+    ) -> None:
+        """End ``containers`` off the loop (waiting ``grace`` seconds for them to exit
+        first), then run ``then`` and whatever else waits for this pod, on the loop."""
+        uid = _key(pod)[2]
+        self._ending[uid] = [then]
+
+        async def end() -> None:
+            await asyncio.to_thread(self._end, containers, time.monotonic() + grace)
+            for callback in self._ending.pop(uid, []):
+                callback()
+
+        task = asyncio.get_running_loop().create_task(end(), name=f"end-pod-{uid}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _end(self, containers: list[_Container], grace_until: float) -> None:
+        """Wait for the containers until ``grace_until``, then kill every process of
+        theirs and wait until none is alive (however long an uninterruptible one takes)."""
+        for container in containers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                container.process.wait(timeout=max(0.0, grace_until - time.monotonic()))
+        for container in containers:
+            self.limits.kill(container.group)
+            processes.end_processes(partial(self._members, container), container.process.poll)
+            self.limits.release(container.group)
+
+    @staticmethod
+    def _members(container: _Container) -> set[int]:
+        """The container's live processes: its tree while its leader is not reaped (a
+        reaped pid may be another process's already), and everything with its marker."""
+        unreaped = container.process.returncode is None
+        tree = processes.tree(container.process.pid) if unreaped else []
+        return {*tree, *processes.marked(container.marker + "\0")}
 
     async def stop_all(self) -> None:
-        """On shutdown: no process outlives the platform (SIGTERM, then SIGKILL after 2 s)."""
+        """On shutdown: no process this runtime started outlives the platform, tracked or
+        not (SIGTERM, then SIGKILL to everything carrying its marker after 2 s)."""
         containers = [c for running in self._running.values() for c in running.values()]
         self._running.clear()
         for container in containers:
             self._terminate(container)
-        for container in containers:
-            await asyncio.to_thread(self._reap, container, 2.0)
+        await asyncio.to_thread(self._end, containers, time.monotonic() + 2.0)
+        await asyncio.to_thread(
+            processes.end_processes,
+            lambda: processes.marked(self.marker + "/"),
+            lambda: None,
+            time.monotonic() + 10.0,
+        )
         self.limits.close()
 
     def _kill(self, key: tuple[str, str, str]) -> None:
-        for container in (self._running.pop(key, None) or {}).values():
-            self._kill_if_alive(container)
+        containers = list((self._running.pop(key, None) or {}).values())
+        self._end(containers, time.monotonic())
 
     def _terminate(self, container: _Container) -> None:
         """SIGTERM to the container's processes (inside its sandbox, where it has one)."""
@@ -310,26 +392,21 @@ class ProcessRuntime:
         else:
             _signal(container.process, signal.SIGTERM)
 
-    def _reap(self, container: _Container, grace: float) -> None:
-        """Wait for a container told to stop; kill it when the grace period is over."""
-        try:
-            container.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self._kill_if_alive(container)
-        self.limits.kill(container.group)
-        self.limits.release(container.group)
-
-    def _kill_if_alive(self, container: _Container) -> None:
-        if container.process.poll() is None:
-            _signal(container.process, signal.SIGKILL)
-            container.process.wait()
-        self.limits.kill(container.group)
-
 
 def _key(pod: Obj) -> tuple[str, str, str]:
     """Namespace, name and uid: a pod re-created under the same name is another pod."""
     metadata = pod["metadata"]
     return (metadata.get("namespace", ""), metadata["name"], metadata.get("uid", ""))
+
+
+def _remove_pod_files(pod: Obj, roots: list[Path]) -> None:
+    """``<root>/<namespace>/<name>`` under each root (a pod's logs, its directories), and
+    the namespace's directory once it is empty."""
+    namespace, name, _ = _key(pod)
+    for root in roots:
+        shutil.rmtree(root / namespace / name, ignore_errors=True)
+        with contextlib.suppress(OSError):  # other pods of the namespace still there
+            (root / namespace).rmdir()
 
 
 def _clean_environment(values: dict[str, str]) -> dict[str, str]:

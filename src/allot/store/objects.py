@@ -298,14 +298,19 @@ class Store:
                     "try again",
                     **_about(resource, key[3]),
                 )
-            for immutable in ("uid", "creationTimestamp", "deletionTimestamp"):
+            for immutable in (
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ):
                 if immutable in current["metadata"]:
                     metadata[immutable] = current["metadata"][immutable]
                 else:
                     metadata.pop(immutable, None)
             if dry_run:
                 return obj
-            if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
+            if _removable(metadata):
                 self._remove(key, obj)
                 return clone_document(obj) if copy_result else obj
             self._write(key, obj, "MODIFIED")
@@ -321,8 +326,12 @@ class Store:
         uid: str | None = None,
         resource_version: str | None = None,
         dry_run: bool = False,
+        grace_seconds: int = 0,
     ) -> tuple[Obj, bool]:
-        """Delete (or mark for deletion); returns (object, removed now)."""
+        """Delete (or mark for deletion); returns (object, removed now). With
+        ``grace_seconds`` the object is only marked (``deletionTimestamp`` that far ahead,
+        ``deletionGracePeriodSeconds``), as the API server does for a running pod: whoever
+        ends it deletes it again with no grace period."""
         key = (cluster, resource.key, namespace if resource.namespaced else "", name)
         with self._lock:
             current = self._objects.get(key)
@@ -332,6 +341,8 @@ class Store:
             obj = clone_document(current)
             if dry_run:
                 return obj, False
+            if grace_seconds > 0 or obj["metadata"].get("deletionGracePeriodSeconds"):
+                return self._mark_graceful(key, obj, grace_seconds), False
             if obj["metadata"].get("finalizers"):
                 if not obj["metadata"].get("deletionTimestamp"):
                     obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
@@ -342,6 +353,24 @@ class Store:
         return obj, True
 
     # ----------------------------------------------------------------- internals
+    def _mark_graceful(self, key: ObjectKey, obj: Obj, grace_seconds: int) -> Obj:
+        """Mark (or shorten the grace of) a graceful deletion; grace 0 on an object
+        already marked removes it unless finalizers hold it."""
+        metadata = obj["metadata"]
+        if grace_seconds == 0:
+            metadata["deletionGracePeriodSeconds"] = 0
+            if not metadata.get("finalizers"):
+                self._remove(key, obj)
+                return clone_document(obj)
+        elif metadata.get("deletionGracePeriodSeconds", grace_seconds + 1) > grace_seconds:
+            now = self.clock()
+            metadata["deletionTimestamp"] = rfc3339(now + dt.timedelta(seconds=grace_seconds))
+            metadata["deletionGracePeriodSeconds"] = grace_seconds
+        else:
+            return obj
+        self._write(key, obj, "MODIFIED")
+        return clone_document(obj)
+
     def _check_preconditions(
         self,
         resource: Resource,
@@ -501,6 +530,16 @@ class Store:
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
+
+
+def _removable(metadata: Obj) -> bool:
+    """Deleted, no grace period left and no finalizer holding it: upstream's rule for
+    removing an object on update."""
+    return (
+        bool(metadata.get("deletionTimestamp"))
+        and not metadata.get("deletionGracePeriodSeconds")
+        and not metadata.get("finalizers")
+    )
 
 
 def _about(resource: Resource, name: str) -> dict[str, str]:

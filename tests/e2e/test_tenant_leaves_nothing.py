@@ -1,0 +1,78 @@
+"""Deleting a tenant leaves nothing of it (issue 14, item 5): a tenant re-created under the
+same name starts empty (no objects, no logs of its old pods, no files under the data
+directory); the admission audit forgets a removed cluster and is capped in size."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from allot.apiserver import app
+from allot.apiserver.app import ApiServer
+from allot.cli.main import main as allot
+from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+
+pytestmark = pytest.mark.slow
+LEGAL = str(REPO / "examples/tenancy/legal-ai-workload.yaml")
+POD = "contract-summarizer"
+
+
+def _files_of(data_dir: Path, namespace: str) -> list[str]:
+    """Files under the data directory that belong to a tenant's host namespace: logs,
+    pod directories (by path) and CDI specs (by the namespace they record)."""
+    found = [str(p) for p in data_dir.rglob("*") if namespace in p.parts]
+    for spec in (data_dir / "cdi").glob("*.json"):
+        if json.loads(spec.read_text()).get("namespace") == namespace:
+            found.append(str(spec))
+    return found
+
+
+def _run_workload(tenancy: Tenancy) -> None:
+    tenancy.as_tenant("legal-ai", "apply", "-f", LEGAL)
+    tenancy.wait(
+        lambda: tenancy.as_tenant("legal-ai", "logs", POD, check=False).stdout.strip(),
+        "the pod's log",
+        timeout=30,
+    )
+
+
+def test_a_recreated_tenant_starts_empty(tmp_path: Path) -> None:
+    with seed_platform(tmp_path, runtime="process") as tenancy:
+        _run_workload(tenancy)
+        assert _files_of(tenancy.data_dir, "tenant-legal-ai")  # logs, /pod, CDI spec
+        assert allot(["tenant", "delete", "legal-ai", "--data-dir", str(tenancy.data_dir)]) == 0
+        tenancy.wait(
+            lambda: not _files_of(tenancy.data_dir, "tenant-legal-ai"), "files removed", 10
+        )
+        tenancy.create_tenant("legal-ai")
+        listing = tenancy.tenant_json("legal-ai", "pods,resourceclaims,configmaps", "-A")
+        assert [i["metadata"]["name"] for i in listing["items"]] == []
+        logs = tenancy.as_tenant("legal-ai", "logs", POD, check=False)
+        assert logs.returncode != 0
+        assert f'pods "{POD}" not found' in logs.stderr
+        assert _files_of(tenancy.data_dir, "tenant-legal-ai") == []
+        assert tenancy.host_objects("tenant-legal-ai") == []
+
+
+def test_admission_audit_forgets_a_removed_cluster(tmp_path: Path) -> None:
+    api = ApiServer(tmp_path)
+    api.add_cluster("gone")
+    for cluster in ("host", "gone", "host"):
+        api._record_policy_audit({"cluster": cluster, "policy": "p"})
+    api.remove_cluster("gone")
+    lines = (tmp_path / "audit" / "admission.jsonl").read_text().splitlines()
+    assert [json.loads(line)["cluster"] for line in lines] == ["host", "host"]
+
+
+def test_admission_audit_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app, "ADMISSION_AUDIT_MAX_BYTES", 1000)
+    api = ApiServer(tmp_path)
+    for number in range(500):  # about 40 kB of records
+        api._record_policy_audit({"cluster": "tenant", "policy": "p", "n": number})
+    files = sorted((tmp_path / "audit").glob("admission.jsonl*"))
+    assert [f.name for f in files] == ["admission.jsonl", "admission.jsonl.1"]
+    assert sum(f.stat().st_size for f in files) < 2 * 1000 + 200
+    last = json.loads(files[0].read_text().splitlines()[-1])
+    assert last["n"] == 499
