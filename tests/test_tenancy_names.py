@@ -45,6 +45,6 @@ def test_reserved_keys_are_found() -> None:
         "annotations": {"allot.dev/y": ""},
     }
     assert names.reserved_keys(metadata) == [
-        "metadata.labels[allot.dev/tenant]",
-        "metadata.annotations[allot.dev/y]",
+        ("labels", "allot.dev/tenant"),
+        ("annotations", "allot.dev/y"),
     ]

@@ -6,14 +6,21 @@ worst case (``ExactCount`` its count, ``All`` 32, ``firstAvailable`` the largest
 class among the alternatives, every class charged), under
 ``<class>.deviceclass.resource.k8s.io/devices`` and, with DRAExtendedResource, under
 ``requests.deviceclass.resource.kubernetes.io/<class>`` and the class's
-``requests.<extendedResourceName>``; a Pod is charged ``pods`` while not terminal and its
-containers' extended-resource requests. Usage comes from specs, not allocations. A create
-that would take a namespace past a quota's ``hard`` is refused with the API server's text
-(``exceeded quota: q, requested: k=1, used: k=2, limited: k=2``). ``QuotaAdmission.pending``
-adds objects already admitted elsewhere and on their way to a namespace (a tenant's
-claims before the sync has made their host twins), so concurrent creates cannot pass a
-quota between admission and sync. Used as an admission hook and by the quota status
-controller.
+``requests.<extendedResourceName>``; a Pod is charged ``pods`` while not terminal and
+``requests.<name>`` for each DRA extended resource of its requests
+(:func:`allot.api.podresources.pod_requests`: init containers count as upstream's
+``PodRequests`` counts them). The scheduler's extended-resource claim is charged under the
+``requests.`` keys only what its owning pod was not charged already, and only when it is
+that pod's claim (``resource.kubernetes.io/extended-resource-claim: "true"``, controlled by
+the existing pod of that uid, the one its ``status.extendedResourceClaimStatus`` names or
+the first it owns): upstream's owner check (``resource_claims.go``
+``getVerifiedPodUsage``), so the annotation alone exempts nothing. Usage comes from specs,
+not allocations. A create that would take a namespace past a quota's ``hard`` is refused
+with the API server's text (``exceeded quota: q, requested: k=1, used: k=2, limited:
+k=2``). ``QuotaAdmission.pending`` adds objects already admitted elsewhere and on their way
+to a namespace (a tenant's claims before the sync has made their host twins), so
+concurrent creates cannot pass a quota between admission and sync. Used as an admission
+hook and by the quota status controller.
 """
 
 from __future__ import annotations
@@ -22,15 +29,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from allot.api.quantity import Quantity
+from allot.api.podresources import pod_requests
+from allot.api.quantity import NANO, Quantity
 from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.apiserver.resources import ServedResource, all_resources, by_kind
 from allot.store import Store
+from allot.validation.names import (
+    DEVICE_CLASS_RESOURCE_PREFIX,
+    QUOTA_REQUESTS_PREFIX,
+    is_dra_extended_resource_name,
+)
 
 Obj = dict[str, Any]
 Usage = Counter[str]
 ALL_MODE_DEVICES = 32
-EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -39,17 +51,96 @@ def count_key(resource: ServedResource) -> str:
     return f"count/{resource.info.qualified_resource}"
 
 
-def usage(resource: ServedResource, obj: Obj, extended_names: dict[str, str]) -> Usage:
-    """What ``obj`` is charged; ``extended_names`` maps class name to extendedResourceName."""
+class Charging:
+    """What usage depends on beyond the object itself, in one cluster: the classes'
+    ``extendedResourceName`` and, for extended-resource claims, their owning pods."""
+
+    def __init__(self, store: Store | None, cluster: str, extended: dict[str, str]) -> None:
+        self.store = store
+        self.cluster = cluster
+        self.extended = extended
+
+    def owner_usage(self, claim: Obj) -> Usage:
+        """What the pod that owns the scheduler's extended-resource ``claim`` was charged;
+        nothing unless the claim passes upstream's owner check."""
+        metadata = claim["metadata"]
+        if (metadata.get("annotations") or {}).get(EXTENDED_CLAIM_ANNOTATION) != "true":
+            return Counter()
+        owner = _pod_controller(metadata)
+        if owner is None or self.store is None:
+            return Counter()
+        namespace = metadata.get("namespace", "")
+        pod = self.store.peek(self.cluster, by_kind("Pod").store, namespace, owner["name"])
+        if pod is None or pod["metadata"].get("uid") != owner.get("uid"):
+            return Counter()
+        recorded = (pod.get("status") or {}).get("extendedResourceClaimStatus")
+        if recorded is not None and recorded.get("resourceClaimName") != metadata.get("name"):
+            return Counter()
+        if recorded is None and self._owned_earlier(claim, owner.get("uid")):
+            return Counter()
+        return pod_usage(pod)
+
+    def _owned_earlier(self, claim: Obj, uid: object) -> bool:
+        """Whether the pod of ``uid`` controls an extended-resource claim created before
+        ``claim`` (same time: an earlier name); only the first one is the pod's."""
+        assert self.store is not None
+        metadata = claim["metadata"]
+        mine = (metadata.get("creationTimestamp") or "~", metadata.get("name") or "")
+        claims, _ = self.store.list_objects(
+            self.cluster, by_kind("ResourceClaim").store, metadata.get("namespace"), shared=True
+        )
+        for other in claims:
+            theirs = other["metadata"]
+            if theirs.get("name") == metadata.get("name"):
+                continue
+            if (theirs.get("annotations") or {}).get(EXTENDED_CLAIM_ANNOTATION) != "true":
+                continue
+            owner = _pod_controller(theirs)
+            created = (theirs.get("creationTimestamp") or "~", theirs["name"])
+            if owner is not None and owner.get("uid") == uid and created < mine:
+                return True
+        return False
+
+
+def _pod_controller(metadata: Obj) -> Obj | None:
+    """The controller reference of an object when it is a ``v1`` Pod with a name."""
+    for reference in metadata.get("ownerReferences") or []:
+        if reference.get("controller"):
+            if reference.get("kind") == "Pod" and reference.get("apiVersion") == "v1":
+                return reference if reference.get("name") else None
+            return None
+    return None
+
+
+def usage(resource: ServedResource, obj: Obj, charging: Charging) -> Usage:
+    """What ``obj`` is charged."""
     charged: Usage = Counter({count_key(resource): 1})
     if resource.kind == "ResourceClaim":
-        charged.update(claim_devices(obj, extended_names))
+        charged.update(claim_devices(obj, charging.extended, charging.owner_usage(obj)))
     elif resource.kind == "Pod":
         charged.update(pod_usage(obj))
     return charged
 
 
-def claim_devices(claim: Obj, extended_names: dict[str, str]) -> Usage:
+def claim_devices(
+    claim: Obj, extended_names: dict[str, str], owner_usage: Usage | None = None
+) -> Usage:
+    """A claim's device keys; ``extended_names`` maps class name to extendedResourceName,
+    ``owner_usage`` is what the owning pod was charged (for its extended-resource claim)."""
+    charged: Usage = Counter()
+    for name, count in _devices_per_class(claim).items():
+        charged[f"{name}.deviceclass.resource.k8s.io/devices"] += count
+        keys = [f"{QUOTA_REQUESTS_PREFIX}{DEVICE_CLASS_RESOURCE_PREFIX}{name}"]
+        if name in extended_names:
+            keys.append(f"{QUOTA_REQUESTS_PREFIX}{extended_names[name]}")
+        for key in keys:  # port of addExtendedResourceQuota: only what the pod was not charged
+            remainder = count - (owner_usage or Counter()).get(key, 0)
+            if remainder > 0:
+                charged[key] += remainder
+    return charged
+
+
+def _devices_per_class(claim: Obj) -> Usage:
     per_class: Usage = Counter()
     for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
         if request.get("exactly"):
@@ -61,16 +152,7 @@ def claim_devices(claim: Obj, extended_names: dict[str, str]) -> Usage:
             name = alternative.get("deviceClassName", "")
             largest[name] = max(largest.get(name, 0), _device_count(alternative))
         per_class.update(largest)
-    charged: Usage = Counter()
-    for name, count in per_class.items():
-        charged[f"{name}.deviceclass.resource.k8s.io/devices"] += count
-        charged[f"requests.{EXTENDED_PREFIX}{name}"] += count
-        if name in extended_names:
-            charged[f"requests.{extended_names[name]}"] += count
-    annotations = claim["metadata"].get("annotations") or {}
-    if annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true":  # the pod was charged already
-        charged = Counter({k: v for k, v in charged.items() if not k.startswith("requests.")})
-    return charged
+    return per_class
 
 
 def _device_count(request: Obj) -> int:
@@ -83,15 +165,14 @@ def _device_count(request: Obj) -> int:
 
 
 def pod_usage(pod: Obj) -> Usage:
+    """``pods`` and ``requests.<name>`` of each DRA extended resource the pod requests
+    (upstream's ``PodUsageFunc``); nothing once the pod is terminal."""
     if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
         return Counter()
     charged: Usage = Counter({"pods": 1})
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        requests = (container.get("resources") or {}).get("requests") or {}
-        limits = (container.get("resources") or {}).get("limits") or {}
-        for key, value in {**limits, **requests}.items():
-            if "/" in key and not key.startswith("kubernetes.io/"):
-                charged[f"requests.{key}"] += Quantity.parse(str(value)).as_integer()
+    for name, amount in pod_requests(pod.get("spec") or {}).items():
+        if is_dra_extended_resource_name(name) and amount.sign() > 0:
+            charged[QUOTA_REQUESTS_PREFIX + name] += -(-amount.nanos // NANO)  # whole units, up
     return charged
 
 
@@ -100,7 +181,7 @@ def namespace_usage(
     cluster: str,
     namespace: str,
     keys: Iterable[str],
-    extended: dict[str, str],
+    charging: Charging,
     pending: Iterable[tuple[ServedResource, Obj]] = (),
 ) -> Usage:
     """The current usage of ``keys`` in a namespace, from the stored objects and
@@ -112,9 +193,9 @@ def namespace_usage(
             continue
         items, _ = store.list_objects(cluster, resource.store, namespace, shared=True)
         for item in items:
-            total.update({k: v for k, v in usage(resource, item, extended).items() if k in wanted})
+            total.update({k: v for k, v in usage(resource, item, charging).items() if k in wanted})
     for resource, item in pending:
-        total.update({k: v for k, v in usage(resource, item, extended).items() if k in wanted})
+        total.update({k: v for k, v in usage(resource, item, charging).items() if k in wanted})
     return total
 
 
@@ -162,19 +243,24 @@ class QuotaAdmission:
         if not quotas:
             return []
         extended = extended_resource_names(self.store, request.cluster)
-        requested = usage(request.resource, request.object.to_wire(), extended)
+        charging = Charging(self.store, request.cluster, extended)
+        requested = usage(request.resource, request.object.to_wire(), charging)
         for quota in sorted(quotas, key=lambda q: q["metadata"]["name"]):
-            self._check(request, quota, requested, extended)
+            self._check(request, quota, requested, charging)
         return []
 
-    def _check(self, request: AdmissionRequest, quota: Obj, requested: Usage, ext: Obj) -> None:
+    def _check(
+        self, request: AdmissionRequest, quota: Obj, requested: Usage, charging: Charging
+    ) -> None:
         hard = hard_limits(quota)
         keys = [k for k in sorted(hard) if requested.get(k)]
         if not keys:
             return
         assert request.object is not None
         pending = self.pending(request.cluster, request.namespace, request.object.to_wire())
-        used = namespace_usage(self.store, request.cluster, request.namespace, keys, ext, pending)
+        used = namespace_usage(
+            self.store, request.cluster, request.namespace, keys, charging, pending
+        )
         failed = [k for k in keys if Quantity.from_int(used[k] + requested[k]).compare(hard[k]) > 0]
         if not failed:
             return

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from allot.apiserver.quota import extended_resource_names, hard_limits, namespace_usage
+from allot.apiserver.quota import (
+    Charging,
+    extended_resource_names,
+    hard_limits,
+    namespace_usage,
+)
 from allot.apiserver.resources import by_kind
 from allot.controllers.context import ControllerContext
 from allot.store import WatchEvent
@@ -56,9 +61,10 @@ class QuotaStatus:
         if not quotas:
             return
         extended = extended_resource_names(self.context.store, cluster)
+        charging = Charging(self.context.store, cluster, extended)
         for quota in quotas:
             hard = hard_limits(quota)
-            used = namespace_usage(self.context.store, cluster, namespace, hard, extended)
+            used = namespace_usage(self.context.store, cluster, namespace, hard, charging)
             status = {
                 "hard": {k: str(v) for k, v in sorted(hard.items())},
                 "used": {k: str(used.get(k, 0)) for k in sorted(hard)},

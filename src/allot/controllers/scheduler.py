@@ -39,7 +39,8 @@ from allot.allocator.requests import needs_in_use_devices
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
-from allot.api.quantity import Quantity, QuantityFormat
+from allot.api.podresources import container_requests
+from allot.api.quantity import NANO, Quantity, QuantityFormat
 from allot.apiserver.admission import AdmissionDenied
 from allot.controllers.context import ControllerContext
 from allot.simulation.runner import scheduler_message
@@ -309,15 +310,15 @@ class Scheduler:
         spec = pod.get("spec") or {}
         containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
         for index, container in enumerate(containers):
-            resources = container.get("resources") or {}
-            amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+            amounts = container_requests(container)  # what quota charged: requests, defaulted
             for position, resource in enumerate(sorted(amounts)):
-                if resource in by_name:
+                count = -(-amounts[resource].nanos // NANO)
+                if resource in by_name and count > 0:
                     requests[f"container-{index}-request-{position}"] = (
                         container.get("name", ""),
                         resource,
                         by_name[resource],
-                        int(float(str(amounts[resource]))),
+                        count,
                     )
         return requests
 

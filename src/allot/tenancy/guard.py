@@ -3,11 +3,13 @@
 A tenant cannot write DeviceClasses or ResourceSlices (the catalogue and the inventory are
 the platform's; the sync mirrors them read-only), cannot create Tenants, and cannot set or
 change ``allot.dev/`` labels or annotations (those mark host twins, and the sync's record
-of a tenant object's twin). What the host decides stays the host's: the ``status`` of
-claims and pods (allocation, ``reservedFor``, phase) and their ``binding`` are written only
-by the platform, and a pod's ``spec.nodeName`` is never the tenant's to set (the host
-scheduler places the twin). A claim, template or pod is
-checked against the host before it is accepted: its host twin is created in dry-run, so
+of a tenant object's twin), nor the ``resource.kubernetes.io/extended-resource-claim``
+annotation that marks the scheduler's claim for a pod's extended resources; a template's
+``spec.metadata`` (copied into the claims made from it) included. What the host decides
+stays the host's: the ``status`` of claims and pods (allocation, ``reservedFor``, phase)
+and their ``binding`` are written only by the platform, and a pod's ``spec.nodeName`` is
+never the tenant's to set (the host scheduler places the twin). A claim, template or pod
+is checked against the host before it is accepted: its host twin is created in dry-run, so
 entitlement policies and quotas refuse it *in the tenant's own request*, with the host's
 message, instead of leaving an unsynced object behind as vCluster does. Every write is
 held to the tenant's storage limits (``spec.storage``: objects and bytes its cluster may
@@ -25,6 +27,7 @@ from typing import Any
 from allot.api.tenancy import DEFAULT_STORAGE_BYTES, DEFAULT_STORAGE_OBJECTS, TenantStorage
 from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.apiserver.handlers import Handlers, WriteOptions
+from allot.apiserver.quota import EXTENDED_CLAIM_ANNOTATION
 from allot.apiserver.requests import Target
 from allot.apiserver.resources import by_kind
 from allot.apiserver.security import HOST_CLUSTER
@@ -36,6 +39,7 @@ from allot.validation.field import Path, invalid
 
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
 HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition")
+Obj = dict[str, Any]
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
 HOST_SUBRESOURCES: dict[str, Callable[[AdmissionRequest], str]] = {
     "status": lambda r: (
@@ -119,19 +123,19 @@ class TenantGuard:
 
     @staticmethod
     def _check_metadata(request: AdmissionRequest) -> None:
+        """No ``allot.dev/`` key, nor the scheduler's extended-resource-claim annotation, is
+        set or changed by a tenant: in an object's metadata or, for a template, in the
+        metadata it gives its claims (``spec.metadata``)."""
         assert request.object is not None
-        metadata = request.object.to_wire().get("metadata") or {}
-        reserved = names.reserved_keys(metadata)
-        if request.old_object is not None:  # kept unchanged (or removed) is fine
-            old = request.old_object.to_wire().get("metadata") or {}
-            reserved = [key for key in reserved if _value(metadata, key) != _value(old, key)]
-        if reserved:
-            raise AdmissionDenied(
-                request.resource,
-                request.name,
-                f"{reserved[0]}: the {names.PLATFORM_PREFIX} prefix is reserved for the "
-                "platform (it marks the tenant of host objects)",
-            )
+        new = request.object.to_wire()
+        old = request.old_object.to_wire() if request.old_object is not None else {}
+        for path, metadata, old_metadata in _metadata_blocks(request.resource.kind, new, old):
+            for field, key in _reserved_keys(metadata):
+                if request.old_object is not None and _value(metadata, field, key) == _value(
+                    old_metadata, field, key
+                ):
+                    continue  # kept unchanged is fine
+                raise AdmissionDenied(request.resource, request.name, _refusal(path, field, key))
 
     @staticmethod
     def _check_node_name(request: AdmissionRequest) -> None:
@@ -178,8 +182,35 @@ class TenantGuard:
             ) from None
 
 
-def _value(metadata: dict[str, Any], key: str) -> object:
-    """The value of ``metadata.labels[k]`` or ``metadata.annotations[k]``, as
-    ``names.reserved_keys`` names it; None if absent."""
-    field, _, rest = key.partition("[")
-    return (metadata.get(field.removeprefix("metadata.")) or {}).get(rest.rstrip("]"))
+def _metadata_blocks(kind: str, new: Obj, old: Obj) -> list[tuple[str, Obj, Obj]]:
+    """The metadata a tenant writes: the object's, and a template's ``spec.metadata``."""
+    blocks = [("metadata", new.get("metadata") or {}, old.get("metadata") or {})]
+    if kind == "ResourceClaimTemplate":
+        spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+        blocks.append(("spec.metadata", spec.get("metadata") or {}, old_spec.get("metadata") or {}))
+    return blocks
+
+
+def _reserved_keys(metadata: Obj) -> list[tuple[str, str]]:
+    """(``labels`` or ``annotations``, key) of the keys only the platform sets."""
+    keys = names.reserved_keys(metadata)
+    if EXTENDED_CLAIM_ANNOTATION in (metadata.get("annotations") or {}):
+        keys.append(("annotations", EXTENDED_CLAIM_ANNOTATION))
+    return keys
+
+
+def _refusal(path: str, field: str, key: str) -> str:
+    if key == EXTENDED_CLAIM_ANNOTATION:
+        return (
+            f"{path}.{field}[{key}]: only the scheduler marks the claim it creates for a "
+            "pod's extended resources (quota counts that claim with its pod)"
+        )
+    return (
+        f"{path}.{field}[{key}]: the {names.PLATFORM_PREFIX} prefix is reserved for the "
+        "platform (it marks the tenant of host objects)"
+    )
+
+
+def _value(metadata: Obj, field: str, key: str) -> object:
+    """The value of ``metadata.<field>[key]``; None if absent."""
+    return (metadata.get(field) or {}).get(key)

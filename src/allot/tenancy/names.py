@@ -62,11 +62,11 @@ def tenant_name(translated: str) -> tuple[str, str]:
     return name, namespace
 
 
-def reserved_keys(metadata: Mapping[str, Any]) -> list[str]:
-    """The ``allot.dev/`` label and annotation keys a tenant tried to set."""
-    found = []
-    for field in ("labels", "annotations"):
-        for key in metadata.get(field) or {}:
-            if str(key).startswith(PLATFORM_PREFIX):
-                found.append(f"metadata.{field}[{key}]")
-    return found
+def reserved_keys(metadata: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(``labels`` or ``annotations``, key) of the ``allot.dev/`` keys in ``metadata``."""
+    return [
+        (field, str(key))
+        for field in ("labels", "annotations")
+        for key in metadata.get(field) or {}
+        if str(key).startswith(PLATFORM_PREFIX)
+    ]

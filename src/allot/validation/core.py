@@ -2,8 +2,12 @@
 
 Pods: claim references (``spec.resourceClaims`` one-of, names, container
 ``resources.claims`` pointing at existing entries), containers with names and images,
-restart policy. Namespaces, Nodes, ConfigMaps and Events get their name and basic field
-checks. Called by :mod:`allot.validation.objects`.
+restart policy, and container resource amounts as ``ValidateResourceRequirements``: none
+negative; extended resources (``nvidia.com/gpu``, and, stricter than upstream, a
+DeviceClass's implicit ``deviceclass.resource.kubernetes.io/<class>``) whole, with a limit,
+and a request equal to it, since quota charges requests and the scheduler allocates them.
+Namespaces, Nodes, ConfigMaps and Events get their name and basic field checks. Called by
+:mod:`allot.validation.objects`.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import re
 
 from allot.api import core_v1 as corev1
+from allot.api.quantity import Quantity
 from allot.validation import meta as metavalidation
 from allot.validation import names
 from allot.validation.field import (
@@ -100,6 +105,8 @@ def _validate_container(
     errors = metavalidation.validate_dns_label(container.name, path.child("name"))
     if not container.image:
         errors.append(required(path.child("image")))
+    if container.resources:
+        errors += _validate_resource_amounts(container.resources, path.child("resources"))
     claims = container.resources.claims if container.resources else None
     seen: set[tuple[str, str]] = set()
     for index, claim in enumerate(claims or []):
@@ -118,6 +125,44 @@ def _validate_container(
             errors.append(duplicate(item, claim.name))
         seen.add(key)
     return errors
+
+
+def _validate_resource_amounts(resources: corev1.ResourceRequirements, path: Path) -> ErrorList:
+    """Port of the amount checks of ``ValidateResourceRequirements`` (validation.go)."""
+    limits = resources.limits or {}
+    requests = resources.requests or {}
+    errors: ErrorList = []
+    for name, amount in sorted(limits.items()):
+        errors += _validate_amount(name, amount, path.child("limits").key(name))
+    for name, amount in sorted(requests.items()):
+        errors += _validate_amount(name, amount, path.child("requests").key(name))
+        limit = limits.get(name)
+        if limit is not None and amount.compare(limit) != 0 and not _overcommit_allowed(name):
+            detail = f"must be equal to {name} limit of {limit}"
+            errors.append(invalid(path.child("requests"), str(amount), detail))
+        elif limit is not None and amount.compare(limit) > 0:
+            detail = f"must be less than or equal to {name} limit of {limit}"
+            errors.append(invalid(path.child("requests"), str(amount), detail))
+        elif limit is None and not _overcommit_allowed(name):
+            detail = "Limit must be set for non overcommitable resources"
+            errors.append(required(path.child("limits"), detail))
+    return errors
+
+
+def _validate_amount(name: str, amount: Quantity, path: Path) -> ErrorList:
+    """``ValidateResourceQuantityValue``: not negative; whole for extended resources."""
+    if amount.sign() < 0:
+        return [invalid(path, str(amount), "must be greater than or equal to 0")]
+    if names.is_dra_extended_resource_name(name) and not amount.is_integer():
+        return [invalid(path, str(amount), "must be an integer")]
+    return []
+
+
+def _overcommit_allowed(name: str) -> bool:
+    """``IsOvercommitAllowed`` (native, not hugepages), never for DRA extended resources."""
+    if names.is_dra_extended_resource_name(name):
+        return False
+    return names.is_native_resource(name) and not name.startswith("hugepages-")
 
 
 def validate_config_map(config_map: corev1.ConfigMap) -> ErrorList:

@@ -160,3 +160,29 @@ def is_normalized_uuid(value: str) -> list[str]:
         "uid must be in RFC 4122 normalized form, "
         "`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters"
     ]
+
+
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+"""The implicit extended-resource name of a DeviceClass is this prefix + its name."""
+NATIVE_RESOURCE_NAMESPACE = "kubernetes.io/"
+QUOTA_REQUESTS_PREFIX = "requests."
+
+
+def is_native_resource(name: str) -> bool:
+    """``helper.IsNativeResource``: unprefixed, or in a ``*kubernetes.io/`` namespace."""
+    return "/" not in name or NATIVE_RESOURCE_NAMESPACE in name
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """``helper.IsExtendedResourceName``: not native, no ``requests.`` prefix, and a
+    qualified name once ``requests.`` is put in front (its quota key)."""
+    if is_native_resource(name) or name.startswith(QUOTA_REQUESTS_PREFIX):
+        return False
+    return not is_qualified_name(QUOTA_REQUESTS_PREFIX + name)
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """``schedutil.IsDRAExtendedResourceName``: an extended resource, or a DeviceClass's
+    implicit name (``deviceclass.resource.kubernetes.io/<class>``). Such resources are
+    charged by quota as ``requests.<name>`` and allocated by the scheduler through a claim."""
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)

@@ -34,8 +34,21 @@ def apply_defaults(obj: ApiModel) -> None:
         claims.apply_claim_defaults(obj.spec)
     elif isinstance(obj, resourceapi.ResourceClaimTemplate):
         claims.apply_claim_defaults(obj.spec.spec)
-    elif isinstance(obj, corev1.Pod) and obj.spec.restart_policy is None:
-        obj.spec.restart_policy = "Always"
+    elif isinstance(obj, corev1.Pod):
+        if obj.spec.restart_policy is None:
+            obj.spec.restart_policy = "Always"
+        for container in (obj.spec.init_containers or []) + (obj.spec.containers or []):
+            _default_requests_to_limits(container.resources)
+
+
+def _default_requests_to_limits(resources: corev1.ResourceRequirements | None) -> None:
+    """``SetDefaults_Pod``: a limit without a request is also the request."""
+    if resources is None or not resources.limits:
+        return
+    requests = dict(resources.requests or {})
+    for name, limit in resources.limits.items():
+        requests.setdefault(name, limit)
+    resources.requests = requests
 
 
 def validate_create(obj: ApiModel, context: ResourceContext) -> ErrorList:
