@@ -25,6 +25,11 @@ CASES = yaml.safe_load(
 TARGET = "/api/v1/namespaces/default/configmaps/target"
 
 
+EXPENSIVE = "object.data.all(a, object.data.all(b, object.data.all(c, a != b || b != c || a == c)))"
+POLICIES = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+BINDINGS = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+
+
 @pytest.fixture(scope="module", autouse=True)
 def target(http: httpx.Client) -> None:
     http.post(
@@ -32,6 +37,29 @@ def target(http: httpx.Client) -> None:
         json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target"},
               "data": {"a": "1"}},
     )  # fmt: skip
+    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+              "resources": ["configmaps"]}]  # fmt: skip
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "iteration-budget"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": rules},
+            "matchConditions": [
+                {"name": "expensive", "expression": "object.metadata.name == 'expensive'"}
+            ],
+            "validations": [{"expression": EXPENSIVE}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "iteration-budget"},
+        "spec": {"policyName": "iteration-budget", "validationActions": ["Deny"]},
+    }
+    for path, obj in ((POLICIES, policy), (BINDINGS, binding)):
+        assert http.post(path, json=obj).status_code == 201
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

@@ -551,8 +551,10 @@ class ApiServer:
         if content_type == "application/vnd.kubernetes.protobuf":
             try:
                 return await _off_loop_if_large(protobuf.decode, raw)
-            except protobuf.ProtobufError as err:
+            except protobuf.ProtobufUnsupported as err:
                 raise UnsupportedMediaType(str(err)) from None
+            except protobuf.ProtobufError as err:  # not a message: the client's error
+                raise BadRequest(str(err)) from None
         if content_type not in ("application/json", "", "application/yaml", "*/*"):
             raise UnsupportedMediaType(
                 "the body of the request was in an unknown format - accepted media types "

@@ -45,6 +45,8 @@ _PRIMITIVE_TYPE_NAMES = {
     "ANY": "any",
 }
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+ITERATION_BUDGET_EXCEEDED = "Iteration budget exceeded"
+"""What cel-cpp raises when comprehensions iterate past its budget."""
 _STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
 _UNDECLARED_FIELD = re.compile(
     r"undeclared reference to 'device\.([A-Za-z_][A-Za-z0-9_]*)' "
@@ -82,6 +84,16 @@ def new_env(variables: dict[str, Any]) -> Any:
             ext_optional.ExtOptional(),
         ],
     )
+
+
+def runtime_failure(err: RuntimeError) -> EvaluationError:
+    """An evaluation the C++ runtime aborted instead of returning an error value: past its
+    comprehension iteration budget (reported with cel-go's text for its cost limit, as
+    Kubernetes reports an expression that runs out of budget), or another failure."""
+    text = str(err)
+    if ITERATION_BUDGET_EXCEEDED in text:
+        return EvaluationError("operation cancelled: actual cost limit exceeded")
+    return EvaluationError(clean_runtime_message(text))
 
 
 def clean_runtime_message(text: str) -> str:
@@ -131,7 +143,10 @@ class CompiledSelector:
             activation = device.activation(self.compiler)
         except EvaluationError as err:
             return err
-        result = self.program.eval(activation)
+        try:
+            result = self.program.eval(activation)
+        except RuntimeError as err:  # aborted by the runtime (its iteration budget)
+            return runtime_failure(err)
         type_name = str(result.type().name())
         if type_name == "BOOL":
             return bool(result.value())

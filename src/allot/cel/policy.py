@@ -17,7 +17,12 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from allot.cel.compiler import clean_runtime_message, new_env, type_display_name
+from allot.cel.compiler import (
+    clean_runtime_message,
+    new_env,
+    runtime_failure,
+    type_display_name,
+)
 from allot.cel.errors import CompileError, EvaluationError
 
 T = cel.Type
@@ -36,7 +41,10 @@ class PolicyExpression:
     env: Any
 
     def evaluate(self, inputs: Mapping[str, Any]) -> Any:
-        result = self.program.eval(self.env.Activation(dict(inputs)))
+        try:
+            result = self.program.eval(self.env.Activation(dict(inputs)))
+        except RuntimeError as err:  # aborted by the runtime (its iteration budget)
+            raise runtime_failure(err) from None
         if str(result.type().name()) == "ERROR":
             raise EvaluationError(clean_runtime_message(str(result.value())))
         return result.plain_value()
