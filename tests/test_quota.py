@@ -284,3 +284,27 @@ def test_pod_resource_amounts_are_validated(
         message = f"[{message}, {requested}]"
     assert status.message == f'Pod "p" is invalid: {message}'
     api.store.close()
+
+
+def test_init_containers_cannot_take_uncharged_devices(tmp_path: Path) -> None:
+    """The pod is charged max(init, regular) = 1; the scheduler's claim asks a device per
+    container (2, as kube-scheduler does), so it pays for the one the pod was not charged."""
+    api = _namespace_with_gpu_quota(tmp_path)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "q"},
+        "spec": {
+            "initContainers": [{**_gpus(limits="1"), "name": "i"}],
+            "containers": [_gpus(limits="1")],
+        },
+    }
+    _create(api, pod)
+    stored = api.store.get("host", by_kind("Pod").store, "q", "p")
+    claim = _extended_claim("p-extended-resources-abcde", stored, count=2)
+    assert _denial(api, claim) == (
+        'resourceclaims.resource.k8s.io "p-extended-resources-abcde" is forbidden: '
+        "exceeded quota: gpus, requested: requests.nvidia.com/gpu=1, "
+        "used: requests.nvidia.com/gpu=1, limited: requests.nvidia.com/gpu=1"
+    )
+    api.store.close()
