@@ -14,8 +14,8 @@ entitlement policies and quotas refuse it *in the tenant's own request*, with th
 message, instead of leaving an unsynced object behind as vCluster does. Every write is
 held to the tenant's storage limits (``spec.storage``: objects and bytes its cluster may
 keep in the platform's store, the mirrored catalogue included; 10,000 and 256Mi by
-default). Names whose host
-translation would be too long are refused here too. Registered by :mod:`allot.platform`.
+default). Names whose host translation would be too long are refused here too. Registered
+by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
