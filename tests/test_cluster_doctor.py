@@ -84,17 +84,25 @@ def test_the_corrected_catalogue_is_healthy_once_allocated(
     assert pools["gpu-node-a100-mig-01"]["devices"] == 7
 
 
+def _legal_ai_entitled(classes: str) -> list[dict[str, Any]]:
+    """legal-ai's host namespace and the params ConfigMap its policies read."""
+    labels = {"allot.dev/tenant": "legal-ai"}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": "tenant-legal-ai", "labels": labels}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "entitlement-legal-ai", "namespace": "allot-system",
+                      "labels": labels},
+         "data": {"deviceClasses": classes}},
+    ]  # fmt: skip
+
+
 def test_entitlement_violations_from_the_params(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     documents = _documents(*SEED_FILES[1:3], "tenancy/platform-classes.yaml")
     documents += [
-        {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": "tenant-legal-ai", "labels": {"allot.dev/tenant": "legal-ai"}}},
-        {"apiVersion": "v1", "kind": "ConfigMap",
-         "metadata": {"name": "entitlement-legal-ai", "namespace": "allot-system",
-                      "labels": {"allot.dev/tenant": "legal-ai"}},
-         "data": {"deviceClasses": "gpu-whole"}},
+        *_legal_ai_entitled("gpu-whole"),
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
          "metadata": {"name": "old-claim", "namespace": "tenant-legal-ai"},
          "spec": {"devices": {"requests": [{"name": "g", "firstAvailable": [
@@ -120,12 +128,7 @@ def test_an_allocated_claim_of_a_revoked_class_is_reported(
 ) -> None:
     documents = _documents(*SEED_FILES[1:3], "tenancy/platform-classes.yaml")
     documents += [
-        {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": "tenant-legal-ai", "labels": {"allot.dev/tenant": "legal-ai"}}},
-        {"apiVersion": "v1", "kind": "ConfigMap",
-         "metadata": {"name": "entitlement-legal-ai", "namespace": "allot-system",
-                      "labels": {"allot.dev/tenant": "legal-ai"}},
-         "data": {"deviceClasses": ""}},
+        *_legal_ai_entitled(""),
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
          "metadata": {"name": "kept", "namespace": "tenant-legal-ai"},
          "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
