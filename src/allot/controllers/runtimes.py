@@ -355,6 +355,8 @@ class ProcessRuntime:
         for container in containers:
             self.limits.kill(container.group)
             processes.end_processes(partial(self._members, container), container.process.poll)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # reap it: killed (cgroup.kill)
+                container.process.wait(timeout=5)  # leaders can be zombies not yet collected
             self.limits.release(container.group)
 
     @staticmethod
