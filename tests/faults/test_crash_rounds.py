@@ -37,6 +37,9 @@ from tests.faults.world import Platform, build_world, load_world, write_fleet
 pytestmark = pytest.mark.slow
 
 
+# A connection cut by kill -9 in the middle of a request can be garbage-collected by
+# httpx before it closes it; that unclosed client socket is the kill, not a leak.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_kill_nine_rounds_lose_nothing_acknowledged(tmp_path: Path) -> None:
     world = load_world()
     rng = random.Random(world["seed"])
