@@ -21,6 +21,7 @@ from allot.apiserver.resources import by_kind
 from allot.statuses import to_status
 from allot.tenancy import entitlement
 from allot.tenancy.names import PLATFORM_NAMESPACE
+from tests.tenant_host import host_with_policy
 
 NAMESPACE = "tenant-legal-ai"
 OPTIONS = WriteOptions(
@@ -67,14 +68,10 @@ def _entitle(api: ApiServer, classes: list[str]) -> None:
 
 @pytest.fixture
 def api(tmp_path: Path) -> ApiServer:
-    server = ApiServer(tmp_path)
-    _write(server, entitlement.namespace("legal-ai"))
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}}
-    _write(server, ns)
-    _entitle(server, ["gpu-whole", "gpu-slice"])
-    _write(server, entitlement.claims_policy())
-    _write(server, entitlement.binding("legal-ai", entitlement.CLAIMS_POLICY))
-    return server
+    classes = ["gpu-whole", "gpu-slice"]
+    return host_with_policy(
+        tmp_path, classes, entitlement.claims_policy(), entitlement.CLAIMS_POLICY
+    )
 
 
 def _claim(api: ApiServer) -> dict[str, Any]:

@@ -14,40 +14,23 @@ import yaml
 
 from allot.apiserver.admission import AdmissionDenied
 from allot.apiserver.app import ApiServer
-from allot.apiserver.handlers import WriteOptions
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import by_kind
 from allot.statuses import to_status
 from allot.tenancy import entitlement
-from allot.tenancy.names import PLATFORM_NAMESPACE
+from tests.tenant_host import create, host_with_policy
 
 SCENARIOS = yaml.safe_load((Path(__file__).parent / "scenarios" / "sandbox.yaml").read_text())
 REFUSED = [s for s in SCENARIOS if "refused" in s]
-OPTIONS = WriteOptions(
-    field_manager="test", field_validation="Strict", dry_run=False, user="system:allot:host"
-)
 PREFIX = (
     "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'allot-tenant-pods' with binding "
     "'allot-tenant-pods.legal-ai' denied request: "
 )
 
 
-def _create(api: ApiServer, obj: dict[str, Any]) -> Any:
-    resource = by_kind(obj["kind"])
-    namespace = obj["metadata"].get("namespace") if resource.namespaced else None
-    return api.handlers.create("host", Target(resource, namespace, None, ""), obj, OPTIONS)
-
-
 @pytest.fixture
 def api(tmp_path: Path) -> ApiServer:
-    server = ApiServer(tmp_path)
-    _create(server, entitlement.namespace("legal-ai"))
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}}
-    _create(server, ns)
-    _create(server, entitlement.params("legal-ai", ["gpu-whole"], []))
-    _create(server, entitlement.pods_policy())
-    _create(server, entitlement.binding("legal-ai", entitlement.PODS_POLICY))
-    return server
+    return host_with_policy(
+        tmp_path, ["gpu-whole"], entitlement.pods_policy(), entitlement.PODS_POLICY
+    )
 
 
 def _pod(namespace: str, spec: Any = None, container: Any = None) -> dict[str, Any]:
@@ -65,7 +48,7 @@ def test_a_pod_that_opens_the_sandbox_is_denied(api: ApiServer, scenario: dict[s
     fields = scenario["refused"]
     pod = _pod("tenant-legal-ai", fields.get("spec"), fields.get("container"))
     with pytest.raises(AdmissionDenied) as denied:
-        _create(api, pod)
+        create(api, pod)
     status = to_status(denied.value)
     assert status.code == 403
     assert status.reason == "Forbidden"
@@ -74,13 +57,13 @@ def test_a_pod_that_opens_the_sandbox_is_denied(api: ApiServer, scenario: dict[s
 
 
 def test_plain_and_non_root_pods_pass(api: ApiServer) -> None:
-    _create(api, _pod("tenant-legal-ai"))
+    create(api, _pod("tenant-legal-ai"))
     non_root = _pod("tenant-legal-ai", container={"securityContext": {"runAsUser": 1000}})
     non_root["metadata"]["name"] = "q"
-    _create(api, non_root)
+    create(api, non_root)
 
 
 def test_the_platform_namespaces_are_not_matched(api: ApiServer) -> None:
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}}
-    _create(api, ns)
-    _create(api, _pod("ops", {"hostNetwork": True, "securityContext": {"runAsUser": 0}}))
+    create(api, ns)
+    create(api, _pod("ops", {"hostNetwork": True, "securityContext": {"runAsUser": 0}}))

@@ -26,7 +26,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 MARKER = "ALLOT_CONTAINER"
@@ -52,16 +52,28 @@ def marked(prefix: str) -> list[int]:
     return found
 
 
-def tree(root: int) -> list[int]:
-    """``root`` and its live descendants, from the parent pids in ``/proc/<pid>/stat``."""
-    children: dict[int, list[int]] = {}
-    live = set()
+def _live_stats() -> Iterator[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every live process, from ``/proc/<pid>/stat``
+    (zombies left out)."""
     for entry in PROC.glob("[0-9]*"):
         with contextlib.suppress(OSError, ValueError, IndexError):
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-                live.add(int(entry.name))
+                yield int(entry.name), int(fields[1]), int(fields[2])
+
+
+def group_members(group: int) -> list[int]:
+    """The live processes of a process group."""
+    return [pid for pid, _, pgrp in _live_stats() if pgrp == group]
+
+
+def tree(root: int) -> list[int]:
+    """``root`` and its live descendants, from the parent pids in ``/proc/<pid>/stat``."""
+    children: dict[int, list[int]] = {}
+    live = set()
+    for pid, parent, _ in _live_stats():
+        children.setdefault(parent, []).append(pid)
+        live.add(pid)
     if root not in live:
         return []
     found, frontier = [], [root]

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from allot.controllers import processes
+
 Obj = dict[str, Any]
 NOBODY = 65534
 WORKDIR = "/pod"
@@ -174,7 +176,7 @@ class Sandbox:
         would take the container with it before its grace period. The container's
         processes share bwrap's process group (no ``--new-session``)."""
         bwrap = os.path.realpath(self.bwrap)
-        for pid in _group_members(group):
+        for pid in processes.group_members(group):
             with contextlib.suppress(OSError):
                 if pid == group or os.path.realpath(f"/proc/{pid}/exe") == bwrap:
                     continue
@@ -256,17 +258,6 @@ class Sandbox:
     def _drop_capabilities(self) -> list[str]:
         assert self.setpriv is not None
         return [self.setpriv, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-
-
-def _group_members(group: int) -> list[int]:
-    """The processes of a process group, from ``/proc/<pid>/stat``."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == group:
-                members.append(int(stat.parent.name))
-    return members
 
 
 def _first_int(*values: Any) -> int | None:

@@ -134,6 +134,10 @@ class Store:
             usage[0] += 1
             usage[1] += len(body)
 
+    def stored_size(self, cluster: str, resource: Resource, namespace: str, name: str) -> int:
+        """Bytes of an object's stored body (0 if absent), without serializing it again."""
+        return len(self._bodies.get((cluster, resource.key, namespace, name), ""))
+
     def usage(self, cluster: str) -> tuple[int, int]:
         """How many objects a cluster holds and the bytes of their stored bodies."""
         objects, size = self._usage.get(cluster, (0, 0))

@@ -104,8 +104,9 @@ class TenantGuard:
         if storage is not None and storage.bytes is not None:
             most_bytes = storage.bytes.as_integer()
         adding = len(json.dumps(request.object.to_wire(), separators=(",", ":")))
-        if request.old_object is not None:
-            adding -= len(json.dumps(request.old_object.to_wire(), separators=(",", ":")))
+        if request.old_object is not None:  # what it replaces, as the store holds it
+            store, resource = self.handlers.store, request.resource.store
+            adding -= store.stored_size(request.cluster, resource, request.namespace, request.name)
         creating = 1 if request.operation is Operation.CREATE else 0
         for key, used, more, most in (
             ("objects", objects, creating, most_objects),
