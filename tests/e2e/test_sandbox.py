@@ -159,6 +159,9 @@ def test_the_data_directory_is_masked_where_a_bound_directory_holds_it() -> None
         "true",
     ]
     assert TOOLS_DIR not in argv  # no shim without simulated devices
+    private_tmp = argv.index("/tmp") - 1
+    assert argv[private_tmp] == "--tmpfs"
+    assert private_tmp < argv.index("--ro-bind")  # binds under /tmp stay visible
 
 
 def test_tenant_pod_asking_for_the_host_is_refused_by_the_runtime_too() -> None:

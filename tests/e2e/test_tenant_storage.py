@@ -5,6 +5,7 @@ the tenant's own request with a quota-style message, and room comes back on dele
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -26,6 +27,19 @@ def _limit(tenancy: Tenancy, **storage: object) -> None:
     tenancy.wait(lambda: _observed(tenancy), "the tenant controller to see the new limits")
 
 
+def _settled_usage(tenancy: Tenancy) -> tuple[int, int]:
+    """research-ai's usage once the sync has stopped mirroring into its cluster (the same
+    for a whole second)."""
+    store = tenancy.cluster.server.api.store
+    seen = [store.usage("research-ai")]
+    deadline = time.monotonic() + 20
+    while len(seen) < 10 or len(set(seen[-10:])) > 1:
+        assert time.monotonic() < deadline, f"research-ai's cluster keeps changing: {seen[-10:]}"
+        time.sleep(0.1)
+        seen.append(store.usage("research-ai"))
+    return seen[-1]
+
+
 def _observed(tenancy: Tenancy) -> bool:
     tenant = tenancy.host_json("tenant", "research-ai")
     observed = (tenant.get("status") or {}).get("observedGeneration")
@@ -39,7 +53,7 @@ def _config_map(name: str, size: int = 1) -> str:
 
 
 def test_objects_past_the_limit_are_refused_until_some_are_deleted(tenancy: Tenancy) -> None:
-    held, _ = tenancy.cluster.server.api.store.usage("research-ai")
+    held, _ = _settled_usage(tenancy)
     _limit(tenancy, objects=held + 2)
     for name in ("first", "second"):
         tenancy.as_tenant("research-ai", "create", "-f", "-", stdin=_config_map(name))
@@ -58,7 +72,7 @@ def test_objects_past_the_limit_are_refused_until_some_are_deleted(tenancy: Tena
 
 
 def test_bytes_past_the_limit_are_refused(tenancy: Tenancy) -> None:
-    _, size = tenancy.cluster.server.api.store.usage("research-ai")
+    _, size = _settled_usage(tenancy)
     _limit(tenancy, objects=10_000, bytes=str(size + 4000))
     tenancy.as_tenant("research-ai", "create", "-f", "-", stdin=_config_map("small", 100))
     refused = tenancy.as_tenant(

@@ -199,7 +199,9 @@ class Sandbox:
         return args
 
     def _filesystem(self, confinement: Confinement) -> list[str]:
-        args: list[str] = []
+        # /proc and /tmp first: an interpreter or mount under /tmp (a venv in a scratch
+        # clone) is bound on top of the private /tmp, not hidden by it
+        args = ["--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
         for directory in LINKED_DIRS:
             if os.path.islink(directory):
                 args += ["--symlink", os.readlink(directory), directory]
@@ -210,7 +212,6 @@ class Sandbox:
             if os.path.isdir(directory) and not _inside(directory, bound):
                 args += [*_parents(directory), "--ro-bind", directory, directory]
                 bound.append(directory)
-        args += ["--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
         args += ["--bind", str(confinement.directory), WORKDIR]
         if confinement.tools is not None:
             args += ["--perms", "0755", "--dir", str(Path(TOOLS_DIR).parent)]
