@@ -25,12 +25,12 @@ from typing import Any
 
 import httpx
 
-from allot.apiserver.resources import by_kind
 from allot.apiserver.server import ServerThread
 from allot.driver.fleet import expand, parse_fleet
 from allot.driver.publisher import device_classes, node_object
 from allot.driver.slices import node_slices
 from allot.platform import build
+from allot.registry.resources import by_kind
 from allot.store import Store
 from bench.scheduler import _client
 
@@ -101,8 +101,8 @@ def _serve(data: Path, ready: Queue[Any], stop: Event) -> None:
         f"  capacity cache built in {time.perf_counter() - started:.1f} s (every device's "
         "classes evaluated once, at start)"
     )
-    with ServerThread(data, api=api) as server:
-        token = server.api.tokens.ensure("host")
+    with ServerThread(data, api=api.server) as server:
+        token = server.api.registry.tokens.ensure("host")
         ready.put((server.endpoint.url, str(server.endpoint.tls.ca_cert), token))
         stop.wait()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -37,8 +37,8 @@ DEADLINE_SECONDS = 600
 
 def _serve(data: Path, ready: Queue[tuple[str, str, str]], stop: Event) -> None:
     """Child process: the whole platform (API server and controllers), until told to stop."""
-    with ServerThread(data, api=build(data)) as server:
-        token = server.api.tokens.ensure("host")
+    with ServerThread(data, api=build(data).server) as server:
+        token = server.api.registry.tokens.ensure("host")
         ready.put((server.endpoint.url, str(server.endpoint.tls.ca_cert), token))
         stop.wait()
 

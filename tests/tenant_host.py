@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from allot.apiserver.app import ApiServer
-from allot.apiserver.handlers import WriteOptions
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import by_kind
+from allot.registry.clusters import Registry
+from allot.registry.handlers import WriteOptions
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
 from allot.tenancy import entitlement
 from allot.tenancy.names import PLATFORM_NAMESPACE
 
@@ -20,7 +20,7 @@ OPTIONS = WriteOptions(
 )
 
 
-def create(api: ApiServer, obj: dict[str, Any]) -> Any:
+def create(api: Registry, obj: dict[str, Any]) -> Any:
     """Create ``obj`` on the host as its admin."""
     resource = by_kind(obj["kind"])
     namespace = obj["metadata"].get("namespace") if resource.namespaced else None
@@ -29,9 +29,9 @@ def create(api: ApiServer, obj: dict[str, Any]) -> Any:
 
 def host_with_policy(
     directory: Path, classes: list[str], policy: dict[str, Any], policy_name: str
-) -> ApiServer:
+) -> Registry:
     """The host with legal-ai entitled to ``classes`` and ``policy`` bound to it."""
-    server = ApiServer(directory)
+    server = Registry(directory)
     create(server, entitlement.namespace("legal-ai"))
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}}
     create(server, ns)

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from allot.apiserver.admission import AdmissionDenied
-from allot.apiserver.app import ApiServer
-from allot.apiserver.handlers import WriteOptions
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import by_kind
+from allot.registry.admission import AdmissionDenied
+from allot.registry.clusters import Registry
+from allot.registry.handlers import WriteOptions
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError, to_status
 
 TABLE = yaml.safe_load(
@@ -38,7 +38,7 @@ def _merge(base: Any, override: Any) -> Any:
     return copy.deepcopy(override)
 
 
-def _create(api: ApiServer, obj: dict[str, Any]) -> Any:
+def _create(api: Registry, obj: dict[str, Any]) -> Any:
     resource = by_kind(obj["kind"])
     namespace = obj["metadata"].get("namespace") if resource.namespaced else None
     return api.handlers.create("host", Target(resource, namespace, None, ""), obj, OPTIONS)
@@ -54,7 +54,7 @@ def test_policy_case(case: dict[str, Any], tmp_path: Path) -> None:
         **TABLE["defaults"],
         **{k: v for k, v in case.items() if k in ("namespaceLabels", "namespace", "params")},
     }
-    api = ApiServer(tmp_path)
+    api = Registry(tmp_path)
     _create(api, _namespace(spec["namespace"], spec["namespaceLabels"]))
     _create(api, _namespace("platform", {}))
     for params in spec["params"]:
@@ -84,7 +84,7 @@ def test_policy_case(case: dict[str, Any], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", TABLE["invalid"], ids=[c["name"] for c in TABLE["invalid"]])
 def test_invalid_policy_objects(case: dict[str, Any], tmp_path: Path) -> None:
-    api = ApiServer(tmp_path)
+    api = Registry(tmp_path)
     with pytest.raises(InvalidObjectError) as caught:
         _create(api, case["object"])
     assert case["message"] in str(caught.value)

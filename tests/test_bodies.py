@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allot.apiserver import bodies
-from allot.apiserver.errors import BadRequest
+from allot.registry import bodies
+from allot.registry.errors import BadRequest
 
 
 def _expanded(node: Any, depth: int = 1) -> tuple[int, int]:

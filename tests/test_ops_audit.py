@@ -112,16 +112,18 @@ def test_the_recorder_catches_up_after_a_restart_without_duplicates(tmp_path: Pa
 
     async def run_platform(work: Callable[[ControllerContext], None] | None = None) -> None:
         api = build(tmp_path)
-        for hook in api.startup_hooks:
+        for hook in api.server.startup_hooks:
             await hook()
-        host = ControllerContext("host", api.store, api.handlers, api.clock)
+        host = ControllerContext(
+            "host", api.registry.store, api.registry.handlers, api.registry.clock
+        )
         if work is not None:
             work(host)
         await api.controllers.idle()
         await asyncio.sleep(0.05)
-        for hook in api.shutdown_hooks:
+        for hook in api.server.shutdown_hooks:
             await hook()
-        api.store.close()
+        api.registry.close()
 
     def allocate(host: ControllerContext) -> None:
         host.create(

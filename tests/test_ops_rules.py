@@ -159,9 +159,9 @@ def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
         clock = FakeClock()
         with tempfile.TemporaryDirectory() as directory:
             api = build(Path(directory), clock=clock)
-            for hook in api.startup_hooks:
+            for hook in api.server.startup_hooks:
                 await hook()
-            host = ControllerContext("host", api.store, api.handlers, clock)
+            host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
             host.create(
                 "Namespace",
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
@@ -187,8 +187,8 @@ def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
             host.delete("ResourceClaim", "team", "waiting")
             assert manager.evaluate_now() == []
             assert host.list("Alert") == []
-            await api.shutdown_hooks[-1]()
-            api.store.close()
+            await api.server.shutdown_hooks[-1]()
+            api.registry.close()
 
     asyncio.run(scenario())
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from allot.apiserver.admission import AdmissionDenied
-from allot.apiserver.app import ApiServer
-from allot.apiserver.handlers import WriteOptions
-from allot.apiserver.quota import Charging, claim_devices, pod_usage, usage
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import by_kind
+from allot.registry.admission import AdmissionDenied
+from allot.registry.clusters import Registry
+from allot.registry.handlers import WriteOptions
+from allot.registry.quota import Charging, claim_devices, pod_usage, usage
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError, to_status
 
 OPTIONS = WriteOptions(field_manager="t", field_validation="Strict", dry_run=False)
@@ -119,14 +119,14 @@ def test_implicit_class_names_are_charged() -> None:
     }
 
 
-def _create(api: ApiServer, obj: dict[str, Any]) -> None:
+def _create(api: Registry, obj: dict[str, Any]) -> None:
     resource = by_kind(obj["kind"])
     namespace = obj["metadata"].get("namespace") if resource.namespaced else None
     api.handlers.create("host", Target(resource, namespace, None, ""), obj, OPTIONS)
 
 
 def test_admission_refuses_past_the_hard_limit(tmp_path: Path) -> None:
-    api = ApiServer(tmp_path)
+    api = Registry(tmp_path)
     _create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "q"}})
     _create(
         api,
@@ -168,8 +168,8 @@ GPU_CLASS = {
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 
-def _namespace_with_gpu_quota(tmp_path: Path) -> ApiServer:
-    api = ApiServer(tmp_path)
+def _namespace_with_gpu_quota(tmp_path: Path) -> Registry:
+    api = Registry(tmp_path)
     _create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "q"}})
     _create(api, GPU_CLASS)
     _create(api, GPU_QUOTA)
@@ -195,7 +195,7 @@ def _extended_claim(name: str, owner: dict[str, Any] | None, count: int = 1) -> 
     return claim
 
 
-def _denial(api: ApiServer, obj: dict[str, Any]) -> str:
+def _denial(api: Registry, obj: dict[str, Any]) -> str:
     with pytest.raises(AdmissionDenied) as caught:
         _create(api, obj)
     status = to_status(caught.value)
@@ -267,7 +267,7 @@ def test_a_forged_extended_resource_claim_is_charged(tmp_path: Path) -> None:
 def test_pod_resource_amounts_are_validated(
     tmp_path: Path, resources: dict[str, Any], message: str
 ) -> None:
-    api = ApiServer(tmp_path)
+    api = Registry(tmp_path)
     _create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "q"}})
     pod = {
         "apiVersion": "v1",

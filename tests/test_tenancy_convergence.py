@@ -22,16 +22,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from allot.apiserver.admission import AdmissionDenied
-from allot.apiserver.app import ApiServer
-from allot.apiserver.handlers import WriteOptions
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import by_kind
 from allot.controllers.context import ControllerContext
 from allot.driver.fleet import SEED_000_FLEET, expand, parse_fleet
 from allot.driver.publisher import device_classes, node_object
 from allot.driver.slices import node_slices
-from allot.platform import build
+from allot.platform import Platform, build
+from allot.registry.admission import AdmissionDenied
+from allot.registry.handlers import WriteOptions
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
 from allot.statuses import RequestError
 from allot.store import Store
 from allot.store.errors import StoreError
@@ -52,16 +51,18 @@ OPERATION = st.one_of(
 STEP = st.tuples(OPERATION, st.booleans())
 
 
-def _write(api: ApiServer, cluster: str, verb: str, obj: Obj) -> None:
+def _write(api: Platform, cluster: str, verb: str, obj: Obj) -> None:
     resource = by_kind(obj["kind"])
     namespace = obj["metadata"].get("namespace") if resource.namespaced else None
     options = WriteOptions("test", "Strict", False, user=f"system:allot:{cluster}")
     try:
         if verb == "create":
-            api.handlers.create(cluster, Target(resource, namespace, None, ""), obj, options)
+            api.registry.handlers.create(
+                cluster, Target(resource, namespace, None, ""), obj, options
+            )
         else:
             target = Target(resource, namespace, obj["metadata"]["name"], "")
-            api.handlers.delete(cluster, target, {}, False, user=options.user)
+            api.registry.handlers.delete(cluster, target, {}, False, user=options.user)
     except (RequestError, StoreError):
         return  # refused or already there/gone: part of the interleaving
 
@@ -91,7 +92,7 @@ def _pod(name: str) -> Obj:
     }
 
 
-def _apply(api: ApiServer, operation: tuple[str, str, str], owner: dict[str, str]) -> None:
+def _apply(api: Platform, operation: tuple[str, str, str], owner: dict[str, str]) -> None:
     verb, tenant, name = operation
     if verb == "claim":
         _write(api, tenant, "create", _claim(tenant, name))
@@ -106,7 +107,9 @@ def _apply(api: ApiServer, operation: tuple[str, str, str], owner: dict[str, str
         twin["metadata"]["namespace"] = names.host_namespace(tenant)
         _write(api, "host", "delete", twin)
     else:
-        host = ControllerContext("host", api.store, api.handlers, api.clock)
+        host = ControllerContext(
+            "host", api.registry.store, api.registry.handlers, api.registry.clock
+        )
         device_class = host.get("DeviceClass", "", "gpu-whole")
         if device_class is not None:
             device_class["metadata"]["labels"]["gpu.platform/tenant"] = tenant
@@ -114,27 +117,27 @@ def _apply(api: ApiServer, operation: tuple[str, str, str], owner: dict[str, str
             owner["gpu-whole"] = tenant
 
 
-async def _settle(api: ApiServer) -> None:
+async def _settle(api: Platform) -> None:
     for _ in range(3):
         await api.controllers.idle(timeout=10)
         await asyncio.sleep(0.02)
 
 
-async def _start(data: Path) -> ApiServer:
+async def _start(data: Path) -> Platform:
     api = build(data)
-    for hook in api.startup_hooks:
+    for hook in api.server.startup_hooks:
         await hook()
     return api
 
 
-async def _stop(api: ApiServer) -> None:
-    for hook in api.shutdown_hooks:
+async def _stop(api: Platform) -> None:
+    for hook in api.server.shutdown_hooks:
         await hook()
-    api.store.close()
+    api.registry.close()
 
 
-async def _prepare(api: ApiServer) -> None:
-    host = ControllerContext("host", api.store, api.handlers, api.clock)
+async def _prepare(api: Platform) -> None:
+    host = ControllerContext("host", api.registry.store, api.registry.handlers, api.registry.clock)
     for device_class in [*device_classes(), *yaml.safe_load_all(CLASSES.read_text())]:
         host.create("DeviceClass", device_class, "test")
     for spec in expand(parse_fleet(SEED_000_FLEET)):
@@ -158,10 +161,12 @@ async def _prepare(api: ApiServer) -> None:
     await _settle(api)
 
 
-def _check_converged(api: ApiServer, owner: dict[str, str]) -> None:
-    host = ControllerContext("host", api.store, api.handlers, api.clock)
+def _check_converged(api: Platform, owner: dict[str, str]) -> None:
+    host = ControllerContext("host", api.registry.store, api.registry.handlers, api.registry.clock)
     for tenant in TENANTS:
-        ctx = ControllerContext(tenant, api.store, api.handlers, api.clock)
+        ctx = ControllerContext(
+            tenant, api.registry.store, api.registry.handlers, api.registry.clock
+        )
         namespace = names.host_namespace(tenant)
         for kind in ("ResourceClaim", "Pod"):
             tenant_objects = {o["metadata"]["name"]: o for o in ctx.list(kind, "default")}
@@ -221,13 +226,13 @@ def test_views_converge_after_interleavings_and_restart(steps: list[Any]) -> Non
     asyncio.run(scenario())
 
 
-async def _with_synced_claim(data: Path) -> tuple[ApiServer, dict[str, Any]]:
+async def _with_synced_claim(data: Path) -> tuple[Platform, dict[str, Any]]:
     """A started platform where legal-ai's claim "a" has its host twin."""
     api = await _start(data)
     await _prepare(api)
     _write(api, "legal-ai", "create", _claim("legal-ai", "a"))
     await _settle(api)
-    claim = api.store.get("legal-ai", by_kind("ResourceClaim").store, "default", "a")
+    claim = api.registry.store.get("legal-ai", by_kind("ResourceClaim").store, "default", "a")
     return api, claim
 
 
@@ -240,7 +245,7 @@ def test_a_twin_deleted_while_the_platform_is_down_is_followed_not_recreated() -
             data = Path(directory)
             api, claim = await _with_synced_claim(data)
             twin_name = names.host_name("a", "default")
-            twin = api.store.get(
+            twin = api.registry.store.get(
                 "host", by_kind("ResourceClaim").store, "tenant-legal-ai", twin_name
             )
             annotations = claim["metadata"]["annotations"]
@@ -252,8 +257,12 @@ def test_a_twin_deleted_while_the_platform_is_down_is_followed_not_recreated() -
             down.close()
             again = await _start(data)
             await _settle(again)
-            tenant = ControllerContext("legal-ai", again.store, again.handlers, again.clock)
-            host = ControllerContext("host", again.store, again.handlers, again.clock)
+            tenant = ControllerContext(
+                "legal-ai", again.registry.store, again.registry.handlers, again.registry.clock
+            )
+            host = ControllerContext(
+                "host", again.registry.store, again.registry.handlers, again.registry.clock
+            )
             assert [c["metadata"]["name"] for c in tenant.list("ResourceClaim")] == ["b"]
             twins = host.list("ResourceClaim", "tenant-legal-ai")
             assert [t["metadata"]["name"] for t in twins] == [names.host_name("b", "default")]
@@ -270,7 +279,7 @@ def test_a_tenant_cannot_change_the_recorded_twin() -> None:
             resource = by_kind("ResourceClaim")
             options = WriteOptions("test", "Strict", False, user="system:allot:legal-ai")
             with pytest.raises(AdmissionDenied, match="prefix is reserved for the platform"):
-                api.handlers.update(
+                api.registry.handlers.update(
                     "legal-ai", Target(resource, "default", "a", ""), claim, options
                 )
             await _stop(api)
@@ -291,7 +300,7 @@ def test_a_pod_deleted_while_the_platform_is_down_releases_its_claim() -> None:
             await _settle(api)
             claims = by_kind("ResourceClaim").store
             twin = names.host_name("a", "default")
-            held = api.store.get("host", claims, "tenant-legal-ai", twin)
+            held = api.registry.store.get("host", claims, "tenant-legal-ai", twin)
             assert held["status"]["reservedFor"]
             await _stop(api)
             down = Store(data / "state.db")
@@ -300,7 +309,7 @@ def test_a_pod_deleted_while_the_platform_is_down_releases_its_claim() -> None:
             down.close()
             again = await _start(data)
             await _settle(again)
-            released = again.store.get("host", claims, "tenant-legal-ai", twin)
+            released = again.registry.store.get("host", claims, "tenant-legal-ai", twin)
             assert "reservedFor" not in released["status"]
             assert "allocation" not in released["status"]
             await _stop(again)

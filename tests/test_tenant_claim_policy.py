@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from allot.apiserver.admission import AdmissionDenied
-from allot.apiserver.app import ApiServer
-from allot.apiserver.handlers import WriteOptions
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import by_kind
+from allot.registry.admission import AdmissionDenied
+from allot.registry.clusters import Registry
+from allot.registry.handlers import WriteOptions
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
 from allot.statuses import to_status
 from allot.tenancy import entitlement
 from allot.tenancy.names import PLATFORM_NAMESPACE
@@ -49,7 +49,7 @@ def _target(obj: dict[str, Any], subresource: str = "") -> Target:
     return Target(resource, namespace, name, subresource)
 
 
-def _write(api: ApiServer, obj: dict[str, Any], subresource: str = "") -> dict[str, Any]:
+def _write(api: Registry, obj: dict[str, Any], subresource: str = "") -> dict[str, Any]:
     if "resourceVersion" not in obj["metadata"]:
         result = api.handlers.create("host", _target(obj), obj, OPTIONS)
     else:
@@ -57,7 +57,7 @@ def _write(api: ApiServer, obj: dict[str, Any], subresource: str = "") -> dict[s
     return copy.deepcopy(result.object)
 
 
-def _entitle(api: ApiServer, classes: list[str]) -> None:
+def _entitle(api: Registry, classes: list[str]) -> None:
     resource = by_kind("ConfigMap").store
     current = api.store.peek("host", resource, PLATFORM_NAMESPACE, "entitlement-legal-ai")
     desired = entitlement.params("legal-ai", classes, [])
@@ -67,14 +67,14 @@ def _entitle(api: ApiServer, classes: list[str]) -> None:
 
 
 @pytest.fixture
-def api(tmp_path: Path) -> ApiServer:
+def api(tmp_path: Path) -> Registry:
     classes = ["gpu-whole", "gpu-slice"]
     return host_with_policy(
         tmp_path, classes, entitlement.claims_policy(), entitlement.CLAIMS_POLICY
     )
 
 
-def _claim(api: ApiServer) -> dict[str, Any]:
+def _claim(api: Registry) -> dict[str, Any]:
     claim = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -86,21 +86,21 @@ def _claim(api: ApiServer) -> dict[str, Any]:
     return _write(api, claim)
 
 
-def _refused(api: ApiServer, claim: dict[str, Any]) -> None:
+def _refused(api: Registry, claim: dict[str, Any]) -> None:
     with pytest.raises(AdmissionDenied) as denied:
         _write(api, claim, "status")
     status = to_status(denied.value)
     assert (status.code, status.message) == (403, REVOKED)
 
 
-def test_a_revoked_class_is_not_allocated_or_reserved(api: ApiServer) -> None:
+def test_a_revoked_class_is_not_allocated_or_reserved(api: Registry) -> None:
     claim = _claim(api)
     _entitle(api, ["gpu-slice"])
     _refused(api, {**claim, "status": {"allocation": ALLOCATION, "reservedFor": [CONSUMER]}})
     _refused(api, {**claim, "status": {"allocation": ALLOCATION}})
 
 
-def test_an_allocated_claim_of_a_revoked_class_gets_no_new_consumer(api: ApiServer) -> None:
+def test_an_allocated_claim_of_a_revoked_class_gets_no_new_consumer(api: Registry) -> None:
     claim = _write(api, {**_claim(api), "status": {"allocation": ALLOCATION}}, "status")
     claim = _write(
         api, {**claim, "status": {**claim["status"], "reservedFor": [CONSUMER]}}, "status"
@@ -113,7 +113,7 @@ def test_an_allocated_claim_of_a_revoked_class_gets_no_new_consumer(api: ApiServ
     assert not deallocated.get("status")
 
 
-def test_the_entitled_path_and_other_namespaces_pass(api: ApiServer) -> None:
+def test_the_entitled_path_and_other_namespaces_pass(api: Registry) -> None:
     claim = _claim(api)
     allocated = _write(
         api, {**claim, "status": {"allocation": ALLOCATION, "reservedFor": [CONSUMER]}}, "status"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from allot.apiserver.admission import AdmissionDenied
-from allot.apiserver.app import ApiServer
+from allot.registry.admission import AdmissionDenied
+from allot.registry.clusters import Registry
 from allot.statuses import to_status
 from allot.tenancy import entitlement
 from tests.tenant_host import create, host_with_policy
@@ -27,7 +27,7 @@ PREFIX = (
 
 
 @pytest.fixture
-def api(tmp_path: Path) -> ApiServer:
+def api(tmp_path: Path) -> Registry:
     return host_with_policy(
         tmp_path, ["gpu-whole"], entitlement.pods_policy(), entitlement.PODS_POLICY
     )
@@ -44,7 +44,7 @@ def _pod(namespace: str, spec: Any = None, container: Any = None) -> dict[str, A
 
 
 @pytest.mark.parametrize("scenario", REFUSED, ids=[s["name"] for s in REFUSED])
-def test_a_pod_that_opens_the_sandbox_is_denied(api: ApiServer, scenario: dict[str, Any]) -> None:
+def test_a_pod_that_opens_the_sandbox_is_denied(api: Registry, scenario: dict[str, Any]) -> None:
     fields = scenario["refused"]
     pod = _pod("tenant-legal-ai", fields.get("spec"), fields.get("container"))
     with pytest.raises(AdmissionDenied) as denied:
@@ -56,14 +56,14 @@ def test_a_pod_that_opens_the_sandbox_is_denied(api: ApiServer, scenario: dict[s
     assert re.fullmatch(pattern, status.message or ""), status.message
 
 
-def test_plain_and_non_root_pods_pass(api: ApiServer) -> None:
+def test_plain_and_non_root_pods_pass(api: Registry) -> None:
     create(api, _pod("tenant-legal-ai"))
     non_root = _pod("tenant-legal-ai", container={"securityContext": {"runAsUser": 1000}})
     non_root["metadata"]["name"] = "q"
     create(api, non_root)
 
 
-def test_the_platform_namespaces_are_not_matched(api: ApiServer) -> None:
+def test_the_platform_namespaces_are_not_matched(api: Registry) -> None:
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}}
     create(api, ns)
     create(api, _pod("ops", {"hostNetwork": True, "securityContext": {"runAsUser": 0}}))

@@ -140,7 +140,7 @@ def _platform(data: Path, alerts: AlertLines, keep: bool) -> None:
         sandboxed = False
         print(f"warning: pods run unsandboxed here: {err}")
     platform = build(data, runtime="process", alert_settings=DEMO_ALERTS, sandboxed=sandboxed)
-    with ServerThread(data, api=platform) as server:
+    with ServerThread(data, api=platform.server) as server:
         host = server.endpoint.kubeconfigs["host"]
         print(f"(allot API server on {server.endpoint.url}; host KUBECONFIG={host})")
         report = publish(host, parse_fleet(SEED_000_FLEET))

@@ -1,6 +1,8 @@
 """The composition root of the embedded platform: API server, controllers, tenancy.
 
-``build`` assembles an :class:`ApiServer` with the host control plane (resourceclaim
+``build`` assembles a :class:`Platform`: the :class:`~allot.registry.clusters.Registry`
+(the write path, with its admission chain assembled here, in one place), the
+:class:`ApiServer` that serves it, and the host control plane (resourceclaim
 controller, scheduler, node agent with a simulated or process runtime, quota status) and
 tenancy (the tenant controller, the sync, the tenant clusters' admission guard, the
 entitlement re-checks of revoked classes in the scheduler and host admission, logs of
@@ -14,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from allot.api.quantity import Quantity
 from allot.apiserver.app import ApiServer
-from allot.apiserver.security import HOST_CLUSTER
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -29,9 +31,11 @@ from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
 from allot.driver import nvml
 from allot.driver.devicenodes import DeviceNodes
-from allot.ops.dashboard import mount_dashboard
+from allot.ops.dashboard import dashboard_routes
 from allot.ops.rules import AlertSettings
 from allot.ops.service import Operations
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
 from allot.tenancy import names
 from allot.tenancy.controller import TenantController
 from allot.tenancy.directory import TenantDirectory
@@ -42,6 +46,17 @@ from allot.tenancy.sync import TenantSync
 RUNTIMES = ("simulated", "process")
 
 
+@dataclass(frozen=True)
+class Platform:
+    """What :func:`build` assembled: the write path, its HTTP face and the control plane."""
+
+    registry: Registry
+    server: ApiServer
+    controllers: ControllerManager
+    operations: Operations
+    scheduler: Scheduler
+
+
 def build(
     data_dir: Path,
     runtime: str = "simulated",
@@ -50,7 +65,7 @@ def build(
     alert_settings: AlertSettings | None = None,
     clock: Callable[[], dt.datetime] | None = None,
     sandboxed: bool = True,
-) -> ApiServer:
+) -> Platform:
     """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``);
     ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...);
     ``placement`` the scheduler's node order (``allot.allocator.placement``). The process
@@ -59,29 +74,26 @@ def build(
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     sandbox = Sandbox.find(hidden=[data_dir]) if runtime == "process" and sandboxed else None
-    api = ApiServer(data_dir, clock=clock) if clock else ApiServer(data_dir)
-    pods: Runtime = SimulatedRuntime(api.logs_dir / HOST_CLUSTER)
-    if runtime == "process":
-        processes = ProcessRuntime(
-            api.logs_dir / HOST_CLUSTER,
-            data_dir / "pods" / HOST_CLUSTER,
-            sandbox,
-            tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
-            device_nodes=DeviceNodes(mig_ids=nvml.mig_instance_ids),
-        )
-        api.shutdown_hooks.append(processes.stop_all)
-        pods = processes
-    api.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
-    context = ControllerContext(HOST_CLUSTER, api.store, api.handlers, api.clock)
+    registry = Registry(data_dir, clock=clock) if clock else Registry(data_dir)
+    server = ApiServer(registry)
+    pods = _runtime(registry, server, runtime, sandbox)
+    registry.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
+    context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     directory = TenantDirectory()
-    api.admission.hooks.insert(0, TenantGuard(api.handlers, directory))
     entitlements = Entitlements(context)
-    api.admission.hooks.append(RevokedClaimsAdmission(entitlements))
-    api.log_source = _tenant_logs(directory)
+    registry.assemble(
+        [
+            TenantGuard(registry.handlers, directory),  # tenants' writes, before any other
+            *registry.standard_plugins(),
+            RevokedClaimsAdmission(entitlements),
+        ]
+    )
+    server.log_source = _tenant_logs(directory)
     sync = TenantSync(context, directory)
-    api.quota.pending = sync.pending_twins
-    ops = Operations(api, context, directory, sync, alert_settings or AlertSettings())
-    mount_dashboard(api, ops)
+    registry.quota.pending = sync.pending_twins
+    ops = Operations(registry, context, directory, sync, alert_settings or AlertSettings())
+    server.host_endpoints.update(ops.endpoints())
+    server.pages.extend(dashboard_routes(registry, ops))
     scheduler = Scheduler(
         context,
         placement,
@@ -91,7 +103,7 @@ def build(
     )
     manager = ControllerManager(
         [
-            TenantController(api, context, directory),
+            TenantController(registry, context, directory),
             sync,
             QuotaStatus(context),
             ClaimController(context, pods.holds),
@@ -101,9 +113,27 @@ def build(
         ],
         observe=ops.metrics.observe_reconcile,
     )
-    api.store.add_listener(manager.on_event)
-    _start_with_server(api, manager, ops)
-    return api
+    registry.store.add_listener(manager.on_event)
+    _start_with_server(server, manager, ops)
+    return Platform(registry, server, manager, ops, scheduler)
+
+
+def _runtime(
+    registry: Registry, server: ApiServer, runtime: str, sandbox: Sandbox | None
+) -> Runtime:
+    """How the node agent runs pods: simulated, or as (sandboxed) local processes."""
+    logs = registry.logs_dir / HOST_CLUSTER
+    if runtime != "process":
+        return SimulatedRuntime(logs)
+    processes = ProcessRuntime(
+        logs,
+        registry.data_dir / "pods" / HOST_CLUSTER,
+        sandbox,
+        tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
+        device_nodes=DeviceNodes(mig_ids=nvml.mig_instance_ids),
+    )
+    server.shutdown_hooks.append(processes.stop_all)
+    return processes
 
 
 def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operations) -> None:
@@ -122,8 +152,6 @@ def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operatio
 
     api.startup_hooks.append(start)
     api.shutdown_hooks.append(stop)
-    api.controllers = manager
-    api.operations = ops
 
 
 def _tenant_logs(directory: TenantDirectory) -> Callable[[str, str, str], tuple[str, str, str]]:

@@ -81,7 +81,7 @@ def running_platform(
 ) -> Iterator[Cluster]:
     """The whole platform (server and controllers) with ``fleet`` published, until exit."""
     data = root / "data"
-    with ServerThread(data, api=build(data, runtime=runtime)) as server:
+    with ServerThread(data, api=build(data, runtime=runtime).server) as server:
         publish(server.endpoint.kubeconfigs["host"], parse_fleet(fleet))
         yield Cluster(server, root / "home")
 
@@ -96,7 +96,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def http(cluster: Cluster) -> Iterator[httpx.Client]:
     """HTTPS to the host cluster of ``cluster`` with its token, for raw protocol tests."""
-    token = cluster.server.api.tokens.ensure("host")
+    token = cluster.server.api.registry.tokens.ensure("host")
     with httpx.Client(
         base_url=f"{cluster.server.endpoint.url}/clusters/host",
         verify=ssl.create_default_context(cafile=cluster.server.endpoint.tls.ca_cert),

@@ -41,7 +41,7 @@ def client(tenancy: Tenancy) -> Iterator[httpx.Client]:
 
 def host_snapshot(tenancy: Tenancy, client: httpx.Client) -> dict[str, Any]:
     """What an escape could change on the host: objects, allocations, reservations, nodes."""
-    token = tenancy.cluster.server.api.tokens.ensure("host")
+    token = tenancy.cluster.server.api.registry.tokens.ensure("host")
     headers = {"Authorization": f"Bearer {token}"}
     paths = {
         "pods": "/api/v1/pods",
@@ -78,7 +78,7 @@ def _essentials(kind: str, item: dict[str, Any]) -> str:
 
 
 def _secret(tenancy: Tenancy, name: str) -> str:
-    return tenancy.cluster.server.api.tokens.ensure(name)
+    return tenancy.cluster.server.api.registry.tokens.ensure(name)
 
 
 def _substituted(tenancy: Tenancy, value: Any) -> Any:

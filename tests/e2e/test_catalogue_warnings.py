@@ -81,7 +81,7 @@ def test_tenant_create_warns_about_its_entitled_classes(
     platform: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     platform.kubectl("apply", "-f", str(ORIGINAL))
-    data_dir = str(platform.server.api.data_dir)
+    data_dir = str(platform.server.api.registry.data_dir)
     values = str(EXAMPLES / "seeds" / "000-legal-ai-vcluster-config.yaml")
     assert allot(["tenant", "create", "legal-ai", "-f", values, "--data-dir", data_dir]) == 0
     err = capsys.readouterr().err

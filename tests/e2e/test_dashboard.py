@@ -61,7 +61,7 @@ def _open(browser: Any, tenancy: Tenancy) -> tuple[Any, list[str]]:
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
     server = tenancy.cluster.server
-    token = server.api.tokens.ensure("host")
+    token = server.api.registry.tokens.ensure("host")
     page.goto(f"{server.endpoint.url}/ui?token={token}")
     return page, problems
 
@@ -117,7 +117,7 @@ def test_the_dashboard_needs_the_host_token(browser: Any, tenancy: Tenancy) -> N
     context = browser.new_context(ignore_https_errors=True)
     page = context.new_page()
     url = tenancy.cluster.server.endpoint.url
-    tenant_token = tenancy.cluster.server.api.tokens.ensure("legal-ai")
+    tenant_token = tenancy.cluster.server.api.registry.tokens.ensure("legal-ai")
     response = page.goto(f"{url}/ui?token={tenant_token}")
     assert response.status == 401
     assert "does not belong to the host cluster" in page.inner_text("main")
@@ -136,7 +136,7 @@ def test_signing_in_through_the_form(browser: Any, tenancy: Tenancy) -> None:
     page.get_by_label("Host token").fill("not-a-token")
     page.get_by_role("button", name="Sign in").click()
     assert "does not belong to the host cluster" in page.inner_text("main")
-    page.get_by_label("Host token").fill(server.api.tokens.ensure("host"))
+    page.get_by_label("Host token").fill(server.api.registry.tokens.ensure("host"))
     with page.expect_navigation():
         page.get_by_role("button", name="Sign in").click()
     assert page.url.endswith("/ui")

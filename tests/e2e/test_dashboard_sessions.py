@@ -20,7 +20,7 @@ def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
 
 
 def test_the_cookie_holds_a_session_not_the_token(tenancy: Tenancy) -> None:
-    token = tenancy.cluster.server.api.tokens.ensure("host")
+    token = tenancy.cluster.server.api.registry.tokens.ensure("host")
     with https(tenancy) as browser:
         signed_in = browser.post("/ui/login", data={"token": token})
         assert signed_in.status_code == 303

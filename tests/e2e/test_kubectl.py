@@ -234,7 +234,13 @@ def test_watch_and_wait(cluster: Cluster, tmp_path: Path) -> None:
 
 
 def test_logs(cluster: Cluster) -> None:
-    log = cluster.server.api.logs_dir / "host" / "default" / "embedding-service" / "embedder.log"
+    log = (
+        cluster.server.api.registry.logs_dir
+        / "host"
+        / "default"
+        / "embedding-service"
+        / "embedder.log"
+    )
     missing = cluster.kubectl("logs", "embedding-service", check=False)
     assert 'container "embedder" in pod "embedding-service" is waiting to start' in missing.stderr
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -248,16 +254,16 @@ def test_auth_can_i_and_tokens(cluster: Cluster, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         cluster.kubeconfig.read_text().replace(
-            cluster.server.api.tokens.ensure("host"), "not-a-token"
+            cluster.server.api.registry.tokens.ensure("host"), "not-a-token"
         )
     )
     denied = cluster.kubectl("get", "pods", kubeconfig=bad, check=False)
     assert "You must be logged in to the server" in denied.stderr
-    tenant_token = cluster.server.api.add_cluster("tenant-a")
+    tenant_token = cluster.server.api.registry.add_cluster("tenant-a")
     other = tmp_path / "other.yaml"
     other.write_text(
         cluster.kubeconfig.read_text().replace(
-            cluster.server.api.tokens.ensure("host"), tenant_token
+            cluster.server.api.registry.tokens.ensure("host"), tenant_token
         )
     )
     forbidden = cluster.kubectl("get", "pods", kubeconfig=other, check=False)

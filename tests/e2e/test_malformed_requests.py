@@ -114,7 +114,7 @@ def scenario_body(case: dict[str, Any]) -> bytes | None:
 def test_a_server_bug_is_logged_with_its_traceback_and_answered_as_a_status(
     http: httpx.Client, cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    handlers = cluster.server.api.handlers
+    handlers = cluster.server.api.registry.handlers
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("injected fault")

@@ -34,7 +34,7 @@ FAST = AlertSettings(pending_claim_seconds=1, interval_seconds=0.2)
 @pytest.fixture
 def tenancy(tmp_path: Path) -> Iterator[Tenancy]:
     data = tmp_path / "data"
-    with ServerThread(data, api=build(data, alert_settings=FAST)) as server:
+    with ServerThread(data, api=build(data, alert_settings=FAST).server) as server:
         publish(server.endpoint.kubeconfigs["host"], parse_fleet(SEED_000_FLEET))
         running = Tenancy(Cluster(server, tmp_path / "home"), data)
         running.cluster.kubectl("apply", "-f", str(CLASSES))
@@ -47,7 +47,7 @@ def tenancy(tmp_path: Path) -> Iterator[Tenancy]:
 
 def _scrape(tenancy: Tenancy, path: str = "/clusters/host/metrics") -> str:
     server = tenancy.cluster.server
-    token = server.api.tokens.ensure("host")
+    token = server.api.registry.tokens.ensure("host")
     request = urllib.request.Request(
         server.endpoint.url + path, headers={"Authorization": f"Bearer {token}"}
     )

@@ -48,7 +48,7 @@ def _platform(root: Path, sandboxed: bool) -> Iterator[Tenancy]:
     """One GPU, two tenants each entitled to it through a class of its own."""
     data = root / "data"
     api = build(data, runtime="process", sandboxed=sandboxed)
-    with ServerThread(data, api=api) as server:
+    with ServerThread(data, api=api.server) as server:
         publish(server.endpoint.kubeconfigs["host"], parse_fleet(ONE_GPU))
         tenancy = Tenancy(Cluster(server, root / "home"), data)
         for tenant in TENANTS:

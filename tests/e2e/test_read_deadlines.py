@@ -44,7 +44,7 @@ def _closed_within(connection: ssl.SSLSocket, seconds: float) -> bool:
 
 
 def _token(server: ServerThread) -> str:
-    return server.api.tokens.ensure("host")
+    return server.api.registry.tokens.ensure("host")
 
 
 def test_half_sent_headers_are_cut_off(server: ServerThread) -> None:

@@ -78,7 +78,7 @@ def test_pod_fields_that_open_the_sandbox_are_refused(
 
 def _environment(tenancy: Tenancy) -> list[dict[str, str]]:
     api = tenancy.cluster.server.api
-    needles = [api.tokens.ensure("host"), api.tokens.ensure("research-ai")]
+    needles = [api.registry.tokens.ensure("host"), api.registry.tokens.ensure("research-ai")]
     values = {
         "DATA": str(tenancy.data_dir.resolve()),
         "PORT": str(tenancy.cluster.server.endpoint.url.rsplit(":", 1)[1]),

@@ -115,7 +115,7 @@ def _client(server: ServerThread) -> httpx.Client:
     return httpx.Client(
         base_url=f"{server.endpoint.url}/clusters/host",
         verify=ssl.create_default_context(cafile=server.endpoint.tls.ca_cert),
-        headers={"Authorization": f"Bearer {server.api.tokens.ensure('host')}"},
+        headers={"Authorization": f"Bearer {server.api.registry.tokens.ensure('host')}"},
         timeout=30,
     )
 
@@ -134,7 +134,7 @@ def test_each_pod_sees_exactly_its_claimed_gpu(tmp_path: Path) -> None:
     real = _real_gpus()
     with _fake_second_gpu(real) as faked:
         data = tmp_path / "data"
-        with ServerThread(data, api=build(data, runtime="process")) as server:
+        with ServerThread(data, api=build(data, runtime="process").server) as server:
             publish(server.endpoint.kubeconfigs["host"], parse_fleet(LOCAL_FLEET))
             names = [f"gpu-user-{i}" for i in range(min(2, len(real)))]
             with _client(server) as client:

@@ -240,7 +240,7 @@ def test_restart_resyncs_without_duplicates(tmp_path: Path) -> None:
         tenancy.as_tenant("legal-ai", "apply", "-f", LEGAL)
         tenancy.wait(lambda: _allocated(tenancy, "legal-ai", "legal-whole-gpu"), "allocation")
         before = tenancy.host_objects("tenant-legal-ai")
-    with ServerThread(data, api=build(data)) as server:
+    with ServerThread(data, api=build(data).server) as server:
         publish(server.endpoint.kubeconfigs["host"], parse_fleet(SEED_000_FLEET))
         again = Tenancy(Cluster(server, tmp_path / "home"), data)
         time.sleep(1.0)

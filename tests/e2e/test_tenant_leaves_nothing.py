@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from allot.apiserver import app
-from allot.apiserver.app import ApiServer
+from allot.registry import clusters
 from allot.cli.main import main as allot
+from allot.registry.clusters import Registry
 from tests.e2e.tenancy import REPO, Tenancy, seed_platform
 
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ def test_a_recreated_tenant_starts_empty(tmp_path: Path) -> None:
 
 
 def test_admission_audit_forgets_a_removed_cluster(tmp_path: Path) -> None:
-    api = ApiServer(tmp_path)
+    api = Registry(tmp_path)
     api.add_cluster("gone")
     for cluster in ("host", "gone", "host"):
         api._record_policy_audit({"cluster": cluster, "policy": "p"})
@@ -72,8 +72,8 @@ def test_admission_audit_forgets_a_removed_cluster(tmp_path: Path) -> None:
 
 
 def test_admission_audit_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app, "ADMISSION_AUDIT_MAX_BYTES", 1000)
-    api = ApiServer(tmp_path)
+    monkeypatch.setattr(clusters, "ADMISSION_AUDIT_MAX_BYTES", 1000)
+    api = Registry(tmp_path)
     for number in range(500):  # about 40 kB of records
         api._record_policy_audit({"cluster": "tenant", "policy": "p", "n": number})
     files = sorted((tmp_path / "audit").glob("admission.jsonl*"))

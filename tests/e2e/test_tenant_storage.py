@@ -30,7 +30,7 @@ def _limit(tenancy: Tenancy, **storage: object) -> None:
 def _settled_usage(tenancy: Tenancy) -> tuple[int, int]:
     """research-ai's usage once the sync has stopped mirroring into its cluster (the same
     for a whole second)."""
-    store = tenancy.cluster.server.api.store
+    store = tenancy.cluster.server.api.registry.store
     seen = [store.usage("research-ai")]
     deadline = time.monotonic() + 20
     while len(seen) < 10 or len(set(seen[-10:])) > 1:

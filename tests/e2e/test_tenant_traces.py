@@ -140,7 +140,9 @@ def write_payloads(tenancy: Tenancy) -> None:
 
 def _host(tenancy: Tenancy) -> httpx.Client:
     client = https(tenancy)
-    client.headers["Authorization"] = f"Bearer {tenancy.cluster.server.api.tokens.ensure('host')}"
+    client.headers["Authorization"] = (
+        f"Bearer {tenancy.cluster.server.api.registry.tokens.ensure('host')}"
+    )
     return client
 
 
@@ -151,7 +153,7 @@ def _capacity(tenancy: Tenancy) -> Any:
 
 def dashboard_texts(tenancy: Tenancy) -> dict[str, str]:
     """The dashboard page, each panel, and the host-only documents, as served."""
-    token = tenancy.cluster.server.api.tokens.ensure("host")
+    token = tenancy.cluster.server.api.registry.tokens.ensure("host")
     texts: dict[str, str] = {}
     with https(tenancy) as client:
         assert client.post("/ui/login", data={"token": token}).status_code == 303
@@ -167,7 +169,7 @@ def dashboard_texts(tenancy: Tenancy) -> dict[str, str]:
 # --------------------------------------------------------------------------- watches
 async def _open_watches(tenancy: Tenancy, count: int) -> None:
     server = tenancy.cluster.server
-    token = server.api.tokens.ensure("legal-ai")
+    token = server.api.registry.tokens.ensure("legal-ai")
     context = ssl.create_default_context(cafile=server.endpoint.tls.ca_cert)
     url = f"{server.endpoint.url}/clusters/legal-ai/api/v1/namespaces/default/pods"
     limits = httpx.Limits(max_connections=count + 10)
@@ -196,7 +198,7 @@ def _others_are_answered(tenancy: Tenancy) -> None:
     server = tenancy.cluster.server
     for cluster in ("research-ai", "host"):
         with https(tenancy) as client:
-            client.headers["Authorization"] = f"Bearer {server.api.tokens.ensure(cluster)}"
+            client.headers["Authorization"] = f"Bearer {server.api.registry.tokens.ensure(cluster)}"
             started = time.monotonic()
             listed = client.get(f"/clusters/{cluster}/api/v1/pods")
             watched = client.get(
@@ -230,7 +232,7 @@ def test_no_payload_runs_in_a_browser(tenancy: Tenancy) -> None:
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not CHROMIUM:
         pytest.skip("no Chromium: apt-get install chromium (make test does as root)")
-    token = tenancy.cluster.server.api.tokens.ensure("host")
+    token = tenancy.cluster.server.api.registry.tokens.ensure("host")
     with playwright_api.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_context(ignore_https_errors=True).new_page()
@@ -252,7 +254,7 @@ def test_no_payload_runs_in_a_browser(tenancy: Tenancy) -> None:
 # ---------------------------------------------------------------------------- tokens
 def test_a_tenant_token_never_leaks(tenancy: Tenancy, records: Records) -> None:
     server = tenancy.cluster.server
-    tokens = {name: server.api.tokens.ensure(name) for name in ("legal-ai", "research-ai")}
+    tokens = {name: server.api.registry.tokens.ensure(name) for name in ("legal-ai", "research-ai")}
     with https(tenancy) as client:  # the tenant tries its token where it does not belong
         for token in tokens.values():
             client.get("/ui", params={"token": token})
@@ -264,7 +266,7 @@ def test_a_tenant_token_never_leaks(tenancy: Tenancy, records: Records) -> None:
             "get", "events", "-A", "-o", "json", kubeconfig=_kubeconfig(tenancy, cluster)
         )
         places[f"events of {cluster}"] = events.stdout
-    data = server.api.data_dir
+    data = server.api.registry.data_dir
     secrets_at = {data / "tokens.json", *(data / "kubeconfigs").glob("*.yaml")}
     for path in data.rglob("*"):
         if path.is_file() and path not in secrets_at:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from allot.apiserver.resources import by_kind
+from allot.registry.resources import by_kind
 from allot.store import Store
 from allot.tenancy import names
 from tests.faults.checks import (

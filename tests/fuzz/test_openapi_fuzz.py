@@ -81,7 +81,7 @@ class Target:
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     root = tmp_path_factory.mktemp("fuzz-host")
     with ServerThread(root / "data") as server:
-        token = server.api.tokens.ensure("host")
+        token = server.api.registry.tokens.ensure("host")
         url = f"{server.endpoint.url}/clusters/host"
         yield Target(url, token, server.endpoint.tls.ca_cert, quiet=True, seed=13, examples=3)
 

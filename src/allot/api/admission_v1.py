@@ -2,7 +2,7 @@
 
 Entitlement on the host is enforced with these standard objects, so that what the embedded
 platform runs is exactly what ``allot render`` will write for a real 1.36 cluster. Every
-field of the 1.36 API is modelled; the evaluation lives in :mod:`allot.apiserver.policies`
+field of the 1.36 API is modelled; the evaluation lives in :mod:`allot.registry.policies`
 and the CEL environment in :mod:`allot.cel.policy`. Used by the kinds table, validation,
 the API server and the tenant controller.
 """

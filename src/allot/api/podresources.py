@@ -5,7 +5,7 @@ A container's requests are its ``requests`` with its ``limits`` filling the miss
 are the sum over its regular containers and its sidecars (init containers with
 ``restartPolicy: Always``), or, where larger, what the init containers need one at a time
 (each plus the sidecars started before it): init containers run before the others and
-their resources are reused. ResourceQuota's pod evaluator (``allot.apiserver.quota``)
+their resources are reused. ResourceQuota's pod evaluator (``allot.registry.quota``)
 charges these; the scheduler's extended-resource claim asks for each container's own
 requests, as kube-scheduler does.
 """

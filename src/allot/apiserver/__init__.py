@@ -1,5 +1,6 @@
-"""The embedded Kubernetes-compatible API server (host cluster plus virtual clusters).
+"""The HTTP face of the embedded platform: routing, discovery, OpenAPI, tables, watches, TLS.
 
-Public surface: :class:`ApiServer` (store, tokens, admission, ASGI app) and
-:func:`allot.apiserver.server.serve` (TLS on loopback with uvicorn).
+:class:`allot.apiserver.app.ApiServer` serves a :class:`allot.registry.clusters.Registry`
+(the write path) over HTTPS; :func:`allot.apiserver.server.serve` runs it with uvicorn on
+loopback. Nothing below this layer imports it (an import-linter contract).
 """

@@ -1,11 +1,14 @@
 """The ASGI application: clusters under ``/clusters/<name>``, authentication, routing.
 
 Every request names its cluster in the URL prefix; its bearer token must belong to that
-cluster (401 without a valid token, 403 with another cluster's). Below the prefix the
-Kubernetes paths are served: ``/version``, discovery, ``/openapi/v3``, resource REST with
-Tables, watches and pod logs, and ``selfsubjectaccessreviews``. Every failure becomes a
-``metav1.Status`` through :func:`allot.statuses.to_status`, so clients never see a bare
-500. Built by :class:`ApiServer`, served by uvicorn (``allot up``) or in tests.
+cluster (401 without a valid token, 403 with another cluster's). Below the prefix starlette
+routes the Kubernetes paths: ``/version``, discovery, ``/openapi/v3``, resource REST with
+Tables, watches and pod logs, and ``selfsubjectaccessreviews``. Reads and writes go to the
+:class:`~allot.registry.clusters.Registry` (the write path lives there, not here); this
+module only turns HTTP into registry calls and results into responses. Every failure
+becomes a ``metav1.Status`` through :func:`allot.statuses.to_status`, so clients never see
+a bare 500. Built by :func:`allot.platform.build` (or bare, by tests), served by uvicorn
+(:mod:`allot.apiserver.server`).
 """
 
 from __future__ import annotations
@@ -16,167 +19,78 @@ import datetime as dt
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from allot.api.errors import ApiError
-from allot.apiserver import bodies, discovery, openapi, protobuf, queries, selectors, tables
-from allot.apiserver.admission import AdmissionChain, AdmissionHook, warning_header
-from allot.apiserver.classwarnings import CatalogueWarnings
-from allot.apiserver.crds import CustomResources
+from allot.apiserver import discovery, openapi, protobuf, queries, tables
 from allot.apiserver.errors import (
-    BadRequest,
     Forbidden,
     MethodNotAllowed,
     NotFoundPath,
     RequestTooLarge,
     Unauthorized,
-    UnsupportedMediaType,
 )
-from allot.apiserver.handlers import Handlers, WriteOptions, WriteResult
-from allot.apiserver.policies import PolicyAdmission
-from allot.apiserver.quota import QuotaAdmission
-from allot.apiserver.requests import Target, parse_resource_path
-from allot.apiserver.resources import by_kind
-from allot.apiserver.security import HOST_CLUSTER, Tokens
 from allot.apiserver.watches import (
     DEFAULT_TIMEOUT_SECONDS,
     WatchRequest,
     WatchSlots,
     WatchStream,
 )
+from allot.registry import HOST_CLUSTER, bodies, selectors
+from allot.registry.admission import warning_header
+from allot.registry.clusters import Registry
+from allot.registry.errors import BadRequest, UnsupportedMediaType
+from allot.registry.handlers import Handlers, WriteOptions, WriteResult
+from allot.registry.listing import ListOptions
+from allot.registry.requests import Target, resolve_target
 from allot.statuses import InvalidObjectError, RequestError, to_status
-from allot.store import Store
 from allot.store.errors import StoreError
 
 LOG = logging.getLogger("allot.apiserver")
 MAX_BODY_BYTES = 3 * 1024 * 1024
 OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are decoded in a worker thread
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 Decoded = TypeVar("Decoded")
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-ADMISSION_AUDIT_MAX_BYTES = 8 * 1024 * 1024  # per file; the previous file is kept
+Found = TypeVar("Found")
 Obj = dict[str, Any]
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+ClusterEndpoint = Callable[[Request, str], Awaitable[Response]]
 
 
 class ApiServer:
-    """One data directory: the store, the tokens, the clusters and the HTTP application."""
+    """The HTTP face of a :class:`Registry`: routes, authentication, documents, watches."""
 
-    def __init__(
-        self,
-        data_dir: Path,
-        *,
-        clock: Callable[[], dt.datetime] = _now,
-        hooks: list[AdmissionHook] | None = None,
-    ) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        data_dir.chmod(0o700)  # tokens, kubeconfigs, the store, logs: the owner's alone
-        self.data_dir = data_dir
-        self.clock = clock
-        self.store = Store(data_dir / "state.db", clock=clock)
-        self.tokens = Tokens(data_dir / "tokens.json")
-        self.quota = QuotaAdmission(self.store)  # the platform adds tenants' pending objects
-        self.admission = AdmissionChain(
-            namespace_labels=self._namespace_labels,
-            hooks=[
-                *(hooks or []),
-                PolicyAdmission(self.store, audit=self._record_policy_audit),
-                self.quota,
-            ],
-        )
-        self.admission.hooks.append(CatalogueWarnings(self.store, self.admission.compiler))
-        self.handlers = Handlers(self.store, self.admission, clock)
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
         self.watch_slots = WatchSlots()
-        self.logs_dir = data_dir / "logs"
         self.stopping = asyncio.Event()
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
-        self.controllers: Any = None  # the ControllerManager, when the platform adds one
-        self.operations: Any = None  # allot.ops.service.Operations, when the platform adds it
-        self.url: str | None = None  # https://host:port once served
         # GET endpoints beside the Kubernetes API, served for the host's token only
         # (``metrics``, ``allot/v1/...``), and pages outside /clusters (the dashboard)
         self.host_endpoints: dict[str, Callable[[Request], Awaitable[Response]]] = {}
-        self.pages: list[Route] = []
+        self.pages: list[BaseRoute] = []
         self.log_source: Callable[[str, str, str], tuple[str, str, str]] = lambda c, ns, n: (
             c,
             ns,
             n,
         )
-        self.add_cluster(HOST_CLUSTER)
-        self.custom_resources = CustomResources(self.store)
 
-    # ---------------------------------------------------------------- clusters
-    def add_cluster(self, name: str) -> str:
-        token = self.tokens.ensure(name)
-        namespaces = by_kind("Namespace").store
-        for namespace in SYSTEM_NAMESPACES:
-            if not self.store.namespace_exists(name, namespace):
-                self.store.create(
-                    name,
-                    namespaces,
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Namespace",
-                        "metadata": {"name": namespace},
-                        "spec": {"finalizers": ["kubernetes"]},
-                        "status": {"phase": "Active"},
-                    },
-                )
-        return token
+    @property
+    def handlers(self) -> Handlers:
+        return self.registry.handlers
 
-    def _record_policy_audit(self, record: dict[str, Any]) -> None:
-        """``validationActions: [Audit]`` failures, one JSON line each (append-only). Any
-        cluster's policies write here, tenants' too, so the file is capped: past
-        ``ADMISSION_AUDIT_MAX_BYTES`` it becomes ``admission.jsonl.1`` (the one before
-        that is dropped), at most twice the cap on disk."""
-        log = self.data_dir / "audit" / "admission.jsonl"
-        log.parent.mkdir(exist_ok=True)
-        stamped = {"time": self.clock().isoformat(), **record}
-        with contextlib.suppress(FileNotFoundError):
-            if log.stat().st_size >= ADMISSION_AUDIT_MAX_BYTES:
-                log.replace(log.with_name("admission.jsonl.1"))
-        with log.open("a") as sink:
-            sink.write(json.dumps(stamped, sort_keys=True) + "\n")
-
-    def _forget_policy_audit(self, cluster: str) -> None:
-        """Drop a removed cluster's records from the admission audit files."""
-        for log in (self.data_dir / "audit").glob("admission.jsonl*"):
-            kept = [
-                line
-                for line in log.read_text().splitlines(keepends=True)
-                if json.loads(line).get("cluster") != cluster
-            ]
-            log.write_text("".join(kept))
-
-    def remove_cluster(self, name: str) -> None:
-        """Forget a virtual cluster: its objects, its token, its kubeconfig and what its
-        policies wrote to the admission audit."""
-        self.store.drop_cluster(name)
-        self.tokens.remove(name)
-        self._forget_policy_audit(name)
-        (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
-
-    def _namespace_labels(self, cluster: str, namespace: str) -> dict[str, str] | None:
-        try:
-            obj = self.store.get(cluster, by_kind("Namespace").store, "", namespace)
-        except StoreError:
-            return None
-        labels: dict[str, str] = obj["metadata"].get("labels") or {}
-        return labels
+    @property
+    def clock(self) -> Callable[[], dt.datetime]:
+        return self.registry.clock
 
     # -------------------------------------------------------------- application
     def app(self) -> Starlette:
-        methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         return Starlette(
             lifespan=self._lifespan,
             exception_handlers={HTTPException: self._unrouted},
@@ -184,11 +98,42 @@ class ApiServer:
                 Route("/healthz", self._health),
                 Route("/readyz", self._health),
                 Route("/livez", self._health),
-                Route("/clusters/{cluster}/{path:path}", self._entry, methods=methods),
+                Mount("/clusters/{cluster}", routes=self._cluster_routes()),
                 *self.pages,
-                Route("/{path:path}", self._outside, methods=methods),
+                Route("/{path:path}", self._outside, methods=METHODS),
             ],
         )
+
+    def _cluster_routes(self) -> list[BaseRoute]:
+        """Every path below ``/clusters/<name>``; each authenticates before it serves."""
+        documents = [
+            ("/version", self._version),
+            ("/api", self._groups),
+            ("/apis", self._groups),
+            ("/api/{version}", self._core_resources),
+            ("/apis/{group}", self._group),
+            ("/apis/{group}/{version}", self._group_resources),
+            ("/openapi/v3", self._openapi_index),
+            ("/openapi/v3/api/{version}", self._openapi_document),
+            ("/openapi/v3/apis/{group}/{version}", self._openapi_document),
+        ]
+        resources = [
+            prefix + rest
+            for prefix in ("/api/{version}", "/apis/{group}/{version}")
+            for rest in (
+                "/namespaces/{namespace}/{plural}/{name}/{subresource}",
+                "/namespaces/{namespace}/{plural}/{name}",
+                "/namespaces/{namespace}/{plural}",
+                "/{plural}/{name}/{subresource}",
+                "/{plural}/{name}",
+                "/{plural}",
+            )
+        ]
+        return [
+            *(Route(path, self._guarded(serve), methods=METHODS) for path, serve in documents),
+            *(Route(path, self._guarded(self._resource), methods=METHODS) for path in resources),
+            Route("/{path:path}", self._guarded(self._other), methods=METHODS),
+        ]
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -201,7 +146,6 @@ class ApiServer:
             self.stopping.set()
             for hook in self.shutdown_hooks:
                 await hook()
-            self.custom_resources.close()
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")
@@ -216,26 +160,31 @@ class ApiServer:
     async def _outside(self, request: Request) -> Response:
         return _status_response(NotFoundPath())
 
-    async def _entry(self, request: Request) -> Response:
-        cluster = request.path_params["cluster"]
-        try:
-            self._authenticate(request, cluster)
-            return await self._dispatch(request, cluster, request.path_params["path"])
-        except (RequestError, StoreError, ApiError, InvalidObjectError) as err:
-            return _status_response(err)
-        except Exception as err:  # a bug: logged with its traceback, answered as a Status
-            LOG.exception(
-                "internal error serving %s %s on cluster %s",
-                request.method,
-                request.url.path,
-                cluster,
-            )
-            return _status_response(err)
+    def _guarded(self, serve: ClusterEndpoint) -> Callable[[Request], Awaitable[Response]]:
+        """``serve`` behind the cluster's token, every failure answered as a Status."""
+
+        async def endpoint(request: Request) -> Response:
+            cluster = request.path_params["cluster"]
+            try:
+                self._authenticate(request, cluster)
+                return await serve(request, cluster)
+            except (RequestError, StoreError, ApiError, InvalidObjectError) as err:
+                return _status_response(err)
+            except Exception as err:  # a bug: logged with its traceback, answered as a Status
+                LOG.exception(
+                    "internal error serving %s %s on cluster %s",
+                    request.method,
+                    request.url.path,
+                    cluster,
+                )
+                return _status_response(err)
+
+        return endpoint
 
     def _authenticate(self, request: Request, cluster: str) -> None:
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        owner = self.tokens.cluster_for(token) if token else None
+        owner = self.registry.tokens.cluster_for(token) if token else None
         if owner is None:
             raise Unauthorized()
         if owner != cluster:
@@ -244,82 +193,54 @@ class ApiServer:
                 f"cannot access cluster {cluster!r} with this token"
             )
 
-    async def _dispatch(self, request: Request, cluster: str, path: str) -> Response:
-        segments = [s for s in path.split("/") if s]
-        method = request.method
-        prefix = f"/clusters/{cluster}"
-        endpoint = self.host_endpoints.get("/".join(segments))
-        if endpoint is not None and cluster == HOST_CLUSTER:
-            if method != "GET":
-                raise MethodNotAllowed(method)
-            return await endpoint(request)
-        if method == "GET":
-            document = self._static_document(segments, request, prefix)
-            if document is not None:
-                return document
-        if (
-            segments[:4] == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]
-            and method == "POST"
-        ):
-            return await self._access_review(request)
-        target = parse_resource_path(segments)
-        if target is None:
+    async def _other(self, request: Request, cluster: str) -> Response:
+        """The host's endpoints beside the Kubernetes API (``metrics``, ``allot/v1/...``);
+        any other path is not found."""
+        endpoint = self.host_endpoints.get(request.path_params["path"].strip("/"))
+        if endpoint is None or cluster != HOST_CLUSTER:
             raise NotFoundPath()
-        queries.check(
-            method,
-            request.query_params,
-            request.query_params.getlist("dryRun"),
-            request.headers.get("content-type", "").split(";")[0].strip(),
-        )
-        if target.name is None:
-            return await self._collection(request, cluster, target)
-        return await self._item(request, cluster, target)
+        if request.method != "GET":
+            raise MethodNotAllowed(request.method)
+        return await endpoint(request)
 
-    def _static_document(
-        self, segments: list[str], request: Request, prefix: str
-    ) -> Response | None:
-        accept = request.headers.get("accept", "")
-        if segments == ["version"]:
-            return JSONResponse(discovery.VERSION_INFO)
-        if segments in (["api"], ["apis"]):
-            if discovery.wants_aggregated(accept):
-                return JSONResponse(
-                    discovery.aggregated(core=segments == ["api"]),
-                    media_type=discovery.AGGREGATED_CONTENT_TYPE,
-                )
+    # ---------------------------------------------------------------- documents
+    async def _version(self, request: Request, cluster: str) -> Response:
+        _only_get(request)
+        return JSONResponse(discovery.VERSION_INFO)
+
+    async def _groups(self, request: Request, cluster: str) -> Response:
+        """``/api`` and ``/apis``: aggregated discovery when asked for, else legacy."""
+        _only_get(request)
+        core = request.url.path.endswith("/api")
+        if discovery.wants_aggregated(request.headers.get("accept", "")):
             return JSONResponse(
-                discovery.legacy_api() if segments == ["api"] else discovery.legacy_groups()
+                discovery.aggregated(core=core), media_type=discovery.AGGREGATED_CONTENT_TYPE
             )
-        if segments == ["api", "v1"]:
-            return JSONResponse(discovery.legacy_resources("", "v1"))
-        if len(segments) == 2 and segments[0] == "apis":
-            group = discovery.legacy_group(segments[1])
-            if group is None:
-                raise NotFoundPath()
-            return JSONResponse(group)
-        if len(segments) == 3 and segments[0] == "apis":
-            document = discovery.legacy_resources(segments[1], segments[2])
-            if document is None:
-                raise NotFoundPath()
-            return JSONResponse(document)
-        if segments[:2] == ["openapi", "v3"]:
-            return self._openapi(segments[2:], prefix)
-        if segments[:1] == ["openapi"]:
-            raise NotFoundPath()
-        return None
+        return JSONResponse(discovery.legacy_api() if core else discovery.legacy_groups())
 
-    @staticmethod
-    def _openapi(rest: list[str], prefix: str) -> Response:
-        if not rest:
-            return JSONResponse(openapi.index(prefix))
-        if rest[0] == "api" and len(rest) == 2:
-            body = openapi.document_bytes("", rest[1])
-        elif rest[0] == "apis" and len(rest) == 3:
-            body = openapi.document_bytes(rest[1], rest[2])
-        else:
-            body = None
-        if body is None:
+    async def _core_resources(self, request: Request, cluster: str) -> Response:
+        _only_get(request)
+        if request.path_params["version"] != "v1":
             raise NotFoundPath()
+        return JSONResponse(discovery.legacy_resources("", "v1"))
+
+    async def _group(self, request: Request, cluster: str) -> Response:
+        _only_get(request)
+        return JSONResponse(_found(discovery.legacy_group(request.path_params["group"])))
+
+    async def _group_resources(self, request: Request, cluster: str) -> Response:
+        _only_get(request)
+        params = request.path_params
+        return JSONResponse(_found(discovery.legacy_resources(params["group"], params["version"])))
+
+    async def _openapi_index(self, request: Request, cluster: str) -> Response:
+        _only_get(request)
+        return JSONResponse(openapi.index(f"/clusters/{cluster}"))
+
+    async def _openapi_document(self, request: Request, cluster: str) -> Response:
+        _only_get(request)
+        params = request.path_params
+        body = _found(openapi.document_bytes(params.get("group", ""), params["version"]))
         return Response(
             body, media_type="application/json", headers={"Cache-Control": "public, immutable"}
         )
@@ -333,6 +254,37 @@ class ApiServer:
             "status": {"allowed": True, "reason": "the cluster's token holds every permission"},
         }
         return JSONResponse(review, status_code=201)
+
+    # ---------------------------------------------------------------- resources
+    async def _resource(self, request: Request, cluster: str) -> Response:
+        params = request.path_params
+        group = params.get("group", "")
+        if (group, params["version"], params["plural"], request.method) == (
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "POST",
+        ) and "name" not in params:
+            return await self._access_review(request)
+        target = resolve_target(
+            group,
+            params["version"],
+            params.get("namespace"),
+            params["plural"],
+            params.get("name"),
+            params.get("subresource", ""),
+        )
+        if target is None:
+            raise NotFoundPath()
+        queries.check(
+            request.method,
+            request.query_params,
+            request.query_params.getlist("dryRun"),
+            request.headers.get("content-type", "").split(";")[0].strip(),
+        )
+        if target.name is None:
+            return await self._collection(request, cluster, target)
+        return await self._item(request, cluster, target)
 
     # -------------------------------------------------------------- collections
     async def _collection(self, request: Request, cluster: str, target: Target) -> Response:
@@ -352,50 +304,40 @@ class ApiServer:
             return self._delete_collection(request, cluster, target)
         raise MethodNotAllowed(method)
 
-    def _selected(self, request: Request, cluster: str, target: Target) -> tuple[list[Obj], int]:
-        query = request.query_params
-        items, rv = self.store.list_objects(
-            cluster, target.resource.store, target.namespace, shared=True
-        )
-        label = selectors.label_selector(query.get("labelSelector"))
-        field = selectors.field_selector(query.get("fieldSelector"), target.resource.store.key)
-        return [o for o in items if label(o) and field(o)], rv
-
     def _list(self, request: Request, cluster: str, target: Target) -> Response:
-        query = request.query_params
-        if not _wants_table(request) and not any(
-            query.get(k) for k in ("labelSelector", "fieldSelector", "limit", "continue")
-        ):
+        options = _list_options(request)
+        if not _wants_table(request) and not options.filtered:
             return self._list_serialized(cluster, target)
-        items, rv = self._selected(request, cluster, target)
-        items, continue_token = _paginate(items, request.query_params)
+        page = self.handlers.list_page(cluster, target, options)
         if _wants_table(request):
             return JSONResponse(
                 tables.table(
                     target.resource.plural,
-                    items,
+                    page.items,
                     self.clock(),
                     include_object=request.query_params.get("includeObject", "Metadata"),
-                    resource_version=str(rv),
-                    continue_token=continue_token,
+                    resource_version=str(page.resource_version),
+                    continue_token=page.continue_token,
                     custom_columns=target.resource.columns,
                 )
             )
-        metadata: Obj = {"resourceVersion": str(rv)}
-        if continue_token:
-            metadata["continue"] = continue_token
+        metadata: Obj = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token:
+            metadata["continue"] = page.continue_token
         return JSONResponse(
             {
                 "kind": f"{target.resource.kind}List",
                 "apiVersion": target.resource.api_version,
                 "metadata": metadata,
-                "items": items,
+                "items": page.items,
             }
         )
 
     def _list_serialized(self, cluster: str, target: Target) -> Response:
         """An unfiltered list assembled from the stored JSON texts (no re-encoding)."""
-        bodies, rv = self.store.list_serialized(cluster, target.resource.store, target.namespace)
+        bodies, rv = self.registry.store.list_serialized(
+            cluster, target.resource.store, target.namespace
+        )
         head = json.dumps(
             {
                 "kind": f"{target.resource.kind}List",
@@ -423,27 +365,20 @@ class ApiServer:
             as_table=_wants_table(request),
             include_object=query.get("includeObject", "Metadata"),
         )
-        stream = WatchStream(self.store, watch, self.clock, self.stopping)
+        stream = WatchStream(self.registry.store, watch, self.clock, self.stopping)
         self.watch_slots.take(cluster)
         lines = self.watch_slots.held(cluster, stream.stream())
         return StreamingResponse(lines, media_type="application/json")
 
     def _delete_collection(self, request: Request, cluster: str, target: Target) -> Response:
-        items, _ = self._selected(request, cluster, target)
-        deleted = []
-        for item in items:
-            metadata = item["metadata"]
-            item_target = Target(target.resource, metadata.get("namespace"), metadata["name"], "")
-            deleted.append(
-                self.handlers.delete(
-                    cluster, item_target, {}, _dry_run(request), user=_user(cluster)
-                )
-            )
+        deleted = self.handlers.delete_collection(
+            cluster, target, _list_options(request), _dry_run(request), _user(cluster)
+        )
         return JSONResponse(
             {
                 "kind": f"{target.resource.kind}List",
                 "apiVersion": target.resource.api_version,
-                "metadata": {"resourceVersion": str(self.store.current_rv())},
+                "metadata": {"resourceVersion": str(self.registry.store.current_rv())},
                 "items": deleted,
             }
         )
@@ -516,7 +451,7 @@ class ApiServer:
         container = request.query_params.get("container") or (containers[0] if containers else "")
         if container not in containers:
             raise BadRequest(f"container {container} is not valid for pod {target.name}")
-        path = self.logs_dir / cluster / namespace / name / f"{container}.log"
+        path = self.registry.logs_dir / cluster / namespace / name / f"{container}.log"
         if not path.exists():
             raise BadRequest(
                 f'container "{container}" in pod "{target.name}" is waiting to '
@@ -524,7 +459,7 @@ class ApiServer:
             )
         text = path.read_text(errors="replace")
         tail = request.query_params.get("tailLines")
-        if tail is not None and queries.is_count(tail):
+        if tail is not None and bodies.is_count(tail):
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(tail) :]) if int(tail) else ""
         return PlainTextResponse(text)
@@ -532,7 +467,7 @@ class ApiServer:
     # ---------------------------------------------------------------- plumbing
     async def _raw_body(self, request: Request) -> bytes:
         length = request.headers.get("content-length")
-        if length is not None and queries.is_count(length) and int(length) > MAX_BODY_BYTES:
+        if length is not None and bodies.is_count(length) and int(length) > MAX_BODY_BYTES:
             raise RequestTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
         body = b""
         async for chunk in request.stream():
@@ -603,18 +538,26 @@ def _dry_run(request: Request) -> bool:
     return request.query_params.get("dryRun") == "All"
 
 
-def _paginate(items: list[Obj], query: Any) -> tuple[list[Obj], str]:
-    limit_text = query.get("limit")
-    start = 0
-    token = query.get("continue")
-    if token:
-        if not queries.is_count(token):
-            raise BadRequest("continue key is not valid: illegal base64 data")
-        start = int(token)
-    if not limit_text or not queries.is_count(limit_text) or int(limit_text) <= 0:
-        return items[start:], ""
-    end = start + int(limit_text)
-    return items[start:end], str(end) if end < len(items) else ""
+def _list_options(request: Request) -> ListOptions:
+    query = request.query_params
+    return ListOptions(
+        label_selector=query.get("labelSelector"),
+        field_selector=query.get("fieldSelector"),
+        limit=query.get("limit"),
+        continue_token=query.get("continue"),
+    )
+
+
+def _only_get(request: Request) -> None:
+    """Documents answer GET; another method on their path names no resource (404)."""
+    if request.method != "GET":
+        raise NotFoundPath()
+
+
+def _found(document: Found | None) -> Found:
+    if document is None:
+        raise NotFoundPath()
+    return document
 
 
 async def _off_loop_if_large(decode: Callable[[bytes], Decoded], raw: bytes) -> Decoded:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from allot.apiserver import resources
+from allot.registry import resources
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERSION_INFO = {

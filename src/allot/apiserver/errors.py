@@ -1,4 +1,4 @@
-"""Request errors of the API server, each with its HTTP code and Kubernetes reason.
+"""Errors of the HTTP layer (paths, tokens, methods, sizes, watch slots), with codes.
 
 They derive from :class:`allot.statuses.RequestError`, which ``allot.statuses`` maps to a
 ``Status`` (the only mapping in the code base). Texts are the upstream API server's.
@@ -37,20 +37,8 @@ class MethodNotAllowed(RequestError):
         )
 
 
-class UnsupportedMediaType(RequestError):
-    code, reason = 415, "UnsupportedMediaType"
-
-
 class RequestTooLarge(RequestError):
     code, reason = 413, "RequestEntityTooLarge"
-
-
-class BadRequest(RequestError):
-    code, reason = 400, "BadRequest"
-
-
-class Unprocessable(RequestError):
-    code, reason = 422, "Invalid"
 
 
 class TooManyRequests(RequestError):

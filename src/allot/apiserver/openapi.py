@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from allot.apiserver import resources
-from allot.apiserver.descriptions import FIELD_DESCRIPTIONS
+from allot.registry import resources
+from allot.registry.descriptions import FIELD_DESCRIPTIONS
 
 _MODULE_PREFIX = {
     "allot.api.resource_v1": "io.k8s.api.resource.v1",

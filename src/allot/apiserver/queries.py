@@ -10,10 +10,10 @@ supported values: "All"``. ``app`` calls ``check`` once per resource request.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
-from allot.apiserver.errors import BadRequest, Unprocessable
+from allot.registry.bodies import go_json_type, is_count, is_integer
+from allot.registry.errors import BadRequest, Unprocessable
 
 OPTIONS_KIND = {
     "GET": "ListOptions",
@@ -28,14 +28,13 @@ PROPAGATION = ("Foreground", "Background", "Orphan", "nil")
 INTEGERS = ("limit", "timeoutSeconds", "tailLines", "gracePeriodSeconds", "limitBytes")
 BOOLEANS = ("watch", "allowWatchBookmarks", "sendInitialEvents", "force", "follow", "pretty")
 APPLY_PATCH = "application/apply-patch+yaml"
-_DECIMAL = re.compile(r"-?[0-9]{1,19}")  # int64 has 19 digits; int() refuses 4,300+
 
 
 def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content_type: str) -> None:
     """Raise ``BadRequest`` or ``Unprocessable`` for the first malformed parameter."""
     for name in INTEGERS:
         value = query.get(name)
-        if value is not None and not _is_integer(value):
+        if value is not None and not is_integer(value):
             raise BadRequest(f'{name}: Invalid value: "{value}": must be an integer')
     for name in BOOLEANS:
         value = query.get(name)
@@ -95,24 +94,3 @@ def _invalid(kind: str, field: str, shown: str, supported: Sequence[str]) -> Unp
         f'{kind}.meta.k8s.io "" is invalid: {field}: Unsupported value: {shown}: '
         f"supported values: {values}"
     )
-
-
-def go_json_type(value: object) -> str:
-    """How Go's JSON decoder names a value's type in its errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _is_integer(text: str) -> bool:
-    """An int64 written in ASCII decimal digits, as Go's ``strconv.ParseInt`` takes it."""
-    return _DECIMAL.fullmatch(text) is not None and -(2**63) <= int(text) < 2**63
-
-
-def is_count(text: str) -> bool:
-    """A non-negative int64 in ASCII digits (``str.isdigit`` also takes ``²`` and ``٣``)."""
-    return _is_integer(text) and not text.startswith("-")

@@ -24,7 +24,8 @@ import uvicorn
 from allot.apiserver.app import ApiServer
 from allot.apiserver.connections import READ_TIMEOUT, with_read_timeout
 from allot.apiserver.lock import DataDirLock
-from allot.apiserver.security import TLSFiles, ensure_tls, write_kubeconfig
+from allot.apiserver.security import TLSFiles, ensure_tls
+from allot.registry.clusters import Registry
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -67,14 +68,13 @@ def bind(host: str, port: int) -> socket.socket:
 
 def prepare(server: ApiServer, host: str, port: int) -> Endpoint:
     check_loopback(host)
-    tls = ensure_tls(server.data_dir / "pki")
+    registry = server.registry
+    tls = ensure_tls(registry.data_dir / "pki")
     url = f"https://{'127.0.0.1' if host == 'localhost' else host}:{port}"
-    server.url = url
+    registry.url = url
     kubeconfigs = {}
-    for cluster in server.tokens.clusters():
-        kubeconfigs[cluster] = write_kubeconfig(
-            server.data_dir, cluster, url, server.tokens.ensure(cluster), tls.ca_cert
-        )
+    for cluster in registry.tokens.clusters():
+        kubeconfigs[cluster] = registry.write_kubeconfig(cluster)
     return Endpoint(url, tls, kubeconfigs)
 
 
@@ -115,7 +115,7 @@ def serve(
         raise
     try:
         bound = sock.getsockname()[1]
-        server = build() if build is not None else ApiServer(data_dir)
+        server = build() if build is not None else ApiServer(Registry(data_dir))
         endpoint = prepare(server, host, bound)
         lock.record(endpoint.url)
         if announce is not None:
@@ -132,7 +132,7 @@ def serve(
             instance.run(sockets=[sock])
         finally:
             server.stopping.set()
-            server.store.close()
+            server.registry.close()
     finally:
         sock.close()
         lock.release()
@@ -160,7 +160,7 @@ class ServerThread:
         read_timeout: float = READ_TIMEOUT,
     ) -> None:
         self.lock = DataDirLock(data_dir).acquire()
-        self.api = api or ApiServer(data_dir)
+        self.api = api or ApiServer(Registry(data_dir))
         self.port = port or free_port()
         self.endpoint = prepare(self.api, "127.0.0.1", self.port)
         self.lock.record(self.endpoint.url)
@@ -185,7 +185,7 @@ class ServerThread:
         self.api.stopping.set()
         self._server.should_exit = True
         self._thread.join(timeout=10)
-        self.api.store.close()
+        self.api.registry.close()
         self.lock.release()
 
     def __enter__(self) -> ServerThread:

@@ -25,7 +25,7 @@ from typing import Any
 
 from allot.apiserver import tables
 from allot.apiserver.errors import TooManyRequests
-from allot.apiserver.resources import ServedResource
+from allot.registry.resources import ServedResource
 from allot.store import Store, WatchEvent
 from allot.store.errors import Expired
 

@@ -6,7 +6,7 @@ policy's own ``variables.<name>`` in declaration order, with Kubernetes' extensi
 libraries (strings, lists, regex, quantity, semver, optionals). Compile errors read like
 the API server's (``compilation failed: ERROR: <input>:1:5: ...``); runtime errors like
 ``no such key: foo``. The ``authorizer`` variable is not offered (see the conformance
-ledger). Pure: no I/O. Used by :mod:`allot.apiserver.policies` and policy validation.
+ledger). Pure: no I/O. Used by :mod:`allot.registry.policies` and policy validation.
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from allot.apiserver.lock import DataDirLocked, running
-from allot.apiserver.security import Tokens
 from allot.cli.options import add_data_dir
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
@@ -31,6 +30,7 @@ from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
 from allot.ops.rules import AlertSettings
+from allot.registry.clusters import Tokens
 
 DEFAULT_PORT = 6443
 
@@ -157,6 +157,7 @@ def _check_sandbox(args: argparse.Namespace) -> None:
 
 
 def run_up(args: argparse.Namespace) -> int:
+    from allot.apiserver.app import ApiServer
     from allot.apiserver.server import Endpoint, check_loopback, serve
     from allot.platform import build as build_platform
 
@@ -195,7 +196,7 @@ def run_up(args: argparse.Namespace) -> int:
         _publish(endpoint.kubeconfigs["host"], fleet)
         print("Ctrl-C stops it.", flush=True)  # last: the platform is ready for kubectl
 
-    def build() -> Any:
+    def build() -> ApiServer:
         save_fleet(args.data_dir, fleet)
         return build_platform(
             args.data_dir,
@@ -204,7 +205,7 @@ def run_up(args: argparse.Namespace) -> int:
             args.placement,
             alert_settings=settings,
             sandboxed=not args.unsandboxed,
-        )
+        ).server
 
     umask = os.umask(0o077)  # every file of the data directory is the owner's alone (0600)
     try:

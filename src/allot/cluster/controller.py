@@ -23,9 +23,6 @@ from typing import Any
 
 from allot.api.kinds import decode
 from allot.api.tenancy import Tenant
-from allot.apiserver.app import ApiServer
-from allot.apiserver.resources import by_kind
-from allot.apiserver.security import HOST_CLUSTER
 from allot.cluster import apply as applying
 from allot.cluster.render import objects_in_apply_order, tenant_files
 from allot.controllers.context import ControllerContext, event_object
@@ -37,6 +34,9 @@ from allot.ops.audit import AuditLog, AuditRecorder
 from allot.ops.capacity import CapacityView
 from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
+from allot.registry.resources import by_kind
 from allot.tenancy import entitlement, names
 
 LOG = logging.getLogger("allot.controller")
@@ -90,7 +90,7 @@ class ClusterController:
     ) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.client = client
-        self.mirror = ApiServer(data_dir / "mirror")
+        self.mirror = Registry(data_dir / "mirror")
         context = RemoteEvents(
             HOST_CLUSTER, self.mirror.store, self.mirror.handlers, self.mirror.clock
         )

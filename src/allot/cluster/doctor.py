@@ -38,11 +38,11 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36
 from allot.api.kinds import decode
 from allot.api.meta import selector_matches
-from allot.apiserver.resources import by_kind
 from allot.lint.allocations import stale_allocations
 from allot.lint.catalogue import CatalogueLinter
 from allot.ops import views
 from allot.ops.capacity import CapacityView
+from allot.registry.resources import by_kind
 from allot.simulation.explain import explain_step, render_text
 from allot.simulation.runner import Simulation
 from allot.simulation.scenario import Scenario, Step

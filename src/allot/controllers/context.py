@@ -1,6 +1,6 @@
 """What controllers share: reading the store, writing through the API handlers, Events.
 
-Writes go through :class:`allot.apiserver.handlers.Handlers` with a field manager per
+Writes go through :class:`allot.registry.handlers.Handlers` with a field manager per
 controller, so they are validated and versioned like any client's; ``Conflict`` simply
 makes the runtime retry. Events are core/v1 Events as kube-scheduler and the kubelet write
 them (reason, message, count, first/last timestamp). Used by every controller.
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from allot.api.documents import clone_document
-from allot.apiserver.handlers import Handlers, WriteOptions
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import ServedResource, by_kind
+from allot.registry.handlers import Handlers, WriteOptions
+from allot.registry.requests import Target
+from allot.registry.resources import ServedResource, by_kind
 from allot.store import Store
 from allot.store.errors import AlreadyExists, NotFound
 

@@ -1,7 +1,7 @@
 """The ResourceQuota status controller: ``status.hard`` and ``status.used`` kept current.
 
 Like kube-controller-manager's resourcequota controller, it recomputes a namespace's
-usage (with the same evaluators as admission, :mod:`allot.apiserver.quota`) whenever an
+usage (with the same evaluators as admission, :mod:`allot.registry.quota`) whenever an
 object in a namespace with quotas changes, so ``kubectl describe quota`` shows used/hard.
 Enforcement is admission's; this is the report. Runs for every cluster.
 """
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from allot.apiserver.quota import (
+from allot.controllers.context import ControllerContext
+from allot.registry.quota import (
     Charging,
     extended_resource_names,
     hard_limits,
     namespace_usage,
 )
-from allot.apiserver.resources import by_kind
-from allot.controllers.context import ControllerContext
+from allot.registry.resources import by_kind
 from allot.store import WatchEvent
 from allot.store.errors import Conflict, NotFound
 

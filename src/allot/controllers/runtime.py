@@ -4,8 +4,9 @@ Each controller maps store events to work keys and reconciles one key at a time;
 de-duplicated while queued, failures are retried with a growing delay, and a controller may
 park keys until something relevant changes (the scheduler's unschedulable pods). Running
 in the server's own loop means no locking: a reconcile reads and writes the store between
-two requests. Controllers write through the API server's handlers, so every change passes
-validation exactly like a client's. Started by :class:`allot.apiserver.app.ApiServer`.
+two requests. Controllers write through the registry's handlers, so every change passes
+validation exactly like a client's. Built and started with the server by
+:mod:`allot.platform`.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
 from allot.api.podresources import container_requests
 from allot.api.quantity import NANO, Quantity, QuantityFormat
-from allot.apiserver.admission import AdmissionDenied
 from allot.controllers.context import ControllerContext
+from allot.registry.admission import AdmissionDenied
 from allot.simulation.runner import scheduler_message
 from allot.store import WatchEvent
 

@@ -12,7 +12,7 @@ This module evaluates each class on every published device and reports:
 
 Where it can, a finding carries a corrected selector, checked against the same devices.
 Pure: callers pass decoded objects. Used by ``allot lint``, ``allot doctor`` and the API
-server's warnings on DeviceClass and Tenant writes (``allot.apiserver.classwarnings``).
+server's warnings on DeviceClass and Tenant writes (``allot.registry.classwarnings``).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from allot.api.quantity import Quantity
-from allot.apiserver.security import HOST_CLUSTER
 from allot.controllers.context import ControllerContext
+from allot.registry import HOST_CLUSTER
 from allot.store import WatchEvent
 from allot.tenancy import names
 

@@ -22,9 +22,9 @@ from typing import Any
 
 from allot.api import resource_v1 as resourceapi
 from allot.api.quantity import Quantity, QuantityFormat
-from allot.apiserver.resources import by_kind
-from allot.apiserver.security import HOST_CLUSTER
 from allot.cel import CelError, DeviceView, SelectorCompiler
+from allot.registry import HOST_CLUSTER
+from allot.registry.resources import by_kind
 from allot.store import Store
 from allot.tenancy import names
 

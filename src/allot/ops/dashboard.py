@@ -30,10 +30,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from allot.apiserver.app import ApiServer
-from allot.apiserver.security import HOST_CLUSTER
 from allot.ops import audit
 from allot.ops.service import Operations
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
 
 Obj = dict[str, Any]
 COOKIE = "allot_session"
@@ -54,17 +54,16 @@ HEAD_LINKS = (
 STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
 
 
-def mount_dashboard(api: ApiServer, ops: Operations) -> None:
-    dashboard = Dashboard(api, ops)
-    api.pages.extend(
-        [
-            Route("/ui", _secured(dashboard.page), methods=["GET"]),
-            Route("/ui/login", _secured(dashboard.login), methods=["POST"]),
-            Route("/ui/logout", _secured(dashboard.logout), methods=["POST"]),
-            Route("/ui/fragment/{panel}", _secured(dashboard.fragment), methods=["GET"]),
-            Route("/ui/static/{name}", _secured(dashboard.static), methods=["GET"]),
-        ]
-    )
+def dashboard_routes(registry: Registry, ops: Operations) -> list[Route]:
+    """The dashboard's pages, served beside ``/clusters`` by the API server."""
+    dashboard = Dashboard(registry, ops)
+    return [
+        Route("/ui", _secured(dashboard.page), methods=["GET"]),
+        Route("/ui/login", _secured(dashboard.login), methods=["POST"]),
+        Route("/ui/logout", _secured(dashboard.logout), methods=["POST"]),
+        Route("/ui/fragment/{panel}", _secured(dashboard.fragment), methods=["GET"]),
+        Route("/ui/static/{name}", _secured(dashboard.static), methods=["GET"]),
+    ]
 
 
 def _secured(
@@ -111,14 +110,14 @@ def _digest(session: str) -> str:
 
 
 class Dashboard:
-    def __init__(self, api: ApiServer, ops: Operations) -> None:
-        self.api = api
+    def __init__(self, registry: Registry, ops: Operations) -> None:
+        self.registry = registry
         self.ops = ops
         self.sessions = Sessions()
 
     # ------------------------------------------------------------- access
     def _host_token(self, token: str) -> bool:
-        return bool(token) and self.api.tokens.cluster_for(token) == HOST_CLUSTER
+        return bool(token) and self.registry.tokens.cluster_for(token) == HOST_CLUSTER
 
     def _signed_in(self, request: Request) -> bool:
         return self.sessions.valid(request.cookies.get(COOKIE))
@@ -214,7 +213,7 @@ class Dashboard:
         return renderers[panel](document)
 
     def _usage(self, document: Obj) -> str:
-        now = self.api.clock()
+        now = self.registry.clock()
         entries = self.ops.log.entries()
         series: dict[str, list[float]] = defaultdict(lambda: [0.0] * 24)
         start = now - dt.timedelta(hours=24)

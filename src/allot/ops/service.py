@@ -10,15 +10,13 @@ and ``/allot/v1/usage`` (the audit queries). Built by :mod:`allot.platform`.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from allot.api.tenancy import TenantSpec
-from allot.apiserver.app import ApiServer
-from allot.apiserver.errors import BadRequest
 from allot.controllers.context import ControllerContext
 from allot.ops import audit, views
 from allot.ops.alerts import AlertManager, tenant_quotas
@@ -27,6 +25,8 @@ from allot.ops.capacity import CapacityView, Snapshot
 from allot.ops.durations import parse_since
 from allot.ops.metrics import CONTENT_TYPE, MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings
+from allot.registry.clusters import Registry
+from allot.registry.errors import BadRequest
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.sync import TenantSync
 
@@ -36,17 +36,17 @@ Obj = dict[str, Any]
 class Operations:
     def __init__(
         self,
-        api: ApiServer,
+        registry: Registry,
         host: ControllerContext,
         directory: TenantDirectory,
         sync: TenantSync,
         settings: AlertSettings,
     ) -> None:
-        self.api = api
+        self.registry = registry
         self.host = host
         self.directory = directory
-        self.capacity = CapacityView(api.store)
-        self.log = AuditLog(api.data_dir / "audit.db")
+        self.capacity = CapacityView(registry.store)
+        self.log = AuditLog(registry.data_dir / "audit.db")
         self.recorder = AuditRecorder(host, self.log)
         self.alerts = AlertManager(
             host, self.capacity, self.tenant_specs, lambda: sync.errors, settings
@@ -57,16 +57,18 @@ class Operations:
             )
         )
         self.recorder.on_entries = self.metrics.count
-        for path, handler in (
-            ("metrics", self._metrics),
-            ("allot/v1/capacity", self._capacity),
-            ("allot/v1/audit", self._audit),
-            ("allot/v1/usage", self._usage),
-        ):
-            api.host_endpoints[path] = handler
+
+    def endpoints(self) -> dict[str, Callable[[Request], Awaitable[Response]]]:
+        """The host's GET endpoints beside the Kubernetes API, by path below the cluster."""
+        return {
+            "metrics": self._metrics,
+            "allot/v1/capacity": self._capacity,
+            "allot/v1/audit": self._audit,
+            "allot/v1/usage": self._usage,
+        }
 
     def snapshot(self) -> Snapshot:
-        return self.capacity.snapshot(self.api.clock())
+        return self.capacity.snapshot(self.registry.clock())
 
     def tenant_specs(self) -> Mapping[str, TenantSpec]:
         return {name: entry.tenant.spec for name, entry in self.directory.entries.items()}
@@ -102,13 +104,13 @@ class Operations:
             self.log.entries(),
             tenant=query.get("tenant"),
             device=query.get("device"),
-            since=_since(query.get("since"), self.api.clock()),
+            since=_since(query.get("since"), self.registry.clock()),
         )
         return JSONResponse([e.__dict__ for e in entries])
 
     async def _usage(self, request: Request) -> Response:
         query = request.query_params
-        now = self.api.clock()
+        now = self.registry.clock()
         since = _since(query.get("since"), now) or dt.datetime.min.replace(tzinfo=dt.UTC)
         by = query.get("by", "tenant")
         if by not in ("tenant", "class"):

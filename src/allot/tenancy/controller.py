@@ -18,9 +18,9 @@ from typing import Any
 
 from allot.api.documents import clone_document
 from allot.api.tenancy import Tenant
-from allot.apiserver.app import ApiServer
-from allot.apiserver.security import HOST_CLUSTER, write_kubeconfig
 from allot.controllers.context import ControllerContext
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
 from allot.store import WatchEvent
 from allot.store.errors import AlreadyExists
 from allot.tenancy import entitlement, names
@@ -36,8 +36,10 @@ CLASSES = "deviceclasses.resource.k8s.io"
 class TenantController:
     name = "tenants"
 
-    def __init__(self, api: ApiServer, host: ControllerContext, directory: TenantDirectory) -> None:
-        self.api = api
+    def __init__(
+        self, registry: Registry, host: ControllerContext, directory: TenantDirectory
+    ) -> None:
+        self.registry = registry
         self.host = host
         self.directory = directory
 
@@ -126,12 +128,11 @@ class TenantController:
             self.host.update(kind, updated, MANAGER)
 
     def _ensure_cluster(self, name: str) -> None:
-        fresh = name not in self.api.tokens.clusters()
-        token = self.api.add_cluster(name)
-        kubeconfig = self.api.data_dir / "kubeconfigs" / f"{name}.yaml"
-        if self.api.url and (fresh or not kubeconfig.exists()):
-            tls_ca = self.api.data_dir / "pki" / "ca.crt"
-            write_kubeconfig(self.api.data_dir, name, self.api.url, token, tls_ca)
+        fresh = name not in self.registry.tokens.clusters()
+        self.registry.add_cluster(name)
+        kubeconfig = self.registry.data_dir / "kubeconfigs" / f"{name}.yaml"
+        if self.registry.url and (fresh or not kubeconfig.exists()):
+            self.registry.write_kubeconfig(name)
 
     def _write_status(self, obj: Obj, entry: TenantEntry) -> None:
         now = self.host.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -154,7 +155,7 @@ class TenantController:
         status = {
             "phase": "Ready",
             "namespace": names.host_namespace(entry.name),
-            "server": f"{self.api.url}/clusters/{entry.name}" if self.api.url else None,
+            "server": f"{self.registry.url}/clusters/{entry.name}" if self.registry.url else None,
             "entitledDeviceClasses": entry.entitled,
             "observedGeneration": obj["metadata"].get("generation"),
             "conditions": [condition],
@@ -176,8 +177,8 @@ class TenantController:
             self.host.delete("ValidatingAdmissionPolicyBinding", "", f"{policy}.{name}")
         self.host.delete("ConfigMap", names.PLATFORM_NAMESPACE, entitlement.params_name(name))
         self.host.delete("Namespace", "", names.host_namespace(name))
-        if name in self.api.tokens.clusters():
-            self.api.remove_cluster(name)
+        if name in self.registry.tokens.clusters():
+            self.registry.remove_cluster(name)
         latest = self.host.get("Tenant", "", name)
         if latest is None:
             return

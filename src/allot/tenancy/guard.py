@@ -25,12 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 from allot.api.tenancy import DEFAULT_STORAGE_BYTES, DEFAULT_STORAGE_OBJECTS, TenantStorage
-from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
-from allot.apiserver.handlers import Handlers, WriteOptions
-from allot.apiserver.quota import EXTENDED_CLAIM_ANNOTATION
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import by_kind
-from allot.apiserver.security import HOST_CLUSTER
+from allot.registry import HOST_CLUSTER
+from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
+from allot.registry.handlers import Handlers, WriteOptions
+from allot.registry.quota import EXTENDED_CLAIM_ANNOTATION
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError
 from allot.tenancy import names
 from allot.tenancy.directory import TenantDirectory

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
-from allot.apiserver.security import HOST_CLUSTER
 from allot.controllers.context import ControllerContext
+from allot.registry import HOST_CLUSTER
+from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.store import WatchEvent
 from allot.tenancy import entitlement, names
 

@@ -25,10 +25,10 @@ from typing import Any
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
 from allot.api.tenancy import syncs
-from allot.apiserver.admission import AdmissionDenied
-from allot.apiserver.security import HOST_CLUSTER
 from allot.cel import CelError, DeviceView, SelectorCompiler
 from allot.controllers.context import ControllerContext
+from allot.registry import HOST_CLUSTER
+from allot.registry.admission import AdmissionDenied
 from allot.statuses import InvalidObjectError
 from allot.store import WatchEvent
 from allot.store.errors import AlreadyExists, Conflict, NotFound

@@ -7,7 +7,7 @@ subresource and ``additionalPrinterColumns`` (kubectl's table). Discovery lists 
 objects are stored like any other. Deleting a CRD deletes its objects, as Kubernetes does.
 A CRD for a kind the server has built in (``tenants.allot.dev``, as ``allot render``
 writes it) is stored and accepted, but the built-in kind keeps being served. Created by
-:class:`allot.apiserver.app.ApiServer`.
+:class:`allot.registry.clusters.Registry`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Any
 
 from allot.api.apiextensions_v1 import custom_model
 from allot.api.kinds import KindInfo, is_builtin, register_kind, unregister_kind
-from allot.apiserver.resources import (
+from allot.registry import HOST_CLUSTER
+from allot.registry.resources import (
     ServedResource,
     by_kind,
     lookup,
     register_custom,
     unregister_custom,
 )
-from allot.apiserver.security import HOST_CLUSTER
 from allot.store import Store, WatchEvent
 from allot.store.objects import Resource
 

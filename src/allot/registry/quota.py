@@ -31,8 +31,8 @@ from typing import Any
 
 from allot.api.podresources import pod_requests
 from allot.api.quantity import NANO, Quantity
-from allot.apiserver.admission import AdmissionDenied, AdmissionRequest, Operation
-from allot.apiserver.resources import ServedResource, all_resources, by_kind
+from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
+from allot.registry.resources import ServedResource, all_resources, by_kind
 from allot.store import Store
 from allot.validation.names import (
     DEVICE_CLASS_RESOURCE_PREFIX,

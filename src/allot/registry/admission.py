@@ -10,7 +10,7 @@ raise :class:`AdmissionDenied`; a rejected write changes nothing. Called by the 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,8 +20,8 @@ from allot.api.base import ApiModel
 from allot.api.errors import StrictDecodingError
 from allot.api.kinds import decode, render_location
 from allot.api.meta import StatusCause, StatusDetails
-from allot.apiserver.resources import ServedResource
 from allot.cel import SelectorCompiler
+from allot.registry.resources import ServedResource
 from allot.statuses import InvalidObjectError, RequestError
 from allot.validation.objects import (
     apply_defaults,
@@ -92,6 +92,11 @@ class AdmissionChain:
     namespace_labels: Callable[[str, str], dict[str, str] | None]
     compiler: SelectorCompiler = field(default_factory=SelectorCompiler)
     hooks: list[AdmissionHook] = field(default_factory=list)
+
+    def assemble(self, plugins: Sequence[AdmissionHook]) -> None:
+        """Set the plugins every admitted write passes, in order (the platform's one place
+        that decides the chain)."""
+        self.hooks = list(plugins)
 
     def decode(self, body: dict[str, Any], mode: str) -> tuple[ApiModel, list[str]]:
         """Decode honouring ``fieldValidation``; returns the object and warnings."""

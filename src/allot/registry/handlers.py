@@ -4,7 +4,8 @@ One implementation serves all kinds (Kubernetes REST is uniform); the per-kind d
 are data: whether writes to the main resource keep ``status`` (and ``/status`` writes only
 ``status``), whether ``spec`` changes bump ``generation``, and the status a new object
 starts with. Every write runs the admission chain before the store sees it, so a rejected
-write changes nothing. Called by :mod:`allot.apiserver.app`.
+write changes nothing. Called by :mod:`allot.apiserver.app` for clients and by
+:mod:`allot.controllers.context` for the platform's own controllers.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from allot.apiserver import bodies, patching
-from allot.apiserver.admission import (
+from allot.registry import bodies, listing, patching
+from allot.registry.admission import (
     CONTROLLER_USER,
     AdmissionChain,
     AdmissionRequest,
     Operation,
 )
-from allot.apiserver.errors import BadRequest, UnsupportedMediaType
-from allot.apiserver.queries import go_json_type
-from allot.apiserver.requests import Target
-from allot.apiserver.resources import ServedResource
+from allot.registry.bodies import go_json_type
+from allot.registry.errors import BadRequest, UnsupportedMediaType
+from allot.registry.listing import ListOptions, ListPage
+from allot.registry.requests import Target
+from allot.registry.resources import ServedResource
 from allot.store import Store
 from allot.store.errors import Conflict, NotFound
 
@@ -195,6 +197,21 @@ class Handlers:
             grace_seconds=self._grace_seconds(cluster, resource, current, options),
         )
         return self.with_type(resource, obj)
+
+    def list_page(self, cluster: str, target: Target, options: ListOptions) -> ListPage:
+        return listing.page(self.store, cluster, target, options)
+
+    def delete_collection(
+        self, cluster: str, target: Target, options: ListOptions, dry_run: bool, user: str
+    ) -> list[Obj]:
+        """Delete every selected object, each admitted and graceful on its own, as upstream."""
+        items, _ = listing.select(self.store, cluster, target, options)
+        deleted = []
+        for item in items:
+            metadata = item["metadata"]
+            one = Target(target.resource, metadata.get("namespace"), metadata["name"], "")
+            deleted.append(self.delete(cluster, one, {}, dry_run, user=user))
+        return deleted
 
     def _grace_seconds(
         self, cluster: str, resource: ServedResource, current: Obj, options: Obj

@@ -12,7 +12,7 @@ nothing to compare with yet), nor are the writes of the platform's own controlle
 A class is checked once per kind of device its selectors can tell apart, not once per
 device (:mod:`allot.lint.shapes`): on a fleet of identical nodes the cost is a pass over
 the published devices' JSON plus a few CEL evaluations. Registered by
-:class:`allot.apiserver.app.ApiServer`.
+:class:`allot.registry.clusters.Registry`, one of its standard plugins.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import re
 from allot.api import resource_v1 as resourceapi
 from allot.api.meta import selector_matches
 from allot.api.tenancy import TENANCY_GROUP, Tenant, entitlement_selector
-from allot.apiserver.admission import AdmissionRequest
-from allot.apiserver.resources import by_kind
 from allot.cel import SelectorCompiler
 from allot.lint.catalogue import SUGGESTION_NAMES, CatalogueLinter, Finding
 from allot.lint.shapes import Shapes, group, read_names
+from allot.registry.admission import AdmissionRequest
+from allot.registry.resources import by_kind
 from allot.store import Store, WatchEvent
 
 WARNED_CODES = ("no-match", "selector-error", "whole-matches-partitions")

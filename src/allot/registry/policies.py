@@ -10,7 +10,7 @@ per ``validationActions``: ``Deny`` refuses the request with the API server's te
 (``ValidatingAdmissionPolicy 'p' with binding 'b' denied request: ...``) and the
 validation's reason as HTTP code, ``Warn`` adds a warning header, ``Audit`` records the
 failure through ``audit``. Errors (compile, runtime, missing params) follow
-``failurePolicy``. Registered as an admission hook by :class:`ApiServer`.
+``failurePolicy``. Built by :class:`allot.registry.clusters.Registry`, one of its standard plugins.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any
 
 from allot.api.kinds import lookup
 from allot.api.meta import selector_matches
-from allot.apiserver.admission import AdmissionDenied, AdmissionRequest
-from allot.apiserver.resources import ServedResource, by_kind
-from allot.apiserver.resources import lookup as lookup_resource
 from allot.cel import CelError
 from allot.cel.policy import PolicyCompiler, as_bool
+from allot.registry.admission import AdmissionDenied, AdmissionRequest
+from allot.registry.resources import ServedResource, by_kind
+from allot.registry.resources import lookup as lookup_resource
 from allot.store import Store, WatchEvent
 
 Obj = dict[str, Any]

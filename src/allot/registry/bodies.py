@@ -15,12 +15,14 @@ reviews) and ``handlers`` (patches and their results).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
 
-from allot.apiserver.errors import BadRequest
+from allot.registry.errors import BadRequest
 
+_DECIMAL = re.compile(r"-?[0-9]{1,19}")  # int64 has 19 digits; int() refuses 4,300+
 MAX_DEPTH = 100
 MAX_NODES = 1_000_000
 _NOT_JSON = "the body of the request was not valid JSON"
@@ -136,3 +138,24 @@ def _yaml(text: str) -> Any:
 
 def _too_deep() -> BadRequest:
     return BadRequest(f"the body of the request nests deeper than {MAX_DEPTH} levels")
+
+
+def go_json_type(value: object) -> str:
+    """How Go's JSON decoder names a value's type in its errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def is_integer(text: str) -> bool:
+    """An int64 written in ASCII decimal digits, as Go's ``strconv.ParseInt`` takes it."""
+    return _DECIMAL.fullmatch(text) is not None and -(2**63) <= int(text) < 2**63
+
+
+def is_count(text: str) -> bool:
+    """A non-negative int64 in ASCII digits (``str.isdigit`` also takes ``²`` and ``٣``)."""
+    return is_integer(text) and not text.startswith("-")

@@ -1,0 +1,219 @@
+"""The clusters one data directory holds: the host and each tenant's, their tokens.
+
+A :class:`Registry` is the write path without HTTP: the store, the bearer tokens, the
+admission chain (assembled explicitly, once, by whoever builds the platform) and the
+:class:`~allot.registry.handlers.Handlers` every write goes through, whether it comes from a
+client over HTTPS (:mod:`allot.apiserver`) or from a controller
+(:mod:`allot.controllers.context`). Adding a cluster creates its token and its system
+namespaces; removing one forgets its objects, token, kubeconfig and admission audit. Built
+by :func:`allot.platform.build` (and bare, by tests and ``allot cluster``'s mirror).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from allot.registry.admission import AdmissionChain, AdmissionHook
+from allot.registry.classwarnings import CatalogueWarnings
+from allot.registry.crds import CustomResources
+from allot.registry.handlers import Handlers
+from allot.registry.policies import PolicyAdmission
+from allot.registry.quota import QuotaAdmission
+from allot.registry.resources import by_kind
+from allot.store import Store
+from allot.store.errors import StoreError
+
+HOST_CLUSTER = "host"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+ADMISSION_AUDIT_MAX_BYTES = 8 * 1024 * 1024  # per file; the previous file is kept
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file only its owner may read (tokens, keys, kubeconfigs)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+
+
+class Registry:
+    """One data directory: the store, the tokens, the clusters and the admission chain."""
+
+    def __init__(self, data_dir: Path, *, clock: Callable[[], dt.datetime] = _now) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.chmod(0o700)  # tokens, kubeconfigs, the store, logs: the owner's alone
+        self.data_dir = data_dir
+        self.logs_dir = data_dir / "logs"
+        self.clock = clock
+        self.store = Store(data_dir / "state.db", clock=clock)
+        self.tokens = Tokens(data_dir / "tokens.json")
+        self.url: str | None = None  # https://host:port once served
+        self.admission = AdmissionChain(namespace_labels=self._namespace_labels)
+        self.handlers = Handlers(self.store, self.admission, clock)
+        self.policies = PolicyAdmission(self.store, audit=self._record_policy_audit)
+        self.quota = QuotaAdmission(self.store)  # the platform adds tenants' pending objects
+        self.catalogue_warnings = CatalogueWarnings(self.store, self.admission.compiler)
+        self.admission.assemble(self.standard_plugins())
+        self.add_cluster(HOST_CLUSTER)
+        self.custom_resources = CustomResources(self.store)
+
+    def standard_plugins(self) -> list[AdmissionHook]:
+        """The plugins every cluster has: ValidatingAdmissionPolicy, ResourceQuota and the
+        catalogue's warnings, in that order."""
+        return [self.policies, self.quota, self.catalogue_warnings]
+
+    def assemble(self, plugins: Sequence[AdmissionHook]) -> None:
+        """Replace the admission chain's plugins (run in the order given)."""
+        self.admission.assemble(plugins)
+
+    def close(self) -> None:
+        self.custom_resources.close()
+        self.store.close()
+
+    # ---------------------------------------------------------------- clusters
+    def add_cluster(self, name: str) -> str:
+        token = self.tokens.ensure(name)
+        namespaces = by_kind("Namespace").store
+        for namespace in SYSTEM_NAMESPACES:
+            if not self.store.namespace_exists(name, namespace):
+                self.store.create(
+                    name,
+                    namespaces,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": namespace},
+                        "spec": {"finalizers": ["kubernetes"]},
+                        "status": {"phase": "Active"},
+                    },
+                )
+        return token
+
+    def remove_cluster(self, name: str) -> None:
+        """Forget a virtual cluster: its objects, its token, its kubeconfig and what its
+        policies wrote to the admission audit."""
+        self.store.drop_cluster(name)
+        self.tokens.remove(name)
+        self._forget_policy_audit(name)
+        (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
+
+    def write_kubeconfig(self, cluster: str) -> Path:
+        """(Re)write a cluster's kubeconfig; the server's URL must be known."""
+        if self.url is None:
+            raise RuntimeError("a kubeconfig needs the server's URL: serve the registry first")
+        ca_cert = self.data_dir / "pki" / "ca.crt"
+        return write_kubeconfig(
+            self.data_dir, cluster, self.url, self.tokens.ensure(cluster), ca_cert
+        )
+
+    def _namespace_labels(self, cluster: str, namespace: str) -> dict[str, str] | None:
+        try:
+            obj = self.store.get(cluster, by_kind("Namespace").store, "", namespace)
+        except StoreError:
+            return None
+        labels: dict[str, str] = obj["metadata"].get("labels") or {}
+        return labels
+
+    # ---------------------------------------------------------- admission audit
+    def _record_policy_audit(self, record: dict[str, Any]) -> None:
+        """``validationActions: [Audit]`` failures, one JSON line each (append-only). Any
+        cluster's policies write here, tenants' too, so the file is capped: past
+        ``ADMISSION_AUDIT_MAX_BYTES`` it becomes ``admission.jsonl.1`` (the one before
+        that is dropped), at most twice the cap on disk."""
+        log = self.data_dir / "audit" / "admission.jsonl"
+        log.parent.mkdir(exist_ok=True)
+        stamped = {"time": self.clock().isoformat(), **record}
+        with contextlib.suppress(FileNotFoundError):
+            if log.stat().st_size >= ADMISSION_AUDIT_MAX_BYTES:
+                log.replace(log.with_name("admission.jsonl.1"))
+        with log.open("a") as sink:
+            sink.write(json.dumps(stamped, sort_keys=True) + "\n")
+
+    def _forget_policy_audit(self, cluster: str) -> None:
+        """Drop a removed cluster's records from the admission audit files."""
+        for log in (self.data_dir / "audit").glob("admission.jsonl*"):
+            kept = [
+                line
+                for line in log.read_text().splitlines(keepends=True)
+                if json.loads(line).get("cluster") != cluster
+            ]
+            log.write_text("".join(kept))
+
+
+class Tokens:
+    """Bearer tokens per cluster, persisted in ``tokens.json`` (mode 0600)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._tokens: dict[str, str] = {}
+        if path.exists():
+            self._tokens = json.loads(path.read_text())
+
+    def ensure(self, cluster: str) -> str:
+        token = self._tokens.get(cluster)
+        if token is None:
+            token = secrets.token_urlsafe(32)
+            self._tokens[cluster] = token
+            write_private(self.path, json.dumps(self._tokens, indent=2).encode())
+        return token
+
+    def cluster_for(self, token: str) -> str | None:
+        """The cluster of a token; every known token is compared, in constant time."""
+        found = None
+        for cluster, known in self._tokens.items():
+            if secrets.compare_digest(known.encode(), token.encode()):
+                found = cluster
+        return found
+
+    def clusters(self) -> list[str]:
+        return sorted(self._tokens)
+
+    def remove(self, cluster: str) -> None:
+        if self._tokens.pop(cluster, None) is not None:
+            write_private(self.path, json.dumps(self._tokens, indent=2).encode())
+
+
+def kubeconfig(cluster: str, server: str, token: str, ca_cert: Path) -> str:
+    context = f"allot-{cluster}"
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": context,
+        "clusters": [
+            {
+                "name": context,
+                "cluster": {
+                    "server": f"{server}/clusters/{cluster}",
+                    "certificate-authority": str(ca_cert.resolve()),
+                },
+            }
+        ],
+        "users": [{"name": context, "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": context,
+                "context": {"cluster": context, "user": context, "namespace": "default"},
+            }
+        ],
+        "preferences": {},
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def write_kubeconfig(directory: Path, cluster: str, server: str, token: str, ca_cert: Path) -> Path:
+    path = directory / "kubeconfigs" / f"{cluster}.yaml"
+    write_private(path, kubeconfig(cluster, server, token, ca_cert).encode())
+    return path

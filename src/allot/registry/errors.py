@@ -1,0 +1,23 @@
+"""Errors of the write path a request's content causes, each with its HTTP code and reason.
+
+They derive from :class:`allot.statuses.RequestError`, which ``allot.statuses`` maps to a
+``Status`` (the only mapping in the code base). Texts are the upstream API server's. Raised
+by the registry's body decoding and patching, and by :mod:`allot.apiserver` for bad query
+parameters and bodies.
+"""
+
+from __future__ import annotations
+
+from allot.statuses import RequestError
+
+
+class BadRequest(RequestError):
+    code, reason = 400, "BadRequest"
+
+
+class UnsupportedMediaType(RequestError):
+    code, reason = 415, "UnsupportedMediaType"
+
+
+class Unprocessable(RequestError):
+    code, reason = 422, "Invalid"
