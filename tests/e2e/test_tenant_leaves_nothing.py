@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from allot.registry import clusters
 from allot.cli.main import main as allot
+from allot.registry import clusters
 from allot.registry.clusters import Registry
 from tests.e2e.tenancy import REPO, Tenancy, seed_platform
 
