@@ -6,6 +6,7 @@ Class tree::
     ├── QuantityError      a string is not a Kubernetes quantity
     ├── SemverError        a string is not a strict semantic version
     ├── ObjectTooLargeError an object is larger than the API server accepts
+    ├── ClaimNotCreatedError a pod's template claim is not recorded yet
     └── DecodeError        a document cannot be decoded into a known kind
         ├── UnknownKindError   apiVersion/kind is not served
         └── StrictDecodingError unknown or duplicate fields, wrong JSON types
@@ -81,3 +82,7 @@ def yaml_error_text(err: Exception) -> str:
     if problem is None and mark is None:
         return f"error converting YAML to JSON: yaml: {err}"
     return f"error converting YAML to JSON: yaml: {line}{problem or 'malformed YAML'}"
+
+
+class ClaimNotCreatedError(ApiError, LookupError):
+    """A pod's claim comes from a template whose ResourceClaim is not recorded yet."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from allot.api import claims as claims_api
 from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
@@ -207,16 +208,7 @@ class ClaimController:
     def _release(self, pod: Obj) -> None:
         namespace = pod["metadata"].get("namespace", "")
         uid = pod["metadata"].get("uid")
-        names = {
-            c.get("resourceClaimName") for c in (pod.get("spec") or {}).get("resourceClaims") or []
-        }
-        names |= {
-            s.get("resourceClaimName")
-            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-        }
-        extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
-        names.add(extended.get("resourceClaimName"))
-        for name in sorted(n for n in names if n):
+        for name in sorted(claims_api.referenced_claims(pod)):
             claim = self.context.get("ResourceClaim", namespace, name)
             if claim is not None:
                 self._unreserve(claim, {uid})

@@ -25,6 +25,7 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
+from allot.api import claims as claims_api
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtimes import (
     ContainerSetup,
@@ -194,7 +195,7 @@ class NodeAgent:
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
         claims = []
-        for name in sorted(set(_claim_names(pod).values())):
+        for name in sorted(set(claims_api.pod_claim_names(pod).values())):
             claim = self.context.get("ResourceClaim", namespace, name)
             if claim is not None:
                 claims.append(claim)
@@ -357,25 +358,8 @@ def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
     return pod
 
 
-def _claim_names(pod: Obj) -> dict[str, str]:
-    """Pod claim name (``spec.resourceClaims[].name``) to ResourceClaim name; the
-    extended-resource claim under the empty name."""
-    names = {
-        s["name"]: s["resourceClaimName"]
-        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-        if s.get("resourceClaimName")
-    }
-    for entry in pod["spec"].get("resourceClaims") or []:
-        if entry.get("resourceClaimName"):
-            names[entry["name"]] = entry["resourceClaimName"]
-    extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
-    if extended.get("resourceClaimName"):
-        names[""] = extended["resourceClaimName"]
-    return names
-
-
 def _claims_by_container(pod: Obj) -> dict[str, list[str]]:
-    names = _claim_names(pod)
+    names = claims_api.pod_claim_names(pod)
     extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
     with_extended = {m.get("containerName") for m in extended.get("requestMappings") or []}
     result = {}

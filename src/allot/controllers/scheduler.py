@@ -36,9 +36,11 @@ from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidP
 from allot.allocator.nodes import node_selector_matches
 from allot.allocator.placement import check_placement, order_nodes
 from allot.allocator.requests import needs_in_use_devices
+from allot.api import claims as claims_api
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
+from allot.api.errors import ClaimNotCreatedError
 from allot.api.podresources import container_requests
 from allot.api.quantity import NANO, Quantity, QuantityFormat
 from allot.controllers.context import ControllerContext
@@ -191,22 +193,14 @@ class Scheduler:
     # ------------------------------------------------------------------ claims
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
-        statuses = {
-            s["name"]: s.get("resourceClaimName")
-            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-        }
         claims = []
         for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
-            name = pod_claim.get("resourceClaimName")
-            if pod_claim.get("resourceClaimTemplateName"):
-                if pod_claim["name"] not in statuses:
-                    raise Unschedulable(
-                        f'pod "{namespace}/{pod["metadata"]["name"]}": '
-                        "ResourceClaim not created yet"
-                    )
-                name = statuses[pod_claim["name"]]
-                if name is None:
-                    continue
+            try:
+                name = claims_api.claim_name(pod, pod_claim)
+            except ClaimNotCreatedError as err:
+                raise Unschedulable(str(err)) from None
+            if name is None and pod_claim.get("resourceClaimTemplateName"):
+                continue
             claim = self.context.peek("ResourceClaim", namespace, name or "")
             if claim is None:
                 raise Unschedulable(f'resourceclaim.resource.k8s.io "{name}" not found')
@@ -411,11 +405,8 @@ class Scheduler:
 
     def _allocation_memory(self, allocation: Obj) -> int:
         memory = self._device_memory()
-        return sum(
-            memory.get((r.get("driver", ""), r.get("pool", ""), r.get("device", "")), 0)
-            for r in (allocation.get("devices") or {}).get("results") or []
-            if not r.get("adminAccess")
-        )
+        in_use = claims_api.allocated_devices({"status": {"allocation": allocation}})
+        return sum(memory.get(device, 0) for device in in_use)
 
     def _device_memory(self) -> dict[tuple[str, str, str], int]:
         if self._memory is None:
@@ -443,14 +434,8 @@ class Scheduler:
     def _check_classes(self, claims: list[Obj]) -> None:
         classes = {c["metadata"]["name"] for c in self.context.list("DeviceClass")}
         for claim in claims:
-            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
-                exact = request.get("exactly")
-                names = (
-                    [exact.get("deviceClassName")]
-                    if exact
-                    else [s.get("deviceClassName") for s in request.get("firstAvailable") or []]
-                )
-                for name in names:
+            for request in claims_api.requests(claim):
+                for name in claims_api.request_classes(request):
                     if name not in classes:
                         raise Unschedulable(
                             f"request {request.get('name')}: device class {name} does not exist"

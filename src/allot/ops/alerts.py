@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from allot.api import claims as claims_api
 from allot.api.tenancy import TenantSpec
 from allot.controllers.context import ControllerContext
 from allot.ops.capacity import CapacityView, ClaimInfo, Snapshot
@@ -89,12 +90,7 @@ class AlertManager:
     def pending_reason(self, claim: ClaimInfo) -> str:
         """Why a claim is pending, in the scheduler's words for the pod that uses it."""
         for pod in self.host.list("Pod", claim.namespace):
-            uses = {c.get("resourceClaimName") for c in pod["spec"].get("resourceClaims") or []}
-            uses |= {
-                s.get("resourceClaimName")
-                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
-            }
-            if claim.name not in uses:
+            if claim.name not in claims_api.referenced_claims(pod):
                 continue
             for condition in (pod.get("status") or {}).get("conditions") or []:
                 if condition.get("type") == "PodScheduled" and condition.get("status") == "False":

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from allot.api import claims
 from allot.api.quantity import Quantity
 from allot.controllers.context import ControllerContext
 from allot.registry import HOST_CLUSTER
@@ -155,7 +156,7 @@ class AuditRecorder:
         if claim is not None and claim["metadata"].get("uid") != uid:
             claim = None  # a newer claim of the same name: its own key records it
         now = _stamp(self.context.clock())
-        current = _allocated_devices(claim) if claim is not None else {}
+        current = claims.allocated_devices(claim) if claim is not None else {}
         held = self.open[uid]
         released = [
             _with(held.pop(device), now, "release") for device in sorted(set(held) - set(current))
@@ -192,7 +193,7 @@ class AuditRecorder:
             driver=device[0],
             pool=device[1],
             device=device[2],
-            device_class=_request_class(claim, request),
+            device_class=claims.request_class(claim, request),
             memory=self._memory_of(device),
         )
 
@@ -220,28 +221,6 @@ class AuditRecorder:
                     index[(spec.get("driver", ""), pool, raw.get("name", ""))] = _bytes(value)
             self._memory = index
         return self._memory.get(device, 0)
-
-
-def _allocated_devices(claim: Obj) -> dict[tuple[str, str, str], str]:
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return {
-        (r.get("driver", ""), r.get("pool", ""), r.get("device", "")): r.get("request", "")
-        for r in (allocation.get("devices") or {}).get("results") or []
-        if not r.get("adminAccess")
-    }
-
-
-def _request_class(claim: Obj, request: str) -> str:
-    top, _, sub = request.partition("/")
-    for entry in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
-        if entry.get("name") != top:
-            continue
-        if entry.get("exactly"):
-            return str(entry["exactly"].get("deviceClassName", ""))
-        for alternative in entry.get("firstAvailable") or []:
-            if alternative.get("name") == sub:
-                return str(alternative.get("deviceClassName", ""))
-    return ""
 
 
 def _selected_node(claim: Obj) -> str:

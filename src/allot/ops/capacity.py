@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from allot.api import claims
 from allot.api import resource_v1 as resourceapi
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.cel import CelError, DeviceView, SelectorCompiler
@@ -290,19 +291,7 @@ class CapacityView:
         metadata = claim["metadata"]
         namespace = metadata.get("namespace", "")
         tenant = names.tenant_of_namespace(namespace) or ""
-        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
-        classes = sorted(
-            {
-                (r.get("exactly") or {}).get("deviceClassName", "")
-                for r in requests
-                if r.get("exactly")
-            }
-            | {
-                a.get("deviceClassName", "")
-                for r in requests
-                for a in r.get("firstAvailable") or []
-            }
-        )
+        classes = sorted(claims.claim_classes(claim))
         status = claim.get("status") or {}
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
         annotations = metadata.get("annotations") or {}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from allot.api import claims
 from allot.api.meta import selector_matches
 from allot.api.tenancy import Tenant, entitlement_selector
 from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL, host_namespace
@@ -116,15 +117,7 @@ def entitled_in_params(params: Obj | None) -> list[str]:
 def classes_named(claim_spec: Obj) -> list[str]:
     """Every class a claim spec's requests name (``firstAvailable`` alternatives too), in
     order, once each."""
-    requests = (claim_spec.get("devices") or {}).get("requests") or []
-    named: list[str] = []
-    for request in requests:
-        alternatives = [request["exactly"]] if request.get("exactly") else []
-        for choice in alternatives + (request.get("firstAvailable") or []):
-            name = str(choice.get("deviceClassName") or "")
-            if name and name not in named:
-                named.append(name)
-    return named
+    return claims.claim_classes({"spec": claim_spec})
 
 
 def not_entitled(classes: list[str], tenant: str, entitled: list[str]) -> str:

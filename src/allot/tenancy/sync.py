@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from allot.api import claims
 from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
 from allot.api.tenancy import syncs
@@ -208,11 +209,7 @@ class TenantSync:
         gone = self.host.peek("DeviceClass", "", device_class) is None
         reason = "was deleted on the host" if gone else "is no longer entitled to this tenant"
         for claim in ctx.list("ResourceClaim"):
-            requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
-            named = {(r.get("exactly") or {}).get("deviceClassName") for r in requests} | {
-                a.get("deviceClassName") for r in requests for a in r.get("firstAvailable") or []
-            }
-            if device_class in named:
+            if device_class in claims.claim_classes(claim):
                 ctx.event(
                     claim,
                     "Warning",

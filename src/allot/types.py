@@ -1,0 +1,26 @@
+"""The few types and formats every layer shares: wire objects, clocks, RFC 3339 times.
+
+A wire object (``Obj``) is a JSON document as the API server stores and serves it; code
+that reads one field by field should decode it into its pydantic model instead
+(:mod:`allot.api`). ``Clock`` is how the platform reads the time, so tests can fix it.
+Imported by every package; imports nothing of allot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+Clock = Callable[[], dt.datetime]
+
+
+def utc_now() -> dt.datetime:
+    """The platform's default clock."""
+    return dt.datetime.now(dt.UTC)
+
+
+def rfc3339(moment: dt.datetime) -> str:
+    """A time as Kubernetes writes ``metav1.Time``: UTC, whole seconds, ``Z``."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
