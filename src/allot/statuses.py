@@ -1,6 +1,6 @@
 """The one place where allot's exceptions become Kubernetes ``metav1.Status`` objects.
 
-Every error a user sees, from ``allot validate`` today and from the API server later, is a
+Every error a user sees, from ``allot validate``, the CLI and the API server alike, is a
 ``Status`` with ``reason``, ``message``, ``code`` and, for invalid objects, one cause per
 field error, exactly as the Kubernetes API server writes them. allot's own advice (the
 v1beta1-shape hint, for instance) travels as extra causes with reason ``Hint`` so that the

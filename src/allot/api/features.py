@@ -1,6 +1,6 @@
 """The DRA feature gates of Kubernetes 1.36 that change API or allocation behaviour.
 
-One flat record, passed explicitly to validation and (later) the allocator, so that a
+One flat record, passed explicitly to validation and the allocator, so that a
 scenario can say which cluster it models. Defaults are Kubernetes 1.36's: GA and beta gates
 on, alpha gates off. Field names are the gate names in snake_case, sorted alphabetically.
 """

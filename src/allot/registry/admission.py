@@ -3,8 +3,10 @@
 ``fieldValidation`` follows the API server: ``Strict`` rejects unknown fields with the
 strict-decoding error, ``Warn`` (the server default) drops them and returns warnings,
 ``Ignore`` drops them silently. Defaulting and validation are ``allot.validation``'s.
-Hooks (entitlement policies and quotas in later issues) see the decoded object and may
-raise :class:`AdmissionDenied`; a rejected write changes nothing. Called by the handlers.
+Then the plugins run in the order the platform assembled them (:meth:`AdmissionChain.assemble`:
+the tenant guard, ValidatingAdmissionPolicy, ResourceQuota, the catalogue's warnings, the
+revoked-class re-check); each sees the decoded object and may raise
+:class:`AdmissionDenied`; a rejected write changes nothing. Called by the handlers.
 """
 
 from __future__ import annotations
