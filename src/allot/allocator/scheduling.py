@@ -12,12 +12,11 @@ refuses them (the scheduler's GPU-memory quota). The first node that passes wins
 does, the answer carries each node's reason and the scheduler's message
 (``0/3 nodes are available: 3 cannot allocate all claims.``).
 
-Claims that fit nowhere are answered fast: a :class:`PlacementMemo` remembers, for one
-allocator and one generation of the allocated state, which nodes are full (every device
-exclusively allocated, nothing shareable, no invalid pool: what ``Allocator.is_full``
-says) and which claim shapes did not fit on which node. Both answers are exactly what
-``Allocator.allocate`` would say for that state; the memo forgets them when the state
-changes. Pure: no I/O. Called by ``allot.controllers.scheduler`` and
+Claims that fit nowhere are answered fast: a :class:`PlacementMemo` remembers which
+nodes are full (every device exclusively allocated, nothing shareable, no invalid pool:
+what ``Allocator.is_full`` says) and which claim shapes (their specs) did not fit on which
+node, each for as long as what it depended on is unchanged, so both answers are exactly
+what ``Allocator.allocate`` would give. Pure: no I/O. Called by ``allot.controllers.scheduler`` and
 ``allot.simulation.runner``.
 """
 
@@ -33,12 +32,16 @@ from allot.allocator.nodes import node_selector_matches
 from allot.allocator.placement import order_nodes
 from allot.allocator.requests import needs_in_use_devices
 from allot.allocator.search import Allocator
-from allot.allocator.state import AllocatedState
+from allot.allocator.state import AllocatedState, DeviceID
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
+
+_Fingerprint = tuple[str, frozenset[object]]
+"""What an answer on a node depended on: ("taken", its allocated devices), or
+("generation", {the state's generation}) where more of the state counts."""
 
 NodeCheck = Callable[[corev1.Node], str | None]
 """The caller's checks of a node before any claim is looked at: a reason, or None."""
@@ -73,38 +76,117 @@ class Placement:
 
 
 class PlacementMemo:
-    """Answers ``allocate`` gave, for one allocator and one allocated-state generation.
+    """Answers ``allocate`` gave, kept for one allocator and one allocated state.
 
-    Kept by a caller across pods; it empties itself when handed another allocator, another
-    state or a state whose ``generation`` moved. An allocator changed in place must come
-    with a new memo (or ``clear()``).
+    Full nodes are remembered until the state's ``generation`` moves. A claim shape that
+    did not fit on a node is remembered with what the answer depended on: for a node
+    whose devices are neither shareable nor consume counters, the set of its devices
+    already allocated (the only part of the state the search reads there; the search
+    tries every combination of free devices, so with those and more allocated it fails
+    again), else the state's generation. A caller keeps one across pods; handed another
+    allocator or state it starts afresh. Node names must name the same node for its
+    life, and an allocator changed in place needs ``clear()``.
     """
 
     def __init__(self) -> None:
-        self._key: tuple[int, int, int] = (0, 0, -1)
         self._owners: tuple[Allocator, AllocatedState] | None = None
-        self.full: dict[str, bool] = {}
-        self.failed: dict[tuple[str, str], str] = {}
+        self._generation = -1
+        self._full: dict[str, bool] = {}
+        self._taken: dict[str, _Fingerprint] = {}
+        self._devices: dict[str, frozenset[DeviceID] | None] = {}
+        self._failed: dict[tuple[str, str], tuple[_Fingerprint, str]] = {}
+        self._ordered: dict[tuple[int, str], tuple[Sequence[corev1.Node], list[corev1.Node]]] = {}
+        self._all_full: dict[int, tuple[list[str], dict[str, str], str] | None] = {}
 
     def clear(self) -> None:
         self._owners = None
-        self._key = (0, 0, -1)
-        self.full.clear()
-        self.failed.clear()
+        self._generation = -1
+        for memo in (self._full, self._taken, self._devices, self._failed):
+            memo.clear()
+        self._ordered.clear()
+        self._all_full.clear()
 
     def bind(self, allocator: Allocator, state: AllocatedState) -> None:
-        key = (id(allocator), id(state), state.generation)
-        if key != self._key or self._owners is None:
+        owners = self._owners
+        if owners is None or owners[0] is not allocator or owners[1] is not state:
             self.clear()
-            self._key = key
-            self._owners = (allocator, state)  # held so ids are not reused meanwhile
+            self._owners = (allocator, state)
+        if state.generation != self._generation:
+            self._generation = state.generation
+            self._full.clear()
+            self._taken.clear()
+            self._ordered.clear()
+            self._all_full.clear()
 
     def is_full(self, allocator: Allocator, node: corev1.Node, state: AllocatedState) -> bool:
         name = node.metadata.name or ""
-        full = self.full.get(name)
+        full = self._full.get(name)
         if full is None:
-            full = self.full[name] = allocator.is_full(node, state)
+            full = self._full[name] = allocator.is_full(node, state)
         return full
+
+    def ordered(self, nodes: Sequence[corev1.Node], policy: str) -> list[corev1.Node]:
+        """``nodes`` in the policy's order (the same sequence, unchanged, gets the same)."""
+        known = self._ordered.get((id(nodes), policy))
+        if known is not None and known[0] is nodes and len(known[1]) == len(nodes):
+            return known[1]
+        assert self._owners is not None
+        allocator, state = self._owners
+        ordered = order_nodes(nodes, policy, lambda n: allocator.free_devices(n, state))
+        self._ordered[(id(nodes), policy)] = (nodes, ordered)
+        return ordered
+
+    def all_full(self, ordered: list[corev1.Node]) -> tuple[list[str], dict[str, str], str] | None:
+        """When every node of ``ordered`` is full: the nodes tried, their reasons and the
+        message, as trying them one by one finds them; else None."""
+        if id(ordered) not in self._all_full:
+            assert self._owners is not None
+            allocator, state = self._owners
+            names = [n.metadata.name or "" for n in ordered]
+            every = None
+            if all(self.is_full(allocator, n, state) for n in ordered):
+                reasons = dict.fromkeys(names, CANNOT_ALLOCATE)
+                every = (names, reasons, scheduler_message(len(names), reasons))
+            self._all_full[id(ordered)] = every
+        return self._all_full[id(ordered)]
+
+    def failure(self, node: corev1.Node, shape: str) -> str | None:
+        """The reason ``shape`` did not fit on ``node``, if that still holds."""
+        known = self._failed.get((node.metadata.name or "", shape))
+        if known is None:
+            return None
+        then, now = known[0], self._fingerprint(node)
+        if then == now or (then[0] == now[0] == "taken" and then[1] <= now[1]):
+            return known[1]
+        return None
+
+    def remember(self, node: corev1.Node, shape: str, reason: str) -> None:
+        self._failed[(node.metadata.name or "", shape)] = (self._fingerprint(node), reason)
+
+    def _fingerprint(self, node: corev1.Node) -> _Fingerprint:
+        name = node.metadata.name or ""
+        taken = self._taken.get(name)
+        if taken is None:
+            assert self._owners is not None
+            allocator, state = self._owners
+            if name not in self._devices:
+                self._devices[name] = _plain_devices(allocator, node)
+            devices = self._devices[name]
+            taken = self._taken[name] = (
+                ("generation", frozenset([state.generation]))
+                if devices is None
+                else ("taken", devices & state.allocated_devices)
+            )
+        return taken
+
+
+def _plain_devices(allocator: Allocator, node: corev1.Node) -> frozenset[DeviceID] | None:
+    """The node's candidate devices when none is shareable or consumes counters (then the
+    search reads only which of them are allocated), else None."""
+    index = allocator.node_pools(node)
+    if index.has_shareable or any(d.device.consumes_counters for _, d in index.candidates):
+        return None
+    return index.device_ids
 
 
 def missing_class(claims: Sequence[resourceapi.ResourceClaim], allocator: Allocator) -> str:
@@ -175,18 +257,26 @@ def _try_nodes(
     attempt: _Attempt,
     policy: str,
 ) -> None:
-    allocator, state = attempt.allocator, attempt.state
-    ordered = order_nodes(nodes, policy, lambda n: allocator.free_devices(n, state))
+    ordered = attempt.memo.ordered(nodes, policy)
     selectors = [
         c.status.allocation.node_selector
         for c in claims
         if c.status and c.status.allocation and c.status.allocation.node_selector is not None
     ]
+    if attempt.may_skip_full and not selectors and attempt.checks.node is None:
+        every = attempt.memo.all_full(ordered)
+        if every is not None:  # what the loop below would find, node by node
+            answer.tried, answer.reasons, answer.message = list(every[0]), dict(every[1]), every[2]
+            return
     for node in ordered:
         name = node.metadata.name or ""
         answer.tried.append(name)
         problem = attempt.checks.node(node) if attempt.checks.node else None
-        if problem is None and any(not node_selector_matches(s, node) for s in selectors):
+        if (
+            problem is None
+            and selectors
+            and any(not node_selector_matches(s, node) for s in selectors)
+        ):
             problem = NOT_AVAILABLE
         if problem is None:
             problem, results = attempt.on(node)
@@ -206,37 +296,41 @@ class _Attempt:
     checks: Checks
     memo: PlacementMemo
     pending: list[resourceapi.ResourceClaim]
-    shape: str = ""
     may_skip_full: bool = False
+    _shape: str | None = None
 
     def __post_init__(self) -> None:
         self.may_skip_full = bool(self.pending) and not any(
             needs_in_use_devices(c) for c in self.pending
         )
-        # What the allocator sees of the claims: their specs (names only label errors).
-        self.shape = "\0".join(c.spec.model_dump_json() for c in self.pending)
+
+    @property
+    def shape(self) -> str:
+        """What the allocator sees of the claims: their specs (names only label errors)."""
+        if self._shape is None:
+            self._shape = "\0".join(c.spec.model_dump_json() for c in self.pending)
+        return self._shape
 
     def on(self, node: corev1.Node) -> tuple[str | None, list[resourceapi.AllocationResult]]:
         """(None, results) when the claims fit on ``node``, else (the reason, [])."""
         if not self.pending:
             return None, []
-        name = node.metadata.name or ""
         if self.may_skip_full and self.memo.is_full(self.allocator, node, self.state):
             return CANNOT_ALLOCATE, []  # what allocate would answer
-        known = self.memo.failed.get((name, self.shape))
+        known = self.memo.failure(node, self.shape)
         if known is not None:
             return known, []
         started = time.perf_counter()
         try:
             results = self.allocator.allocate(node, self.pending, self.state)
         except InvalidPoolsError as err:
-            self.memo.failed[(name, self.shape)] = str(err)
+            self.memo.remember(node, self.shape, str(err))
             return str(err), []
         finally:
             if self.checks.observe is not None:
                 self.checks.observe(time.perf_counter() - started)
         if results is None:
-            self.memo.failed[(name, self.shape)] = CANNOT_ALLOCATE
+            self.memo.remember(node, self.shape, CANNOT_ALLOCATE)
             return CANNOT_ALLOCATE, []
         problem = self.checks.results(node, results) if self.checks.results else ""
         return problem or None, results
