@@ -61,6 +61,9 @@ class Checks:
     """Told the seconds each ``allocate`` call took."""
 
 
+_NO_CHECKS = Checks()
+
+
 @dataclass
 class Placement:
     """The answer: the chosen node with one result per unallocated claim, or the message."""
@@ -196,13 +199,14 @@ def missing_class(claims: Sequence[resourceapi.ResourceClaim], allocator: Alloca
         if claim.status is not None and claim.status.allocation is not None:
             continue
         for request in (claim.spec.devices.requests if claim.spec.devices else None) or []:
-            names = (
-                [request.exactly.device_class_name]
-                if request.exactly
-                else [s.device_class_name for s in request.first_available or []]
-            )
-            for name in names:
-                if name not in allocator.classes:
+            if request.exactly:
+                if request.exactly.device_class_name not in allocator.classes:
+                    name = request.exactly.device_class_name
+                    return f"request {request.name}: device class {name} does not exist"
+                continue
+            for sub in request.first_available or []:
+                if sub.device_class_name not in allocator.classes:
+                    name = sub.device_class_name
                     return f"request {request.name}: device class {name} does not exist"
     return ""
 
@@ -233,7 +237,7 @@ def place(
     Bad input (what ``Allocator.allocate`` raises :class:`AllocationError` for) stops the
     search and comes back as ``error``, with the nodes tried so far.
     """
-    checks = checks or Checks()
+    checks = checks or _NO_CHECKS
     pending = [c for c in claims if c.status is None or c.status.allocation is None]
     answer = Placement(pending)
     answer.message = missing_class(claims, allocator) or (
