@@ -14,10 +14,11 @@ does, the answer carries each node's reason and the scheduler's message
 
 Claims that fit nowhere are answered fast: a :class:`PlacementMemo` remembers which
 nodes are full (every device exclusively allocated, nothing shareable, no invalid pool:
-what ``Allocator.is_full`` says) and which claim shapes (their specs) did not fit on which
-node, each for as long as what it depended on is unchanged, so both answers are exactly
-what ``Allocator.allocate`` would give. Pure: no I/O. Called by ``allot.controllers.scheduler`` and
-``allot.simulation.runner``.
+what ``Allocator.is_full`` says; when every node is, a claim that cannot use in-use
+devices gets its answer without a look at any node) and which claim shapes (their specs)
+did not fit on which node, each for as long as what it depended on is unchanged, so the
+answers are exactly what ``Allocator.allocate`` would give. Pure: no I/O. Called by
+``allot.controllers.scheduler`` and ``allot.simulation.runner``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    and required node affinity, already-allocated claims' node selectors;
 3. on the remaining nodes in the placement policy's order (``allot.allocator.placement``:
    name order, or fullest first), take the first where the allocator places every
-   unallocated claim (the same choice ``allot simulate --placement`` makes);
+   unallocated claim: ``allot.allocator.scheduling.place``, the same function (and so the
+   same choice and message) as ``allot simulate --placement`` and ``allot doctor``; the
+   scheduler adds its node filter, the entitlement and the GPU-memory quota as checks;
 4. write each claim's finalizer, ``status.allocation`` and ``reservedFor``, then bind.
 
 Beyond kube-scheduler, a namespace may carry a GPU-memory limit (a tenant's
