@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from allot.allocator.errors import AllocationError, InvalidPoolsError
 from allot.allocator.nodes import node_selector_matches
 from allot.allocator.placement import order_nodes
+from allot.allocator.pools import NodePools
 from allot.allocator.requests import needs_in_use_devices
 from allot.allocator.search import Allocator
 from allot.allocator.state import AllocatedState, DeviceID
@@ -98,6 +99,7 @@ class PlacementMemo:
         self._full: dict[str, bool] = {}
         self._taken: dict[str, _Fingerprint] = {}
         self._devices: dict[str, frozenset[DeviceID] | None] = {}
+        self._pools: dict[str, NodePools] = {}
         self._failed: dict[tuple[str, str], tuple[_Fingerprint, str]] = {}
         self._ordered: dict[tuple[int, str], tuple[Sequence[corev1.Node], list[corev1.Node]]] = {}
         self._all_full: dict[int, tuple[list[str], dict[str, str], str] | None] = {}
@@ -105,7 +107,7 @@ class PlacementMemo:
     def clear(self) -> None:
         self._owners = None
         self._generation = -1
-        for memo in (self._full, self._taken, self._devices, self._failed):
+        for memo in (self._full, self._taken, self._devices, self._failed, self._pools):
             memo.clear()
         self._ordered.clear()
         self._all_full.clear()
@@ -122,12 +124,23 @@ class PlacementMemo:
             self._ordered.clear()
             self._all_full.clear()
 
-    def is_full(self, allocator: Allocator, node: corev1.Node, state: AllocatedState) -> bool:
+    def is_full(self, node: corev1.Node) -> bool:
+        """``Allocator.is_full`` for the bound allocator and state."""
         name = node.metadata.name or ""
         full = self._full.get(name)
         if full is None:
-            full = self._full[name] = allocator.is_full(node, state)
+            assert self._owners is not None
+            state = self._owners[1]
+            full = self._full[name] = self._index(node).is_full(state.allocated_devices)
         return full
+
+    def _index(self, node: corev1.Node) -> NodePools:
+        name = node.metadata.name or ""
+        index = self._pools.get(name)
+        if index is None:
+            assert self._owners is not None
+            index = self._pools[name] = self._owners[0].node_pools(node)
+        return index
 
     def ordered(self, nodes: Sequence[corev1.Node], policy: str) -> list[corev1.Node]:
         """``nodes`` in the policy's order (the same sequence, unchanged, gets the same)."""
@@ -144,11 +157,9 @@ class PlacementMemo:
         """When every node of ``ordered`` is full: the nodes tried, their reasons and the
         message, as trying them one by one finds them; else None."""
         if id(ordered) not in self._all_full:
-            assert self._owners is not None
-            allocator, state = self._owners
             names = [n.metadata.name or "" for n in ordered]
             every = None
-            if all(self.is_full(allocator, n, state) for n in ordered):
+            if all(self.is_full(n) for n in ordered):
                 reasons = dict.fromkeys(names, CANNOT_ALLOCATE)
                 every = (names, reasons, scheduler_message(len(names), reasons))
             self._all_full[id(ordered)] = every
@@ -172,9 +183,9 @@ class PlacementMemo:
         taken = self._taken.get(name)
         if taken is None:
             assert self._owners is not None
-            allocator, state = self._owners
+            state = self._owners[1]
             if name not in self._devices:
-                self._devices[name] = _plain_devices(allocator, node)
+                self._devices[name] = _plain_devices(self._index(node))
             devices = self._devices[name]
             taken = self._taken[name] = (
                 ("generation", frozenset([state.generation]))
@@ -184,10 +195,9 @@ class PlacementMemo:
         return taken
 
 
-def _plain_devices(allocator: Allocator, node: corev1.Node) -> frozenset[DeviceID] | None:
+def _plain_devices(index: NodePools) -> frozenset[DeviceID] | None:
     """The node's candidate devices when none is shareable or consumes counters (then the
     search reads only which of them are allocated), else None."""
-    index = allocator.node_pools(node)
     if index.has_shareable or any(d.device.consumes_counters for _, d in index.candidates):
         return None
     return index.device_ids
@@ -320,7 +330,7 @@ class _Attempt:
         """(None, results) when the claims fit on ``node``, else (the reason, [])."""
         if not self.pending:
             return None, []
-        if self.may_skip_full and self.memo.is_full(self.allocator, node, self.state):
+        if self.may_skip_full and self.memo.is_full(node):
             return CANNOT_ALLOCATE, []  # what allocate would answer
         known = self.memo.failure(node, self.shape)
         if known is not None:
