@@ -9,7 +9,8 @@ scheduler and ``allot simulate`` share it (``--placement``):
   GPUs nodes fill up before empty ones are touched, keeping whole nodes free for large
   claims. Devices carved from shared counters (DynamicMIG) each count as one device.
 
-Pure; used by ``allot.controllers.scheduler`` and ``allot.simulation``.
+Pure; used by ``allot.allocator.scheduling.place``, which the scheduler and
+``allot simulate`` share.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ preference. Called by :mod:`allot.allocator.search`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from allot.allocator.errors import AllocationError
@@ -86,6 +87,13 @@ class NodePools:
             any(p.is_invalid for p in pools),
             any(d.is_multi_allocatable for _, d in candidates),
         )
+
+    def is_full(self, allocated: AbstractSet[DeviceID]) -> bool:
+        """Every device is exclusively allocated (no shareable ones, no invalid pools), or
+        there are none: claims without admin access or ``All`` requests cannot fit."""
+        if not self.candidates or self.has_invalid or self.has_shareable:
+            return not self.candidates and not self.has_invalid
+        return self.device_ids <= allocated
 
 
 def slice_matches_node(slice_: resourceapi.ResourceSlice, node: corev1.Node) -> bool | None:

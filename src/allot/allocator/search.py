@@ -160,10 +160,7 @@ class Allocator:
     def is_full(self, node: corev1.Node, state: AllocatedState) -> bool:
         """Every device of the node is exclusively allocated (no shareable ones, no invalid
         pools): claims without admin access or ``All`` requests cannot fit there."""
-        index = self.node_pools(node)
-        if not index.candidates or index.has_invalid or index.has_shareable:
-            return not index.candidates and not index.has_invalid
-        return state.allocated_devices.issuperset(index.device_ids)
+        return self.node_pools(node).is_full(state.allocated_devices)
 
     def examine(
         self,

@@ -31,6 +31,9 @@ class AllocatedState:
     shared_device_ids: set[SharedDeviceID] = field(default_factory=set)
     aggregated_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
     owners: dict[DeviceID, str] = field(default_factory=dict)
+    generation: int = 0
+    """Moves on every change, so answers computed for one state can be kept until then
+    (``allot.allocator.scheduling``): whatever changes the fields above bumps it."""
 
     def add_allocation(
         self,
@@ -40,6 +43,7 @@ class AllocatedState:
         consumable_capacity: bool = True,
     ) -> None:
         """Record an allocation result (admin-access results do not count, as upstream)."""
+        self.generation += 1
         results = allocation.devices.results if allocation.devices else None
         for result in results or []:
             if result.admin_access:

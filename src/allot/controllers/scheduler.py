@@ -10,7 +10,9 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    and required node affinity, already-allocated claims' node selectors;
 3. on the remaining nodes in the placement policy's order (``allot.allocator.placement``:
    name order, or fullest first), take the first where the allocator places every
-   unallocated claim (the same choice ``allot simulate --placement`` makes);
+   unallocated claim: ``allot.allocator.scheduling.place``, the same function (and so the
+   same choice and message) as ``allot simulate --placement`` and ``allot doctor``; the
+   scheduler adds its node filter, the entitlement and the GPU-memory quota as checks;
 4. write each claim's finalizer, ``status.allocation`` and ``reservedFor``, then bind.
 
 Beyond kube-scheduler, a namespace may carry a GPU-memory limit (a tenant's
@@ -28,14 +30,13 @@ claims change. Allocated state is kept incrementally from claim events.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
-from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
+from allot.allocator import AllocatedState, AllocationError, Allocator
 from allot.allocator.nodes import node_selector_matches
-from allot.allocator.placement import check_placement, order_nodes
-from allot.allocator.requests import needs_in_use_devices
+from allot.allocator.placement import check_placement
+from allot.allocator.scheduling import Checks, PlacementMemo, place
 from allot.api import claims as claims_api
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
@@ -45,7 +46,6 @@ from allot.api.podresources import container_requests
 from allot.api.quantity import NANO, Quantity, QuantityFormat
 from allot.controllers.context import ControllerContext
 from allot.registry.admission import AdmissionDenied
-from allot.simulation.runner import scheduler_message
 from allot.store import WatchEvent
 
 MANAGER = "allot-scheduler"
@@ -95,9 +95,7 @@ class Scheduler:
         self._nodes: list[corev1.Node] | None = None
         self._allocations: dict[str, Obj] = {}
         self._state: AllocatedState | None = None
-        # Nodes seen with every device exclusively allocated. Allocations only grow until a
-        # claim is freed or slices and nodes change, so membership holds until then.
-        self._full: set[str] = set()
+        self._memo = PlacementMemo()  # forgets itself with a new allocator or state
 
     # ------------------------------------------------------------------ events
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -109,7 +107,6 @@ class Scheduler:
             self._allocator = None
             self._nodes = None
             self._memory = None
-            self._full.clear()
             return self._unpark()
         if event.resource == "resourceclaims.resource.k8s.io":
             freed = self._track_claim(event)
@@ -144,8 +141,6 @@ class Scheduler:
         else:
             self._allocations[key] = allocation
         self._state = None
-        if previous is not None:
-            self._full.clear()
         return previous is not None
 
     def initial_keys(self) -> list[Hashable]:
@@ -343,46 +338,30 @@ class Scheduler:
         return self._state
 
     def _place(self, pod: Obj, claims: list[Obj]) -> tuple[corev1.Node, list[Obj], list[Any]]:
-        nodes = self._node_list()
-        if self.placement != "first-fit":
-            state = self._allocated_state()
-            nodes = order_nodes(
-                nodes, self.placement, lambda n: self._allocator_for().free_devices(n, state)
-            )
-        pending = [c for c in claims if not (c.get("status") or {}).get("allocation")]
-        self._check_classes(pending)
-        self._check_entitlement(claims)
-        models = [resourceapi.ResourceClaim.model_validate(c) for c in pending]
-        may_skip_full = models and not any(needs_in_use_devices(m) for m in models)
-        reasons: dict[str, str] = {}
-        node_filter = _NodeFilter(pod, claims)
-        for node in nodes:
-            problem = node_filter.problem(node)
-            if problem:
-                reasons[node.metadata.name or ""] = problem
-                continue
-            if not models:
-                return node, [], []
-            if may_skip_full and self._known_full(node):
-                reasons[node.metadata.name or ""] = "cannot allocate all claims"
-                continue
-            started = time.perf_counter()
-            try:
-                results = self._allocator_for().allocate(node, models, self._allocated_state())
-            except InvalidPoolsError as err:
-                reasons[node.metadata.name or ""] = str(err)
-                continue
-            finally:
-                self.observe_allocation(time.perf_counter() - started)
-            if results is None:
-                reasons[node.metadata.name or ""] = "cannot allocate all claims"
-                continue
-            over = self._memory_problem(pod["metadata"].get("namespace", ""), results)
-            if over:
-                reasons[node.metadata.name or ""] = over
-                continue
-            return node, pending, results
-        raise Unschedulable(scheduler_message(len(nodes), reasons))
+        models = [resourceapi.ResourceClaim.model_validate(c) for c in claims]
+        namespace = pod["metadata"].get("namespace", "")
+        checks = Checks(
+            node=_NodeFilter(pod).problem,
+            results=lambda node, results: self._memory_problem(namespace, results),
+            refusal=lambda: self._entitlement_refusal(claims),
+            observe=self.observe_allocation,
+        )
+        placement = place(
+            models,
+            self._node_list(),
+            self._allocator_for(),
+            self._allocated_state(),
+            policy=self.placement,
+            checks=checks,
+            memo=self._memo,
+        )
+        if placement.error is not None:
+            raise placement.error
+        if placement.node is None:
+            raise Unschedulable(placement.message)
+        pending = {id(m) for m in placement.pending}
+        allocating = [c for c, m in zip(claims, models, strict=True) if id(m) in pending]
+        return placement.node, allocating, placement.results
 
     # ------------------------------------------------------------ GPU memory
     def _memory_problem(self, namespace: str, results: list[Any]) -> str:
@@ -422,33 +401,15 @@ class Scheduler:
             self._memory = memory
         return self._memory
 
-    def _known_full(self, node: corev1.Node) -> bool:
-        name = node.metadata.name or ""
-        if name in self._full:
-            return True
-        if self._allocator_for().is_full(node, self._allocated_state()):
-            self._full.add(name)
-            return True
-        return False
-
-    def _check_classes(self, claims: list[Obj]) -> None:
-        classes = {c["metadata"]["name"] for c in self.context.list("DeviceClass")}
-        for claim in claims:
-            for request in claims_api.requests(claim):
-                for name in claims_api.request_classes(request):
-                    if name not in classes:
-                        raise Unschedulable(
-                            f"request {request.get('name')}: device class {name} does not exist"
-                        )
-
-    def _check_entitlement(self, claims: list[Obj]) -> None:
+    def _entitlement_refusal(self, claims: list[Obj]) -> str:
         """Every claim the pod uses, allocated or not, only through entitled classes."""
         if self.entitlement is None:
-            return
+            return ""
         for claim in claims:
             refusal = self.entitlement.refusal(claim)
             if refusal:
-                raise Unschedulable(refusal)
+                return refusal
+        return ""
 
     # --------------------------------------------------------------- binding
     def _bind(
@@ -530,9 +491,9 @@ def _set_condition(
 class _NodeFilter:
     """The pod's node-level checks, parsed once per scheduling attempt and then applied
     to each node in turn, in kube-scheduler's plugin order (the first failing check names
-    the node's reason)."""
+    the node's reason); allocated claims' node selectors come next, in ``place``."""
 
-    def __init__(self, pod: Obj, claims: list[Obj]) -> None:
+    def __init__(self, pod: Obj) -> None:
         spec = pod.get("spec") or {}
         self.tolerations = [
             corev1.Toleration.model_validate(t) for t in spec.get("tolerations") or []
@@ -542,11 +503,6 @@ class _NodeFilter:
             "requiredDuringSchedulingIgnoredDuringExecution"
         )
         self.required = corev1.NodeSelector.model_validate(required) if required else None
-        self.claim_selectors = [
-            corev1.NodeSelector.model_validate(doc)
-            for claim in claims
-            if (doc := ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector"))
-        ]
 
     def problem(self, node: corev1.Node) -> str | None:
         if node.spec.unschedulable:
@@ -559,8 +515,6 @@ class _NodeFilter:
             return "node(s) didn't match Pod's node affinity/selector"
         if self.required and not node_selector_matches(self.required, node):
             return "node(s) didn't match Pod's node affinity/selector"
-        if any(not node_selector_matches(s, node) for s in self.claim_selectors):
-            return "resourceclaim not available on the node"
         return None
 
 

@@ -1,11 +1,12 @@
 """Running a scenario's steps the way kube-scheduler handles one pod at a time.
 
-For each step: resolve its claims (a missing claim or class leaves the step unschedulable,
-as the scheduler's PreFilter does), then try candidate nodes in name order and take the
-first where the allocator places all unallocated claims together; record the allocation as
-in use for later steps (admin-access results do not count; shared devices count their
-consumed capacity). The step's error reads like the scheduler's
-(``0/3 nodes are available: 3 cannot allocate all claims.``). Share IDs come from a seeded
+For each step: resolve its claims (a missing claim leaves the step unschedulable, as the
+scheduler's PreFilter does), then place them with the scheduler's own placement
+(``allot.allocator.scheduling.place``: classes checked, nodes in the placement policy's
+order, the first where the allocator places all unallocated claims together wins, the
+error reads like the scheduler's ``0/3 nodes are available: 3 cannot allocate all
+claims.``); record the allocation as in use for later steps (admin-access results do not
+count; shared devices count their consumed capacity). Share IDs come from a seeded
 generator so runs are repeatable. Pure: no I/O.
 """
 
@@ -13,19 +14,15 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections import Counter
 from dataclasses import dataclass, field
 
-from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidPoolsError
-from allot.allocator.nodes import node_selector_matches
-from allot.allocator.placement import check_placement, order_nodes
-from allot.allocator.requests import claim_label, needs_in_use_devices
+from allot.allocator import AllocatedState, Allocator
+from allot.allocator.placement import check_placement
+from allot.allocator.requests import claim_label
+from allot.allocator.scheduling import PlacementMemo, missing_class, place
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.simulation.scenario import Scenario, Step
-
-CANNOT_ALLOCATE = "cannot allocate all claims"
-NOT_AVAILABLE = "resourceclaim not available on the node"
 
 
 @dataclass
@@ -69,6 +66,7 @@ class Simulation:
         )
         self.claims = {claim_label(c): c.model_copy(deep=True) for c in scenario.claims}
         self.state = AllocatedState()
+        self.memo = PlacementMemo()
         for label, claim in self.claims.items():
             if claim.status is not None and claim.status.allocation is not None:
                 self._record(label, claim.status.allocation)
@@ -88,43 +86,28 @@ class Simulation:
         if problem:
             result.error = problem
             return result
-        nodes = (
-            order_nodes(self.nodes, self.placement, self._free_devices)
-            if step.node is None
-            else [n for n in self.nodes if n.metadata.name == step.node]
-        )
-        if step.node is not None and not nodes:
-            result.error = f'node "{step.node}" not found'
-            return result
-        pending = [c for c in claims if c.status is None or c.status.allocation is None]
-        may_skip_full = bool(pending) and not any(needs_in_use_devices(c) for c in pending)
-        for node in nodes:
-            name = node.metadata.name or ""
-            result.nodes_tried.append(name)
-            if not self._allocated_claims_fit(claims, node):
-                result.node_errors[name] = NOT_AVAILABLE
-                continue
-            if may_skip_full and self.allocator.is_full(node, self.state):
-                result.node_errors[name] = CANNOT_ALLOCATE  # what allocate would answer
-                continue
-            try:
-                allocations = self.allocator.allocate(node, pending, self.state)
-            except InvalidPoolsError as err:
-                result.node_errors[name] = str(err)
-                continue
-            except AllocationError as err:
-                result.error, result.fatal = str(err), True
+        nodes = self.nodes
+        if step.node is not None:
+            nodes = [n for n in self.nodes if n.metadata.name == step.node]
+            if not nodes:
+                result.error = missing_class(claims, self.allocator) or (
+                    f'node "{step.node}" not found'
+                )
                 return result
-            if allocations is None:
-                result.node_errors[name] = CANNOT_ALLOCATE
-                continue
-            self._commit(result, name, pending, allocations)
+        placement = place(
+            claims, nodes, self.allocator, self.state, policy=self.placement, memo=self.memo
+        )
+        result.nodes_tried, result.node_errors = placement.tried, placement.reasons
+        if placement.error is not None:
+            result.error, result.fatal = str(placement.error), True
             return result
-        result.error = scheduler_message(len(nodes), result.node_errors)
+        if placement.node is None:
+            result.error = placement.message
+            return result
+        self._commit(
+            result, placement.node.metadata.name or "", placement.pending, placement.results
+        )
         return result
-
-    def _free_devices(self, node: corev1.Node) -> int:
-        return self.allocator.free_devices(node, self.state)
 
     def _resolve(self, step: Step) -> tuple[list[resourceapi.ResourceClaim], str | None]:
         claims = []
@@ -134,32 +117,7 @@ class Simulation:
                 _, _, name = label.partition("/")
                 return [], f'resourceclaim.resource.k8s.io "{name}" not found'
             claims.append(claim)
-        for claim in claims:
-            for request in (claim.spec.devices.requests if claim.spec.devices else None) or []:
-                names = (
-                    [request.exactly.device_class_name]
-                    if request.exactly
-                    else [s.device_class_name for s in request.first_available or []]
-                )
-                for class_name in names:
-                    if not any(c.metadata.name == class_name for c in self.scenario.classes):
-                        return (
-                            [],
-                            f"request {request.name}: device class {class_name} does not exist",
-                        )
         return claims, None
-
-    @staticmethod
-    def _allocated_claims_fit(claims: list[resourceapi.ResourceClaim], node: corev1.Node) -> bool:
-        for claim in claims:
-            allocation = claim.status.allocation if claim.status else None
-            if (
-                allocation is not None
-                and allocation.node_selector is not None
-                and not node_selector_matches(allocation.node_selector, node)
-            ):
-                return False
-        return True
 
     def _commit(
         self,
@@ -174,17 +132,6 @@ class Simulation:
             claim.status = resourceapi.ResourceClaimStatus(allocation=allocation)
             self._record(label, allocation)
             result.results.append((label, allocation))
-
-
-def scheduler_message(node_count: int, node_errors: dict[str, str]) -> str:
-    """``0/3 nodes are available: 1 reason-a, 2 reason-b.`` (reasons sorted, as upstream)."""
-    counts = Counter(node_errors.values())
-    reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(counts.items()))
-    return (
-        f"0/{node_count} nodes are available: {reasons}."
-        if reasons
-        else f"0/{node_count} nodes are available."
-    )
 
 
 def _candidate_nodes(scenario: Scenario) -> list[corev1.Node]:
