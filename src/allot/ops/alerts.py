@@ -104,7 +104,8 @@ class AlertManager:
                 self.firing[name] = firing
                 yield
         for name in [n for n in self.firing if n not in found]:
-            self._clear(self.firing.pop(name))
+            self._clear(self.firing[name])
+            del self.firing[name]
             yield
         self.firing = found
 
