@@ -16,6 +16,7 @@ from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantAlerts, TenantQuota, TenantSpec
 from allot.cli.main import main as allot
 from allot.controllers.context import ControllerContext
+from allot.ops import alerts
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
 from allot.platform import build
@@ -206,3 +207,49 @@ def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[s
         "TenantSyncError",
         "RevokedClassAllocated",
     ]
+
+
+def test_the_timed_evaluation_gives_the_loop_back_and_evaluate_now_finishes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """200 stale pools raise 200 alerts: the loop's evaluation yields between them (other
+    tasks run meanwhile); an ``evaluate_now`` in the middle completes it, raising none twice."""
+
+    monkeypatch.setattr(alerts, "HOLD_SECONDS", 0.0)  # a yield after every step
+
+    async def scenario() -> None:
+        clock = FakeClock()
+        with tempfile.TemporaryDirectory() as directory:
+            api = build(Path(directory), clock=clock)
+            host = ControllerContext("host", api.store, api.handlers, clock)
+            for index in range(200):
+                pool = {"name": f"n{index}", "generation": 1, "resourceSliceCount": 1}
+                spec = {"driver": "gpu.nvidia.com", "nodeName": f"n{index}", "pool": pool}
+                host.create(
+                    "ResourceSlice",
+                    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                     "metadata": {"name": f"n{index}"}, "spec": {**spec, "devices": []}},
+                    "t",
+                )  # fmt: skip
+            manager = api.operations.alerts
+            ticks = 0
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0)
+
+            other = asyncio.create_task(ticker())
+            timed = asyncio.create_task(manager.evaluate())
+            while not manager.firing:
+                await asyncio.sleep(0)
+            assert 0 < len(manager.firing) < 200
+            assert ticks > 0
+            assert len(manager.evaluate_now()) == 200
+            assert len(await timed) == 200
+            assert len(host.list("Alert")) == 200
+            other.cancel()
+            api.store.close()
+
+    asyncio.run(scenario())

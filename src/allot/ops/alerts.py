@@ -6,14 +6,18 @@ alert becomes an ``Alert`` object on the host (``kubectl get alerts``, ``allot a
 a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim with
 the reason it is pending (the tenant sync relays it to the tenant's claim). When the
 condition ends the Alert object is deleted and a Normal Event says so. Alerts found in the
-store at start keep their ``activeSince``. Started by :mod:`allot.platform`.
+store at start keep their ``activeSince``. The timed evaluation runs on the server's
+event loop in steps (a changed slice summarised, an alert raised or cleared) and gives
+the loop back every few milliseconds, so that a fleet's worth of new alerts does not
+stall requests and watch streams. Started by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from allot.api import claims as claims_api
@@ -25,6 +29,7 @@ from allot.tenancy import entitlement, names
 
 LOG = logging.getLogger("allot.alerts")
 MANAGER = "allot-alerts"
+HOLD_SECONDS = 0.005  # the longest the alert loop holds the event loop between yields
 Obj = dict[str, Any]
 
 
@@ -44,14 +49,52 @@ class AlertManager:
         self.settings = settings
         self.firing: dict[str, Firing] = {}
         self._loaded = False
+        self._under_way: Iterator[None] | None = None
 
     def current(self) -> list[Firing]:
         return sorted(self.firing.values(), key=lambda f: f.name)
 
     def evaluate_now(self) -> list[Firing]:
-        """One evaluation: raise the new alerts, clear the ended ones; returns what fires."""
+        """One evaluation: raise the new alerts, clear the ended ones; returns what fires.
+        An evaluation the loop has under way (``run``) is finished first."""
+        if self._under_way is not None:
+            for _ in self._under_way:
+                pass
+        for _ in self._evaluation():
+            pass
+        return self.current()
+
+    async def evaluate(self) -> list[Firing]:
+        """``evaluate_now`` that gives the event loop back every :data:`HOLD_SECONDS`, for
+        as long: a fleet's worth of new slices or alerts (a store write each) would otherwise
+        hold the loop, and every request and watch stream with it, for a second or more."""
+        self._under_way = steps = self._evaluation()
+        try:
+            until = time.perf_counter() + HOLD_SECONDS
+            for _ in steps:
+                if time.perf_counter() >= until:
+                    await asyncio.sleep(HOLD_SECONDS)  # as long again for everything else
+                    until = time.perf_counter() + HOLD_SECONDS
+        finally:
+            if self._under_way is steps:
+                self._under_way = None
+        return self.current()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.evaluate()
+            except Exception:
+                LOG.exception("evaluating the alert rules failed")
+            await asyncio.sleep(self.settings.interval_seconds)
+
+    def _evaluation(self) -> Iterator[None]:
+        """The steps of one evaluation: each changed slice summarised, each alert raised or
+        cleared (``firing`` follows each step, so a step is never done twice)."""
         if not self._loaded:
             self._load()
+        yield from self.capacity.summarise_changed()
+        yield
         now = self.host.clock()
         snapshot = self.capacity.snapshot(now)
         found = {f.name: f for f in evaluate(self._inputs(snapshot), self.settings)}
@@ -59,19 +102,13 @@ class AlertManager:
         for name, firing in found.items():
             if name not in self.firing:
                 self._raise(firing, stamp)
-        for name, firing in list(self.firing.items()):
-            if name not in found:
-                self._clear(firing)
+                self.firing[name] = firing
+                yield
+        for name in [n for n in self.firing if n not in found]:
+            self._clear(self.firing[name])
+            del self.firing[name]
+            yield
         self.firing = found
-        return self.current()
-
-    async def run(self) -> None:
-        while True:
-            try:
-                self.evaluate_now()
-            except Exception:
-                LOG.exception("evaluating the alert rules failed")
-            await asyncio.sleep(self.settings.interval_seconds)
 
     # --------------------------------------------------------------- inputs
     def _inputs(self, snapshot: Snapshot) -> RuleInputs:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,9 +153,7 @@ class CapacityView:
 
     def snapshot(self, now: dt.datetime) -> Snapshot:
         classes = self._list("DeviceClass")
-        catalogue = tuple(
-            sorted((c["metadata"]["name"], c["metadata"].get("resourceVersion")) for c in classes)
-        )
+        catalogue = _catalogue(classes)
         slices = self._current_slices()
         self._forget_gone({s["metadata"]["name"] for s in slices})
         summaries = []
@@ -178,6 +177,19 @@ class CapacityView:
         return Snapshot(
             now, devices, allocated, totals, dict(used), claims, pools, names_, summaries
         )
+
+    def summarise_changed(self) -> Iterator[None]:
+        """Bring the slice summaries up to date one changed slice per step, so that a caller
+        on the event loop (the alert loop) can yield between steps: a fleet's worth of new
+        slices costs a CEL evaluation per device and class. The next snapshot finds them
+        cached; a slice that changes meanwhile is summarised again by that snapshot."""
+        classes = self._list("DeviceClass")
+        catalogue = _catalogue(classes)
+        for item in self._current_slices():
+            cached = self._slices.get(item["metadata"]["name"])
+            if cached is None or cached[0] != (item["metadata"].get("resourceVersion"), catalogue):
+                self._summary(item, classes, catalogue)
+                yield
 
     # ----------------------------------------------------------------- slices
     def _list(self, kind: str) -> list[Obj]:
@@ -312,6 +324,13 @@ class CapacityView:
             ],
             [c.get("name", "") for c in status.get("reservedFor") or []],
         )
+
+
+def _catalogue(classes: list[Obj]) -> tuple[Any, ...]:
+    """The class catalogue's versions: a slice's cached summary holds while they do."""
+    return tuple(
+        sorted((c["metadata"]["name"], c["metadata"].get("resourceVersion")) for c in classes)
+    )
 
 
 def memory_text(value: int) -> str:
