@@ -221,7 +221,7 @@ def test_the_timed_evaluation_gives_the_loop_back_and_evaluate_now_finishes_it(
         clock = FakeClock()
         with tempfile.TemporaryDirectory() as directory:
             api = build(Path(directory), clock=clock)
-            host = ControllerContext("host", api.store, api.handlers, clock)
+            host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
             for index in range(200):
                 pool = {"name": f"n{index}", "generation": 1, "resourceSliceCount": 1}
                 spec = {"driver": "gpu.nvidia.com", "nodeName": f"n{index}", "pool": pool}
@@ -250,6 +250,6 @@ def test_the_timed_evaluation_gives_the_loop_back_and_evaluate_now_finishes_it(
             assert len(await timed) == 200
             assert len(host.list("Alert")) == 200
             other.cancel()
-            api.store.close()
+            api.registry.close()
 
     asyncio.run(scenario())
