@@ -29,6 +29,7 @@ from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.dra import DraIndex
 from allot.driver import nvml
 from allot.driver.devicenodes import DeviceNodes
 from allot.ops.dashboard import dashboard_routes
@@ -80,6 +81,7 @@ def build(
     registry.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     directory = TenantDirectory()
+    index = _dra_index(context)
     entitlements = Entitlements(context)
     registry.assemble(
         [
@@ -89,9 +91,9 @@ def build(
         ]
     )
     server.log_source = _tenant_logs(directory)
-    sync = TenantSync(context, directory)
+    sync = TenantSync(context, directory, index)
     registry.quota.pending = sync.pending_twins
-    ops = Operations(registry, context, directory, sync, alert_settings or AlertSettings())
+    ops = Operations(registry, context, directory, sync, alert_settings or AlertSettings(), index)
     server.host_endpoints.update(ops.endpoints())
     server.pages.extend(dashboard_routes(registry, ops))
     scheduler = Scheduler(
@@ -100,6 +102,7 @@ def build(
         _memory_limit(directory),
         ops.metrics.allocator_seconds.observe,
         entitlements,
+        index,
     )
     manager = ControllerManager(
         [
@@ -116,6 +119,17 @@ def build(
     registry.store.add_listener(manager.on_event)
     _start_with_server(server, manager, ops)
     return Platform(registry, server, manager, ops, scheduler)
+
+
+def _dra_index(context: ControllerContext) -> DraIndex:
+    """The host's DRA index, filled from the store and then fed by its events: its
+    listener comes before the controllers', so it is current when they see an event."""
+    index = DraIndex(HOST_CLUSTER)
+    index.refresh(
+        context.list("ResourceSlice"), context.list("DeviceClass"), context.list("ResourceClaim")
+    )
+    context.store.add_listener(index.observe)
+    return index
 
 
 def _runtime(
