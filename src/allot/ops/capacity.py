@@ -23,6 +23,7 @@ from typing import Any
 
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
+from allot.cel import SelectorCompiler
 from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
@@ -148,12 +149,17 @@ class Snapshot:
 
 class CapacityView:
     def __init__(
-        self, store: Store, cluster: str = HOST_CLUSTER, index: DraIndex | None = None
+        self,
+        store: Store,
+        cluster: str = HOST_CLUSTER,
+        index: DraIndex | None = None,
+        compiler: SelectorCompiler | None = None,
     ) -> None:
-        """``index``: the DRA index of ``cluster`` fed from ``store``'s events, if any."""
+        """``index``: the DRA index of ``cluster`` fed from ``store``'s events, if any;
+        without one the view keeps its own (with ``compiler``, when given)."""
         self.store = store
         self.cluster = cluster
-        self.index = index if index is not None else DraIndex(cluster)
+        self.index = index if index is not None else DraIndex(cluster, compiler)
         self._own_index = index is None
         self._slices: dict[str, tuple[tuple[Any, ...], SliceSummary]] = {}
         self._index: dict[DeviceKey, DeviceInfo] = {}
