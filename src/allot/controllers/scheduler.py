@@ -23,7 +23,9 @@ through it; the pod is retried when an entitlement changes.
 
 A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
 message and a ``FailedScheduling`` Event, and is parked until slices, classes, nodes or
-claims change. Allocated state is kept incrementally from claim events.
+claims change. Slices, classes and allocated state come from the platform's DRA index
+(:mod:`allot.dra`), fed from store events before this scheduler sees them; the allocator
+is updated in place with the slices and classes that changed, never rebuilt.
 """
 
 from __future__ import annotations
