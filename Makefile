@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.allocator
 	$(BIN)/python -m bench.apiserver
 	$(BIN)/python -m bench.scheduler
+	$(BIN)/python -m bench.dra_index
 	$(BIN)/python -m bench.tenancy
 	$(BIN)/python -m bench.operations
 	$(BIN)/python -m bench.doctor

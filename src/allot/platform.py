@@ -6,7 +6,9 @@
 controller, scheduler, node agent with a simulated or process runtime, quota status) and
 tenancy (the tenant controller, the sync, the tenant clusters' admission guard, the
 entitlement re-checks of revoked classes in the scheduler and host admission, logs of
-tenant pods served from their host twins) registered to start with the server; the CLI's
+tenant pods served from their host twins) registered to start with the server; and the
+host's DRA index (:mod:`allot.dra`), fed from store events ahead of the controllers and
+read by the scheduler, the sync, capacity and audit; the CLI's
 ``allot up``, the demo and the end-to-end tests all go through here, so they run the same
 platform.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from allot.api.quantity import Quantity
 from allot.apiserver.app import ApiServer
+from allot.cel import SelectorCompiler
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -29,6 +32,7 @@ from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.dra import DraIndex
 from allot.driver import nvml
 from allot.driver.devicenodes import DeviceNodes
 from allot.ops.dashboard import dashboard_routes
@@ -80,6 +84,7 @@ def build(
     registry.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     directory = TenantDirectory()
+    index = _dra_index(context, registry.admission.compiler)
     entitlements = Entitlements(context)
     registry.assemble(
         [
@@ -89,9 +94,9 @@ def build(
         ]
     )
     server.log_source = _tenant_logs(directory)
-    sync = TenantSync(context, directory)
+    sync = TenantSync(context, directory, index)
     registry.quota.pending = sync.pending_twins
-    ops = Operations(registry, context, directory, sync, alert_settings or AlertSettings())
+    ops = Operations(registry, context, directory, sync, alert_settings or AlertSettings(), index)
     server.host_endpoints.update(ops.endpoints())
     server.pages.extend(dashboard_routes(registry, ops))
     scheduler = Scheduler(
@@ -100,6 +105,7 @@ def build(
         _memory_limit(directory),
         ops.metrics.allocator_seconds.observe,
         entitlements,
+        index,
     )
     manager = ControllerManager(
         [
@@ -116,6 +122,19 @@ def build(
     registry.store.add_listener(manager.on_event)
     _start_with_server(server, manager, ops)
     return Platform(registry, server, manager, ops, scheduler)
+
+
+def _dra_index(context: ControllerContext, compiler: SelectorCompiler) -> DraIndex:
+    """The host's DRA index, filled from the store and then fed by its events: its
+    listener comes before the controllers', so it is current when they see an event. It
+    shares the admission's compiler (which the class warnings' lint uses too): one
+    SelectorCompiler per platform."""
+    index = DraIndex(HOST_CLUSTER, compiler)
+    index.refresh(
+        context.list("ResourceSlice"), context.list("DeviceClass"), context.list("ResourceClaim")
+    )
+    context.store.add_listener(index.observe)
+    return index
 
 
 def _runtime(

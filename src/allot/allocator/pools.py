@@ -139,7 +139,7 @@ def _generation(slice_: resourceapi.ResourceSlice) -> int:
     return (slice_.spec.pool.generation or 0) if slice_.spec.pool else 0
 
 
-def _pool_key(slice_: resourceapi.ResourceSlice) -> PoolKey:
+def pool_key(slice_: resourceapi.ResourceSlice) -> PoolKey:
     pool_name = slice_.spec.pool.name if slice_.spec.pool else ""
     return slice_.spec.driver or "", pool_name or ""
 
@@ -160,7 +160,7 @@ def gather_pools(
             continue
         if not _is_relevant(slice_, node):
             continue
-        key = _pool_key(slice_)
+        key = pool_key(slice_)
         known = newest.get(key)
         if known is None or _generation(slice_) > _generation(known[0]):
             newest[key] = [slice_]

@@ -29,8 +29,10 @@ from allot.allocator.pools import (
     Pool,
     PoolDevice,
     PoolKey,
+    ViewFactory,
     device_matches_node,
     gather_pools,
+    pool_key,
 )
 from allot.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
@@ -47,6 +49,10 @@ from allot.api.quantity import Quantity
 from allot.cel import DeviceView, EvaluationError, SelectorCompiler
 
 BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+SliceKey = str | tuple[str, int]
+"""A slice's name; (name, position) for a second slice of one name given to ``__init__``."""
+NodeKey = tuple[str, tuple[tuple[str, str], ...]]
+"""(node name, sorted labels): what a node's pools depend on besides the slices."""
 
 
 class Outcome(enum.Enum):
@@ -93,7 +99,10 @@ class Allocator:
         features: Features = KUBERNETES_1_36,
         compiler: SelectorCompiler | None = None,
         new_share_id: Callable[[], str] | None = None,
+        views: ViewFactory | None = None,
     ) -> None:
+        """``views`` makes the device views (default: a new one per device and slice
+        object); a caller keeping its own views per slice (``allot.dra``) shares them."""
         if features.dra_list_type_attributes:
             raise AllocationError(
                 "the DRAListTypeAttributes feature (the experimental "
@@ -102,40 +111,118 @@ class Allocator:
         self.features = features
         self.compiler = compiler or SelectorCompiler()
         self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
+        self.new_view: ViewFactory = views or (lambda s, d: DeviceView(s.spec.driver or "", d))
         self.classes = {c.metadata.name or "": c for c in classes}
-        self.slices = list(slices)
-        self.on_node: dict[str, list[resourceapi.ResourceSlice]] = {}
-        self.shared: list[resourceapi.ResourceSlice] = []
-        self.by_pool: dict[PoolKey, list[resourceapi.ResourceSlice]] = {}
-        for slice_ in self.slices:
-            if slice_.spec.node_name and not slice_.spec.shared_counters:
-                self.on_node.setdefault(slice_.spec.node_name, []).append(slice_)
-            else:
-                self.shared.append(slice_)
-            pool = slice_.spec.pool.name if slice_.spec.pool else ""
-            self.by_pool.setdefault((slice_.spec.driver or "", pool or ""), []).append(slice_)
-        self._views: dict[tuple[int, str], DeviceView] = {}
-        self._pools: dict[tuple[str, tuple[tuple[str, str], ...]], NodePools] = {}
-        self.selectable: dict[tuple[int, int], tuple[Reason, str] | None] = {}
+        # Slices by name (insertion order kept, a replaced slice keeps its place), so an
+        # allocator updated slice by slice equals one built from the same list.
+        self._slices: dict[SliceKey, resourceapi.ResourceSlice] = {}
+        self.on_node: dict[str, dict[SliceKey, resourceapi.ResourceSlice]] = {}
+        self.shared: dict[SliceKey, resourceapi.ResourceSlice] = {}
+        self.by_pool: dict[PoolKey, dict[SliceKey, resourceapi.ResourceSlice]] = {}
+        self._views: dict[SliceKey, dict[str, DeviceView]] = {}
+        self._pools: dict[NodeKey, NodePools] = {}
+        self._pool_users: dict[PoolKey, set[NodeKey]] = {}
+        # selector key -> id(view) -> verdict; views are dropped with their slice
+        self.selectable: dict[int, dict[int, tuple[Reason, str] | None]] = {}
         self._selector_keys: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._next_selector_key = 0
         self.stats = Stats()
+        for position, slice_ in enumerate(slices):
+            name = slice_.metadata.name or ""
+            self._add_slice(name if name not in self._slices else (name, position), slice_)
+
+    @property
+    def slices(self) -> list[resourceapi.ResourceSlice]:
+        return list(self._slices.values())
+
+    # ------------------------------------------------------- incremental updates
+    def put_slice(self, slice_: resourceapi.ResourceSlice) -> None:
+        """Add or replace the slice of this name; only the pools that can see it (its
+        node's, or every node's for a node-less slice, and every node using its pool) are
+        gathered again, and only its devices' views and verdicts are dropped."""
+        key = slice_.metadata.name or ""
+        old = self._slices.get(key)
+        if old is not None:
+            self._forget_slice(key, old)
+        self._add_slice(key, slice_)
+        self._invalidate_pools(slice_)
+
+    def remove_slice(self, name: str) -> None:
+        old = self._slices.pop(name, None)
+        if old is not None:
+            self._forget_slice(name, old)
+
+    def put_class(self, device_class: resourceapi.DeviceClass) -> None:
+        """Add or replace a class; only verdicts of selectors naming it are dropped."""
+        name = device_class.metadata.name or ""
+        self.classes[name] = device_class
+        self._forget_class(name)
+
+    def remove_class(self, name: str) -> None:
+        self.classes.pop(name, None)
+        self._forget_class(name)
+
+    def _add_slice(self, key: SliceKey, slice_: resourceapi.ResourceSlice) -> None:
+        self._slices[key] = slice_
+        if slice_.spec.node_name and not slice_.spec.shared_counters:
+            self.on_node.setdefault(slice_.spec.node_name, {})[key] = slice_
+        else:
+            self.shared[key] = slice_
+        self.by_pool.setdefault(pool_key(slice_), {})[key] = slice_
+
+    def _forget_slice(self, key: SliceKey, old: resourceapi.ResourceSlice) -> None:
+        """Drop ``old`` from the indexes (its place in ``_slices`` is kept by the caller
+        that replaces it), its views, their verdicts and the pools that saw it."""
+        if old.spec.node_name and not old.spec.shared_counters:
+            self.on_node.get(old.spec.node_name, {}).pop(key, None)
+        else:
+            self.shared.pop(key, None)
+        self.by_pool.get(pool_key(old), {}).pop(key, None)
+        views = self._views.pop(key, {})
+        if views:
+            gone = [id(v) for v in views.values()]
+            for verdicts in self.selectable.values():
+                for view_id in gone:
+                    verdicts.pop(view_id, None)
+        self._invalidate_pools(old)
+
+    def _invalidate_pools(self, slice_: resourceapi.ResourceSlice) -> None:
+        node = slice_.spec.node_name if not slice_.spec.shared_counters else None
+        stale = set(self._pool_users.pop(pool_key(slice_), set()))
+        if node:
+            stale.update(k for k in self._pools if k[0] == node)
+        else:
+            stale.update(self._pools)
+        for node_key in stale:
+            self._pools.pop(node_key, None)
+
+    def _forget_class(self, name: str) -> None:
+        for signature in [s for s in self._selector_keys if s[0] == name]:
+            self.selectable.pop(self._selector_keys.pop(signature), None)
 
     def selector_key(self, request: RequestData) -> int:
-        """A small integer naming the selectors a request applies (class + request)."""
+        """A small integer naming the selectors a request applies (class + request); a
+        changed class gets new keys, never reused ones."""
         signature = (request.class_name, tuple(s.expression for s in request.request_selectors))
         key = self._selector_keys.get(signature)
         if key is None:
-            key = len(self._selector_keys)
+            key = self._next_selector_key
+            self._next_selector_key += 1
             self._selector_keys[signature] = key
         return key
 
     def view(self, slice_: resourceapi.ResourceSlice, device: resourceapi.Device) -> DeviceView:
-        key = (id(slice_), device.name or "")
-        view = self._views.get(key)
+        name = slice_.metadata.name or ""
+        key: SliceKey = name if self._slices.get(name) is slice_ else self._key_of(slice_)
+        views = self._views.setdefault(key, {})
+        view = views.get(device.name or "")
         if view is None:
-            view = DeviceView(slice_.spec.driver or "", device)
-            self._views[key] = view
+            view = self.new_view(slice_, device)
+            views[device.name or ""] = view
         return view
+
+    def _key_of(self, slice_: resourceapi.ResourceSlice) -> SliceKey:
+        return next(k for k, s in self._slices.items() if s is slice_)
 
     def pools_for(self, node: corev1.Node) -> list[Pool]:
         return self.node_pools(node).pools
@@ -146,11 +233,15 @@ class Allocator:
         key = (node.metadata.name or "", tuple(sorted(labels.items())))
         cached = self._pools.get(key)
         if cached is None:
-            candidates = self.on_node.get(node.metadata.name or "", []) + self.shared
-            cached = NodePools.of(
-                gather_pools(node, candidates, self.by_pool, self.features, self.view)
-            )
+            candidates = [
+                *self.on_node.get(node.metadata.name or "", {}).values(),
+                *self.shared.values(),
+            ]
+            by_pool = {k: list(v.values()) for k, v in self.by_pool.items()}
+            cached = NodePools.of(gather_pools(node, candidates, by_pool, self.features, self.view))
             self._pools[key] = cached
+            for slice_ in candidates:
+                self._pool_users.setdefault(pool_key(slice_), set()).add(key)
         return cached
 
     def free_devices(self, node: corev1.Node, state: AllocatedState) -> int:
@@ -491,8 +582,8 @@ class _Search:
             return False
         # Selector verdicts depend only on the device and the selectors: cache them for
         # the allocator's lifetime, with the reason so explanations can replay it.
-        key = (id(device.view), self.allocator.selector_key(request))
-        cache = self.allocator.selectable
+        cache = self.allocator.selectable.setdefault(self.allocator.selector_key(request), {})
+        key = id(device.view)
         if key in cache:
             verdict = cache[key]
         else:

@@ -27,6 +27,7 @@ from allot.cluster import apply as applying
 from allot.cluster.render import objects_in_apply_order, tenant_files
 from allot.controllers.context import ControllerContext, event_object
 from allot.controllers.runtime import ControllerManager
+from allot.dra import DraIndex
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
 from allot.ops.alerts import AlertManager, tenant_quotas
@@ -96,7 +97,14 @@ class ClusterController:
         )
         context.client = client
         self.context = context
-        self.capacity = CapacityView(self.mirror.store)
+        index = DraIndex(HOST_CLUSTER)  # fed from the mirror, before the audit sees events
+        index.refresh(
+            context.list("ResourceSlice"),
+            context.list("DeviceClass"),
+            context.list("ResourceClaim"),
+        )
+        self.mirror.store.add_listener(index.observe)
+        self.capacity = CapacityView(self.mirror.store, index=index)
         self.tenants: dict[str, Any] = {}
         self.alerts = AlertManager(
             context, self.capacity, lambda: self.tenants, dict, settings or AlertSettings()
@@ -111,7 +119,9 @@ class ClusterController:
                 dict,
             )
         )
-        self.manager = ControllerManager([AuditRecorder(context, self.log, self.metrics.count)])
+        self.manager = ControllerManager(
+            [AuditRecorder(context, self.log, self.metrics.count, index)]
+        )
         self.mirror.store.add_listener(self.manager.on_event)
 
     # ------------------------------------------------------------------ rounds

@@ -38,6 +38,7 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36
 from allot.api.kinds import decode
 from allot.api.meta import selector_matches
+from allot.cel import SelectorCompiler
 from allot.lint.allocations import stale_allocations
 from allot.lint.catalogue import CatalogueLinter
 from allot.ops import views
@@ -176,13 +177,17 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
         }
     )
     report.pending = _pending(models)
-    report.lint = [f.to_json() for f in CatalogueLinter(models["classes"], models["slices"]).lint()]
+    compiler = SelectorCompiler()  # one for the lint, the stale check and the capacity
+    linter = CatalogueLinter(models["classes"], models["slices"], compiler=compiler)
+    report.lint = [f.to_json() for f in linter.lint()]
     report.stale = [
         s.to_json()
-        for s in stale_allocations(models["claims"], models["classes"], models["slices"])
+        for s in stale_allocations(
+            models["claims"], models["classes"], models["slices"], compiler=compiler
+        )
     ]
     report.violations = _violations(by_kind_)
-    report.capacity = _capacity(objects, now)
+    report.capacity = _capacity(objects, now, compiler)
     report.summary["pendingClaims"] = len(report.pending)
     return report
 
@@ -294,14 +299,14 @@ def _classes_named(kind: str, obj: Obj) -> set[str]:
     } | {a.get("deviceClassName", "") for r in requests for a in r.get("firstAvailable") or []}
 
 
-def _capacity(objects: list[Obj], now: dt.datetime) -> Obj:
+def _capacity(objects: list[Obj], now: dt.datetime, compiler: SelectorCompiler) -> Obj:
     """Per class and per pool, computed with the platform's own capacity view."""
     with tempfile.TemporaryDirectory() as scratch:
         store = Store(Path(scratch) / "doctor.db", durable=False)
         for obj in objects:
             if obj["kind"] in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
                 _store_copy(store, obj)
-        snapshot = CapacityView(store).snapshot(now)
+        snapshot = CapacityView(store, compiler=compiler).snapshot(now)
         store.close()
     classes: Counter[tuple[str, str]] = Counter()
     for (_, _, _, device_class), counts in snapshot.device_rows().items():

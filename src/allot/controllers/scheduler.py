@@ -25,7 +25,9 @@ through it; the pod is retried when an entitlement changes.
 
 A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
 message and a ``FailedScheduling`` Event, and is parked until slices, classes, nodes or
-claims change. Allocated state is kept incrementally from claim events.
+claims change. Slices, classes and allocated state come from the platform's DRA index
+(:mod:`allot.dra`), fed from store events before this scheduler sees them; the allocator
+is updated in place with the slices and classes that changed, never rebuilt.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from allot.api.errors import ClaimNotCreatedError
 from allot.api.podresources import container_requests
 from allot.api.quantity import NANO, Quantity, QuantityFormat
 from allot.controllers.context import ControllerContext
+from allot.dra import AllocatorFeed, DraIndex
 from allot.registry.admission import AdmissionDenied
 from allot.store import WatchEvent
 
@@ -83,18 +86,19 @@ class Scheduler:
         memory_limit: MemoryLimit | None = None,
         observe_allocation: Callable[[float], None] | None = None,
         entitlement: Entitlement | None = None,
+        index: DraIndex | None = None,
     ) -> None:
+        """``index``: the platform's DRA index of ``context``'s cluster, fed from store
+        events before this scheduler sees them; without one the scheduler keeps its own."""
         self.context = context
+        self.index = index if index is not None else self._own_index(context)
+        self._feed = AllocatorFeed(self.index)
         self.entitlement = entitlement
         self.observe_allocation = observe_allocation or (lambda seconds: None)
         self.placement = check_placement(placement)
         self.memory_limit = memory_limit
-        self._memory: dict[tuple[str, str, str], int] | None = None
         self.parked: set[tuple[str, str, str]] = set()
-        self._allocator: Allocator | None = None
         self._nodes: list[corev1.Node] | None = None
-        self._allocations: dict[str, Obj] = {}
-        self._state: AllocatedState | None = None
         self._memo = PlacementMemo()  # forgets itself with a new allocator or state
 
     # ------------------------------------------------------------------ events
@@ -104,9 +108,9 @@ class Scheduler:
         if self.entitlement is not None and self.entitlement.changed(event):
             return self._unpark()
         if event.resource in WAKE_RESOURCES:
-            self._allocator = None
-            self._nodes = None
-            self._memory = None
+            if event.resource == "nodes":
+                self._nodes = None  # slices and classes reach the allocator through the index
+            self._memo.clear()  # the allocator changes in place
             return self._unpark()
         if event.resource == "resourceclaims.resource.k8s.io":
             freed = self._track_claim(event)
@@ -127,28 +131,26 @@ class Scheduler:
         return keys
 
     def _track_claim(self, event: WatchEvent) -> bool:
-        """Keep the allocated-device index current; True when devices were freed."""
-        metadata = event.object["metadata"]
-        key = f"{metadata.get('namespace')}/{metadata['name']}"
-        allocation = (event.object.get("status") or {}).get("allocation")
-        if event.type == "DELETED":
-            allocation = None
-        previous = self._allocations.get(key)
-        if allocation == previous:
-            return False
-        if allocation is None:
-            self._allocations.pop(key, None)
-        else:
-            self._allocations[key] = allocation
-        self._state = None
-        return previous is not None
+        """Whether a claim event freed allocated devices (the index, fed first, knows)."""
+        return self.index.freed_rv == event.rv
+
+    @property
+    def _allocations(self) -> dict[str, Obj]:
+        """Claim key -> allocation, from the index (a copy: writes to it are dropped)."""
+        return self.index.allocations()
+
+    @staticmethod
+    def _own_index(context: ControllerContext) -> DraIndex:
+        index = DraIndex(context.cluster)
+        index.refresh(
+            context.list("ResourceSlice"),
+            context.list("DeviceClass"),
+            context.list("ResourceClaim"),
+        )
+        context.store.add_listener(index.observe)
+        return index
 
     def initial_keys(self) -> list[Hashable]:
-        for claim in self.context.list("ResourceClaim"):
-            allocation = (claim.get("status") or {}).get("allocation")
-            if allocation:
-                metadata = claim["metadata"]
-                self._allocations[f"{metadata.get('namespace')}/{metadata['name']}"] = allocation
         return [
             ("pod", p["metadata"].get("namespace", ""), p["metadata"]["name"])
             for p in self.context.list("Pod")
@@ -318,24 +320,12 @@ class Scheduler:
         return self._nodes
 
     def _allocator_for(self) -> Allocator:
-        if self._allocator is None:
-            slices = [
-                resourceapi.ResourceSlice.model_validate(s)
-                for s in self.context.list("ResourceSlice")
-            ]
-            classes = [
-                resourceapi.DeviceClass.model_validate(c) for c in self.context.list("DeviceClass")
-            ]
-            self._allocator = Allocator(slices, classes)
-        return self._allocator
+        """The allocator over the index's slices and classes, updated in place with what
+        changed since the last call."""
+        return self._feed.allocator()
 
     def _allocated_state(self) -> AllocatedState:
-        if self._state is None:
-            state = AllocatedState()
-            for key, allocation in self._allocations.items():
-                state.add_allocation(key, resourceapi.AllocationResult.model_validate(allocation))
-            self._state = state
-        return self._state
+        return self.index.allocated_state()
 
     def _place(self, pod: Obj, claims: list[Obj]) -> tuple[corev1.Node, list[Obj], list[Any]]:
         models = [resourceapi.ResourceClaim.model_validate(c) for c in claims]
@@ -388,18 +378,7 @@ class Scheduler:
         return sum(memory.get(device, 0) for device in in_use)
 
     def _device_memory(self) -> dict[tuple[str, str, str], int]:
-        if self._memory is None:
-            memory = {}
-            for item in self.context.list("ResourceSlice"):
-                spec = item.get("spec") or {}
-                pool = (spec.get("pool") or {}).get("name", "")
-                for device in spec.get("devices") or []:
-                    value = ((device.get("capacity") or {}).get("memory") or {}).get("value")
-                    if value is not None:
-                        key = (spec.get("driver", ""), pool, device.get("name", ""))
-                        memory[key] = Quantity.parse(str(value)).as_integer()
-            self._memory = memory
-        return self._memory
+        return self.index.device_memory()
 
     def _entitlement_refusal(self, claims: list[Obj]) -> str:
         """Every claim the pod uses, allocated or not, only through entitled classes."""
@@ -442,12 +421,7 @@ class Scheduler:
             latest = self.context.update("ResourceClaim", latest, MANAGER)
         status = clone_document(latest.get("status") or {})
         if allocation is not None:
-            status["allocation"] = allocation
-            key = f"{namespace}/{latest['metadata']['name']}"
-            state = self._state
-            self._allocations[key] = allocation
-            if state is not None:  # otherwise the next rebuild includes it
-                state.add_allocation(key, resourceapi.AllocationResult.model_validate(allocation))
+            status["allocation"] = allocation  # the index takes it from the store's event
         reserved = status.get("reservedFor") or []
         if all(r.get("uid") != consumer["uid"] for r in reserved):
             status["reservedFor"] = [*reserved, consumer]

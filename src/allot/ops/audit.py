@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from allot.api import claims
-from allot.api.quantity import Quantity
 from allot.controllers.context import ControllerContext
+from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.store import WatchEvent
 from allot.tenancy import names
 
 Obj = dict[str, Any]
 CLAIMS = "resourceclaims.resource.k8s.io"
-SLICES = "resourceslices.resource.k8s.io"
 GIB = 1 << 30
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -122,20 +121,22 @@ class AuditRecorder:
         context: ControllerContext,
         log: AuditLog,
         on_entries: Callable[[list[Entry]], None] | None = None,
+        index: DraIndex | None = None,
     ) -> None:
+        """``index``: the DRA index of ``context``'s cluster fed from its events (device
+        memory comes from it); without one the recorder refreshes its own from listings."""
         self.context = context
+        self.index = index if index is not None else DraIndex(context.cluster)
+        self._own_index = index is None
         self.log = log
         self.on_entries = on_entries  # e.g. the allocation and release counters
         self.open: dict[str, dict[tuple[str, str, str], Entry]] = defaultdict(dict)
         self._claims: dict[str, tuple[str, str]] = {}  # uid -> namespace, name
-        self._memory: dict[tuple[str, str, str], int] | None = None  # rebuilt on slice changes
         for entry in log.open_allocations().values():
             self.open[entry.claim_uid][(entry.driver, entry.pool, entry.device)] = entry
             self._claims[entry.claim_uid] = (entry.namespace, entry.host_claim)
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        if event.cluster == HOST_CLUSTER and event.resource == SLICES:
-            self._memory = None
         if event.cluster != HOST_CLUSTER or event.resource != CLAIMS:
             return []
         metadata = event.object["metadata"]
@@ -210,17 +211,10 @@ class AuditRecorder:
         return "", _selected_node(claim)
 
     def _memory_of(self, device: tuple[str, str, str]) -> int:
-        """A device's ``memory`` capacity, from an index of every published device."""
-        if self._memory is None:
-            index = {}
-            for item in self.context.list("ResourceSlice"):
-                spec = item.get("spec") or {}
-                pool = (spec.get("pool") or {}).get("name", "")
-                for raw in spec.get("devices") or []:
-                    value = ((raw.get("capacity") or {}).get("memory") or {}).get("value")
-                    index[(spec.get("driver", ""), pool, raw.get("name", ""))] = _bytes(value)
-            self._memory = index
-        return self._memory.get(device, 0)
+        """A device's ``memory`` capacity, from the DRA index."""
+        if self._own_index:
+            self.index.refresh(slices=self.context.list("ResourceSlice"))
+        return self.index.device_memory().get(device, 0)
 
 
 def _selected_node(claim: Obj) -> str:
@@ -230,13 +224,6 @@ def _selected_node(claim: Obj) -> str:
             if field.get("key") == "metadata.name" and field.get("values"):
                 return str(field["values"][0])
     return ""
-
-
-def _bytes(value: Any) -> int:
-    try:
-        return Quantity.parse(str(value)).as_integer() if value is not None else 0
-    except ValueError:
-        return 0
 
 
 def _stamp(moment: dt.datetime) -> str:

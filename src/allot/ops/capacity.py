@@ -3,8 +3,9 @@
 One :class:`CapacityView` per platform builds :class:`Snapshot` objects from the host
 store for ``/metrics``, ``allot top``, the alert rules and the dashboard. What does not
 change between snapshots is cached per ResourceSlice (by resourceVersion and the class
-catalogue's versions): every device's classes (the class selectors evaluated with the
-allocator's CEL environment), its memory and the counters it consumes. A snapshot then
+catalogue's version): every device's classes, its memory and the counters it consumes,
+all read from the platform's DRA index (:mod:`allot.dra`; a view without one, such as
+``allot doctor``'s, refreshes its own from the store's listings). A snapshot then
 only walks the allocated devices and the claims. Pools follow the allocator's rules: the
 newest generation counts; a pool with fewer slices than ``resourceSliceCount`` is
 incomplete. A device is allocated when a claim's allocation names it (admin-access results
@@ -22,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allot.api import claims
-from allot.api import resource_v1 as resourceapi
 from allot.api.quantity import Quantity, QuantityFormat
-from allot.cel import CelError, DeviceView, SelectorCompiler
+from allot.cel import SelectorCompiler
+from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
 from allot.store import Store
@@ -50,6 +51,10 @@ class DeviceInfo:
 
 
 RowKey = tuple[str, str, str, str]  # node, pool, driver, class
+
+
+class StaleIndexError(Exception):
+    """The DRA index given to a :class:`CapacityView` is behind the store it reads."""
 
 
 @dataclass
@@ -144,22 +149,33 @@ class Snapshot:
 
 
 class CapacityView:
-    def __init__(self, store: Store, cluster: str = HOST_CLUSTER) -> None:
+    def __init__(
+        self,
+        store: Store,
+        cluster: str = HOST_CLUSTER,
+        index: DraIndex | None = None,
+        compiler: SelectorCompiler | None = None,
+    ) -> None:
+        """``index``: the DRA index of ``cluster`` fed from ``store``'s events, if any;
+        without one the view keeps its own (with ``compiler``, when given)."""
         self.store = store
         self.cluster = cluster
-        self.compiler = SelectorCompiler()
+        self.index = index if index is not None else DraIndex(cluster, compiler)
+        self._own_index = index is None
         self._slices: dict[str, tuple[tuple[Any, ...], SliceSummary]] = {}
         self._index: dict[DeviceKey, DeviceInfo] = {}
 
     def snapshot(self, now: dt.datetime) -> Snapshot:
         classes = self._list("DeviceClass")
-        catalogue = _catalogue(classes)
         slices = self._current_slices()
+        if self._own_index:
+            self.index.refresh(slices=self._list("ResourceSlice"), classes=classes)
+        catalogue = self.index.catalogue_version
         self._forget_gone({s["metadata"]["name"] for s in slices})
         summaries = []
         totals: dict[tuple[str, str, str, str], int] = {}
         for item in slices:
-            summary = self._summary(item, classes, catalogue)
+            summary = self._summary(item, catalogue)
             summaries.append(summary)
             spec = item["spec"]
             for (counter_set, counter), value in summary.counters.items():
@@ -183,12 +199,16 @@ class CapacityView:
         on the event loop (the alert loop) can yield between steps: a fleet's worth of new
         slices costs a CEL evaluation per device and class. The next snapshot finds them
         cached; a slice that changes meanwhile is summarised again by that snapshot."""
-        classes = self._list("DeviceClass")
-        catalogue = _catalogue(classes)
-        for item in self._current_slices():
+        slices = self._current_slices()
+        if self._own_index:
+            self.index.refresh(
+                slices=self._list("ResourceSlice"), classes=self._list("DeviceClass")
+            )
+        catalogue = self.index.catalogue_version
+        for item in slices:
             cached = self._slices.get(item["metadata"]["name"])
             if cached is None or cached[0] != (item["metadata"].get("resourceVersion"), catalogue):
-                self._summary(item, classes, catalogue)
+                self._summary(item, catalogue)
                 yield
 
     # ----------------------------------------------------------------- slices
@@ -230,7 +250,7 @@ class CapacityView:
             info.slices += 1
         return [found[k] for k in sorted(found)]
 
-    def _summary(self, item: Obj, classes: list[Obj], catalogue: tuple[Any, ...]) -> SliceSummary:
+    def _summary(self, item: Obj, catalogue: int) -> SliceSummary:
         """The slice's cached summary; a changed slice replaces its devices in the index."""
         name = item["metadata"]["name"]
         version = (item["metadata"].get("resourceVersion"), catalogue)
@@ -239,7 +259,7 @@ class CapacityView:
             return cached[1]
         if cached is not None:
             self._unindex(cached[1])
-        summary = self._summarise(item, classes)
+        summary = self._summarise(item)
         for device in summary.devices:
             self._index[(device.driver, device.pool, device.name)] = device
         self._slices[name] = (version, summary)
@@ -253,13 +273,14 @@ class CapacityView:
         for device in summary.devices:
             self._index.pop((device.driver, device.pool, device.name), None)
 
-    def _summarise(self, item: Obj, classes: list[Obj]) -> SliceSummary:
-        spec = item["spec"]
+    def _summarise(self, item: Obj) -> SliceSummary:
+        spec, name = item["spec"], item["metadata"]["name"]
         driver, pool, node = spec["driver"], spec["pool"]["name"], spec.get("nodeName") or ""
+        entry = self.index.slices.get(name)
+        if entry is None or entry.version != str(item["metadata"].get("resourceVersion") or ""):
+            raise StaleIndexError(f"the DRA index lacks slice {name} as listed")
         devices = []
         for raw in spec.get("devices") or []:
-            model = resourceapi.Device.model_validate(raw)
-            view = DeviceView(driver, model)
             attributes = raw.get("attributes") or {}
             devices.append(
                 DeviceInfo(
@@ -267,36 +288,21 @@ class CapacityView:
                     driver,
                     pool,
                     raw["name"],
-                    tuple(c["metadata"]["name"] for c in classes if self._selects(c, view)),
-                    _quantity(((raw.get("capacity") or {}).get("memory") or {}).get("value")),
+                    self.index.classes_of(name, raw["name"]),
+                    entry.memory.get(raw["name"], 0),
                     str((attributes.get("type") or {}).get("string") or ""),
                     str((attributes.get("profile") or {}).get("string") or ""),
                     raw["name"].split("-mig-")[0] if "-mig-" in raw["name"] else "",
-                    _consumption(raw),
+                    entry.consumes.get(raw["name"], ()),
                 )
             )
-        counters = {
-            (counter_set["name"], counter): _quantity(value.get("value"))
-            for counter_set in spec.get("sharedCounters") or []
-            for counter, value in (counter_set.get("counters") or {}).items()
-        }
+        counters = dict(entry.counters)
         totals: Counter[RowKey] = Counter(
             (device.node, device.pool, device.driver, device_class)
             for device in devices
             for device_class in device.classes or (NO_CLASS,)
         )
         return SliceSummary(devices, counters, totals)
-
-    def _selects(self, device_class: Obj, view: DeviceView) -> bool:
-        selectors = (device_class.get("spec") or {}).get("selectors") or []
-        try:
-            return all(
-                self.compiler.compile(s["cel"]["expression"], stored=True).matches(view)
-                for s in selectors
-                if (s.get("cel") or {}).get("expression")
-            )
-        except CelError:
-            return False
 
     # ----------------------------------------------------------------- claims
     def _claim(self, claim: Obj) -> ClaimInfo:
@@ -326,30 +332,6 @@ class CapacityView:
         )
 
 
-def _catalogue(classes: list[Obj]) -> tuple[Any, ...]:
-    """The class catalogue's versions: a slice's cached summary holds while they do."""
-    return tuple(
-        sorted((c["metadata"]["name"], c["metadata"].get("resourceVersion")) for c in classes)
-    )
-
-
 def memory_text(value: int) -> str:
     """Bytes the way Kubernetes writes memory (``40Gi``, ``4864Mi``)."""
     return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
-
-
-def _quantity(value: Any) -> int:
-    if value is None:
-        return 0
-    try:
-        return Quantity.parse(str(value)).as_integer()
-    except ValueError:
-        return 0
-
-
-def _consumption(raw: Obj) -> tuple[tuple[str, str, int], ...]:
-    return tuple(
-        (entry.get("counterSet", ""), counter, _quantity(value.get("value")))
-        for entry in raw.get("consumesCounters") or []
-        for counter, value in (entry.get("counters") or {}).items()
-    )

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 
 from allot.api.tenancy import TenantSpec
 from allot.controllers.context import ControllerContext
+from allot.dra import DraIndex
 from allot.ops import audit, views
 from allot.ops.alerts import AlertManager, tenant_quotas
 from allot.ops.audit import AuditLog, AuditRecorder
@@ -41,13 +42,15 @@ class Operations:
         directory: TenantDirectory,
         sync: TenantSync,
         settings: AlertSettings,
+        index: DraIndex,
     ) -> None:
+        """``index``: the host's DRA index, read by the capacity view and the audit."""
         self.registry = registry
         self.host = host
         self.directory = directory
-        self.capacity = CapacityView(registry.store)
+        self.capacity = CapacityView(registry.store, index=index)
         self.log = AuditLog(registry.data_dir / "audit.db")
-        self.recorder = AuditRecorder(host, self.log)
+        self.recorder = AuditRecorder(host, self.log, index=index)
         self.alerts = AlertManager(
             host, self.capacity, self.tenant_specs, lambda: sync.errors, settings
         )

@@ -23,11 +23,10 @@ from collections.abc import Hashable
 from typing import Any
 
 from allot.api import claims
-from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
 from allot.api.tenancy import syncs
-from allot.cel import CelError, DeviceView, SelectorCompiler
 from allot.controllers.context import ControllerContext
+from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied
 from allot.statuses import InvalidObjectError
@@ -55,10 +54,14 @@ TENANTS = "tenants.allot.dev"
 class TenantSync:
     name = "tenant-sync"
 
-    def __init__(self, host: ControllerContext, directory: TenantDirectory) -> None:
+    def __init__(
+        self, host: ControllerContext, directory: TenantDirectory, index: DraIndex
+    ) -> None:
+        """``index``: the host's DRA index, fed from host events before this sync sees
+        them; slices are trimmed by its class verdicts."""
         self.host = host
         self.directory = directory
-        self.compiler = SelectorCompiler()
+        self.index = index
         self._held: set[tuple[str, str, str]] = set()
         # (tenant, kind, namespace, name) -> why the object could not be synced (for alerts)
         self.errors: dict[tuple[str, str, str, str], str] = {}
@@ -240,26 +243,17 @@ class TenantSync:
         """The slice with only the devices an entitled class selects (None: no device)."""
         entry = self.directory.get(tenant)
         assert entry is not None
-        classes = [self.host.peek("DeviceClass", "", n) for n in entry.entitled]
-        expressions = [_class_expressions(c) for c in classes if c is not None]
+        name = host_slice["metadata"]["name"]
+        selected: set[str] = set()
+        for device_class in entry.entitled:
+            selected |= self.index.selected(device_class, name)
         spec = host_slice.get("spec") or {}
-        devices = [
-            d
-            for d in spec.get("devices") or []
-            if any(self._selects(spec.get("driver", ""), d, e) for e in expressions)
-        ]
+        devices = [d for d in spec.get("devices") or [] if d.get("name") in selected]
         if not devices:
             return None
         mirrored = _mirror(host_slice)
         mirrored["spec"] = {**clone_document(spec), "devices": clone_document(devices)}
         return mirrored
-
-    def _selects(self, driver: str, device: Obj, expressions: list[str]) -> bool:
-        view = DeviceView(driver, resourceapi.Device.model_validate(device))
-        try:
-            return all(self.compiler.compile(e, stored=True).matches(view) for e in expressions)
-        except CelError:
-            return False
 
     def relay_event(self, tenant: str, namespace: str, name: str) -> None:
         event = self.host.peek("Event", namespace, name)
@@ -462,11 +456,6 @@ def _mirror(obj: Obj, copy: bool = True) -> Obj:
         if values:
             mirrored["metadata"][field] = values
     return mirrored
-
-
-def _class_expressions(device_class: Obj) -> list[str]:
-    selectors = (device_class.get("spec") or {}).get("selectors") or []
-    return [s["cel"]["expression"] for s in selectors if (s.get("cel") or {}).get("expression")]
 
 
 def _twin_of(twin: Obj, obj: Obj | None) -> bool:
