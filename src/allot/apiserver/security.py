@@ -16,12 +16,12 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+
+if TYPE_CHECKING:  # imported where used: callers wanting only HOST_CLUSTER skip cryptography
+    from cryptography import x509
 
 HOST_CLUSTER = "host"
 VALIDITY = dt.timedelta(days=3650)
@@ -42,10 +42,17 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def _name(common_name: str) -> x509.Name:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
 def ensure_tls(directory: Path) -> TLSFiles:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     files = TLSFiles(directory / "ca.crt", directory / "server.crt", directory / "server.key")
     if files.ca_cert.exists() and files.server_cert.exists() and files.server_key.exists():
         return files
