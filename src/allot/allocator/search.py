@@ -19,7 +19,9 @@ import enum
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from allot import cel
 from allot.allocator import results as resultbuilder
 from allot.allocator.capacity import Consumption, consumption
 from allot.allocator.constraints import Constraint
@@ -44,7 +46,10 @@ from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
 from allot.api.quantity import Quantity
-from allot.cel import DeviceView, EvaluationError, SelectorCompiler
+from allot.cel import EvaluationError
+
+if TYPE_CHECKING:
+    from allot.cel import DeviceView, SelectorCompiler
 
 BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -100,7 +105,7 @@ class Allocator:
                 "allocator) is not supported by allot"
             )
         self.features = features
-        self.compiler = compiler or SelectorCompiler()
+        self._compiler = compiler
         self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
         self.classes = {c.metadata.name or "": c for c in classes}
         self.slices = list(slices)
@@ -120,6 +125,14 @@ class Allocator:
         self._selector_keys: dict[tuple[str, tuple[str, ...]], int] = {}
         self.stats = Stats()
 
+    @property
+    def compiler(self) -> SelectorCompiler:
+        """The CEL compiler, made on first use: a run that compiles no selector (a fleet
+        without claims) never loads the CEL runtime."""
+        if self._compiler is None:
+            self._compiler = cel.SelectorCompiler()
+        return self._compiler
+
     def selector_key(self, request: RequestData) -> int:
         """A small integer naming the selectors a request applies (class + request)."""
         signature = (request.class_name, tuple(s.expression for s in request.request_selectors))
@@ -133,7 +146,7 @@ class Allocator:
         key = (id(slice_), device.name or "")
         view = self._views.get(key)
         if view is None:
-            view = DeviceView(slice_.spec.driver or "", device)
+            view = cel.DeviceView(slice_.spec.driver or "", device)
             self._views[key] = view
         return view
 
