@@ -5,7 +5,7 @@ Two scenarios are written from fleets as the driver publishes them (Nodes, Resou
 the driver's DeviceClasses): 10 nodes of 8 whole H100s without claims, and 100 nodes of 8
 H100s with DynamicMIG (every MIG layout, shared counters) and one claim for a 1g.10gb
 slice. The first runs as ``python -m allot simulate`` in a subprocess, best of 5. The second
-is 25 MB, over the 8 MiB that ``allot simulate`` reads, so its process reads the file and
+is about 26 MB, over the 8 MiB that ``allot simulate`` reads, so its process reads the file and
 runs :mod:`allot.simulation` itself (best of 3): the time until the claim is placed.
 Printed: the seconds, the target (the 10-node run under 0.25 s) and the ratio; the 100-node
 figure is for information. Run by ``make bench``.
