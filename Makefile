@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tenancy
 	$(BIN)/python -m bench.operations
 	$(BIN)/python -m bench.doctor
+	$(BIN)/python -m bench.startup
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

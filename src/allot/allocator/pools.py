@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from allot.allocator.errors import AllocationError
 from allot.allocator.nodes import node_selector_matches
@@ -21,10 +22,12 @@ from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import Features
 from allot.api.quantity import Quantity
-from allot.cel import DeviceView
+
+if TYPE_CHECKING:  # the CEL runtime is loaded when a device is first viewed
+    from allot.cel import DeviceView
 
 PoolKey = tuple[str, str]
-ViewFactory = Callable[[resourceapi.ResourceSlice, resourceapi.Device], DeviceView]
+ViewFactory = Callable[[resourceapi.ResourceSlice, resourceapi.Device], "DeviceView"]
 
 
 @dataclass

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from allot.allocator.constraints import Constraint, build_constraint
 from allot.allocator.errors import AllocationError
 from allot.allocator.pools import PoolDevice
 from allot.api import resource_v1 as resourceapi
 from allot.api.quantity import Quantity
-from allot.cel import CompiledSelector, CompileError, SelectorCompiler
+from allot.cel import CompileError
+
+if TYPE_CHECKING:  # the CEL runtime is loaded when a selector is first compiled
+    from allot.cel import CompiledSelector, SelectorCompiler
 
 MAX_DEVICES_PER_CLAIM = 32
 

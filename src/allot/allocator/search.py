@@ -19,7 +19,9 @@ import enum
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from allot import cel
 from allot.allocator import results as resultbuilder
 from allot.allocator.capacity import Consumption, consumption
 from allot.allocator.constraints import Constraint
@@ -46,7 +48,10 @@ from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
 from allot.api.quantity import Quantity
-from allot.cel import DeviceView, EvaluationError, SelectorCompiler
+from allot.cel import EvaluationError
+
+if TYPE_CHECKING:
+    from allot.cel import DeviceView, SelectorCompiler
 
 BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 SliceKey = str | tuple[str, int]
@@ -109,9 +114,9 @@ class Allocator:
                 "allocator) is not supported by allot"
             )
         self.features = features
-        self.compiler = compiler or SelectorCompiler()
+        self._compiler = compiler
         self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
-        self.new_view: ViewFactory = views or (lambda s, d: DeviceView(s.spec.driver or "", d))
+        self.new_view: ViewFactory = views or (lambda s, d: cel.DeviceView(s.spec.driver or "", d))
         self.classes = {c.metadata.name or "": c for c in classes}
         # Slices by name (insertion order kept, a replaced slice keeps its place), so an
         # allocator updated slice by slice equals one built from the same list.
@@ -199,6 +204,14 @@ class Allocator:
     def _forget_class(self, name: str) -> None:
         for signature in [s for s in self._selector_keys if s[0] == name]:
             self.selectable.pop(self._selector_keys.pop(signature), None)
+
+    @property
+    def compiler(self) -> SelectorCompiler:
+        """The CEL compiler, made on first use: a run that compiles no selector (a fleet
+        without claims) never loads the CEL runtime."""
+        if self._compiler is None:
+            self._compiler = cel.SelectorCompiler()
+        return self._compiler
 
     def selector_key(self, request: RequestData) -> int:
         """A small integer naming the selectors a request applies (class + request); a

@@ -42,6 +42,7 @@ class ApiModel(BaseModel):
         extra="forbid",
         frozen=False,
         revalidate_instances="never",
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:

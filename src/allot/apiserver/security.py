@@ -12,11 +12,10 @@ import datetime as dt
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+if TYPE_CHECKING:  # imported where used: a process that never serves skips cryptography
+    from cryptography import x509
 
 from allot.registry.clusters import write_private
 
@@ -31,10 +30,17 @@ class TLSFiles:
 
 
 def _name(common_name: str) -> x509.Name:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
 def ensure_tls(directory: Path) -> TLSFiles:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     files = TLSFiles(directory / "ca.crt", directory / "server.crt", directory / "server.key")
     if files.ca_cert.exists() and files.server_cert.exists() and files.server_key.exists():
         return files

@@ -1,21 +1,36 @@
 """Entry point of the ``allot`` command: argument parsing and the no-traceback guarantee.
 
 Each subcommand lives in its own module with ``register(subparsers)`` and a ``run(args)``
-returning the exit code. Any error that escapes a subcommand is printed as one line on
+returning the exit code. Only the module of the command named on the line is imported
+(:data:`COMMANDS`), so ``allot simulate`` does not pay for the API server, the Kubernetes
+client or rich; ``--help``, a misspelled command and no command build the whole parser.
+Any error that escapes a subcommand is printed as one line on
 standard error with exit code 2, never as a traceback (set ``ALLOT_DEBUG=1`` to see it).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 
 from allot import __version__
-from allot.cli import cluster, lint, ops, simulate, tenant, up, validate
 from allot.cli.options import resolve_data_dir
+
+# Each CLI module, in the order `allot --help` lists them, with the commands it registers.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "validate": ("validate",),
+    "simulate": ("simulate", "explain"),
+    "lint": ("lint",),
+    "up": ("up", "fleet", "kubeconfig"),
+    "tenant": ("tenant",),
+    "ops": ("alerts", "audit", "usage", "top"),
+    "cluster": ("render", "apply", "controller"),
+    "doctor": ("doctor",),
+}
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -43,7 +58,15 @@ def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _modules_for(command: str | None) -> list[str]:
+    """The CLI modules to register: the one owning ``command``, or all when it is none of
+    theirs (help, a misspelled command, or no command)."""
+    owners = [module for module, names in COMMANDS.items() if command in names]
+    return owners or list(COMMANDS)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``allot``: with ``command``, only the module owning it is imported."""
     parser = argparse.ArgumentParser(
         prog="allot",
         description="GPU entitlements for multi-tenant Kubernetes DRA.",
@@ -52,13 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"allot {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    validate.register(subparsers)
-    simulate.register(subparsers)
-    lint.register(subparsers)
-    up.register(subparsers)
-    tenant.register(subparsers)
-    ops.register(subparsers)
-    cluster.register(subparsers)
+    for module in _modules_for(command):
+        importlib.import_module(f"allot.cli.{module}").register(subparsers)
     for each in _all_parsers(parser):
         each.formatter_class = DefaultsHelpFormatter
         each.set_defaults(usage_parser=each)  # the deepest one wins: errors show its usage
@@ -66,12 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
     if "--" in words:  # everything after `--` is a command to run (`allot tenant connect`)
         passthrough = words[words.index("--") + 1 :]
         words = words[: words.index("--")]
+    parser = build_parser(words[0] if words else None)  # `allot` has no option taking a value
     args, unknown = parser.parse_known_args(words)
     if unknown:  # said with the subcommand's usage, as `allot validate --help` shows it
         args.usage_parser.error(f"unrecognized arguments: {' '.join(unknown)}")

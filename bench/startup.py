@@ -1,0 +1,100 @@
+"""Start-up of ``allot simulate`` as a whole process (issue 15): the command runs from a
+shell, so its cost is the interpreter, the imports and the work, not the allocator alone.
+
+Two scenarios are written from fleets as the driver publishes them (Nodes, ResourceSlices,
+the driver's DeviceClasses): 10 nodes of 8 whole H100s without claims, and 100 nodes of 8
+H100s with DynamicMIG (every MIG layout, shared counters) and one claim for a 1g.10gb
+slice. The first runs as ``python -m allot simulate`` in a subprocess, best of 5. The second
+is about 26 MB, over the 8 MiB that ``allot simulate`` reads, so its process reads the file and
+runs :mod:`allot.simulation` itself (best of 3): the time until the claim is placed.
+Printed: the seconds, the target (the 10-node run under 0.25 s) and the ratio; the 100-node
+figure is for information. Run by ``make bench``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from allot.driver.fleet import expand, parse_fleet
+from allot.driver.publisher import device_classes, node_object
+from allot.driver.slices import node_slices
+
+ROUNDS = 5
+LARGE_ROUNDS = 3
+TARGET = 0.25
+FIRST_CLAIM = """
+import json, sys
+from allot.simulation.runner import Simulation
+from allot.simulation.scenario import parse_scenario
+with open(sys.argv[1], encoding="utf-8") as handle:
+    document = json.load(handle)
+sys.exit(0 if all(r.success for r in Simulation(parse_scenario(document)).run()) else 1)
+"""
+MIG_PROFILE = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+
+
+def scenario(nodes: int, *, dynamic_mig: bool, claims: int) -> dict[str, Any]:
+    """A scenario of ``nodes`` nodes of 8 H100s and ``claims`` pending claims of one
+    device each (a 1g.10gb MIG slice with DynamicMIG, a whole GPU without)."""
+    pool: dict[str, Any] = {"name": "h100", "nodes": nodes, "gpu": "H100-80GB-HBM3"}
+    pool["gpusPerNode"] = 8
+    if dynamic_mig:
+        pool["mig"] = {"dynamic": True}
+    objects: list[Any] = list(device_classes())
+    for spec in expand(parse_fleet({"pools": [pool]})):
+        objects.append(node_object(spec))
+        objects += node_slices(spec.name, f"uid-{spec.name}", spec.gpus, dynamic_mig=dynamic_mig)
+    device_class = "mig.nvidia.com" if dynamic_mig else "gpu.nvidia.com"
+    selectors = [{"cel": {"expression": MIG_PROFILE}}] if dynamic_mig else []
+    request = {"name": "g", "exactly": {"deviceClassName": device_class, "selectors": selectors}}
+    for index in range(claims):
+        objects.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"c{index}", "namespace": "ml"},
+                "spec": {"devices": {"requests": [request]}},
+            }
+        )
+    return {"objects": objects}
+
+
+def best_run(command: list[str], rounds: int) -> tuple[float, int]:
+    """The fastest of ``rounds`` whole processes running ``command``, and the exit status."""
+    best, code = float("inf"), -1
+    for _ in range(rounds):
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, check=False)
+        best = min(best, time.perf_counter() - started)
+        code = done.returncode
+    return best, code
+
+
+def main() -> None:
+    print(f"start-up benchmark: whole `python -m allot simulate` processes, best of {ROUNDS}")
+    with tempfile.TemporaryDirectory() as directory:
+        small = Path(directory) / "fleet-10.json"
+        small.write_text(json.dumps(scenario(10, dynamic_mig=False, claims=0)))
+        elapsed, code = best_run([sys.executable, "-m", "allot", "simulate", str(small)], ROUNDS)
+        print(
+            f"  10 nodes x 8 H100, no claims: {elapsed:.3f} s (exit {code}); target < "
+            f"{TARGET:.2f} s -> ratio {elapsed / TARGET:.2f} of the budget",
+            flush=True,
+        )
+        large = Path(directory) / "dynamic-mig-100.json"
+        large.write_text(json.dumps(scenario(100, dynamic_mig=True, claims=1)))
+        elapsed, code = best_run([sys.executable, "-c", FIRST_CLAIM, str(large)], LARGE_ROUNDS)
+        print(
+            f"  100 nodes x 8 H100 DynamicMIG, one 1g.10gb claim: placed after {elapsed:.2f} s "
+            f"(whole process, best of {LARGE_ROUNDS}, exit {code}); for information"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""``allot simulate``, ``validate`` and ``doctor --from-dump`` import only what they use.
+
+Start-up is most of a short command's time (issue 15): the API server, the Kubernetes
+client, cryptography and rich cost more than the work itself. Each command runs in a fresh
+interpreter, which then lists the heavy modules it loaded; any one of them fails the test,
+so an eager import reintroduced anywhere on these paths is caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from allot.cli.main import COMMANDS, build_parser
+from tests.conftest import EXAMPLES, REPO
+
+HEAVY = (
+    "kubernetes",
+    "uvicorn",
+    "starlette",
+    "cryptography",
+    "rich",
+    "prometheus_client",
+    "allot.kube.client",
+    "allot.apiserver.app",
+    "allot.cli.up",
+    "allot.cli.cluster",
+)
+PROBE = """
+import contextlib, io, json, sys
+from allot.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exited:  # --help
+        code = exited.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+DUMP = {
+    "apiVersion": "v1",
+    "kind": "List",
+    "items": [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.nvidia.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
+        }
+    ],
+}
+
+
+def _loaded(*argv: str) -> tuple[int, set[str]]:
+    path = os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    report = json.loads(done.stdout.splitlines()[-1])
+    return report["code"], set(report["modules"])
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY)
+
+
+def test_simulate_imports_no_server_client_or_tls() -> None:
+    code, modules = _loaded("simulate", str(EXAMPLES / "scenarios" / "seed-000.yaml"))
+    assert code == 1  # the seed's 8th slice fits nowhere: the run went to the end
+    assert "allot.simulation.runner" in modules
+    assert _heavy(modules) == []
+
+
+def test_validate_imports_no_server_client_or_tls() -> None:
+    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
+    code, modules = _loaded("validate", str(fixture))
+    assert code == 0
+    assert "allot.manifests.verdicts" in modules
+    assert _heavy(modules) == []
+
+
+def test_doctor_from_a_dump_imports_no_kubernetes_client(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps(DUMP))
+    code, modules = _loaded("doctor", "--from-dump", str(dump))
+    assert code in (0, 1)
+    assert "allot.cluster.doctor" in modules
+    assert _heavy(modules) == []
+
+
+@pytest.mark.parametrize("command", ["simulate", "validate", "doctor"])
+def test_only_the_named_command_module_is_imported(command: str) -> None:
+    _, modules = _loaded(command, "--help")
+    commands = {m for m in modules if m.startswith("allot.cli.")}
+    assert commands <= {"allot.cli.main", "allot.cli.options", "allot.cli.output"} | {
+        f"allot.cli.{command}"
+    }
+
+
+@pytest.mark.parametrize("module", list(COMMANDS))
+def test_the_command_table_names_what_each_module_registers(module: str) -> None:
+    parser = build_parser(COMMANDS[module][0])
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert [tuple(a.choices) for a in actions] == [COMMANDS[module]]
