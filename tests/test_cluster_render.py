@@ -14,6 +14,7 @@ from allot.api.kinds import decode
 from allot.cel import SelectorCompiler
 from allot.cli.main import main as allot
 from allot.cluster.render import PlatformFileError, read_platform, render
+from allot.registry.kinds import rules_for
 from allot.validation.objects import apply_defaults, validate_create
 from allot.validation.resource import ResourceContext
 from tests.conftest import EXAMPLES, REPO
@@ -54,8 +55,11 @@ def test_every_rendered_object_passes_allot_validation() -> None:
             if obj["kind"] in ("CustomResourceDefinition", "PrometheusRule"):
                 continue
             model = decode(obj)
-            apply_defaults(model)
-            assert validate_create(model, context) == [], (rendered.path, obj["metadata"])
+            apply_defaults(model, rules_for(model))
+            assert validate_create(model, context, rules_for(model)) == [], (
+                rendered.path,
+                obj["metadata"],
+            )
             checked += 1
     assert checked >= 12
 

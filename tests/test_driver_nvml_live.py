@@ -11,6 +11,7 @@ import pytest
 from allot.api import kinds
 from allot.cel import SelectorCompiler
 from allot.driver import nvml, slices
+from allot.registry.kinds import rules_for
 from allot.validation.objects import validate_create
 from allot.validation.resource import ResourceContext
 
@@ -30,6 +31,6 @@ def test_local_gpus_publish_valid_slices(dynamic: bool) -> None:
     context = ResourceContext(compiler=SelectorCompiler())
     for document in published:
         obj = kinds.decode({**document, "metadata": {**document["metadata"], "name": "s"}})
-        assert [str(e) for e in validate_create(obj, context)] == []
+        assert [str(e) for e in validate_create(obj, context, rules_for(obj))] == []
     whole = published[-1]["spec"]["devices"][0]
     assert whole["attributes"]["uuid"]["string"].startswith("GPU-")

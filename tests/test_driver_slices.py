@@ -16,6 +16,7 @@ import pytest
 from allot.api import kinds
 from allot.cel import SelectorCompiler
 from allot.driver import catalog, nvml, slices
+from allot.registry.kinds import rules_for
 from allot.validation.objects import validate_create
 from allot.validation.resource import ResourceContext
 from tests.conftest import EXAMPLES, load_yaml_documents
@@ -103,7 +104,7 @@ def test_every_model_publishes_valid_slices(model: str, dynamic: bool) -> None:
     context = ResourceContext(compiler=SelectorCompiler())
     for document in published:
         obj = kinds.decode({**document, "metadata": {**document["metadata"], "name": "s"}})
-        assert [str(e) for e in validate_create(obj, context)] == []
+        assert [str(e) for e in validate_create(obj, context, rules_for(obj))] == []
 
 
 def test_unknown_mig_profile_is_a_clear_error() -> None:

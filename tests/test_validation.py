@@ -10,6 +10,7 @@ import pytest
 from allot.api import kinds
 from allot.api import resource_v1 as resourceapi
 from allot.cel import SelectorCompiler
+from allot.registry.kinds import rules_for
 from allot.statuses import InvalidObjectError, hints, to_status
 from allot.validation.objects import (
     apply_defaults,
@@ -41,8 +42,10 @@ def _context(compiler: SelectorCompiler, labels: dict[str, str] | None) -> Resou
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
 def test_validation_scenario(scenario: dict[str, Any], compiler: SelectorCompiler) -> None:
     obj = kinds.decode(_expand(scenario["object"]))
-    apply_defaults(obj)
-    errors = validate_create(obj, _context(compiler, scenario.get("namespaceLabels")))
+    apply_defaults(obj, rules_for(obj))
+    errors = validate_create(
+        obj, _context(compiler, scenario.get("namespaceLabels")), rules_for(obj)
+    )
     assert [str(e) for e in errors] == scenario["errors"]
 
 
@@ -70,11 +73,11 @@ GPU_SPEC = {
 
 def test_claim_spec_is_immutable(compiler: SelectorCompiler) -> None:
     old, new = _claim(GPU_SPEC), _claim(GPU_SPEC)
-    assert validate_update(new, old, _context(compiler, None)) == []
+    assert validate_update(new, old, _context(compiler, None), rules_for(new)) == []
     assert new.spec.devices
     assert new.spec.devices.requests
     new.spec.devices.requests[0].name = "other"
-    errors = validate_update(new, old, _context(compiler, None))
+    errors = validate_update(new, old, _context(compiler, None), rules_for(new))
     assert next(e.body() for e in errors).endswith(": field is immutable")
     assert str(errors[0].path) == "spec"
 
@@ -88,11 +91,11 @@ def test_unchanged_class_selectors_are_not_recompiled(compiler: SelectorCompiler
         "spec": {"selectors": [{"cel": {"expression": long_expression}}]},
     }
     old = kinds.decode(document)
-    assert [str(e) for e in validate_create(old, _context(compiler, None))] == [
+    assert [str(e) for e in validate_create(old, _context(compiler, None), rules_for(old))] == [
         "spec.selectors[0].cel.expression: Too long: may not be more than 10240 bytes"
     ]
     relabelled = kinds.decode({**document, "metadata": {"name": "c", "labels": {"a": "b"}}})
-    assert validate_update(relabelled, old, _context(compiler, None)) == []
+    assert validate_update(relabelled, old, _context(compiler, None), rules_for(relabelled)) == []
 
 
 def test_slice_identity_is_immutable(compiler: SelectorCompiler) -> None:
@@ -110,7 +113,9 @@ def test_slice_identity_is_immutable(compiler: SelectorCompiler) -> None:
     moved = kinds.decode(
         {**document, "spec": {**document["spec"], "nodeName": "m", "driver": "other.example.com"}}
     )
-    assert [str(e) for e in validate_update(moved, old, _context(compiler, None))] == [
+    assert [
+        str(e) for e in validate_update(moved, old, _context(compiler, None), rules_for(moved))
+    ] == [
         'spec.driver: Invalid value: "other.example.com": field is immutable',
         'spec.nodeName: Invalid value: "m": field is immutable',
     ]
@@ -132,9 +137,14 @@ RESULT = {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-1", "devic
 def test_status_allocation_rules(compiler: SelectorCompiler) -> None:
     context = _context(compiler, None)
     unallocated = _claim(GPU_SPEC)
-    assert validate_status_update(_allocated([RESULT]), unallocated, context) == []
+    assert (
+        validate_status_update(_allocated([RESULT]), unallocated, context, rules_for(unallocated))
+        == []
+    )
     wrong = _allocated([{**RESULT, "request": "nope", "shareID": "ABC"}])
-    assert [str(e) for e in validate_status_update(wrong, unallocated, context)] == [
+    assert [
+        str(e) for e in validate_status_update(wrong, unallocated, context, rules_for(wrong))
+    ] == [
         'status.allocation.devices.results[0].request: Invalid value: "nope": must be the '
         "name of a request in the claim or the name of a request and a subrequest separated "
         "by '/'",
@@ -143,7 +153,7 @@ def test_status_allocation_rules(compiler: SelectorCompiler) -> None:
         "hexadecimal characters",
     ]
     changed = _allocated([{**RESULT, "device": "gpu-1"}])
-    errors = validate_status_update(changed, _allocated([RESULT]), context)
+    errors = validate_status_update(changed, _allocated([RESULT]), context, rules_for(changed))
     assert [e.body() for e in errors] == ['Invalid value: "<allocation>": field is immutable']
 
 
@@ -152,7 +162,9 @@ def test_reserved_for_requires_allocation(compiler: SelectorCompiler) -> None:
     claim.status = resourceapi.ResourceClaimStatus.model_validate(
         {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}
     )
-    errors = validate_status_update(claim, _claim(GPU_SPEC), _context(compiler, None))
+    errors = validate_status_update(
+        claim, _claim(GPU_SPEC), _context(compiler, None), rules_for(claim)
+    )
     assert [str(e) for e in errors] == [
         "status.reservedFor: Forbidden: may not be specified when `allocated` is not set"
     ]
@@ -167,8 +179,8 @@ def test_invalid_status_matches_the_api_server(compiler: SelectorCompiler) -> No
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {}}, {"name": "x"}]}},
         }
     )
-    apply_defaults(obj)
-    errors = validate_create(obj, _context(compiler, None))
+    apply_defaults(obj, rules_for(obj))
+    errors = validate_create(obj, _context(compiler, None), rules_for(obj))
     status = to_status(InvalidObjectError(kinds.kind_info(obj), "bad-claim", errors)).to_wire()
     assert status == {
         "apiVersion": "v1",
@@ -215,7 +227,7 @@ def test_quantity_operator_error_carries_a_hint(compiler: SelectorCompiler) -> N
             },
         }
     )
-    errors = validate_create(obj, _context(compiler, None))
+    errors = validate_create(obj, _context(compiler, None), rules_for(obj))
     status = to_status(InvalidObjectError(kinds.kind_info(obj), "c", errors))
     assert hints(status) == [
         "spec.selectors[0].cel.expression: Quantities cannot be compared with '<' in CEL; "

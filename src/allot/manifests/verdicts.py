@@ -18,6 +18,7 @@ from allot.api.kinds import decode, kind_info
 from allot.api.meta import Status
 from allot.cel import SelectorCompiler
 from allot.manifests.documents import Document
+from allot.registry.kinds import rules_for
 from allot.statuses import InvalidObjectError, hints, to_status
 from allot.validation.objects import apply_defaults, validate_create
 from allot.validation.resource import ResourceContext
@@ -107,11 +108,12 @@ def _judge_one(document: Document, context: ResourceContext) -> Verdict:
     metadata = getattr(obj, "metadata", None)
     if info.namespaced and metadata is not None and not metadata.namespace:
         metadata.namespace = "default"
-    apply_defaults(obj)
+    rules = rules_for(obj)
+    apply_defaults(obj, rules)
     summary = (
         f"{info.kind.lower()}.{info.group}/{name}" if info.group else f"{info.kind.lower()}/{name}"
     )
-    errors = validate_create(obj, context)
+    errors = validate_create(obj, context, rules)
     if errors:
         status = to_status(InvalidObjectError(info, name, errors))
         return Verdict(document, Outcome.INVALID, summary, status, obj)

@@ -23,6 +23,7 @@ from allot.api.errors import StrictDecodingError
 from allot.api.kinds import decode, render_location
 from allot.api.meta import StatusCause, StatusDetails
 from allot.cel import SelectorCompiler
+from allot.registry.kinds import rules_for
 from allot.registry.resources import ServedResource
 from allot.statuses import InvalidObjectError, RequestError
 from allot.validation.objects import (
@@ -130,14 +131,15 @@ class AdmissionChain:
 
     @staticmethod
     def _validate(request: AdmissionRequest, obj: ApiModel, context: ResourceContext) -> list[Any]:
-        apply_defaults(obj)  # as decoding does for every write, so an unchanged re-apply is equal
+        rules = rules_for(obj)
+        apply_defaults(obj, rules)  # as decoding does for every write: a re-apply is equal
         if request.operation is Operation.CREATE:
-            return validate_create(obj, context)
+            return validate_create(obj, context, rules)
         if request.old_object is None:
             return []
         if request.subresource == "status":
-            return validate_status_update(obj, request.old_object, context)
-        return validate_update(obj, request.old_object, context)
+            return validate_status_update(obj, request.old_object, context, rules)
+        return validate_update(obj, request.old_object, context, rules)
 
 
 def _model_for(body: dict[str, Any]) -> type[BaseModel] | None:

@@ -24,6 +24,7 @@ from allot.registry.admission import (
 )
 from allot.registry.bodies import go_json_type
 from allot.registry.errors import BadRequest, UnsupportedMediaType
+from allot.registry.kinds import strategy
 from allot.registry.listing import ListOptions, ListPage
 from allot.registry.requests import Target
 from allot.registry.resources import ServedResource
@@ -398,13 +399,11 @@ class Handlers:
 
     @staticmethod
     def _initial_status(resource: ServedResource, obj: Obj) -> None:
-        if resource.kind == "ResourceClaim":
-            obj.pop("status", None)
-        elif resource.kind == "Pod":  # a client's status is dropped, as PrepareForCreate does
-            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
-        elif resource.kind == "Namespace":
-            obj["status"] = {"phase": "Active"}
-            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+        if resource.custom:
+            return
+        prepare = strategy(resource.kind).initial_status
+        if prepare is not None:
+            prepare(obj)
 
     @staticmethod
     def _model(obj: Obj, resource: ServedResource) -> Any:

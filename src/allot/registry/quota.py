@@ -32,6 +32,7 @@ from typing import Any
 from allot.api.podresources import pod_requests
 from allot.api.quantity import NANO, Quantity
 from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
+from allot.registry.kinds import QuotaEvaluator, strategy
 from allot.registry.resources import ServedResource, all_resources, by_kind
 from allot.store import Store
 from allot.validation.names import (
@@ -112,13 +113,16 @@ def _pod_controller(metadata: Obj) -> Obj | None:
     return None
 
 
+def _evaluator(resource: ServedResource) -> QuotaEvaluator | None:
+    return None if resource.custom else strategy(resource.kind).quota
+
+
 def usage(resource: ServedResource, obj: Obj, charging: Charging) -> Usage:
     """What ``obj`` is charged."""
     charged: Usage = Counter({count_key(resource): 1})
-    if resource.kind == "ResourceClaim":
-        charged.update(claim_devices(obj, charging.extended, charging.owner_usage(obj)))
-    elif resource.kind == "Pod":
-        charged.update(pod_usage(obj))
+    evaluator = _evaluator(resource)
+    if evaluator is not None:
+        charged.update(evaluator.usage(obj, charging))
     return charged
 
 
@@ -202,9 +206,8 @@ def namespace_usage(
 def _may_charge(resource: ServedResource, keys: set[str]) -> bool:
     if count_key(resource) in keys:
         return True
-    if resource.kind == "ResourceClaim":
-        return any(k.endswith("/devices") or k.startswith("requests.") for k in keys)
-    return resource.kind == "Pod" and any(k == "pods" or k.startswith("requests.") for k in keys)
+    evaluator = _evaluator(resource)
+    return evaluator is not None and evaluator.charges(keys)
 
 
 def extended_resource_names(store: Store, cluster: str) -> dict[str, str]:

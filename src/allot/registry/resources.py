@@ -1,8 +1,9 @@
 """The resources the API server serves, with what discovery and the handlers need.
 
-Each :class:`ServedResource` joins the model's kind information with the serving details:
-singular name, short names, categories, subresources, whether writes to the main resource
-keep ``status`` (the upstream split), and the store key. The registry is looked up by
+Each :class:`ServedResource` joins the model's kind information with the serving details
+its strategy module gives (:mod:`allot.registry.kinds`: singular name, short names,
+categories, subresources, hence whether writes to the main resource keep ``status``) and
+the store key. The registry is looked up by
 group/version/plural from request paths. Called by the handlers, discovery and OpenAPI.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from allot.api.kinds import KINDS, KindInfo
+from allot.registry.kinds import strategy
 from allot.store import Resource
 
 
@@ -61,44 +63,11 @@ class ServedResource:
         return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
-_DETAILS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    # kind: (singular, short names, categories, subresources)
-    "DeviceClass": ("deviceclass", (), (), ()),
-    "ResourceSlice": ("resourceslice", (), (), ()),
-    "ResourceClaim": ("resourceclaim", (), (), ("status",)),
-    "ResourceClaimTemplate": ("resourceclaimtemplate", (), (), ()),
-    "Pod": ("pod", ("po",), ("all",), ("status", "log", "binding")),
-    "Node": ("node", ("no",), (), ("status",)),
-    "Namespace": ("namespace", ("ns",), (), ("status",)),
-    "Event": ("event", ("ev",), (), ()),
-    "ConfigMap": ("configmap", ("cm",), (), ()),
-    "CustomResourceDefinition": (
-        "customresourcedefinition",
-        ("crd", "crds"),
-        ("api-extensions",),
-        ("status",),
-    ),
-    "ResourceQuota": ("resourcequota", ("quota",), (), ("status",)),
-    "ValidatingAdmissionPolicy": (
-        "validatingadmissionpolicy",
-        ("vap",),
-        ("api-extensions",),
-        ("status",),
-    ),
-    "ValidatingAdmissionPolicyBinding": (
-        "validatingadmissionpolicybinding",
-        ("vapb",),
-        ("api-extensions",),
-        (),
-    ),
-    "Tenant": ("tenant", ("tn",), ("allot",), ("status",)),
-    "Alert": ("alert", (), ("allot",), ("status",)),
-}
-
-
 def _served(info: KindInfo) -> ServedResource:
-    singular, short, categories, subresources = _DETAILS[info.kind]
-    return ServedResource(info, singular, short, categories, subresources)
+    details = strategy(info.kind)
+    return ServedResource(
+        info, details.singular, details.short_names, details.categories, details.subresources
+    )
 
 
 RESOURCES: tuple[ServedResource, ...] = tuple(_served(info) for info in KINDS)

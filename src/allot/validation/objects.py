@@ -1,24 +1,24 @@
 """Entry points: validate any served object on create, update or status update.
 
-Dispatches by kind to the per-kind validators, adds ``metadata`` validation with the right
-name rule and scope, and applies the API server's defaulting first. The API server's
-admission chain (a later issue) and ``allot validate`` both call these.
+The generic part of the API server's validation: ``metadata`` with the kind's name rule and
+scope, defaulting first, then the kind's own rules. What a kind adds (its defaulting, its
+spec validation, what an update may not change, its status validation) is its
+:class:`KindRules`, which each kind's strategy module in :mod:`allot.registry.kinds`
+provides from the validators of this package. Called by the registry's admission chain and
+by ``allot validate`` (:mod:`allot.manifests`), with the same rules.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from allot.api import admission_v1 as admissionapi
-from allot.api import apiextensions_v1 as extensionsapi
-from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
-from allot.api import tenancy
 from allot.api.base import ApiModel
 from allot.api.kinds import KindInfo, kind_info
-from allot.validation import admission, claims, classes, core, names, schema, slices
+from allot.validation import claims, names
 from allot.validation import meta as metavalidation
-from allot.validation import tenancy as tenantvalidation
 from allot.validation.field import ErrorList, Path, invalid
 from allot.validation.resource import ResourceContext
 
@@ -26,67 +26,62 @@ _NAME_RULES = {
     "subdomain": names.is_dns1123_subdomain,
     "label": names.is_dns1123_label,
 }
+Validate = Callable[[Any, ResourceContext], ErrorList]
+ValidateUpdate = Callable[[Any, Any, ResourceContext], ErrorList]
 
 
-def apply_defaults(obj: ApiModel) -> None:
-    """Defaulting the API server performs before validation."""
-    if isinstance(obj, resourceapi.ResourceClaim):
-        claims.apply_claim_defaults(obj.spec)
-    elif isinstance(obj, resourceapi.ResourceClaimTemplate):
-        claims.apply_claim_defaults(obj.spec.spec)
-    elif isinstance(obj, corev1.Pod):
-        if obj.spec.restart_policy is None:
-            obj.spec.restart_policy = "Always"
-        for container in (obj.spec.init_containers or []) + (obj.spec.containers or []):
-            _default_requests_to_limits(container.resources)
-
-
-def _default_requests_to_limits(resources: corev1.ResourceRequirements | None) -> None:
-    """``SetDefaults_Pod``: a limit without a request is also the request."""
-    if resources is None or not resources.limits:
-        return
-    requests = dict(resources.requests or {})
-    for name, limit in resources.limits.items():
-        requests.setdefault(name, limit)
-    resources.requests = requests
-
-
-def validate_create(obj: ApiModel, context: ResourceContext) -> ErrorList:
-    info = kind_info(obj)
-    errors = _validate_meta(obj, info)
-    return errors + _validate_kind(obj, context)
-
-
-def validate_update(new: ApiModel, old: ApiModel, context: ResourceContext) -> ErrorList:
-    """Validate a spec/metadata update (``old`` is the stored object)."""
-    info = kind_info(new)
-    errors = _validate_meta(new, info)
-    if isinstance(new, resourceapi.ResourceClaim) and isinstance(old, resourceapi.ResourceClaim):
-        if new.spec.to_wire() != old.spec.to_wire():
-            errors.append(invalid(Path("spec"), new.spec.to_wire(), "field is immutable"))
-        return errors
-    if isinstance(new, resourceapi.ResourceClaimTemplate) and isinstance(
-        old, resourceapi.ResourceClaimTemplate
-    ):
-        if new.spec.to_wire() != old.spec.to_wire():
-            errors.append(invalid(Path("spec"), new.spec.to_wire(), "field is immutable"))
-        return errors
-    if isinstance(new, resourceapi.ResourceSlice) and isinstance(old, resourceapi.ResourceSlice):
-        errors += slices.validate_slice_update(new.spec, old.spec)
-    if isinstance(new, resourceapi.DeviceClass) and isinstance(old, resourceapi.DeviceClass):
-        context = _with_stored_selectors(new, old, context)
-    return errors + _validate_kind(new, context)
-
-
-def validate_status_update(new: ApiModel, old: ApiModel, context: ResourceContext) -> ErrorList:
-    if isinstance(new, resourceapi.ResourceClaim) and isinstance(old, resourceapi.ResourceClaim):
-        return claims.validate_claim_status(new, old, context)
+def _no_errors(*args: Any) -> ErrorList:
     return []
 
 
-def _with_stored_selectors(
-    new: resourceapi.DeviceClass, old: resourceapi.DeviceClass, context: ResourceContext
-) -> ResourceContext:
+@dataclass(frozen=True)
+class KindRules:
+    """A kind's validation: ``validate`` on create and update, ``immutable_spec`` (an
+    update may not change ``spec``; the kind's own rules are then skipped, as upstream's
+    claim strategies do), ``validate_update`` for what else an update checks,
+    ``validate_status`` for ``/status`` writes, ``defaults`` before all of it."""
+
+    defaults: Callable[[Any], None] | None = None
+    validate: Validate = _no_errors
+    validate_update: ValidateUpdate = _no_errors
+    validate_status: ValidateUpdate = _no_errors
+    immutable_spec: bool = False
+    stored_selectors: bool = False  # DeviceClass: unchanged selectors were already accepted
+
+
+def apply_defaults(obj: ApiModel, rules: KindRules) -> None:
+    """Defaulting the API server performs before validation."""
+    if rules.defaults is not None:
+        rules.defaults(obj)
+
+
+def validate_create(obj: ApiModel, context: ResourceContext, rules: KindRules) -> ErrorList:
+    return _validate_meta(obj, kind_info(obj)) + rules.validate(obj, context)
+
+
+def validate_update(
+    new: ApiModel, old: ApiModel, context: ResourceContext, rules: KindRules
+) -> ErrorList:
+    """Validate a spec/metadata update (``old`` is the stored object)."""
+    errors = _validate_meta(new, kind_info(new))
+    if rules.immutable_spec:
+        spec = new.spec.to_wire()  # type: ignore[attr-defined]
+        if spec != old.spec.to_wire():  # type: ignore[attr-defined]
+            errors.append(invalid(Path("spec"), spec, "field is immutable"))
+        return errors
+    errors += rules.validate_update(new, old, context)
+    if rules.stored_selectors:
+        context = _with_stored_selectors(new, old, context)
+    return errors + rules.validate(new, context)
+
+
+def validate_status_update(
+    new: ApiModel, old: ApiModel, context: ResourceContext, rules: KindRules
+) -> ErrorList:
+    return rules.validate_status(new, old, context)
+
+
+def _with_stored_selectors(new: Any, old: Any, context: ResourceContext) -> ResourceContext:
     new_selectors = [s.to_wire() for s in new.spec.selectors or []]
     old_selectors = [s.to_wire() for s in old.spec.selectors or []]
     if new_selectors != old_selectors:
@@ -111,49 +106,31 @@ def _validate_meta(obj: ApiModel, info: KindInfo) -> ErrorList:
     )
 
 
-def _validate_kind(obj: ApiModel, context: ResourceContext) -> ErrorList:
-    if isinstance(obj, resourceapi.DeviceClass):
-        return classes.validate_class_spec(obj.spec, context)
-    if isinstance(obj, resourceapi.ResourceSlice):
-        return slices.validate_slice_spec(obj.spec, context.features)
-    if isinstance(obj, resourceapi.ResourceClaim):
-        return claims.validate_claim_spec(obj.spec, Path("spec"), context, obj.metadata.namespace)
-    if isinstance(obj, resourceapi.ResourceClaimTemplate):
-        errors = _validate_template_meta(obj.spec.metadata)
-        return errors + claims.validate_claim_spec(
-            obj.spec.spec,
-            Path(
-                "spec",
-            ).child("spec"),
-            context,
-            obj.metadata.namespace,
-        )
-    if isinstance(obj, corev1.Pod):
-        return core.validate_pod_spec(obj.spec, Path("spec"))
-    if isinstance(obj, corev1.ConfigMap):
-        return core.validate_config_map(obj)
-    if isinstance(obj, corev1.Event):
-        return core.validate_event(obj)
-    return _validate_platform_kind(obj)
+def default_pod(pod: Any) -> None:
+    """``SetDefaults_Pod``: ``restartPolicy: Always``; a limit without a request is also
+    the request."""
+    if pod.spec.restart_policy is None:
+        pod.spec.restart_policy = "Always"
+    for container in (pod.spec.init_containers or []) + (pod.spec.containers or []):
+        resources = container.resources
+        if resources is None or not resources.limits:
+            continue
+        requests = dict(resources.requests or {})
+        for name, limit in resources.limits.items():
+            requests.setdefault(name, limit)
+        resources.requests = requests
 
 
-def _validate_platform_kind(obj: ApiModel) -> ErrorList:
-    if isinstance(obj, extensionsapi.CustomObject):
-        return schema.validate_custom(obj.to_wire(), type(obj).openapi_schema)
-    if isinstance(obj, extensionsapi.CustomResourceDefinition):
-        return schema.validate_crd(obj)
-    if isinstance(obj, corev1.ResourceQuota):
-        return admission.validate_quota(obj)
-    if isinstance(obj, admissionapi.ValidatingAdmissionPolicy):
-        return admission.validate_policy_spec(obj.spec)
-    if isinstance(obj, admissionapi.ValidatingAdmissionPolicyBinding):
-        return admission.validate_binding_spec(obj.spec)
-    if isinstance(obj, tenancy.Tenant):
-        return tenantvalidation.validate_tenant(obj)
-    return []
+def validate_claim_template(
+    obj: resourceapi.ResourceClaimTemplate, context: ResourceContext
+) -> ErrorList:
+    errors = validate_template_meta(obj.spec.metadata)
+    return errors + claims.validate_claim_spec(
+        obj.spec.spec, Path("spec").child("spec"), context, obj.metadata.namespace
+    )
 
 
-def _validate_template_meta(template_meta: Any) -> ErrorList:
+def validate_template_meta(template_meta: Any) -> ErrorList:
     """A template's ``spec.metadata`` may carry labels and annotations only."""
     if template_meta is None:
         return []

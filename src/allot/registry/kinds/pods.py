@@ -1,0 +1,98 @@
+"""Pod: ``kubectl get pods`` columns, a new pod's status, upstream's pod defaulting."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from allot.registry.kinds import KindStrategy, QuotaEvaluator, Table
+from allot.registry.kinds.columns import AGE, NAME, age, column
+from allot.types import Obj
+from allot.validation import core, objects
+from allot.validation.field import Path
+from allot.validation.objects import KindRules
+
+if TYPE_CHECKING:
+    from allot.registry.quota import Charging, Usage
+
+
+def _pod_cells(obj: Obj, now: dt.datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    containers = spec.get("containers") or []
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for s in statuses if s.get("ready"))
+    restarts = sum(int(s.get("restartCount") or 0) for s in statuses)
+    reason = status.get("reason") or status.get("phase") or "Pending"
+    for container in statuses:
+        state = container.get("state") or {}
+        if state.get("waiting", {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif state.get("terminated", {}).get("reason"):
+            reason = state["terminated"]["reason"]
+    if obj["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    gates = spec.get("readinessGates") or []
+    return [
+        obj["metadata"]["name"],
+        f"{ready}/{len(containers)}",
+        reason,
+        restarts,
+        age(obj, now),
+        status.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        f"{len(gates)}" if gates else "<none>",
+    ]
+
+
+def _pending(obj: Obj) -> None:
+    """A client's status is dropped, as upstream's ``PrepareForCreate`` does."""
+    obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def _usage(obj: Obj, charging: Charging) -> Usage:
+    from allot.registry import quota  # it reads the strategies: imported when charging
+
+    return quota.pod_usage(obj)
+
+
+QUOTA = QuotaEvaluator(
+    usage=_usage,
+    charges=lambda keys: any(k == "pods" or k.startswith("requests.") for k in keys),
+)
+
+STRATEGIES = (
+    KindStrategy(
+        "Pod",
+        "pod",
+        short_names=("po",),
+        categories=("all",),
+        subresources=("status", "log", "binding"),
+        rules=KindRules(
+            defaults=objects.default_pod,
+            validate=lambda obj, context: core.validate_pod_spec(obj.spec, Path("spec")),
+        ),
+        initial_status=_pending,
+        quota=QUOTA,
+        table=Table(
+            [
+                NAME,
+                column("Ready", "The aggregate readiness state of this pod for accepting traffic."),
+                column("Status", "The aggregate status of the containers in this pod."),
+                column(
+                    "Restarts",
+                    "The number of times the containers in this pod have been "
+                    "restarted and when the last container in this pod has "
+                    "restarted.",
+                    kind="string",
+                ),
+                AGE,
+                column("IP", "IP address allocated to the pod.", 1),
+                column("Node", "Name of the Node this pod is assigned to.", 1),
+                column("Nominated Node", "Name of the node this pod is nominated to run on.", 1),
+                column("Readiness Gates", "Pod readiness gates.", 1),
+            ],
+            _pod_cells,
+        ),
+    ),
+)

@@ -1,0 +1,19 @@
+"""ResourceClaimTemplate: the claim a pod's entry makes for it; immutable like a claim."""
+
+from __future__ import annotations
+
+from allot.registry.kinds import KindStrategy
+from allot.validation import claims, objects
+from allot.validation.objects import KindRules
+
+STRATEGIES = (
+    KindStrategy(
+        "ResourceClaimTemplate",
+        "resourceclaimtemplate",
+        rules=KindRules(
+            defaults=lambda obj: claims.apply_claim_defaults(obj.spec.spec),
+            validate=objects.validate_claim_template,
+            immutable_spec=True,
+        ),
+    ),
+)
