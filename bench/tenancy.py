@@ -119,10 +119,24 @@ def _watch(
         except httpx.HTTPError:
             if stop.is_set():
                 return
-        listing = client.get(path).json()
+        since = _relist(client, path, seen, allocated, stop)
+
+
+def _relist(
+    client: httpx.Client, path: str, seen: dict[str, float], allocated: bool, stop: threading.Event
+) -> str:
+    """List again after a stream ended; a failed list (a connection the server closed with
+    the stream) is tried again on a fresh connection instead of ending the watch."""
+    while not stop.is_set():
+        try:
+            listing = client.get(path).json()
+        except httpx.HTTPError:
+            time.sleep(0.05)
+            continue
         for obj in listing["items"]:
             _note(obj, seen, allocated)
-        since = str(listing["metadata"]["resourceVersion"])
+        return str(listing["metadata"]["resourceVersion"])
+    return ""
 
 
 def _note(obj: dict[str, Any], seen: dict[str, float], allocated: bool) -> None:

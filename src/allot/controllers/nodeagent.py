@@ -49,6 +49,7 @@ class DevicePreparer:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._made = False  # the directory exists (made once, not on every claim)
 
     def prepare(self, claim: Obj, node: str) -> list[Obj]:
         devices = [
@@ -63,7 +64,9 @@ class DevicePreparer:
             for r in _results(claim)
             if r.get("pool")
         ]
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self._made:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._made = True
         path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim['metadata']['uid']}.json"
         path.write_text(
             json.dumps(
@@ -150,7 +153,7 @@ class NodeAgent:
         claims = self._claims(pod)
         with_config = any(_allocated_devices(c).get("config") for c in claims)
         published = (
-            _published_devices(self.context.list("ResourceSlice"), _pools_of(claims))
+            _published_devices(self.context.scan("ResourceSlice"), _pools_of(claims))
             if with_config or self.runtime.wants_devices
             else {}
         )

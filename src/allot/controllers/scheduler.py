@@ -71,6 +71,11 @@ class Unschedulable(Exception):
     """The pod cannot be scheduled now; the message goes to its PodScheduled condition."""
 
 
+class Gated(Exception):
+    """The pod waits for the resourceclaim controller to create its claim: as upstream's
+    DynamicResources PreEnqueue, it is parked without a status write or an Event."""
+
+
 class Scheduler:
     name = "scheduler"
 
@@ -172,6 +177,9 @@ class Scheduler:
         try:
             claims = self._claims(pod)
             placement = self._place(pod, claims)
+        except Gated:
+            self.parked.add(("pod", namespace, name))
+            return
         except Unschedulable as problem:
             self.parked.add(("pod", namespace, name))
             self._mark_unschedulable(pod, str(problem))
@@ -200,10 +208,7 @@ class Scheduler:
             name = pod_claim.get("resourceClaimName")
             if pod_claim.get("resourceClaimTemplateName"):
                 if pod_claim["name"] not in statuses:
-                    raise Unschedulable(
-                        f'pod "{namespace}/{pod["metadata"]["name"]}": '
-                        "ResourceClaim not created yet"
-                    )
+                    raise Gated()
                 name = statuses[pod_claim["name"]]
                 if name is None:
                     continue
@@ -491,9 +496,9 @@ class Scheduler:
         if latest is None:
             return
         finalizers = latest["metadata"].get("finalizers") or []
-        if allocation is not None and FINALIZER not in finalizers:
+        protect = allocation is not None and FINALIZER not in finalizers
+        if protect:  # upstream's PreBind adds it by an update before the status update
             latest["metadata"]["finalizers"] = [*finalizers, FINALIZER]
-            latest = self.context.update("ResourceClaim", latest, MANAGER)
         status = clone_document(latest.get("status") or {})
         if allocation is not None:
             status["allocation"] = allocation
@@ -506,7 +511,10 @@ class Scheduler:
         if all(r.get("uid") != consumer["uid"] for r in reserved):
             status["reservedFor"] = [*reserved, consumer]
         latest["status"] = status
-        self.context.update_status("ResourceClaim", latest, MANAGER)
+        if protect:  # the finalizer, allocation and reservation in one write
+            self.context.update_with_status("ResourceClaim", latest, MANAGER)
+        else:
+            self.context.update_status("ResourceClaim", latest, MANAGER)
 
     def _mark_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None:
         conditions = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}

@@ -189,6 +189,12 @@ class Store:
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         return items, rv
 
+    def scan(self, cluster: str, resource: Resource) -> list[Obj]:
+        """Every object of a resource in no particular order, the store's own dicts (read
+        them, never modify them): for controllers that look for a few among many."""
+        with self._lock:
+            return list(self._by_resource.get((cluster, resource.key), {}).values())
+
     def list_serialized(
         self, cluster: str, resource: Resource, namespace: str | None = None
     ) -> tuple[list[str], int]:
