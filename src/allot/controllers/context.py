@@ -44,15 +44,15 @@ class ControllerContext:
         """The stored object without a copy: read it, never modify it."""
         return self.store.peek(self.cluster, by_kind(kind).store, namespace, name)
 
+    def scan(self, kind: str) -> list[Obj]:
+        """Every stored object of a kind, unsorted and uncopied: read them, never modify."""
+        return self.store.scan(self.cluster, by_kind(kind).store)
+
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         items, _ = self.store.list_objects(
             self.cluster, by_kind(kind).store, namespace, shared=True
         )
         return items
-
-    def scan(self, kind: str) -> list[Obj]:
-        """Every stored object of a kind, unsorted and uncopied: read them, never modify."""
-        return self.store.scan(self.cluster, by_kind(kind).store)
 
     def _target(self, kind: str, obj: Obj, subresource: str = "") -> Target:
         resource = by_kind(kind)
