@@ -208,6 +208,8 @@ def _run(
         name = f"{prefix}-{index}"
         created[name] = time.perf_counter()
         client.post("/api/v1/namespaces/default/pods", json=_pod(name)).raise_for_status()
+    if os.environ.get("ALLOT_BENCH_VERBOSE"):
+        print(f"  {count} pods created in {time.perf_counter() - first:.1f} s", flush=True)
     deadline = time.monotonic() + DEADLINE_SECONDS
     done = 0
     while done < count and time.monotonic() < deadline:
