@@ -483,9 +483,11 @@ class Store:
         # ``obj`` is the store's private copy from here on; listeners must not modify it.
         self._index(key, obj)
         self._set_body(key, body)
-        self._after_write(WatchEvent(event_type, rv, cluster, resource, obj))
-        if commit_now:
-            self._commits.commit_now()
+        try:
+            self._after_write(WatchEvent(event_type, rv, cluster, resource, obj))
+        finally:
+            if commit_now:
+                self._commits.commit_now()
 
     def _remove(self, key: ObjectKey, obj: Obj) -> None:
         cluster, resource, _, name = key
@@ -499,9 +501,11 @@ class Store:
         )
         self._unindex(key)
         self._set_body(key, None)
-        self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj))
-        if commit_now:
-            self._commits.commit_now()
+        try:
+            self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj))
+        finally:
+            if commit_now:
+                self._commits.commit_now()
         self._collect_garbage(cluster, obj)
         if resource == "namespaces":
             self._empty_namespace(cluster, name)
