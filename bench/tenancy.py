@@ -8,7 +8,8 @@ claims and 20 pods at once (one thread per tenant). A watch per tenant records w
 claim's ``status.allocation`` first appears there; a host watch records when each claim's
 host twin appears. Printed: p50/p99 create-to-visible, and sync throughput (claims whose
 twins reached the host, per second from the first create). Targets (issue 6): p99 under
-250 ms idle; at least 200 claims/s through the sync under load.
+250 ms idle; at least 200 claims/s through the sync under load (issue 15: and p99 under
+3 s there). Each figure is printed with its target and their ratio (above 1: met).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from bench.scheduler import DRIVER, _client, _serve, publish_nodes
 
 NODES, DEVICES = 110, 10
 TENANTS, PER_TENANT, IDLE_ROUNDS = 50, 20, 50
-P99_TARGET_MS, SYNC_TARGET = 250.0, 200.0
+P99_TARGET_MS, SYNC_TARGET, LOAD_P99_TARGET_MS = 250.0, 200.0, 3000.0
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 
 
@@ -119,10 +120,24 @@ def _watch(
         except httpx.HTTPError:
             if stop.is_set():
                 return
-        listing = client.get(path).json()
+        since = _relist(client, path, seen, allocated, stop)
+
+
+def _relist(
+    client: httpx.Client, path: str, seen: dict[str, float], allocated: bool, stop: threading.Event
+) -> str:
+    """List again after a stream ended; a failed list (a connection the server closed with
+    the stream) is tried again on a fresh connection instead of ending the watch."""
+    while not stop.is_set():
+        try:
+            listing = client.get(path).json()
+        except httpx.HTTPError:
+            time.sleep(0.05)
+            continue
         for obj in listing["items"]:
             _note(obj, seen, allocated)
-        since = str(listing["metadata"]["resourceVersion"])
+        return str(listing["metadata"]["resourceVersion"])
+    return ""
 
 
 def _note(obj: dict[str, Any], seen: dict[str, float], allocated: bool) -> None:
@@ -278,7 +293,8 @@ def _drive(data: Path, url: str, ca: str, token: str) -> None:
     )
     p50, p99, rate = _load(url, ca, tokens, token)
     print(
-        f"  load: create -> visible p50 {p50:.0f} ms, p99 {p99:.0f} ms; sync throughput "
+        f"  load: create -> visible p50 {p50:.0f} ms, p99 {p99:.0f} ms; target p99 < "
+        f"{LOAD_P99_TARGET_MS:.0f} ms -> ratio {LOAD_P99_TARGET_MS / p99:.2f}; sync throughput "
         f"{rate:,.0f} claims/s; target {SYNC_TARGET:.0f} claims/s -> ratio {rate / SYNC_TARGET:.2f}"
     )
 

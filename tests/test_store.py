@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +160,34 @@ def test_dry_run_persists_nothing(tmp_path: Path) -> None:
     assert store.current_rv() == before
     with pytest.raises(NotFound):
         store.get("host", CLAIMS, "default", "a")
+
+
+def _stored_names(path: Path) -> set[str]:
+    """What another connection reads from the database file: committed rows only."""
+    with sqlite3.connect(str(path / "state.db")) as db:
+        return {row[0] for row in db.execute("SELECT name FROM objects WHERE namespace != ''")}
+
+
+def test_writes_of_one_loop_turn_commit_together(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    immediate: list[int] = []
+    committed: list[int] = []
+    store.add_listener(lambda event: immediate.append(event.rv))
+    store.add_listener(lambda event: committed.append(event.rv), committed=True)
+
+    async def turn() -> None:
+        store.create("host", CLAIMS, _claim("a"))
+        store.create("host", CLAIMS, _claim("b"))
+        assert _stored_names(tmp_path) == set()  # nothing committed within the turn
+        assert len(immediate) == 2  # the controllers see the writes at once
+        assert committed == []  # watch streams only once committed
+        await store.committed()
+        assert _stored_names(tmp_path) == {"a", "b"}
+        assert committed == immediate
+
+    asyncio.run(turn())
+    store.create("host", CLAIMS, _claim("c"))  # no loop: committed before it returns
+    assert _stored_names(tmp_path) == {"a", "b", "c"}
+    assert committed == immediate
+    store.close()
+    assert Store(tmp_path / "state.db").current_rv() == immediate[-1]

@@ -167,9 +167,9 @@ class ApiServer:
             cluster = request.path_params["cluster"]
             try:
                 self._authenticate(request, cluster)
-                return await serve(request, cluster)
+                response = await serve(request, cluster)
             except (RequestError, StoreError, ApiError, InvalidObjectError) as err:
-                return _status_response(err)
+                response = _status_response(err)
             except Exception as err:  # a bug: logged with its traceback, answered as a Status
                 LOG.exception(
                     "internal error serving %s %s on cluster %s",
@@ -177,7 +177,10 @@ class ApiServer:
                     request.url.path,
                     cluster,
                 )
-                return _status_response(err)
+                response = _status_response(err)
+            # no answer leaves before the writes it may tell of are committed
+            await self.registry.store.committed()
+            return response
 
         return endpoint
 

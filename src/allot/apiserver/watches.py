@@ -206,7 +206,8 @@ class WatchStream:
 
     async def stream(self) -> AsyncIterator[bytes]:
         self.loop = asyncio.get_running_loop()
-        self.store.add_listener(self._listen)
+        await self.store.committed()  # the history and listing below are committed state
+        self.store.add_listener(self._listen, committed=True)
         try:
             try:
                 lines, last_rv = self.initial()

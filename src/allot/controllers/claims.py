@@ -107,7 +107,7 @@ class ClaimController:
         if what == "claim":
             self._drop_stale_reservations(namespace, name)
             return
-        pod = self.context.get("Pod", namespace, name)
+        pod = self.context.peek("Pod", namespace, name)  # read only: writes fetch again
         if pod is None:
             last = self.gone.get((namespace, name))
             if last is not None:
@@ -216,7 +216,7 @@ class ClaimController:
     def _drop_stale_reservations(self, namespace: str, name: str) -> None:
         """Reservations of pods that no longer exist (deleted while the platform was down,
         or their delete event lost in a crash) go, as upstream's ``syncClaim`` drops them."""
-        claim = self.context.get("ResourceClaim", namespace, name)
+        claim = self.context.peek("ResourceClaim", namespace, name)
         if claim is None:
             return
         stale: set[str | None] = set()
@@ -227,7 +227,7 @@ class ClaimController:
                     raise RetryLater(RECHECK_SECONDS)
                 stale.add(consumer.get("uid"))
         if stale:
-            self._unreserve(claim, stale)
+            self._unreserve(clone_document(claim), stale)
 
     def _unreserve(self, claim: Obj, gone: set[str | None]) -> None:
         status = claim.get("status") or {}

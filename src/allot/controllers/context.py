@@ -44,6 +44,10 @@ class ControllerContext:
         """The stored object without a copy: read it, never modify it."""
         return self.store.peek(self.cluster, by_kind(kind).store, namespace, name)
 
+    def scan(self, kind: str) -> list[Obj]:
+        """Every stored object of a kind, unsorted and uncopied: read them, never modify."""
+        return self.store.scan(self.cluster, by_kind(kind).store)
+
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         items, _ = self.store.list_objects(
             self.cluster, by_kind(kind).store, namespace, shared=True
@@ -79,6 +83,15 @@ class ControllerContext:
         return clone_document(
             self.handlers.update(
                 self.cluster, self._target(kind, obj, "status"), obj, _options(manager)
+            ).object
+        )
+
+    def update_with_status(self, kind: str, obj: Obj, manager: str) -> Obj:
+        """Write ``obj``'s metadata and spec and its status at once: one stored write,
+        admitted as an update and a status update would be."""
+        return clone_document(
+            self.handlers.update_with_status(
+                self.cluster, self._target(kind, obj), obj, _options(manager)
             ).object
         )
 

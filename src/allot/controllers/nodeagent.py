@@ -50,6 +50,7 @@ class DevicePreparer:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._made = False  # the directory exists (made once, not on every claim)
 
     def prepare(self, claim: Obj, node: str) -> list[Obj]:
         devices = [
@@ -64,7 +65,9 @@ class DevicePreparer:
             for r in _results(claim)
             if r.get("pool")
         ]
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self._made:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._made = True
         path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim['metadata']['uid']}.json"
         path.write_text(
             json.dumps(
@@ -100,9 +103,13 @@ class NodeAgent:
         self.preparer = preparer
         self.runtime = runtime
         self.driver_gates = dict(driver_gates or {})
+        self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
+            return []
+        if event.resource == "resourceslices.resource.k8s.io":
+            self._published = None
             return []
         if event.resource == "resourceclaims.resource.k8s.io" and event.type == "DELETED":
             self.preparer.unprepare(event.object["metadata"]["uid"])  # its spec goes with it
@@ -151,7 +158,7 @@ class NodeAgent:
         claims = self._claims(pod)
         with_config = any(_allocated_devices(c).get("config") for c in claims)
         published = (
-            _published_devices(self.context.list("ResourceSlice"), _pools_of(claims))
+            self._published_of(_pools_of(claims))
             if with_config or self.runtime.wants_devices
             else {}
         )
@@ -170,6 +177,21 @@ class NodeAgent:
             self._fail_to_start(pod, str(err))
             return
         self.context.update_status("Pod", _running(pod, self.context.clock()), MANAGER)
+
+    def _published_of(
+        self, pools: set[tuple[str, str]]
+    ) -> dict[tuple[str, str, str], dict[str, str]]:
+        """The published devices of ``pools``, from slices indexed by pool once per change
+        of any slice (not a scan of every slice for each pod)."""
+        if self._published is None:
+            by_pool: dict[tuple[str, str], list[Obj]] = {}
+            for slice_ in self.context.scan("ResourceSlice"):
+                spec = slice_.get("spec") or {}
+                pool = (str(spec.get("driver")), str((spec.get("pool") or {}).get("name")))
+                by_pool.setdefault(pool, []).append(slice_)
+            self._published = by_pool
+        slices = [s for pool in pools for s in self._published.get(pool, [])]
+        return _published_devices(slices, pools)
 
     def _check_configs(
         self, claim: Obj, published: dict[tuple[str, str, str], dict[str, str]]

@@ -76,6 +76,11 @@ class Unschedulable(Exception):
     """The pod cannot be scheduled now; the message goes to its PodScheduled condition."""
 
 
+class Gated(Exception):
+    """The pod waits for the resourceclaim controller to create its claim: as upstream's
+    DynamicResources PreEnqueue, it is parked without a status write or an Event."""
+
+
 class Scheduler:
     name = "scheduler"
 
@@ -171,6 +176,9 @@ class Scheduler:
         try:
             claims = self._claims(pod)
             placement = self._place(pod, claims)
+        except Gated:
+            self.parked.add(("pod", namespace, name))
+            return
         except Unschedulable as problem:
             self.parked.add(("pod", namespace, name))
             self._mark_unschedulable(pod, str(problem))
@@ -194,8 +202,8 @@ class Scheduler:
         for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
             try:
                 name = claims_api.claim_name(pod, pod_claim)
-            except ClaimNotCreatedError as err:
-                raise Unschedulable(str(err)) from None
+            except ClaimNotCreatedError:
+                raise Gated() from None  # upstream's PreEnqueue: no status write, no Event
             if name is None and pod_claim.get("resourceClaimTemplateName"):
                 continue
             claim = self.context.peek("ResourceClaim", namespace, name or "")
@@ -416,9 +424,9 @@ class Scheduler:
         if latest is None:
             return
         finalizers = latest["metadata"].get("finalizers") or []
-        if allocation is not None and FINALIZER not in finalizers:
+        protect = allocation is not None and FINALIZER not in finalizers
+        if protect:  # upstream's PreBind adds it by an update before the status update
             latest["metadata"]["finalizers"] = [*finalizers, FINALIZER]
-            latest = self.context.update("ResourceClaim", latest, MANAGER)
         status = clone_document(latest.get("status") or {})
         if allocation is not None:
             status["allocation"] = allocation  # the index takes it from the store's event
@@ -426,7 +434,10 @@ class Scheduler:
         if all(r.get("uid") != consumer["uid"] for r in reserved):
             status["reservedFor"] = [*reserved, consumer]
         latest["status"] = status
-        self.context.update_status("ResourceClaim", latest, MANAGER)
+        if protect:  # the finalizer, allocation and reservation in one write
+            self.context.update_with_status("ResourceClaim", latest, MANAGER)
+        else:
+            self.context.update_status("ResourceClaim", latest, MANAGER)
 
     def _mark_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None:
         conditions = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}

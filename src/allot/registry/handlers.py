@@ -297,6 +297,22 @@ class Handlers:
             )
         return found
 
+    def update_with_status(
+        self, cluster: str, target: Target, body: Obj, options: WriteOptions
+    ) -> WriteResult:
+        """A controller's change of an object and of its status in one stored write (the
+        scheduler's claim finalizer with the allocation and reservation): admitted as an
+        update of the object, then as an update of its ``status`` subresource, each as
+        it would be on its own, so every refusal is the same as for two writes."""
+        current = self._current(cluster, target)
+        main, warnings = self._admitted(cluster, target, current, body, options, "Update")
+        status = Target(target.resource, target.namespace, target.name, "status")
+        obj, more = self._admitted(cluster, status, main, body, options, "Update")
+        updated = self.store.update(
+            cluster, target.resource.store, obj, owned=True, copy_result=False
+        )
+        return WriteResult(self.with_type(target.resource, updated), warnings + more)
+
     def _replace(
         self,
         cluster: str,
@@ -306,6 +322,28 @@ class Handlers:
         options: WriteOptions,
         operation: str = "Update",
     ) -> WriteResult:
+        obj, warnings = self._admitted(cluster, target, current, body, options, operation)
+        updated = self.store.update(
+            cluster,
+            target.resource.store,
+            obj,
+            dry_run=options.dry_run,
+            owned=True,
+            copy_result=False,
+        )
+        return WriteResult(self.with_type(target.resource, updated), warnings)
+
+    def _admitted(
+        self,
+        cluster: str,
+        target: Target,
+        current: Obj,
+        body: Obj,
+        options: WriteOptions,
+        operation: str,
+    ) -> tuple[Obj, list[str]]:
+        """The object an update of ``current`` with ``body`` stores, decoded and admitted
+        (not stored yet), and the warnings."""
         resource = target.resource
         new = self._merge_for_subresource(resource, target.subresource, current, body)
         model, warnings = self.admission.decode(new, options.field_validation)
@@ -329,10 +367,7 @@ class Handlers:
             changed = obj.get("spec") != current.get("spec")
             obj["metadata"]["generation"] = generation + 1 if changed else generation
         self._record_manager(obj, options.field_manager, operation)
-        updated = self.store.update(
-            cluster, resource.store, obj, dry_run=options.dry_run, owned=True, copy_result=False
-        )
-        return WriteResult(self.with_type(resource, updated), warnings)
+        return obj, warnings
 
     @staticmethod
     def _merge_for_subresource(

@@ -7,7 +7,8 @@ Design (documented in docs/architecture.md):
 - One resourceVersion sequence is shared by all clusters: the ``events`` table's integer
   key. Every write appends an event in the same transaction, so an acknowledged write and
   its watch event are durable together (WAL, ``synchronous=NORMAL``: survives a crash of
-  the process).
+  the process). The writes of one event-loop turn share one transaction, and nothing
+  outside the process hears of a write before its commit (``allot.store.commits``).
 - The last ``EVENT_RETENTION`` events are kept for watch resumption; older resource
   versions get 410 Expired, as etcd compaction does.
 - An in-memory copy of every object answers gets and lists without touching SQLite.
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from allot.api.documents import clone_document
+from allot.store.commits import GroupCommit
 from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
 
 EVENT_RETENTION = 50_000
@@ -112,7 +114,11 @@ class Store:
             self._index((cluster, resource, namespace, name), json.loads(body))
             self._set_body((cluster, resource, namespace, name), body)
         self._listeners: list[Listener] = []
+        self._committed_listeners: list[Listener] = []
+        self._uncommitted: list[WatchEvent] = []  # for the committed listeners
         self._writes = 0
+        self._rv = self._stored_rv()
+        self._commits = GroupCommit(self._db, self._lock, self._hand_over, self._forget_uncommitted)
 
     def _index(self, key: ObjectKey, obj: Obj) -> None:
         self._objects[key] = obj
@@ -145,10 +151,20 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
+            self._commits.commit_now()
+            self._commits.closed = True
             self._db.close()
+
+    async def committed(self) -> None:
+        """Return once every write made so far is committed: what the API server awaits
+        before it answers a request (``allot.store.commits``)."""
+        await self._commits.committed()
 
     # ------------------------------------------------------------------ reading
     def current_rv(self) -> int:
+        return self._rv
+
+    def _stored_rv(self) -> int:
         row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='events'").fetchone()
         return int(row[0]) if row else 0
 
@@ -189,6 +205,12 @@ class Store:
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         return items, rv
 
+    def scan(self, cluster: str, resource: Resource) -> list[Obj]:
+        """Every object of a resource in no particular order, the store's own dicts (read
+        them, never modify them): for controllers that look for a few among many."""
+        with self._lock:
+            return list(self._by_resource.get((cluster, resource.key), {}).values())
+
     def list_serialized(
         self, cluster: str, resource: Resource, namespace: str | None = None
     ) -> tuple[list[str], int]:
@@ -224,12 +246,29 @@ class Store:
             for number, kind, body in rows
         ]
 
-    def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+    def add_listener(self, listener: Listener, *, committed: bool = False) -> None:
+        """Call ``listener`` after each write: at once (in-process caches, controllers), or
+        with ``committed`` only once the write is committed (what leaves the process:
+        watch streams)."""
+        (self._committed_listeners if committed else self._listeners).append(listener)
 
     def remove_listener(self, listener: Listener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        for listeners in (self._listeners, self._committed_listeners):
+            if listener in listeners:
+                listeners.remove(listener)
+
+    def _forget_uncommitted(self) -> None:
+        """The transaction was rolled back: its events are never handed over."""
+        with self._lock:
+            self._uncommitted = []
+
+    def _hand_over(self) -> None:
+        """After a commit: the committed listeners get the events of what it held."""
+        with self._lock:
+            events, self._uncommitted = self._uncommitted, []
+        for event in events:
+            for listener in list(self._committed_listeners):
+                listener(event)
 
     # ------------------------------------------------------------------ writing
     def create(
@@ -431,61 +470,78 @@ class Store:
 
     def _write(self, key: ObjectKey, obj: Obj, event_type: str) -> None:
         cluster, resource, namespace, name = key
-        self._db.execute("BEGIN")
-        try:
-            cursor = self._db.execute(
-                "INSERT INTO events (cluster, resource, type, body) VALUES (?, ?, ?, '')",
-                (cluster, resource, event_type),
-            )
-            rv = int(cursor.lastrowid or 0)
-            obj["metadata"]["resourceVersion"] = str(rv)
-            body = json.dumps(obj, separators=(",", ":"))
-            self._db.execute("UPDATE events SET body=? WHERE rv=?", (body, rv))
-            self._db.execute(
-                "INSERT OR REPLACE INTO objects (cluster, resource, namespace, name, body) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (cluster, resource, namespace, name, body),
-            )
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        rv = self._rv + 1
+        obj["metadata"]["resourceVersion"] = str(rv)
+        body = json.dumps(obj, separators=(",", ":"))
+        commit_now = self._persist(
+            rv,
+            (cluster, resource, event_type, body),
+            "INSERT OR REPLACE INTO objects (cluster, resource, namespace, name, body) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (cluster, resource, namespace, name, body),
+        )
         # ``obj`` is the store's private copy from here on; listeners must not modify it.
         self._index(key, obj)
         self._set_body(key, body)
-        self._after_write(WatchEvent(event_type, rv, cluster, resource, obj))
+        try:
+            self._after_write(WatchEvent(event_type, rv, cluster, resource, obj))
+        finally:
+            if commit_now:
+                self._commits.commit_now()
 
     def _remove(self, key: ObjectKey, obj: Obj) -> None:
         cluster, resource, _, name = key
-        self._db.execute("BEGIN")
-        try:
-            cursor = self._db.execute(
-                "INSERT INTO events (cluster, resource, type, body) VALUES (?, ?, 'DELETED', '')",
-                (cluster, resource),
-            )
-            rv = int(cursor.lastrowid or 0)
-            obj["metadata"]["resourceVersion"] = str(rv)
-            self._db.execute(
-                "UPDATE events SET body=? WHERE rv=?", (json.dumps(obj, separators=(",", ":")), rv)
-            )
-            self._db.execute(
-                "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?", key
-            )
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        rv = self._rv + 1
+        obj["metadata"]["resourceVersion"] = str(rv)
+        commit_now = self._persist(
+            rv,
+            (cluster, resource, "DELETED", json.dumps(obj, separators=(",", ":"))),
+            "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?",
+            key,
+        )
         self._unindex(key)
         self._set_body(key, None)
-        self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj))
+        try:
+            self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj))
+        finally:
+            if commit_now:
+                self._commits.commit_now()
         self._collect_garbage(cluster, obj)
         if resource == "namespaces":
             self._empty_namespace(cluster, name)
+
+    def _persist(
+        self, rv: int, event: tuple[str, str, str, str], statement: str, values: tuple[str, ...]
+    ) -> bool:
+        """Append event ``rv`` and change the object's row in the loop turn's transaction;
+        True when the caller commits once it has told the listeners (no loop runs here).
+        A failed write leaves neither row."""
+        commit_now = self._commits.begin()
+        try:
+            self._db.execute(
+                "INSERT INTO events (rv, cluster, resource, type, body) VALUES (?, ?, ?, ?, ?)",
+                (rv, *event),
+            )
+            try:
+                self._db.execute(statement, values)
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("DELETE FROM events WHERE rv=?", (rv,))
+                raise
+        except BaseException:
+            self._commits.abandon()
+            if commit_now:
+                self._commits.commit_now()
+            raise
+        self._rv = rv
+        return commit_now
 
     def _after_write(self, event: WatchEvent) -> None:
         self._writes += 1
         if self._writes % 1000 == 0:
             self._db.execute("DELETE FROM events WHERE rv <= ?", (event.rv - EVENT_RETENTION,))
+        if self._committed_listeners:
+            self._uncommitted.append(event)
         for listener in list(self._listeners):
             listener(event)
 
