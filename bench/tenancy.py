@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import statistics
 import tempfile
 import threading
@@ -29,7 +30,8 @@ import httpx
 from bench.scheduler import DRIVER, _client, _serve, publish_nodes
 
 NODES, DEVICES = 110, 10
-TENANTS, PER_TENANT, IDLE_ROUNDS = 50, 20, 50
+TENANTS, IDLE_ROUNDS = 50, 50
+PER_TENANT = int(os.environ.get("ALLOT_BENCH_PER_TENANT", "20"))  # smaller or larger loads
 P99_TARGET_MS, SYNC_TARGET, LOAD_P99_TARGET_MS = 250.0, 200.0, 3000.0
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 
