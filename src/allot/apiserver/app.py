@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -51,6 +51,7 @@ from allot.registry.listing import ListOptions
 from allot.registry.requests import Target, resolve_target
 from allot.statuses import InvalidObjectError, RequestError, to_status
 from allot.store.errors import StoreError
+from allot.types import Obj
 
 LOG = logging.getLogger("allot.apiserver")
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -58,7 +59,6 @@ OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are decoded in a worker th
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 Decoded = TypeVar("Decoded")
 Found = TypeVar("Found")
-Obj = dict[str, Any]
 ClusterEndpoint = Callable[[Request, str], Awaitable[Response]]
 
 

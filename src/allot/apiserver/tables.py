@@ -15,8 +15,7 @@ from typing import Any
 
 from allot.registry.kinds import table_for
 from allot.registry.kinds.columns import AGE, NAME, Cells, age, column, human_duration
-
-Obj = dict[str, Any]
+from allot.types import Obj
 
 
 def _default_cells(obj: Obj, now: dt.datetime) -> list[Any]:

@@ -21,15 +21,14 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from allot.apiserver import tables
 from allot.apiserver.errors import TooManyRequests
 from allot.registry.resources import ServedResource
 from allot.store import Store, WatchEvent
 from allot.store.errors import Expired
+from allot.types import Obj
 
-Obj = dict[str, Any]
 DEFAULT_TIMEOUT_SECONDS = 1800
 QUEUE_LIMIT = 10_000
 MAX_WATCHES_PER_CLUSTER = 100

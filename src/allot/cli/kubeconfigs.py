@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 
+from allot.types import Obj
+
 PREFIX = "allot_"
 PREVIOUS = "allot.dev/previous-context"
-Obj = dict[str, Any]
 
 
 class KubeconfigError(Exception):

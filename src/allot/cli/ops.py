@@ -31,8 +31,8 @@ from allot.ops import audit
 from allot.ops.capacity import memory_text
 from allot.ops.durations import parse_since
 from allot.ops.rules import AlertSettings, prometheus_rule
+from allot.types import Obj
 
-Obj = dict[str, Any]
 WIDE_ONLY = ("pod", "pool", "device_class")  # audit columns shown only with -o wide
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
+from allot.types import Obj
+
 OUTPUTS = ("table", "wide", "json", "yaml")
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
 from allot.tenancy.values import ValuesError, tenant_document
+from allot.types import Obj
 
 API_VERSION = "allot.dev/v1alpha1"
-Obj = dict[str, Any]
 
 
 def register(subparsers: Any) -> None:

@@ -22,8 +22,8 @@ import yaml
 from allot.cluster.render import OUTPUT_ORDER
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.types import Obj
 
-Obj = dict[str, Any]
 FIELD_MANAGER = "allot"
 MANAGED_SELECTOR = "app.kubernetes.io/managed-by=allot"
 PRUNABLE = [

@@ -39,9 +39,9 @@ from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
 from allot.registry.resources import by_kind
 from allot.tenancy import entitlement, names
+from allot.types import Obj, rfc3339
 
 LOG = logging.getLogger("allot.controller")
-Obj = dict[str, Any]
 COMPONENT = "allot-controller"
 MIRRORED = [
     ("resource.k8s.io/v1", "DeviceClass", None),
@@ -65,7 +65,7 @@ class RemoteEvents(ControllerContext):
         self, involved: Obj, event_type: str, reason: str, message: str, component: str
     ) -> None:
         metadata = involved["metadata"]
-        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339(self.clock())
         event = event_object(involved, event_type, reason, message, COMPONENT, now)
         event["metadata"]["generateName"] = f"{metadata['name']}-"
         event["involvedObject"].pop("resourceVersion", None)  # the mirror's, not the cluster's

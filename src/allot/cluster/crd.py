@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from allot.api.tenancy import TENANCY_GROUP, TENANCY_VERSION, Tenant
+from allot.types import Obj
 
-Obj = dict[str, Any]
 QUANTITY_PATHS = (("spec", "quota", "hard", "*"), ("spec", "quota", "gpuMemory"))
 INT_OR_STRING: Obj = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],

@@ -49,8 +49,8 @@ from allot.simulation.runner import Simulation
 from allot.simulation.scenario import Scenario, Step
 from allot.store import Store
 from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL
+from allot.types import Obj
 
-Obj = dict[str, Any]
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
 READ_KINDS = (*DRA_KINDS, "Pod", "Namespace", "Node", "ConfigMap", "Tenant")
 EXPLAINED_NODES = 3

@@ -35,8 +35,8 @@ from allot.api.tenancy import Tenant, entitlement_selector
 from allot.cluster.crd import tenant_crd
 from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.tenancy import entitlement, names
+from allot.types import Obj
 
-Obj = dict[str, Any]
 MANAGED_BY = dict(entitlement.MANAGED_BY)
 OUTPUT_ORDER = (
     "CustomResourceDefinition",

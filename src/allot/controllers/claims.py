@@ -16,20 +16,19 @@ generated claim is then garbage-collected with its pod.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
 
 from allot.api import claims as claims_api
 from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
 from allot.store import WatchEvent
+from allot.types import Obj
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 MANAGER = "resourceclaim-controller"
 TERMINAL = ("Succeeded", "Failed")
 RECHECK_SECONDS = 0.2  # while a gone pod's processes are still being ended
-Obj = dict[str, Any]
 
 
 def generate_name(pod: str, claim: str) -> str:

@@ -12,7 +12,6 @@ import datetime as dt
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from allot.api.documents import clone_document
 from allot.registry.handlers import Handlers, WriteOptions
@@ -20,8 +19,7 @@ from allot.registry.requests import Target
 from allot.registry.resources import ServedResource, by_kind
 from allot.store import Store
 from allot.store.errors import AlreadyExists, NotFound
-
-Obj = dict[str, Any]
+from allot.types import Obj, rfc3339
 
 
 @dataclass
@@ -125,7 +123,7 @@ class ControllerContext:
         """Record an Event (or bump the count of an identical recent one)."""
         metadata = involved["metadata"]
         namespace = metadata.get("namespace") or "default"
-        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339(self.clock())
         digest = hashlib.sha1(f"{reason}/{message}/{metadata.get('uid')}".encode()).hexdigest()
         name = f"{metadata['name']}.{digest[:16]}"[:253]
         existing = self.get("Event", namespace, name)

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from allot.api.quantity import Quantity
+from allot.types import Obj
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CPU_PERIOD_MICROS = 100_000
 _instances = itertools.count(1)  # several platforms in one process (tests) each own a base
-Obj = dict[str, Any]
 
 
 class ContainerLimits:

@@ -23,7 +23,6 @@ import datetime as dt
 import json
 from collections.abc import Hashable, Mapping
 from pathlib import Path
-from typing import Any
 
 from allot.api import claims as claims_api
 from allot.controllers.context import ControllerContext
@@ -36,9 +35,9 @@ from allot.controllers.runtimes import (
 from allot.driver.configs import DriverConfigError, configs_for_results
 from allot.store import WatchEvent
 from allot.store.errors import Conflict
+from allot.types import Obj, rfc3339
 
 MANAGER = "allot-node-agent"
-Obj = dict[str, Any]
 
 
 class PrepareError(Exception):
@@ -345,7 +344,7 @@ class NodeAgent:
 
 
 def _timestamp(moment: dt.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(moment)
 
 
 def _running(pod: Obj, now_moment: dt.datetime) -> Obj:

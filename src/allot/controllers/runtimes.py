@@ -38,15 +38,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from allot.controllers import processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
 from allot.driver.devicenodes import DeviceNodes
 from allot.driver.smi import list_gpus, shim_script
+from allot.types import Obj
 
-Obj = dict[str, Any]
 ExitCallback = Callable[[Obj, dict[str, int]], None]
 RestartCallback = Callable[[Obj, str, int, int], None]
 RUNTIME_ANNOTATION = "allot.dev/simulated-runtime-seconds"

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from allot.controllers import processes
+from allot.types import Obj
 
-Obj = dict[str, Any]
 NOBODY = 65534
 WORKDIR = "/pod"
 TOOLS_DIR = "/.allot/bin"

@@ -50,6 +50,7 @@ from allot.controllers.context import ControllerContext
 from allot.dra import AllocatorFeed, DraIndex
 from allot.registry.admission import AdmissionDenied
 from allot.store import WatchEvent
+from allot.types import Obj, rfc3339
 
 MANAGER = "allot-scheduler"
 FINALIZER = "resource.kubernetes.io/delete-protection"
@@ -59,7 +60,6 @@ MemoryLimit = Callable[[str], tuple[str, Quantity] | None]
 """namespace -> (whose limit, the limit), or None when the namespace has none."""
 BLOCKING = ("NoSchedule", "NoExecute")
 WAKE_RESOURCES = {"resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "nodes"}
-Obj = dict[str, Any]
 
 
 class Entitlement(Protocol):
@@ -444,7 +444,7 @@ class Scheduler:
         current = conditions.get("PodScheduled") or {}
         if current.get("status") == "False" and current.get("message") == message:
             return
-        now = self.context.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339(self.context.clock())
         _set_condition(pod, "PodScheduled", "False", reason, message, now)
         self.context.update_status("Pod", pod, MANAGER)
         self.context.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")

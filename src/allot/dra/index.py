@@ -25,8 +25,8 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
 from allot.api.quantity import Quantity
 from allot.cel import CelError, DeviceView, SelectorCompiler
+from allot.types import Obj
 
-Obj = dict[str, Any]
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 SLICES = "resourceslices.resource.k8s.io"
 CLASSES = "deviceclasses.resource.k8s.io"

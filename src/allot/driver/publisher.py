@@ -15,14 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.slices import DRIVER, node_slices
 from allot.kube.client import Client
 from allot.kube.errors import KubeConflict, KubeNotFound
+from allot.types import Obj
 
-Obj = dict[str, Any]
 CLASS_TYPES = (
     ("gpu.nvidia.com", "gpu", "nvidia.com/gpu"),
     ("mig.nvidia.com", "mig", None),

@@ -10,13 +10,11 @@ possible MIG device, each consuming counters. Pure: returns wire dicts.
 
 from __future__ import annotations
 
-from typing import Any
-
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.driver.gpus import GiProfile, GpuInfo
+from allot.types import Obj
 
 DRIVER = "gpu.nvidia.com"
-Obj = dict[str, Any]
 COUNTER_NAMES = {
     "multiprocessors": "multiprocessors",
     "copyEngines": "copy-engines",

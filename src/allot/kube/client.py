@@ -22,8 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from allot.api.errors import UnknownKindError
 from allot.api.kinds import lookup
 from allot.kube.errors import KubeConflict, KubeError, KubeNotFound
+from allot.types import Obj
 
-Obj = dict[str, Any]
 MESSAGE_LIMIT = 500
 
 

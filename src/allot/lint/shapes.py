@@ -30,8 +30,8 @@ from allot.cel.source import (
     string_literal_value,
     tokenize,
 )
+from allot.types import Obj
 
-Obj = dict[str, Any]
 _WHOLE_MAP_WORDS = COMPREHENSION_MACROS | {"size"}
 _MEMBER_ACCESS = (".", "[", ".?", "[?")
 

@@ -26,11 +26,11 @@ from allot.controllers.context import ControllerContext
 from allot.ops.capacity import CapacityView, ClaimInfo, Snapshot
 from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate
 from allot.tenancy import entitlement, names
+from allot.types import Obj, rfc3339
 
 LOG = logging.getLogger("allot.alerts")
 MANAGER = "allot-alerts"
 HOLD_SECONDS = 0.005  # the longest the alert loop holds the event loop between yields
-Obj = dict[str, Any]
 
 
 class AlertManager:
@@ -98,7 +98,7 @@ class AlertManager:
         now = self.host.clock()
         snapshot = self.capacity.snapshot(now)
         found = {f.name: f for f in evaluate(self._inputs(snapshot), self.settings)}
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = rfc3339(now)
         for name, firing in found.items():
             if name not in self.firing:
                 self._raise(firing, stamp)

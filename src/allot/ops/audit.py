@@ -20,7 +20,6 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from allot.api import claims
 from allot.controllers.context import ControllerContext
@@ -28,8 +27,8 @@ from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.store import WatchEvent
 from allot.tenancy import names
+from allot.types import Obj
 
-Obj = dict[str, Any]
 CLAIMS = "resourceclaims.resource.k8s.io"
 GIB = 1 << 30
 SCHEMA = """

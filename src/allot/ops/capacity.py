@@ -30,8 +30,8 @@ from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
 from allot.store import Store
 from allot.tenancy import names
+from allot.types import Obj
 
-Obj = dict[str, Any]
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 NO_CLASS = "<none>"
 

@@ -24,7 +24,6 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -34,8 +33,8 @@ from allot.ops import audit
 from allot.ops.service import Operations
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
+from allot.types import Obj
 
-Obj = dict[str, Any]
 COOKIE = "allot_session"
 SESSION_SECONDS = 12 * 3600
 SECURITY_HEADERS = {

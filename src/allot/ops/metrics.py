@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -45,8 +44,8 @@ from allot.api.quantity import Quantity
 from allot.ops.audit import Entry
 from allot.ops.capacity import NO_CLASS, Snapshot
 from allot.ops.rules import Firing
+from allot.types import Obj
 
-Obj = dict[str, Any]
 # No *_created series beside counters and histograms (process-wide in prometheus_client).
 disable_created_metrics()  # type: ignore[no-untyped-call]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

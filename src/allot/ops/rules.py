@@ -25,13 +25,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantSpec
 from allot.ops.capacity import ClaimInfo, Snapshot, memory_text
-
-Obj = dict[str, Any]
+from allot.types import Obj
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -30,8 +29,7 @@ from allot.registry.clusters import Registry
 from allot.registry.errors import BadRequest
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.sync import TenantSync
-
-Obj = dict[str, Any]
+from allot.types import Obj
 
 
 class Operations:

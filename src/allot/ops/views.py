@@ -8,13 +8,11 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
 
 from allot.api.tenancy import TenantSpec
 from allot.ops.capacity import NO_CLASS, DeviceKey, Snapshot, memory_text
 from allot.ops.rules import Firing
-
-Obj = dict[str, Any]
+from allot.types import Obj, rfc3339
 
 
 def pools(snapshot: Snapshot) -> list[Obj]:
@@ -176,4 +174,4 @@ def _memory_slices(snapshot: Snapshot) -> dict[tuple[str, str, str], Obj]:
 
 
 def stamp(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(moment)

@@ -12,11 +12,10 @@ by :func:`allot.platform.build` (and bare, by tests and ``allot cluster``'s mirr
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,11 @@ from allot.registry.quota import QuotaAdmission
 from allot.registry.resources import by_kind
 from allot.store import Store
 from allot.store.errors import StoreError
+from allot.types import Clock, utc_now
 
 HOST_CLUSTER = "host"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 ADMISSION_AUDIT_MAX_BYTES = 8 * 1024 * 1024  # per file; the previous file is kept
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -52,7 +48,7 @@ def write_private(path: Path, data: bytes) -> None:
 class Registry:
     """One data directory: the store, the tokens, the clusters and the admission chain."""
 
-    def __init__(self, data_dir: Path, *, clock: Callable[[], dt.datetime] = _now) -> None:
+    def __init__(self, data_dir: Path, *, clock: Clock = utc_now) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         data_dir.chmod(0o700)  # tokens, kubeconfigs, the store, logs: the owner's alone
         self.data_dir = data_dir

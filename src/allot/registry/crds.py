@@ -12,8 +12,6 @@ writes it) is stored and accepted, but the built-in kind keeps being served. Cre
 
 from __future__ import annotations
 
-from typing import Any
-
 from allot.api.apiextensions_v1 import custom_model
 from allot.api.kinds import KindInfo, is_builtin, register_kind, unregister_kind
 from allot.registry import HOST_CLUSTER
@@ -26,8 +24,8 @@ from allot.registry.resources import (
 )
 from allot.store import Store, WatchEvent
 from allot.store.objects import Resource
+from allot.types import Obj
 
-Obj = dict[str, Any]
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 
 

@@ -30,8 +30,8 @@ from allot.registry.requests import Target
 from allot.registry.resources import ServedResource
 from allot.store import Store
 from allot.store.errors import Conflict, NotFound
+from allot.types import Obj, rfc3339
 
-Obj = dict[str, Any]
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -274,7 +274,7 @@ class Handlers:
         self.admission.admit(request)
         status = dict(current.get("status") or {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339(self.clock())
         conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now})
         status["conditions"] = conditions
         obj = {
@@ -458,7 +458,7 @@ class Handlers:
                 "manager": manager,
                 "operation": operation,
                 "apiVersion": obj.get("apiVersion", ""),
-                "time": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "time": rfc3339(self.clock()),
                 "fieldsType": "FieldsV1",
                 "fieldsV1": {},
             }

@@ -11,15 +11,13 @@ collection) and by :mod:`allot.apiserver.app`, which turns a query string into
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from allot.registry import selectors
 from allot.registry.bodies import is_count
 from allot.registry.errors import BadRequest
 from allot.registry.requests import Target
 from allot.store import Store
-
-Obj = dict[str, Any]
+from allot.types import Obj
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from allot.registry.admission import AdmissionDenied, AdmissionRequest
 from allot.registry.resources import ServedResource, by_kind
 from allot.registry.resources import lookup as lookup_resource
 from allot.store import Store, WatchEvent
+from allot.types import Obj
 
-Obj = dict[str, Any]
 AuditSink = Callable[[Obj], None]
 POLICY_RESOURCES = (
     "validatingadmissionpolicies.admissionregistration.k8s.io",

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from allot.api.podresources import pod_requests
 from allot.api.quantity import NANO, Quantity
@@ -35,13 +34,13 @@ from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operatio
 from allot.registry.kinds import QuotaEvaluator, strategy
 from allot.registry.resources import ServedResource, all_resources, by_kind
 from allot.store import Store
+from allot.types import Obj
 from allot.validation.names import (
     DEVICE_CLASS_RESOURCE_PREFIX,
     QUOTA_REQUESTS_PREFIX,
     is_dra_extended_resource_name,
 )
 
-Obj = dict[str, Any]
 Usage = Counter[str]
 ALL_MODE_DEVICES = 32
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from allot.store.errors import BadRequest
+from allot.types import Obj
 
-Obj = dict[str, Any]
 Predicate = Callable[[Obj], bool]
 
 _SET_REQUIREMENT = re.compile(r"^\s*([^\s!=()]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")

@@ -30,15 +30,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from allot.api.documents import clone_document
 from allot.store.commits import GroupCommit
 from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
+from allot.types import Clock, Obj, rfc3339, utc_now
 
 EVENT_RETENTION = 50_000
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-Obj = dict[str, Any]
 ObjectKey = tuple[str, str, str, str]  # cluster, resource, namespace, name
 
 
@@ -66,15 +65,6 @@ class WatchEvent:
 
 
 Listener = Callable[[WatchEvent], None]
-Clock = Callable[[], dt.datetime]
-
-
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:
@@ -82,7 +72,7 @@ class Store:
         self,
         path: Path,
         *,
-        clock: Clock = _utcnow,
+        clock: Clock = utc_now,
         seed: int | None = None,
         durable: bool = True,
     ) -> None:

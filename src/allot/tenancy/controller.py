@@ -14,7 +14,6 @@ lets the Tenant go. DeviceClass changes re-evaluate every tenant's entitlement. 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
 
 from allot.api.documents import clone_document
 from allot.api.tenancy import Tenant
@@ -25,8 +24,8 @@ from allot.store import WatchEvent
 from allot.store.errors import AlreadyExists
 from allot.tenancy import entitlement, names
 from allot.tenancy.directory import TenantDirectory, TenantEntry
+from allot.types import Obj, rfc3339
 
-Obj = dict[str, Any]
 MANAGER = "allot-tenant-controller"
 FINALIZER = "allot.dev/tenant-cleanup"
 TENANTS = "tenants.allot.dev"
@@ -135,7 +134,7 @@ class TenantController:
             self.registry.write_kubeconfig(name)
 
     def _write_status(self, obj: Obj, entry: TenantEntry) -> None:
-        now = self.host.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339(self.host.clock())
         matched = bool(entry.entitled)
         condition = {
             "type": "Entitled",

@@ -27,14 +27,12 @@ ResourceQuota when it has device quotas. The objects are valid for a real 1.36 A
 
 from __future__ import annotations
 
-from typing import Any
-
 from allot.api import claims
 from allot.api.meta import selector_matches
 from allot.api.tenancy import Tenant, entitlement_selector
 from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL, host_namespace
+from allot.types import Obj
 
-Obj = dict[str, Any]
 CLAIMS_POLICY = "allot-tenant-claims"
 PODS_POLICY = "allot-tenant-pods"
 QUOTA_NAME = "tenant-quota"

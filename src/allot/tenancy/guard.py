@@ -35,11 +35,11 @@ from allot.statuses import InvalidObjectError
 from allot.tenancy import names
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.translate import to_host
+from allot.types import Obj
 from allot.validation.field import Path, invalid
 
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
 HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition")
-Obj = dict[str, Any]
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
 HOST_SUBRESOURCES: dict[str, Callable[[AdmissionRequest], str]] = {
     "status": lambda r: (

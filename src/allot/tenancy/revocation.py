@@ -18,15 +18,12 @@ Built and registered by :mod:`allot.platform`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from allot.controllers.context import ControllerContext
 from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.store import WatchEvent
 from allot.tenancy import entitlement, names
-
-Obj = dict[str, Any]
+from allot.types import Obj
 
 
 class Entitlements:

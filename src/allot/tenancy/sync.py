@@ -41,8 +41,8 @@ from allot.tenancy.translate import (
     tenant_object_name,
     to_host,
 )
+from allot.types import Obj
 
-Obj = dict[str, Any]
 MANAGER = "allot-syncer"
 SYNCED = {"resourceclaims.resource.k8s.io": "ResourceClaim", "pods": "Pod"}
 SYNCED["resourceclaimtemplates.resource.k8s.io"] = "ResourceClaimTemplate"

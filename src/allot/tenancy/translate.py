@@ -12,12 +12,11 @@ the sync.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from allot.api.documents import clone_document
 from allot.tenancy import names
+from allot.types import Obj
 
-Obj = dict[str, Any]
 HOST_ONLY_POD_FIELDS = ("nodeName",)
 
 

@@ -24,8 +24,8 @@ from allot.api.tenancy import (
     TenantSpec,
     VclusterValues,
 )
+from allot.types import Obj
 
-Obj = dict[str, Any]
 VCLUSTER_TOP_LEVEL = {
     "controlPlane", "deploy", "experimental", "exportKubeConfig", "external",
     "integrations", "logging", "networking", "plugins", "policies", "privateNodes",
