@@ -40,7 +40,8 @@ def test_only_claims_and_pods_charge_beyond_their_count() -> None:
     charging = {k for k, s in strategies().items() if s.quota is not None}
     assert charging == {"ResourceClaim", "Pod"}
     pods, claims = strategy("Pod").quota, strategy("ResourceClaim").quota
-    assert pods is not None and claims is not None
+    assert pods is not None
+    assert claims is not None
     assert pods.charges({"requests.nvidia.com/gpu"})
     assert not claims.charges({"pods"})
 
