@@ -83,7 +83,8 @@ class Placement:
 class PlacementMemo:
     """Answers ``allocate`` gave, kept for one allocator and one allocated state.
 
-    Full nodes are remembered until the state's ``generation`` moves. A claim shape that
+    Full nodes are remembered while the state lives (it only grows), nodes with room
+    until its ``generation`` moves. A claim shape that
     did not fit on a node is remembered with what the answer depended on: for a node
     whose devices are neither shareable nor consume counters, the set of its devices
     already allocated (the only part of the state the search reads there; the search
@@ -119,7 +120,9 @@ class PlacementMemo:
             self._owners = (allocator, state)
         if state.generation != self._generation:
             self._generation = state.generation
-            self._full.clear()
+            # A state only grows (``add_allocation``; freeing makes a new state), so a
+            # node found full stays full: only the others are judged again.
+            self._full = {name: True for name, full in self._full.items() if full}
             self._taken.clear()
             self._ordered.clear()
             self._all_full.clear()
