@@ -54,18 +54,24 @@ class ClaimController:
         if event.cluster != self.context.cluster:
             return []
         if event.resource == "resourceclaims.resource.k8s.io":
-            self._remember(event.object, forget=event.type == "DELETED")
             if event.type == "DELETED" or not _reserved_pods(event.object):
                 return []
             metadata = event.object["metadata"]
             return [("claim", metadata.get("namespace", ""), metadata["name"])]
         if event.resource == "pods":
             metadata = event.object["metadata"]
-            key = ("pod", metadata.get("namespace", ""), metadata["name"])
-            if event.type == "DELETED":
-                self.gone[(key[1], key[2])] = event.object
-            return [key]
+            return [("pod", metadata.get("namespace", ""), metadata["name"])]
         return []
+
+    def observe(self, event: WatchEvent) -> None:
+        """Which claims were generated for which pod entry, and what a deleted pod held."""
+        if event.cluster != self.context.cluster:
+            return
+        if event.resource == "resourceclaims.resource.k8s.io":
+            self._remember(event.object, forget=event.type == "DELETED")
+        elif event.resource == "pods" and event.type == "DELETED":
+            metadata = event.object["metadata"]
+            self.gone[(metadata.get("namespace", ""), metadata["name"])] = event.object
 
     def _remember(self, claim: Obj, forget: bool = False) -> None:
         metadata = claim["metadata"]

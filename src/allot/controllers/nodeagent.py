@@ -107,19 +107,9 @@ class NodeAgent:
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
             return []
-        if event.resource == "resourceslices.resource.k8s.io":
-            self._published = None
-            return []
-        if event.resource == "resourceclaims.resource.k8s.io" and event.type == "DELETED":
-            self.preparer.unprepare(event.object["metadata"]["uid"])  # its spec goes with it
-            return []
-        if event.resource != "pods":
+        if event.resource != "pods" or event.type == "DELETED":
             return []
         metadata = event.object["metadata"]
-        if event.type == "DELETED":  # ended gracefully before, or removed at once
-            pod = event.object
-            self.runtime.stop(pod, lambda: self._forget(pod))
-            return []
         if metadata.get("deletionTimestamp"):
             return [("stop", metadata.get("namespace", ""), metadata["name"])]
         if (event.object.get("spec") or {}).get("nodeName") and (
@@ -127,6 +117,19 @@ class NodeAgent:
         ).get("phase", "Pending") == "Pending":
             return [("pod", metadata.get("namespace", ""), metadata["name"])]
         return []
+
+    def observe(self, event: WatchEvent) -> None:
+        """A changed slice: devices are looked up again; a deleted claim: its CDI spec goes;
+        a deleted pod (ended gracefully before, or removed at once): its containers stop."""
+        if event.cluster != self.context.cluster:
+            return
+        if event.resource == "resourceslices.resource.k8s.io":
+            self._published = None
+        elif event.resource == "resourceclaims.resource.k8s.io" and event.type == "DELETED":
+            self.preparer.unprepare(event.object["metadata"]["uid"])
+        elif event.resource == "pods" and event.type == "DELETED":
+            pod = event.object
+            self.runtime.stop(pod, lambda: self._forget(pod))
 
     def initial_keys(self) -> list[Hashable]:
         keys: list[Hashable] = []

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from allot.store import WatchEvent
 from allot.store.errors import Conflict
@@ -38,7 +38,7 @@ class Controller(Protocol):
     name: str
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        """The work keys an event concerns (empty when it does not matter)."""
+        """The work keys an event concerns (empty when it does not matter); no other effect."""
 
     def initial_keys(self) -> list[Hashable]:
         """Keys to reconcile at start (the state already stored)."""
@@ -60,6 +60,17 @@ class _Worker:
             self.queue.put_nowait(key)
 
 
+class Observer(Protocol):
+    def observe(self, event: WatchEvent) -> None:
+        """Keep what the controller derives from events current (caches, what a deleted
+        object held), before any controller maps the event to keys."""
+
+
+@runtime_checkable
+class ObservingController(Controller, Observer, Protocol):
+    """A controller that also keeps state from events (:meth:`Observer.observe`)."""
+
+
 class ControllerManager:
     def __init__(
         self,
@@ -67,11 +78,15 @@ class ControllerManager:
         observe: Callable[[str, float], None] | None = None,
     ) -> None:
         self.workers = [_Worker(c) for c in controllers]
+        self.observers = [c for c in controllers if isinstance(c, ObservingController)]
         self._tasks: list[asyncio.Task[None]] = []
         self.observe = observe or (lambda controller, seconds: None)
 
     def on_event(self, event: WatchEvent) -> None:
-        """Store listener; the store calls it in the loop's thread after each write."""
+        """Store listener; the store calls it in the loop's thread after each write. Every
+        controller that observes events sees it first; then each maps it to keys."""
+        for observer in self.observers:
+            observer.observe(event)
         for worker in self.workers:
             for key in worker.controller.keys_for(event):
                 worker.add(key)

@@ -113,9 +113,6 @@ class Scheduler:
         if self.entitlement is not None and self.entitlement.changed(event):
             return self._unpark()
         if event.resource in WAKE_RESOURCES:
-            if event.resource == "nodes":
-                self._nodes = None  # slices and classes reach the allocator through the index
-            self._memo.clear()  # the allocator changes in place
             return self._unpark()
         if event.resource == "resourceclaims.resource.k8s.io":
             freed = self._track_claim(event)
@@ -129,6 +126,15 @@ class Scheduler:
             if not (event.object.get("spec") or {}).get("nodeName"):
                 return [key]
         return []
+
+    def observe(self, event: WatchEvent) -> None:
+        """Nodes, slices and classes change what placement knows: the node list is read
+        again, and the memo forgets (the index updates the allocator in place)."""
+        if event.cluster != self.context.cluster or event.resource not in WAKE_RESOURCES:
+            return
+        if event.resource == "nodes":
+            self._nodes = None
+        self._memo.clear()
 
     def _unpark(self) -> list[Hashable]:
         keys: list[Hashable] = list(self.parked)
