@@ -145,11 +145,6 @@ class Scheduler:
         """Whether a claim event freed allocated devices (the index, fed first, knows)."""
         return self.index.freed_rv == event.rv
 
-    @property
-    def _allocations(self) -> dict[str, Obj]:
-        """Claim key -> allocation, from the index (a copy: writes to it are dropped)."""
-        return self.index.allocations()
-
     @staticmethod
     def _own_index(context: ControllerContext) -> DraIndex:
         index = DraIndex(context.cluster)
@@ -373,26 +368,20 @@ class Scheduler:
         if limit is None:
             return ""
         owner, most = limit
+        memory = self.index.device_memory()
         held = sum(
-            self._allocation_memory(allocation)
-            for key, allocation in self._allocations.items()
+            memory.get(device, 0)
+            for key, claim in self.index.claims.items()
             if key.split("/", 1)[0] == namespace
+            for device in claim.devices
         )
-        wanted = sum(self._allocation_memory(r.to_wire()) for r in results)
+        wanted = sum(memory.get(device, 0) for r in results for device in _in_use(r))
         if Quantity.from_int(held + wanted).compare(most) <= 0:
             return ""
         return (
             f"would exceed the GPU memory quota of {owner} ({_gib(held)} allocated + "
             f"{_gib(wanted)} requested > {most})"
         )
-
-    def _allocation_memory(self, allocation: Obj) -> int:
-        memory = self._device_memory()
-        in_use = claims_api.allocated_devices({"status": {"allocation": allocation}})
-        return sum(memory.get(device, 0) for device in in_use)
-
-    def _device_memory(self) -> dict[tuple[str, str, str], int]:
-        return self.index.device_memory()
 
     def _entitlement_refusal(self, claims: list[Obj]) -> str:
         """Every claim the pod uses, allocated or not, only through entitled classes."""
@@ -459,6 +448,14 @@ class Scheduler:
 def _gib(value: int) -> str:
     """Bytes as Kubernetes writes memory (``40Gi``, ``101120Mi``), not a bare byte count."""
     return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
+
+
+def _in_use(result: resourceapi.AllocationResult) -> list[tuple[str, str, str]]:
+    """The devices an allocation result holds (adminAccess results hold none)."""
+    found = result.devices.results if result.devices else None
+    return [
+        (r.driver or "", r.pool or "", r.device or "") for r in found or [] if not r.admin_access
+    ]
 
 
 def _set_condition(

@@ -308,10 +308,7 @@ class Handlers:
         main, warnings = self._admitted(cluster, target, current, body, options, "Update")
         status = Target(target.resource, target.namespace, target.name, "status")
         obj, more = self._admitted(cluster, status, main, body, options, "Update")
-        updated = self.store.update(
-            cluster, target.resource.store, obj, owned=True, copy_result=False
-        )
-        return WriteResult(self.with_type(target.resource, updated), warnings + more)
+        return self._store_update(cluster, target, obj, options, warnings + more)
 
     def _replace(
         self,
@@ -323,6 +320,11 @@ class Handlers:
         operation: str = "Update",
     ) -> WriteResult:
         obj, warnings = self._admitted(cluster, target, current, body, options, operation)
+        return self._store_update(cluster, target, obj, options, warnings)
+
+    def _store_update(
+        self, cluster: str, target: Target, obj: Obj, options: WriteOptions, warnings: list[str]
+    ) -> WriteResult:
         updated = self.store.update(
             cluster,
             target.resource.store,
