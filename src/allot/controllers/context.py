@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from allot.api.documents import clone_document
+from allot.registry.admission import CONTROLLER_USER
 from allot.registry.handlers import Handlers, WriteOptions
 from allot.registry.requests import Target
 from allot.registry.resources import ServedResource, by_kind
@@ -28,6 +29,10 @@ class ControllerContext:
     store: Store
     handlers: Handlers
     clock: Callable[[], dt.datetime]
+    user: str = CONTROLLER_USER
+    """Who the writes are admitted as: the platform's own controllers by default; a
+    tenant's workload controllers write as the tenant's service accounts, so its cluster's
+    admission (the tenant guard, quotas) judges them as any tenant write."""
 
     def resource(self, kind: str) -> ServedResource:
         return by_kind(kind)
@@ -62,25 +67,30 @@ class ControllerContext:
             subresource,
         )
 
+    def _options(self, manager: str) -> WriteOptions:
+        return WriteOptions(
+            field_manager=manager, field_validation="Strict", dry_run=False, user=self.user
+        )
+
     def create(self, kind: str, obj: Obj, manager: str) -> Obj:
         resource = by_kind(kind)
         namespace = obj["metadata"].get("namespace") if resource.namespaced else None
         target = Target(resource, namespace, None, "")
         return clone_document(
-            self.handlers.create(self.cluster, target, obj, _options(manager)).object
+            self.handlers.create(self.cluster, target, obj, self._options(manager)).object
         )
 
     def update(self, kind: str, obj: Obj, manager: str) -> Obj:
         return clone_document(
             self.handlers.update(
-                self.cluster, self._target(kind, obj), obj, _options(manager)
+                self.cluster, self._target(kind, obj), obj, self._options(manager)
             ).object
         )
 
     def update_status(self, kind: str, obj: Obj, manager: str) -> Obj:
         return clone_document(
             self.handlers.update(
-                self.cluster, self._target(kind, obj, "status"), obj, _options(manager)
+                self.cluster, self._target(kind, obj, "status"), obj, self._options(manager)
             ).object
         )
 
@@ -89,7 +99,7 @@ class ControllerContext:
         admitted as an update and a status update would be."""
         return clone_document(
             self.handlers.update_with_status(
-                self.cluster, self._target(kind, obj), obj, _options(manager)
+                self.cluster, self._target(kind, obj), obj, self._options(manager)
             ).object
         )
 
@@ -113,7 +123,7 @@ class ControllerContext:
         resource = by_kind(kind)
         target = Target(resource, namespace if resource.namespaced else None, name, "")
         try:
-            self.handlers.delete(self.cluster, target, options or {}, dry_run=False)
+            self.handlers.delete(self.cluster, target, options or {}, dry_run=False, user=self.user)
         except NotFound:
             return
 
@@ -167,7 +177,3 @@ def event_object(
         "count": 1,
         "reportingComponent": component,
     }
-
-
-def _options(manager: str) -> WriteOptions:
-    return WriteOptions(field_manager=manager, field_validation="Strict", dry_run=False)
