@@ -14,11 +14,15 @@
    files, with quotas.
 4. Each tenant, from its own kubeconfig (``allot tenant connect``), applies its claim and
    workload; the sync carries them to the host, where they are allocated and run.
-5. The payoff: each tenant sees only its class; the host sees both claims with their
+5. Each tenant's own controllers: research-ai runs a 3-way parallel Indexed Job, each
+   pod with its own MIG slice from a template, to completion; legal-ai rolls out a
+   2-replica Deployment whose pods share its whole GPU; ``kubectl get jobs,deploy,pods``
+   and the pods' devices in each tenant.
+6. The payoff: each tenant sees only its class; the host sees both claims with their
    devices and tenants; the logs show a whole A100 and ``MIG 1g.5gb Device 0``.
-6. A denied escape (legal-ai claims the slice class) and an exhausted quota (a third
+7. A denied escape (legal-ai claims the slice class) and an exhausted quota (a fifth
    slice for research-ai), with their messages.
-7. Operations: the second slice claim, which no pod uses, stays pending and raises an alert
+8. Operations: the second slice claim, which no pod uses, stays pending and raises an alert
    (the demo lowers the threshold from 5 minutes to 3 seconds), beside the quota and
    capacity alerts (collected while the walkthrough ran and printed in their own section,
    not between kubectl's lines); the audit log of the walkthrough and usage per tenant.
@@ -153,6 +157,7 @@ def _platform(data: Path, alerts: AlertLines, keep: bool) -> None:
         _kubectl(host, "get", "deviceclasses", "--show-labels")
         _tenants(data)
         _workloads(data)
+        _controllers(data)
         _payoff(data, host)
         _refusals(data)
         _operations(data, alerts)
@@ -163,7 +168,7 @@ def _platform(data: Path, alerts: AlertLines, keep: bool) -> None:
 def _tenants(data: Path) -> None:
     quotas = {
         "legal-ai": ["--quota", "gpu-whole.deviceclass.resource.k8s.io/devices=1"],
-        "research-ai": ["--quota", "gpu-slice.deviceclass.resource.k8s.io/devices=2"],
+        "research-ai": ["--quota", "gpu-slice.deviceclass.resource.k8s.io/devices=4"],
     }
     for tenant, quota in quotas.items():
         values = f"examples/seeds/000-{tenant}-vcluster-config.yaml"
@@ -183,6 +188,29 @@ def _workloads(data: Path) -> None:
         _as(data, tenant, "get", "resourceclaims,pods")
 
 
+def _controllers(data: Path) -> None:
+    print("\n=== research-ai's Job controller runs a 3-way parallel Indexed Job on MIG slices")
+    _as(data, "research-ai", "apply", "-f", "examples/tenancy/research-ai-indexed-job.yaml")
+    _as(data, "research-ai", "wait", "--for=condition=complete", "job/sweep", "--timeout=90s")
+    _as(data, "research-ai", "get", "jobs,deploy,pods")
+    _as(data, "research-ai", "logs", "-l", "job-name=sweep", "--prefix")
+    print("\n=== legal-ai's Deployment controller rolls out 2 replicas sharing its whole GPU")
+    _as(data, "legal-ai", "apply", "-f", "examples/tenancy/legal-ai-inference.yaml")
+    _as(data, "legal-ai", "rollout", "status", "deployment/contract-search", "--timeout=60s")
+    _as(data, "legal-ai", "get", "jobs,deploy,pods")
+    _wait_for_logs(data, "legal-ai", "deployment/contract-search")
+    _wait_for_claims(data, "research-ai", 1)  # the Job's claims go once its pods are done
+
+
+def _wait_for_claims(data: Path, tenant: str, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        names = _capture(data, tenant, "get", "resourceclaims", "-o", "name").split()
+        if len(names) <= count:
+            return
+        time.sleep(0.2)
+
+
 def _payoff(data: Path, host: Path) -> None:
     print("\n=== The payoff: each tenant sees only its class ...")
     for tenant in ("legal-ai", "research-ai"):
@@ -198,10 +226,11 @@ def _refusals(data: Path) -> None:
     print("\n=== legal-ai tries to claim the research team's slice class")
     _as(data, "legal-ai", "create", "-f", "-", stdin=STEAL)
     print(
-        "\n=== research-ai claims a second slice (no pod uses it), then a third: its quota is two"
+        "\n=== research-ai claims slices 2 to 4 (no pod uses them), then a fifth: its quota is four"
     )
-    _as(data, "research-ai", "create", "-f", "-", stdin=EXTRA_SLICE.replace("NUMBER", "2"))
-    _as(data, "research-ai", "create", "-f", "-", stdin=EXTRA_SLICE.replace("NUMBER", "3"))
+    for number in range(2, 6):
+        claim = EXTRA_SLICE.replace("NUMBER", str(number))
+        _as(data, "research-ai", "create", "-f", "-", stdin=claim)
 
 
 def _operations(data: Path, alerts: AlertLines) -> None:

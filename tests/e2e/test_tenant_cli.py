@@ -167,6 +167,9 @@ def test_the_demo_runs_the_walkthrough() -> None:
     assert "MIG 1g.5gb      Device  0:" in out
     assert "device class gpu-slice is not in the entitlement of tenant legal-ai" in out
     assert "exceeded quota: tenant-quota" in out
+    assert "job.batch/sweep condition met" in out  # the tenant's Indexed Job completed
+    assert all(f"trial {index}" in out for index in range(3))
+    assert 'deployment "contract-search" successfully rolled out' in out
     assert "(platform stopped; nothing left running)" in out
     sections = [line for line in out.splitlines() if line.startswith("=== ")]
     order = [
