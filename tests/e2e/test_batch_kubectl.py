@@ -117,17 +117,13 @@ def test_a_cronjob_starts_a_job_when_its_minute_comes(
     platform: tuple[Tenancy, ShiftedClock],
 ) -> None:
     tenancy, clock = platform
+    job_spec = json.loads(_job("unused", {"completions": 1}))["spec"]
     cronjob = {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
         "metadata": {"name": "every-minute"},
-        "spec": {
-            "schedule": "* * * * *",
-            "jobTemplate": json.loads(_job("unused", {"completions": 1})),
-        },
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": job_spec}},
     }
-    del cronjob["spec"]["jobTemplate"]["apiVersion"], cronjob["spec"]["jobTemplate"]["kind"]
-    del cronjob["spec"]["jobTemplate"]["metadata"]
     tenancy.as_tenant(TENANT, "apply", "-f", "-", stdin=json.dumps(cronjob))
     listed = tenancy.as_tenant(TENANT, "get", "cronjobs")
     assert "every-minute" in listed.stdout
@@ -161,7 +157,9 @@ def test_job_pods_of_a_deleted_job_go_with_it(platform: tuple[Tenancy, ShiftedCl
     tenancy.as_tenant(TENANT, "delete", "job", "short", "--wait=true", "--timeout=30s")
 
     def gone() -> bool:
-        pods = tenancy.tenant_json(TENANT, "pods", "-l", "batch.kubernetes.io/job-name=short")
-        return not pods["items"]
+        selector = "batch.kubernetes.io/job-name=short"
+        pods = tenancy.tenant_json(TENANT, "pods", "-l", selector)
+        twins = tenancy.host_json("pods", "-A", "-l", selector)
+        return not pods["items"] and not twins["items"]
 
     tenancy.wait(gone, "the deleted Job's pods to go")
