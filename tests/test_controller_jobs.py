@@ -104,6 +104,10 @@ def _check(bench: Bench, expect: dict[str, Any], retry: float | None, where: str
             p for p in bench.pods("work") if FINALIZER in (p["metadata"].get("finalizers") or [])
         ]
         assert len(tracked) == expect["finalizers"], where
+    if "index_pod" in expect:
+        index, wanted = expect["index_pod"]
+        pod = next(p for p in active if completion_index(p) == index)
+        assert subset_loose(wanted, pod), f"{where}: {pod}"
     if "pod" in expect:
         assert subset_loose(expect["pod"], active[0]), f"{where}: {active[0]}"
 

@@ -57,7 +57,9 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 INDEX_LABEL = jobrules.INDEX_ANNOTATION
 INDEX_ENV = "JOB_COMPLETION_INDEX"
+FAILURE_COUNT_ANNOTATION = "batch.kubernetes.io/job-index-failure-count"
 DEFAULT_BACKOFF_LIMIT = 6
+MAX_INT32 = 2**31 - 1  # the backoffLimit default with backoffLimitPerIndex
 MAX_CREATE_PER_SYNC = 500
 FINISHED = ("Complete", "Failed")
 
@@ -90,6 +92,10 @@ class _Sync:
     @property
     def indexed(self) -> bool:
         return self.spec.get("completionMode") == "Indexed"
+
+    @property
+    def per_index(self) -> bool:
+        return self.indexed and self.spec.get("backoffLimitPerIndex") is not None
 
     @property
     def completions(self) -> int | None:
@@ -322,15 +328,63 @@ def _failure(sync: _Sync) -> Finish | None:
             if message is not None:
                 return Finish(False, "PodFailurePolicy", message)
     limit = sync.spec.get("backoffLimit")
-    limit = DEFAULT_BACKOFF_LIMIT if limit is None else int(limit)
+    unset = MAX_INT32 if sync.per_index else DEFAULT_BACKOFF_LIMIT
+    limit = unset if limit is None else int(limit)
     if _counted_failed(sync) > limit or _past_restart_limit(sync, limit):
         return Finish(False, "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    if sync.per_index:
+        finish = _failed_indexes_finish(sync)
+        if finish is not None:
+            return finish
     remaining = _deadline_remaining(sync)
     if remaining is not None and remaining <= 0:
         return Finish(False, "DeadlineExceeded", "Job was active longer than specified deadline")
     if remaining is not None:
         sync.retry.append(remaining)
     return None
+
+
+def _failed_indexes_finish(sync: _Sync) -> Finish | None:
+    """``backoffLimitPerIndex``: too many failed indexes, or every index finished with
+    some failed."""
+    failed = _failed_indexes(sync)
+    most = sync.spec.get("maxFailedIndexes")
+    if most is not None and len(failed) > int(most):
+        message = "Job has exceeded the specified maximal number of failed indexes"
+        return Finish(False, "MaxFailedIndexesExceeded", message)
+    if failed and len(failed | _succeeded_indexes(sync)) >= (sync.completions or 0):
+        return Finish(False, "FailedIndexes", "Job has failed indexes")
+    return None
+
+
+def _index_failures(sync: _Sync) -> dict[int, list[Obj]]:
+    """An Indexed Job's failed pods per index (those an ``Ignore`` rule matches left out),
+    from the kept failed pods."""
+    policy = sync.spec.get("podFailurePolicy")
+    found: dict[int, list[Obj]] = {}
+    for pod in sync.pods:
+        index = jobrules.completion_index(pod)
+        if index is None or not sync.valid(pod) or not sync.failed(pod):
+            continue
+        if jobrules.match_failure_policy(policy, pod).counts:
+            found.setdefault(index, []).append(pod)
+    return found
+
+
+def _failed_indexes(sync: _Sync) -> set[int]:
+    """Indexes past ``backoffLimitPerIndex`` or failed by a ``FailIndex`` rule, and those
+    the status already lists; never a succeeded one."""
+    completions = sync.completions or 0
+    limit = int(sync.spec.get("backoffLimitPerIndex") or 0)
+    policy = sync.spec.get("podFailurePolicy")
+    failed = jobrules.parse_indexes(sync.status.get("failedIndexes"), completions)
+    for index, pods in _index_failures(sync).items():
+        fail_index = any(
+            jobrules.match_failure_policy(policy, p).action == "FailIndex" for p in pods
+        )
+        if len(pods) > limit or fail_index:
+            failed.add(index)
+    return failed - _succeeded_indexes(sync)
 
 
 def _past_restart_limit(sync: _Sync, limit: int) -> bool:
@@ -409,15 +463,35 @@ def _manage(sync: _Sync, active: list[Obj], ready: int, terminating: int) -> tup
     missing = min(want - waiting - len(active), MAX_CREATE_PER_SYNC)
     if missing <= 0:
         return len(active), ready, terminating
-    remaining = _backoff_remaining(sync)
+    remaining = 0.0 if sync.per_index else _backoff_remaining(sync)
     if remaining > 0:
         sync.retry.append(remaining)
         return len(active), ready, terminating
     indexes: list[int | None] = list(_pending_indexes(sync, active, missing))
     if not sync.indexed:
         indexes = [None] * missing
+    elif sync.per_index:
+        indexes = list(_indexes_past_backoff(sync, [i for i in indexes if i is not None]))
     created = _create_pods(sync, indexes)
     return len(active) + created, ready, terminating
+
+
+def _indexes_past_backoff(sync: _Sync, indexes: list[int]) -> list[int]:
+    """``backoffLimitPerIndex``: the indexes whose own back-off (from their failed pods)
+    has passed; the shortest wait of the others is asked for when none has."""
+    failures = _index_failures(sync)
+    ready: list[int] = []
+    waits: list[float] = []
+    for index in indexes:
+        failed = [jobrules.finished_at(p) for p in failures.get(index, [])]
+        wait = jobrules.backoff_remaining(failed, [], sync.now).total_seconds()
+        if wait > 0:
+            waits.append(wait)
+        else:
+            ready.append(index)
+    if not ready and waits:
+        sync.retry.append(min(waits))
+    return ready
 
 
 def _backoff_remaining(sync: _Sync) -> float:
@@ -431,10 +505,13 @@ def _backoff_remaining(sync: _Sync) -> float:
 
 
 def _pending_indexes(sync: _Sync, active: list[Obj], count: int) -> list[int]:
-    """The lowest indexes neither succeeded nor held by an active pod."""
-    taken = _succeeded_indexes(sync) | {
-        i for i in (jobrules.completion_index(p) for p in active) if i is not None
-    }
+    """The lowest indexes neither succeeded, failed nor held by an active pod."""
+    failed = _failed_indexes(sync) if sync.per_index else set()
+    taken = (
+        failed
+        | _succeeded_indexes(sync)
+        | {i for i in (jobrules.completion_index(p) for p in active) if i is not None}
+    )
     free = (i for i in range(sync.completions or 0) if i not in taken)
     return [i for _, i in zip(range(count), free, strict=False)]
 
@@ -500,8 +577,12 @@ def _create_pods(sync: _Sync, indexes: list[int | None]) -> int:
     """Create a pod per entry (an index, or None for a NonIndexed Job); stop at the first
     refusal, recorded as a FailedCreate event, and look again later."""
     created = 0
+    failures = _index_failures(sync) if sync.per_index else {}
     for index in indexes:
         pod = _new_pod(sync.job, index)
+        if sync.per_index and index is not None:
+            count = str(len(failures.get(index, [])))
+            pod["metadata"]["annotations"][FAILURE_COUNT_ANNOTATION] = count
         try:
             made = sync.context.create("Pod", pod, MANAGER)
         except (RequestError, InvalidObjectError, StoreError) as err:
@@ -583,6 +664,8 @@ def _track(sync: _Sync, finish: Finish | None) -> None:
         ):
             status["failed"] = int(status.get("failed") or 0) + 1
         _remove_finalizer(sync.context, pod)
+    if sync.per_index:
+        status["failedIndexes"] = jobrules.format_indexes(_failed_indexes(sync))
     if sync.indexed:
         status["completedIndexes"] = jobrules.format_indexes(indexes)
         status["succeeded"] = len(indexes)
