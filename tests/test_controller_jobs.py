@@ -31,6 +31,7 @@ def _job(scenario: dict[str, Any]) -> dict[str, Any]:
 def test_job_scenario(tmp_path: Path, scenario: dict[str, Any]) -> None:
     bench = Bench(tmp_path)
     controller = JobController(bench.contexts("job-controller"))
+    bench.registry.store.add_listener(controller.observe)  # as the controller manager does
     job = bench.context.create("Job", _job(scenario), "test")
     key = key_of(job)
     for number, step in enumerate(scenario["steps"]):

@@ -129,6 +129,7 @@ class JobController:
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts
+        self.pods = _JobPods(contexts)
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if not self.contexts.serves(event.cluster):
@@ -139,6 +140,12 @@ class JobController:
             key = owner_key(event, "Job")
             return [key] if key is not None else []
         return []
+
+    def observe(self, event: WatchEvent) -> None:
+        """Which pods each Job controls (kept from pod events, so a reconcile reads only
+        its own pods)."""
+        if event.resource == "pods" and self.contexts.serves(event.cluster):
+            self.pods.observe(event)
 
     def initial_keys(self) -> list[Hashable]:
         store = self.contexts.host.store
@@ -155,7 +162,7 @@ class JobController:
         assert isinstance(key, WorkloadKey)
         context = self.contexts(key.cluster)
         job = context.get("Job", key.namespace, key.name)
-        owned = _pods_of(context, key)
+        owned = self.pods.of(key)
         if job is None:
             _release_all(context, owned)
             return
@@ -171,16 +178,47 @@ class JobController:
             raise RetryLater(max(0.01, min(sync.retry)))
 
 
-def _pods_of(context: ControllerContext, key: WorkloadKey) -> list[Obj]:
-    """The pods whose controller is a Job of this name (any uid), uncopied."""
-    found = []
-    for pod in context.scan("Pod"):
-        if (pod["metadata"].get("namespace") or "") != key.namespace:
-            continue
+class _JobPods:
+    """The names of the pods whose controller is a Job of a given name (any uid), per
+    cluster: filled from the store the first time a cluster is asked about, then kept
+    current from pod events."""
+
+    def __init__(self, contexts: ClusterContexts) -> None:
+        self.contexts = contexts
+        self._names: dict[WorkloadKey, set[str]] = {}
+        self._owner: dict[tuple[str, str, str], WorkloadKey] = {}
+        self._filled: set[str] = set()
+
+    def observe(self, event: WatchEvent) -> None:
+        if event.cluster in self._filled:
+            self._note(event.cluster, event.object, gone=event.type == "DELETED")
+
+    def _note(self, cluster: str, pod: Obj, gone: bool = False) -> None:
+        metadata = pod["metadata"]
+        where = (cluster, metadata.get("namespace") or "", metadata["name"])
+        previous = self._owner.pop(where, None)
+        if previous is not None:
+            self._names.get(previous, set()).discard(where[2])
         ref = controller_of(pod)
-        if ref is not None and ref.get("kind") == "Job" and ref.get("name") == key.name:
-            found.append(pod)
-    return found
+        if gone or ref is None or ref.get("kind") != "Job":
+            return
+        key = WorkloadKey(cluster, where[1], ref["name"])
+        self._owner[where] = key
+        self._names.setdefault(key, set()).add(where[2])
+
+    def of(self, key: WorkloadKey) -> list[Obj]:
+        """The Job's pods as stored, uncopied (read them, never modify)."""
+        context = self.contexts(key.cluster)
+        if key.cluster not in self._filled:
+            self._filled.add(key.cluster)
+            for pod in context.scan("Pod"):
+                self._note(key.cluster, pod)
+        pods = []
+        for name in sorted(self._names.get(key, ())):
+            stored = context.peek("Pod", key.namespace, name)
+            if stored is not None:
+                pods.append(stored)
+        return pods
 
 
 def _finished(job: Obj) -> bool:
