@@ -163,7 +163,9 @@ def test_cron_schedules_parse(
     schedule: str, minutes: set[int], hours: set[int], weekdays: set[int]
 ) -> None:
     parsed = cron.parse(schedule)
-    assert (parsed.minutes, parsed.hours, parsed.weekdays) == (minutes, hours, weekdays)
+    assert parsed.minutes == frozenset(minutes)
+    assert parsed.hours == frozenset(hours)
+    assert parsed.weekdays == frozenset(weekdays)
 
 
 def test_every_descriptor_is_a_duration() -> None:
