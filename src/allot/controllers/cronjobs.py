@@ -150,18 +150,18 @@ def most_recent(
     starting = spec.get("startingDeadlineSeconds")
     if deadline and starting is not None:
         earliest = max(earliest, now - dt.timedelta(seconds=int(starting)))
-    first = schedule.next_after(earliest, zone)
+    first = cron.next_after(schedule, earliest, zone)
     if first is None or now < first:
         return earliest, None, 0
-    second = schedule.next_after(first, zone)
+    second = cron.next_after(schedule, first, zone)
     if second is None or now < second:
         return earliest, first, 1
     interval = round((second - first).total_seconds())
     missed = int((now - first).total_seconds()) // interval + 1
     recent = first + dt.timedelta(seconds=(missed - 1) * interval)
-    if recent > now or schedule.next_after(recent - dt.timedelta(minutes=1), zone) != recent:
+    if recent > now or cron.next_after(schedule, recent - dt.timedelta(minutes=1), zone) != recent:
         recent = first  # an irregular schedule: walk to the newest time from the first
-    while (following := schedule.next_after(recent, zone)) is not None and following <= now:
+    while (following := cron.next_after(schedule, recent, zone)) is not None and following <= now:
         recent = following
     return earliest, recent, missed
 
@@ -174,7 +174,7 @@ def _schedule(
     spec = cronjob.get("spec") or {}
     try:
         zone = cron.zone(spec.get("timeZone"))
-    except cron.CronError as err:
+    except cron.ScheduleError as err:
         message = f"invalid timeZone: {spec.get('timeZone')!r}: {err}"
         context.event(cronjob, "Warning", "UnknownTimeZone", message, MANAGER)
         return None
@@ -182,7 +182,7 @@ def _schedule(
         return None
     try:
         schedule = cron.parse(spec.get("schedule") or "")
-    except cron.CronError as err:
+    except cron.ScheduleError as err:
         message = f"unparseable schedule: {spec.get('schedule')!r} : {err}"
         context.event(cronjob, "Warning", "UnparseableSchedule", message, MANAGER)
         return None
@@ -301,7 +301,7 @@ def _until_next(
     current = {**cronjob, "status": status}
     earliest, recent, missed = most_recent(current, schedule, zone, now, deadline=False)
     base = recent if recent is not None else earliest if missed == 0 else now
-    following = schedule.next_after(base, zone)
+    following = cron.next_after(schedule, base, zone)
     if following is None:
         return None
     return max(0.0, (following - now).total_seconds()) + NEXT_SCHEDULE_DELTA
