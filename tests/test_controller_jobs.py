@@ -32,6 +32,9 @@ def test_job_scenario(tmp_path: Path, scenario: dict[str, Any]) -> None:
     bench = Bench(tmp_path)
     controller = JobController(bench.contexts("job-controller"))
     bench.registry.store.add_listener(controller.observe)  # as the controller manager does
+    bench.registry.assemble(bench.registry.standard_plugins())  # quotas judge its pods
+    for obj in scenario.get("objects") or []:
+        bench.context.create(obj["kind"], obj, "test")
     job = bench.context.create("Job", _job(scenario), "test")
     key = key_of(job)
     for number, step in enumerate(scenario["steps"]):
