@@ -163,3 +163,15 @@ def test_job_pods_of_a_deleted_job_go_with_it(platform: tuple[Tenancy, ShiftedCl
         return not pods["items"] and not twins["items"]
 
     tenancy.wait(gone, "the deleted Job's pods to go")
+
+
+def test_a_finished_job_with_a_ttl_is_deleted(platform: tuple[Tenancy, ShiftedClock]) -> None:
+    tenancy, _ = platform
+    spec = {"completions": 1, "ttlSecondsAfterFinished": 0}
+    tenancy.as_tenant(TENANT, "apply", "-f", "-", stdin=_job("ephemeral", spec))
+
+    def gone() -> bool:
+        found = tenancy.as_tenant(TENANT, "get", "job", "ephemeral", check=False)
+        return "NotFound" in found.stderr
+
+    tenancy.wait(gone, "the finished Job to be deleted by its TTL", timeout=60)
