@@ -89,7 +89,7 @@ class CronJobController:
         _reconcile_active(context, cronjob, status, jobs)
         retry: float | None = None
         if not cronjob["metadata"].get("deletionTimestamp"):
-            retry = _schedule(context, cronjob, status, jobs)
+            retry = _schedule(context, cronjob, status)
         _clean_history(context, cronjob, jobs)
         if status != original:
             cronjob["status"] = status
@@ -166,9 +166,7 @@ def most_recent(
     return earliest, recent, missed
 
 
-def _schedule(
-    context: ControllerContext, cronjob: Obj, status: Obj, jobs: list[Obj]
-) -> float | None:
+def _schedule(context: ControllerContext, cronjob: Obj, status: Obj) -> float | None:
     """Start the Job of the most recent unmet schedule time if the rules allow; seconds
     until the controller should look again (None: not until something changes)."""
     spec = cronjob.get("spec") or {}
@@ -195,7 +193,7 @@ def _schedule(
         )
         context.event(cronjob, "Warning", "TooManyMissedTimes", message, MANAGER)
     if scheduled is not None:
-        _start(context, cronjob, status, jobs, scheduled, zone, now)
+        _start(context, cronjob, status, scheduled, zone, now)
     return _until_next(cronjob, status, schedule, zone, now)
 
 
@@ -203,54 +201,19 @@ def _start(
     context: ControllerContext,
     cronjob: Obj,
     status: Obj,
-    jobs: list[Obj],
     scheduled: dt.datetime,
     zone: dt.tzinfo,
     now: dt.datetime,
 ) -> None:
-    spec = cronjob.get("spec") or {}
-    starting = spec.get("startingDeadlineSeconds")
-    if starting is not None and scheduled + dt.timedelta(seconds=int(starting)) < now:
-        when = scheduled.strftime("%a, %d %b %Y %H:%M:%S +0000")
-        message = f"Missed scheduled time to start a job: {when}"
-        context.event(cronjob, "Warning", "MissSchedule", message, MANAGER)
-        return
+    """Run the Job of ``scheduled`` unless the rules hold it back; record it as active."""
     name = job_name(cronjob["metadata"]["name"], scheduled)
-    active = status.get("active") or []
-    if any(ref.get("name") == name for ref in active):
+    if _held_back(context, cronjob, status, name, scheduled, now):
         return
-    if parse_time(status.get("lastScheduleTime")) == scheduled:
+    made = _create_job(context, cronjob, _job_from_template(cronjob, name, scheduled, zone))
+    if made is None:
         return
-    policy = spec.get("concurrencyPolicy") or "Allow"
-    if policy == "Forbid" and active:
-        message = (
-            "Not starting job because prior execution is running and concurrency policy is Forbid"
-        )
-        context.event(cronjob, "Normal", "JobAlreadyActive", message, MANAGER)
-        return
-    if policy == "Replace":
-        for ref in list(active):
-            context.delete("Job", ref.get("namespace") or "", ref["name"], BACKGROUND)
-            context.event(
-                cronjob, "Normal", "SuccessfulDelete", f"Deleted job {ref['name']}", MANAGER
-            )
-            active.remove(ref)
-    job = _job_from_template(cronjob, name, scheduled, zone)
-    made: Obj | None
-    try:
-        made = context.create("Job", job, MANAGER)
-    except AlreadyExists:
-        made = context.get("Job", cronjob["metadata"].get("namespace") or "", name)
-        if made is None or not is_controlled_by(made, cronjob) or _finished_condition(made):
-            return
-    except (RequestError, InvalidObjectError, StoreError) as err:
-        if isinstance(err, Conflict):
-            raise
-        context.event(cronjob, "Warning", "FailedCreate", f"Error creating job: {err}", MANAGER)
-        return
-    else:
-        context.event(cronjob, "Normal", "SuccessfulCreate", f"Created job {name}", MANAGER)
     metadata = made["metadata"]
+    active = status.get("active") or []
     active.append(
         {
             "apiVersion": "batch/v1",
@@ -263,6 +226,65 @@ def _start(
     )
     status["active"] = active
     status["lastScheduleTime"] = rfc3339(scheduled)
+
+
+def _held_back(
+    context: ControllerContext,
+    cronjob: Obj,
+    status: Obj,
+    name: str,
+    scheduled: dt.datetime,
+    now: dt.datetime,
+) -> bool:
+    """Whether the run must not start: past its starting deadline (MissSchedule), already
+    started, or Forbid with a Job running (JobAlreadyActive). Replace deletes the running
+    Jobs here."""
+    spec = cronjob.get("spec") or {}
+    starting = spec.get("startingDeadlineSeconds")
+    if starting is not None and scheduled + dt.timedelta(seconds=int(starting)) < now:
+        when = scheduled.strftime("%a, %d %b %Y %H:%M:%S +0000")
+        message = f"Missed scheduled time to start a job: {when}"
+        context.event(cronjob, "Warning", "MissSchedule", message, MANAGER)
+        return True
+    active = status.get("active") or []
+    if any(ref.get("name") == name for ref in active):
+        return True
+    if parse_time(status.get("lastScheduleTime")) == scheduled:
+        return True
+    policy = spec.get("concurrencyPolicy") or "Allow"
+    if policy == "Forbid" and active:
+        message = (
+            "Not starting job because prior execution is running and concurrency policy is Forbid"
+        )
+        context.event(cronjob, "Normal", "JobAlreadyActive", message, MANAGER)
+        return True
+    if policy == "Replace":
+        for ref in list(active):
+            context.delete("Job", ref.get("namespace") or "", ref["name"], BACKGROUND)
+            message = f"Deleted job {ref['name']}"
+            context.event(cronjob, "Normal", "SuccessfulDelete", message, MANAGER)
+            active.remove(ref)
+    return False
+
+
+def _create_job(context: ControllerContext, cronjob: Obj, job: Obj) -> Obj | None:
+    """Create the Job (events SuccessfulCreate or FailedCreate); one of that name that
+    this CronJob already owns and that still runs counts as created."""
+    name = job["metadata"]["name"]
+    try:
+        made = context.create("Job", job, MANAGER)
+    except AlreadyExists:
+        existing = context.get("Job", cronjob["metadata"].get("namespace") or "", name)
+        if existing is None or not is_controlled_by(existing, cronjob):
+            return None
+        return None if _finished_condition(existing) else existing
+    except (RequestError, InvalidObjectError, StoreError) as err:
+        if isinstance(err, Conflict):
+            raise
+        context.event(cronjob, "Warning", "FailedCreate", f"Error creating job: {err}", MANAGER)
+        return None
+    context.event(cronjob, "Normal", "SuccessfulCreate", f"Created job {name}", MANAGER)
+    return made
 
 
 def job_name(cronjob: str, scheduled: dt.datetime) -> str:
