@@ -39,6 +39,8 @@ from allot.controllers.runtimes import (
 )
 from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
+from allot.controllers.serviceaccounts import ServiceAccounts
 from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
@@ -132,6 +134,7 @@ def build(
                 ClusterContexts(context, "ttl-after-finished-controller", directory.is_tenant)
             ),
             ops.recorder,
+            ServiceAccounts(ClusterContexts(context, MANAGER_ACCOUNTS, directory.is_tenant)),
         ],
         observe=ops.metrics.observe_reconcile,
     )
