@@ -62,6 +62,7 @@ DEFAULT_BACKOFF_LIMIT = 6
 MAX_INT32 = 2**31 - 1  # the backoffLimit default with backoffLimitPerIndex
 MAX_CREATE_PER_SYNC = 500
 FINISHED = ("Complete", "Failed")
+MANAGED_BY_DEFAULT = "kubernetes.io/job-controller"
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,9 @@ class JobController:
         stale = [p for p in owned if not is_controlled_by(p, job)]
         _release_all(context, stale)
         pods = [p for p in owned if is_controlled_by(p, job)]
+        managed_by = (job.get("spec") or {}).get("managedBy")
+        if managed_by not in (None, MANAGED_BY_DEFAULT):
+            return  # another controller's Job (spec.managedBy)
         if _finished(job) or job["metadata"].get("deletionTimestamp"):
             _release_all(context, pods)
             return
