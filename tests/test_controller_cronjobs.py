@@ -88,8 +88,10 @@ def _check(bench: Bench, expect: dict[str, Any], retry: float | None, where: str
         assert subset(expect["status"], status), f"{where}: {status}"
     for field in expect.get("absent") or []:
         assert field not in status, f"{where}: {field} in {status}"
+    seen = [reason for reason, _ in bench.events("cron")]
+    assert "UnexpectedJob" not in seen, f"{where}: every Job was created by the CronJob"
     if "events" in expect:
-        reasons = iter(reason for reason, _ in bench.events("cron"))
+        reasons = iter(seen)
         assert all(wanted in reasons for wanted in expect["events"]), (
             f"{where}: {bench.events('cron')}"
         )

@@ -109,12 +109,16 @@ def _reconcile_active(
     context: ControllerContext, cronjob: Obj, status: Obj, jobs: list[Obj]
 ) -> None:
     """Finished Jobs leave the active list; ``lastSuccessfulTime`` follows the newest
-    completion; references to Jobs that are gone are dropped."""
+    completion; references to Jobs that are gone are dropped; a running Job of the
+    CronJob's that the list lacks is reported (UnexpectedJob), not adopted."""
     active = status.get("active") or []
     active_uids = {ref.get("uid") for ref in active}
     for job in jobs:
         metadata = job["metadata"]
         finished = _finished_condition(job)
+        if metadata.get("uid") not in active_uids and finished is None:
+            message = f"Saw a job that the controller did not create or forgot: {metadata['name']}"
+            context.event(cronjob, "Warning", "UnexpectedJob", message, MANAGER)
         if metadata.get("uid") in active_uids and finished is not None:
             active = [ref for ref in active if ref.get("uid") != metadata.get("uid")]
             message = f"Saw completed job: {metadata['name']}, condition: {finished}"
