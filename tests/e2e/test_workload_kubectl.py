@@ -170,3 +170,24 @@ def test_invalid_workloads_get_upstream_messages(tenancy: Tenancy) -> None:
     assert 'The Job "pi" is invalid: ' in immutable.stderr
     assert "spec.selector: Invalid value: " in immutable.stderr
     assert "field is immutable" in immutable.stderr
+
+
+def test_replacing_a_service_keeps_its_cluster_ip(tenancy: Tenancy) -> None:
+    service: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "ports"},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80}]},
+    }
+    kubectl = tenancy.cluster.kubectl
+    kubectl("create", "-f", "-", stdin=json.dumps(service))
+    before = json.loads(kubectl("get", "svc", "ports", "-o", "json").stdout)["spec"]
+    service["spec"]["ports"] = [{"port": 80, "name": "http"}]
+    kubectl("replace", "-f", "-", stdin=json.dumps(service))
+    after = json.loads(kubectl("get", "svc", "ports", "-o", "json").stdout)["spec"]
+    assert after["clusterIP"] == before["clusterIP"]
+    assert after["ports"][0]["nodePort"] == before["ports"][0]["nodePort"]
+    assert after["ports"][0]["name"] == "http"
+    row = kubectl("get", "svc", "ports", "--no-headers").stdout.split()
+    node_port = before["ports"][0]["nodePort"]
+    assert row[:5] == ["ports", "NodePort", before["clusterIP"], "<none>", f"80:{node_port}/TCP"]
