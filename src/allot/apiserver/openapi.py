@@ -34,6 +34,35 @@ def _schema_name(model: type[BaseModel]) -> str:
     return f"{_MODULE_PREFIX.get(model.__module__, 'dev.allot')}.{model.__name__}"
 
 
+PATCH_MERGE_KEYS: dict[tuple[str, str], str] = {
+    ("ObjectMeta", "ownerReferences"): "uid",
+    ("ObjectMeta", "finalizers"): "",
+    ("PodSpec", "containers"): "name",
+    ("PodSpec", "initContainers"): "name",
+    ("PodSpec", "ephemeralContainers"): "name",
+    ("PodSpec", "volumes"): "name",
+    ("PodSpec", "imagePullSecrets"): "name",
+    ("PodSpec", "hostAliases"): "ip",
+    ("PodSpec", "resourceClaims"): "name",
+    ("Container", "ports"): "containerPort",
+    ("Container", "env"): "name",
+    ("Container", "volumeMounts"): "mountPath",
+    ("ServiceSpec", "ports"): "port",
+    ("PodStatus", "conditions"): "type",
+    ("NodeStatus", "conditions"): "type",
+    ("NodeStatus", "addresses"): "type",
+    ("DeploymentStatus", "conditions"): "type",
+    ("ReplicaSetStatus", "conditions"): "type",
+    ("StatefulSetStatus", "conditions"): "type",
+    ("JobStatus", "conditions"): "type",
+}
+"""The lists upstream's types merge in a strategic merge patch, with their merge keys (the
+``patchMergeKey``/``patchStrategy`` tags): kubectl's client-side apply reads them from the
+schemas to send item-wise patches (removals as ``$patch: delete``) instead of whole lists.
+Only lists the server's strategic merge (:mod:`allot.registry.patching`) merges the same
+way are listed."""
+
+
 @functools.lru_cache(maxsize=1)
 def _components() -> dict[str, Any]:
     models = [r.info.model for r in resources.RESOURCES]
@@ -52,6 +81,13 @@ def _components() -> dict[str, Any]:
         for name, schema in renamed.items():
             if name.endswith(f".{model}") and field in schema.get("properties", {}):
                 schema["properties"][field]["description"] = description
+    for (model, field), key in PATCH_MERGE_KEYS.items():
+        for name, schema in renamed.items():
+            if name.endswith(f".{model}") and field in schema.get("properties", {}):
+                patch_meta = {"x-kubernetes-patch-strategy": "merge"}
+                if key:
+                    patch_meta["x-kubernetes-patch-merge-key"] = key
+                schema["properties"][field].update(patch_meta)
     for resource in resources.RESOURCES:
         entry = renamed[_schema_name(resource.info.model)]
         entry["x-kubernetes-group-version-kind"] = [
