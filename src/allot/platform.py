@@ -26,12 +26,23 @@ from allot.apiserver.app import ApiServer
 from allot.cel import SelectorCompiler
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
+from allot.controllers.cronjobs import CronJobController
+from allot.controllers.jobs import JobController
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.quota import QuotaStatus
 from allot.controllers.runtime import ControllerManager
-from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
+from allot.controllers.runtimes import (
+    DEFAULT_JOB_SECONDS,
+    ProcessRuntime,
+    Runtime,
+    SimulatedRuntime,
+)
 from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
+from allot.controllers.serviceaccounts import ServiceAccounts
+from allot.controllers.ttl import TtlAfterFinishedController
+from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
 from allot.driver import nvml
 from allot.driver.devicenodes import DeviceNodes
@@ -69,18 +80,20 @@ def build(
     alert_settings: AlertSettings | None = None,
     clock: Callable[[], dt.datetime] | None = None,
     sandboxed: bool = True,
+    job_seconds: float = DEFAULT_JOB_SECONDS,
 ) -> Platform:
     """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``);
     ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...);
     ``placement`` the scheduler's node order (``allot.allocator.placement``). The process
     runtime confines every container in a bubblewrap sandbox unless ``sandboxed`` is False
-    (``SandboxUnavailable`` where bwrap is missing)."""
+    (``SandboxUnavailable`` where bwrap is missing). ``job_seconds`` is how long a
+    simulated Job pod runs before it succeeds."""
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     sandbox = Sandbox.find(hidden=[data_dir]) if runtime == "process" and sandboxed else None
     registry = Registry(data_dir, clock=clock) if clock else Registry(data_dir)
     server = ApiServer(registry)
-    pods = _runtime(registry, server, runtime, sandbox)
+    pods = _runtime(registry, server, runtime, sandbox, job_seconds)
     registry.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     directory = TenantDirectory()
@@ -115,7 +128,13 @@ def build(
             ClaimController(context, pods.holds),
             scheduler,
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
+            JobController(ClusterContexts(context, "job-controller", directory.is_tenant)),
+            CronJobController(ClusterContexts(context, "cronjob-controller", directory.is_tenant)),
+            TtlAfterFinishedController(
+                ClusterContexts(context, "ttl-after-finished-controller", directory.is_tenant)
+            ),
             ops.recorder,
+            ServiceAccounts(ClusterContexts(context, MANAGER_ACCOUNTS, directory.is_tenant)),
         ],
         observe=ops.metrics.observe_reconcile,
     )
@@ -138,12 +157,16 @@ def _dra_index(context: ControllerContext, compiler: SelectorCompiler) -> DraInd
 
 
 def _runtime(
-    registry: Registry, server: ApiServer, runtime: str, sandbox: Sandbox | None
+    registry: Registry,
+    server: ApiServer,
+    runtime: str,
+    sandbox: Sandbox | None,
+    job_seconds: float = DEFAULT_JOB_SECONDS,
 ) -> Runtime:
     """How the node agent runs pods: simulated, or as (sandboxed) local processes."""
     logs = registry.logs_dir / HOST_CLUSTER
     if runtime != "process":
-        return SimulatedRuntime(logs)
+        return SimulatedRuntime(logs, job_seconds)
     processes = ProcessRuntime(
         logs,
         registry.data_dir / "pods" / HOST_CLUSTER,

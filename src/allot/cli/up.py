@@ -22,6 +22,7 @@ from typing import Any
 from allot.apiserver.lock import DataDirLocked, running
 from allot.cli.options import add_data_dir
 from allot.controllers.limits import ContainerLimits
+from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
 from allot.driver.files import data_dir_fleet, save_fleet
 from allot.driver.fleet import Fleet, FleetError
@@ -70,6 +71,14 @@ def register(subparsers: Any) -> None:
         help="with --runtime process: run pods as plain processes of allot's user, with "
         "access to its files, tokens and every GPU (no isolation; for a machine without "
         "bubblewrap and a single trusted user)",
+    )
+    up.add_argument(
+        "--simulated-job-seconds",
+        type=float,
+        default=DEFAULT_JOB_SECONDS,
+        metavar="SECONDS",
+        help="with --runtime simulated: how long a Job's pod (restartPolicy Never or "
+        "OnFailure) runs before it succeeds (other pods run until stopped)",
     )
     up.add_argument(
         "--placement",
@@ -205,6 +214,7 @@ def run_up(args: argparse.Namespace) -> int:
             args.placement,
             alert_settings=settings,
             sandboxed=not args.unsandboxed,
+            job_seconds=args.simulated_job_seconds,
         ).server
 
     umask = os.umask(0o077)  # every file of the data directory is the owner's alone (0600)

@@ -1,8 +1,11 @@
 """How the node agent runs a pod's containers: on a timer, or as real local processes.
 
 ``SimulatedRuntime`` runs nothing: containers "run" until the pod's
-``allot.dev/simulated-runtime-seconds`` annotation says they exit (never, without it), so
-demos, benchmarks and large fleets can use any image. Each container still gets a log
+``allot.dev/simulated-runtime-seconds`` annotation says they exit; without it, a Job's pod
+(label ``batch.kubernetes.io/job-name``) whose ``restartPolicy`` is ``Never`` or
+``OnFailure`` exits after ``job_seconds`` (a batch job ends), every other pod runs until
+stopped. They exit 0, or the code of ``allot.dev/simulated-exit-code``. Demos, benchmarks
+and large fleets can so use any image. Each container still gets a log
 (``kubectl logs`` works for every Running pod): a line saying it is simulated and what it
 would run, then what ``nvidia-smi -L`` would print for exactly its devices.
 
@@ -50,6 +53,9 @@ from allot.types import Obj
 ExitCallback = Callable[[Obj, dict[str, int]], None]
 RestartCallback = Callable[[Obj, str, int, int], None]
 RUNTIME_ANNOTATION = "allot.dev/simulated-runtime-seconds"
+EXIT_CODE_ANNOTATION = "allot.dev/simulated-exit-code"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+DEFAULT_JOB_SECONDS = 3.0  # how long a simulated Job pod runs (allot up --simulated-job-seconds)
 POLL_SECONDS = 0.1
 BACKOFF_START, BACKOFF_MAX = 1.0, 30.0  # kubelet: 10 s doubling to 5 min; shorter here
 DEFAULT_GRACE_SECONDS = 30
@@ -94,9 +100,12 @@ class Runtime(Protocol):
 class SimulatedRuntime:
     name = "simulated"
 
-    def __init__(self, logs_dir: Path | None = None) -> None:
+    def __init__(
+        self, logs_dir: Path | None = None, job_seconds: float = DEFAULT_JOB_SECONDS
+    ) -> None:
         self.logs_dir = logs_dir
         self.wants_devices = logs_dir is not None
+        self.job_seconds = job_seconds
 
     def launch(
         self,
@@ -112,10 +121,11 @@ class SimulatedRuntime:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 setup = setups.get(spec["name"]) or ContainerSetup()
                 log.write_text(simulated_log(spec, setup.devices))
-        seconds = (pod["metadata"].get("annotations") or {}).get(RUNTIME_ANNOTATION)
+        seconds = simulated_run_seconds(pod, self.job_seconds)
         if seconds is not None:
-            codes = {c["name"]: 0 for c in pod["spec"].get("containers") or []}
-            asyncio.get_running_loop().call_later(float(seconds), on_exit, pod, codes)
+            code = int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
+            codes = {c["name"]: code for c in pod["spec"].get("containers") or []}
+            asyncio.get_running_loop().call_later(seconds, on_exit, pod, codes)
 
     def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_soon(on_stopped)
@@ -126,6 +136,20 @@ class SimulatedRuntime:
     def forget(self, pod: Obj) -> None:
         if self.logs_dir is not None:
             _remove_pod_files(pod, [self.logs_dir])
+
+
+def simulated_run_seconds(pod: Obj, job_seconds: float) -> float | None:
+    """How long a simulated pod's containers run before they exit (None: until stopped):
+    the annotation's seconds, else ``job_seconds`` for a Job's pod that is not restarted
+    (``restartPolicy`` ``Never`` or ``OnFailure``)."""
+    metadata = pod["metadata"]
+    seconds = (metadata.get("annotations") or {}).get(RUNTIME_ANNOTATION)
+    if seconds is not None:
+        return float(seconds)
+    is_job_pod = JOB_NAME_LABEL in (metadata.get("labels") or {})
+    if is_job_pod and pod["spec"].get("restartPolicy") in ("Never", "OnFailure"):
+        return job_seconds
+    return None
 
 
 def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:

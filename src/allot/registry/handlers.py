@@ -10,12 +10,13 @@ write changes nothing. Called by :mod:`allot.apiserver.app` for clients and by
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from allot.registry import bodies, listing, patching
+from allot.registry import bodies, listing, patching, scale
 from allot.registry.admission import (
     CONTROLLER_USER,
     AdmissionChain,
@@ -24,7 +25,7 @@ from allot.registry.admission import (
 )
 from allot.registry.bodies import go_json_type
 from allot.registry.errors import BadRequest, UnsupportedMediaType
-from allot.registry.kinds import strategy
+from allot.registry.kinds import Preparation, strategy
 from allot.registry.listing import ListOptions, ListPage
 from allot.registry.requests import Target
 from allot.registry.resources import ServedResource
@@ -94,6 +95,7 @@ class Handlers:
     ) -> WriteResult:
         resource = target.resource
         body = self._checked_body(resource, target, body)
+        uid = self._prepare_create(cluster, resource, body)
         model, warnings = self.admission.decode(body, options.field_validation)
         metadata = body.get("metadata") or {}
         request = AdmissionRequest(
@@ -114,8 +116,17 @@ class Handlers:
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
         self._record_manager(obj, options.field_manager, operation)
+        if uid is not None:  # the uid the strategy saw; the store sets the timestamp
+            obj["metadata"]["uid"] = uid
+            obj["metadata"].pop("creationTimestamp", None)
         created = self.store.create(
-            cluster, resource.store, obj, dry_run=options.dry_run, owned=True, copy_result=False
+            cluster,
+            resource.store,
+            obj,
+            dry_run=options.dry_run,
+            owned=True,
+            copy_result=False,
+            keep_identity=uid is not None,
         )
         return WriteResult(self.with_type(resource, created), warnings, created=True)
 
@@ -162,6 +173,33 @@ class Handlers:
             )
         operation = "Apply" if patch_type == "application/apply-patch+yaml" else "Update"
         return self._replace(cluster, target, current, patched, options, operation)
+
+    # ------------------------------------------------------------------- scale
+    def get_scale(self, cluster: str, target: Target) -> Obj:
+        return scale.scale_of(self._current(cluster, target))
+
+    def update_scale(
+        self, cluster: str, target: Target, body: Any, options: WriteOptions
+    ) -> WriteResult:
+        """A Scale write: the object with its new ``spec.replicas``, written as an update
+        of the ``scale`` subresource; answers the Scale of the result."""
+        current = self._current(cluster, target)
+        typed = self.with_type(target.resource, current)
+        result = self._replace(cluster, target, current, scale.scaled(typed, body), options)
+        return WriteResult(scale.scale_of(result.object), result.warnings)
+
+    def patch_scale(
+        self, cluster: str, target: Target, content_type: str, raw: bytes, options: WriteOptions
+    ) -> WriteResult:
+        patch_type = content_type.split(";")[0].strip()
+        if patch_type not in PATCH_TYPES[:3]:
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types "
+                f"include: {', '.join(PATCH_TYPES[:3])}"
+            )
+        current = scale.scale_of(self._current(cluster, target))
+        patched = self._apply_patch(patch_type, current, bodies.decode_patch(raw))
+        return self.update_scale(cluster, target, patched, options)
 
     def delete(
         self,
@@ -319,6 +357,10 @@ class Handlers:
         options: WriteOptions,
         operation: str = "Update",
     ) -> WriteResult:
+        prepare = None if target.resource.custom else strategy(target.resource.kind).prepare_update
+        if prepare is not None and not target.subresource:
+            body = {**body, "spec": copy.deepcopy(body.get("spec"))} if "spec" in body else body
+            prepare(body, current)
         obj, warnings = self._admitted(cluster, target, current, body, options, operation)
         return self._store_update(cluster, target, obj, options, warnings)
 
@@ -433,6 +475,20 @@ class Handlers:
                 )
             metadata["namespace"] = target.namespace
         return body
+
+    def _prepare_create(self, cluster: str, resource: ServedResource, body: Obj) -> str | None:
+        """The kind's ``prepare_create`` on the body (in place); the uid it was given, or
+        None when it asked for none (the store assigns the uid then)."""
+        prepare = None if resource.custom else strategy(resource.kind).prepare_create
+        if prepare is None:
+            return None
+        if "spec" in body:  # the request's own body stays as it came
+            body["spec"] = copy.deepcopy(body["spec"])
+        preparation = Preparation(
+            self.store.new_uid, lambda: self.store.scan(cluster, resource.store)
+        )
+        prepare(body, preparation)
+        return preparation.assigned
 
     @staticmethod
     def _initial_status(resource: ServedResource, obj: Obj) -> None:

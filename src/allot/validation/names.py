@@ -35,6 +35,33 @@ def _regex_error(message: str, fmt: str, *examples: str) -> str:
     return message
 
 
+_PERCENT_FMT = "[0-9]+%"
+_PERCENT = re.compile(f"^{_PERCENT_FMT}$")
+
+
+def is_valid_percent(value: str) -> list[str]:
+    """``IsValidPercent``: digits and a trailing ``%``."""
+    if _PERCENT.match(value):
+        return []
+    return [
+        _regex_error(
+            "a valid percent string must be a numeric string followed by an ending '%'",
+            _PERCENT_FMT,
+            "1%",
+            "93%",
+        )
+    ]
+
+
+def is_domain_prefixed_path(value: str) -> list[str]:
+    """``IsDomainPrefixedPath``: ``acme.io/foo`` (a DNS subdomain, then a path); the
+    domain's own errors are those of a subdomain."""
+    domain, slash, path = value.partition("/")
+    if not slash or not domain or not path:
+        return ['must be a domain-prefixed path (such as "acme.io/foo")']
+    return is_dns1123_subdomain(domain)
+
+
 def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 

@@ -46,6 +46,23 @@ class QuotaEvaluator:
     charges: Callable[[set[str]], bool]
 
 
+class Preparation:
+    """What a kind's ``prepare_create`` may use: the uid the new object will have (upstream
+    assigns it before validation; drawn only when asked for) and the cluster's other
+    objects of the kind."""
+
+    def __init__(self, new_uid: Callable[[], str], existing: Callable[[], list[Obj]]) -> None:
+        self._new_uid = new_uid
+        self.existing = existing
+        self.assigned: str | None = None
+
+    @property
+    def uid(self) -> str:
+        if self.assigned is None:
+            self.assigned = self._new_uid()
+        return self.assigned
+
+
 @dataclass(frozen=True)
 class KindStrategy:
     kind: str
@@ -55,6 +72,10 @@ class KindStrategy:
     subresources: tuple[str, ...] = ()
     rules: KindRules = field(default_factory=KindRules)
     initial_status: Callable[[Obj], None] | None = None  # what a create sets or drops
+    # a create's wire object before decoding and validation (generated selector, cluster IP)
+    prepare_create: Callable[[Obj, Preparation], None] | None = None
+    # an update's wire object, given the stored one (a Service keeps its allocated IP)
+    prepare_update: Callable[[Obj, Obj], None] | None = None
     table: Table | None = None
     quota: QuotaEvaluator | None = None  # charges beyond the object count
 
@@ -76,16 +97,25 @@ def _strategies() -> dict[str, KindStrategy]:
         admissionpolicies,
         alerts,
         configmaps,
+        controllerrevisions,
         crds,
+        cronjobs,
+        deployments,
         deviceclasses,
         events,
+        jobs,
         namespaces,
         nodes,
         pods,
+        replicasets,
         resourceclaims,
         resourceclaimtemplates,
         resourcequotas,
         resourceslices,
+        secrets,
+        serviceaccounts,
+        services,
+        statefulsets,
         tenants,
     )
 
@@ -104,6 +134,15 @@ def _strategies() -> dict[str, KindStrategy]:
         admissionpolicies,
         tenants,
         alerts,
+        services,
+        serviceaccounts,
+        secrets,
+        deployments,
+        replicasets,
+        statefulsets,
+        controllerrevisions,
+        jobs,
+        cronjobs,
     )
     found: dict[str, KindStrategy] = {}
     for module in modules:
