@@ -11,7 +11,10 @@ request to the last pod seen by a tenant watch:
 - ``deployment``: a Deployment created with 0 replicas and scaled to 500 through the
   ``scale`` subresource, until its 500 pods are Running;
 - ``bare batch``: 500 pods that each run one simulated second, at most 50 at a time (the
-  client creates the next as one succeeds), until 500 have Succeeded;
+  client creates the next as one succeeds), until 500 have Succeeded; they carry a Job's
+  ``batch.kubernetes.io/job-name`` label (of no Job) so that the simulated runtime ends
+  them as it ends a Job's pods (``build(job_seconds=1)``; a tenant may not set the
+  platform's ``allot.dev/`` annotations);
 - ``job``: a Job of 500 completions with parallelism 50 whose pods run one simulated
   second, until the Job is Complete.
 
@@ -29,12 +32,15 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.scheduler import _client, _serve, publish_nodes
+from allot.apiserver.server import ServerThread
+from allot.platform import build
+from bench.scheduler import _client, publish_nodes
 from bench.tenancy import NODES as SETUP_NODES
 from bench.tenancy import _create_tenants, _setup
 
@@ -44,7 +50,7 @@ PARALLELISM = 50
 RATIO_TARGET = 1.2
 TENANT = "team-00"
 PODS_PATH = "/api/v1/namespaces/default/pods"
-RUN_SECONDS = "1"
+JOB_SECONDS = 1.0
 
 
 def _template() -> dict[str, Any]:
@@ -71,13 +77,12 @@ def _pod_spec(restart: str) -> dict[str, Any]:
 
 
 def _bare_pod(name: str, labels: dict[str, str], batch: bool) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "labels": labels}
     if batch:
-        metadata["annotations"] = {"allot.dev/simulated-runtime-seconds": RUN_SECONDS}
+        labels = {**labels, "batch.kubernetes.io/job-name": "bench-bare"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": metadata,
+        "metadata": {"name": name, "labels": labels},
         "spec": _pod_spec("Never" if batch else "Always"),
     }
 
@@ -105,10 +110,7 @@ def _job() -> dict[str, Any]:
             "completions": PODS,
             "parallelism": PARALLELISM,
             "backoffLimit": 0,
-            "template": {
-                "metadata": {"annotations": {"allot.dev/simulated-runtime-seconds": RUN_SECONDS}},
-                "spec": _pod_spec("Never"),
-            },
+            "template": {"spec": _pod_spec("Never")},
         },
     }
 
@@ -247,6 +249,14 @@ def _drive(data: Path, url: str, ca: str, token: str) -> None:
         batch = _bare_batch(client, watcher)
         print(f"  bare batch: {PODS} Succeeded, {PARALLELISM} at a time, in {batch:.1f} s")
         print(_line(f"job ({PARALLELISM} parallel)", _job_completed(client), batch), flush=True)
+
+
+def _serve(data: Path, ready: Queue[tuple[str, str, str]], stop: Event) -> None:
+    """Child process: the platform, its simulated Job pods running JOB_SECONDS."""
+    with ServerThread(data, api=build(data, job_seconds=JOB_SECONDS).server) as server:
+        token = server.api.registry.tokens.ensure("host")
+        ready.put((server.endpoint.url, str(server.endpoint.tls.ca_cert), token))
+        stop.wait()
 
 
 def main() -> None:

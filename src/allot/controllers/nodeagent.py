@@ -248,7 +248,9 @@ class NodeAgent:
                 else {}
             )
             spec = next(c for c in pod["spec"]["containers"] if c["name"] == container)
-            setups[container] = ContainerSetup(container_environment(spec, device_env), devices)
+            setups[container] = ContainerSetup(
+                container_environment(spec, pod, device_env), devices
+            )
         return setups
 
     def _restarted(self, pod: Obj, container: str, restarts: int, last_exit: int) -> None:

@@ -473,11 +473,43 @@ def _exit_code(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def container_environment(container: Obj, device_env: dict[str, str]) -> dict[str, str]:
-    """The container's literal ``env`` values, then the variables of its devices."""
-    values = {
-        item["name"]: str(item.get("value", ""))
-        for item in container.get("env") or []
-        if "valueFrom" not in item
-    }
+def container_environment(container: Obj, pod: Obj, device_env: dict[str, str]) -> dict[str, str]:
+    """The container's ``env``: literal values and the downward API's ``fieldRef`` values
+    read from the pod (as the kubelet resolves them), then the variables of its devices.
+    Other sources (``configMapKeyRef``, ``secretKeyRef``, ``resourceFieldRef``) are not
+    resolved, and their variables are left unset."""
+    values: dict[str, str] = {}
+    for item in container.get("env") or []:
+        source = item.get("valueFrom")
+        if source is None:
+            values[item["name"]] = str(item.get("value", ""))
+            continue
+        field_path = (source.get("fieldRef") or {}).get("fieldPath")
+        value = pod_field(pod, field_path) if field_path else None
+        if value is not None:
+            values[item["name"]] = value
     return {**values, **device_env}
+
+
+_DOWNWARD_FIELDS = {
+    "metadata.name": ("metadata", "name"),
+    "metadata.namespace": ("metadata", "namespace"),
+    "metadata.uid": ("metadata", "uid"),
+    "spec.nodeName": ("spec", "nodeName"),
+    "spec.serviceAccountName": ("spec", "serviceAccountName"),
+    "status.podIP": ("status", "podIP"),
+    "status.hostIP": ("status", "hostIP"),
+}
+
+
+def pod_field(pod: Obj, path: str) -> str | None:
+    """A downward-API ``fieldRef`` value of a pod: the fields above, and one label or
+    annotation (``metadata.labels['k']``, ``metadata.annotations['k']``)."""
+    for prefix in ("metadata.labels", "metadata.annotations"):
+        if path.startswith(f"{prefix}['") and path.endswith("']"):
+            key = path[len(prefix) + 2 : -2]
+            found = pod["metadata"].get(prefix.split(".")[1]) or {}
+            return str(found[key]) if key in found else None
+    section, name = _DOWNWARD_FIELDS.get(path, ("", ""))
+    value = (pod.get(section) or {}).get(name) if section else None
+    return None if value is None else str(value)
