@@ -3,8 +3,10 @@
 kubectl posts some objects as ``application/vnd.kubernetes.protobuf``: the magic
 ``k8s\\x00`` followed by a ``runtime.Unknown`` envelope (type meta, raw object bytes). Only
 the fields the server needs are read: ObjectMeta (name, generateName, namespace, labels,
-annotations), ConfigMap data, and SelfSubjectAccessReview attributes. Field numbers come
-from ``k8s.io/api``'s generated.proto. Other kinds answer 415 (:class:`ProtobufUnsupported`);
+annotations), ConfigMap data, SelfSubjectAccessReview attributes, and the workload
+objects of ``kubectl create deployment|job|cronjob|secret|service|serviceaccount`` as
+:mod:`allot.apiserver.protoschema` lists their fields. Field numbers come from
+``k8s.io/api``'s generated.proto. Other kinds answer 415 (:class:`ProtobufUnsupported`);
 bytes that are not such a message (no prefix, truncated, a wire type that does not fit the
 field, no kind) are the client's error and answer 400 with the texts of the API server's
 decoder (gogo-protobuf's ``unexpected EOF``, ``proto: illegal wireType 7``); strings are
@@ -13,7 +15,10 @@ decoded with invalid UTF-8 replaced, so validation judges them as it would upstr
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+
+from allot.apiserver.protoschema import OBJECTS, SCHEMAS, STATUS_FIELD, Field
 
 MAGIC = b"k8s\x00"
 Fields = dict[int, list[Any]]
@@ -138,6 +143,85 @@ def decode(body: bytes) -> dict[str, Any]:
         obj["spec"] = {
             "resourceAttributes": {n: _text(attributes, i + 1) or "" for i, n in enumerate(names)}
         }
+    elif kind in OBJECTS:
+        obj.update(decode_object(kind, raw))
     elif kind not in ("Namespace",):
         raise ProtobufUnsupported(f"protobuf bodies of kind {kind} are not supported; send JSON")
     return obj
+
+
+def decode_object(kind: str, fields: Fields) -> dict[str, Any]:
+    """Everything but ``metadata`` of a top-level object of ``kind`` (in OBJECTS)."""
+    status = STATUS_FIELD.get(kind)
+    kept = {n: v for n, v in fields.items() if n != 1 and n != status}
+    return _decode(kind, OBJECTS[kind], kept)
+
+
+def decode_message(message: str, raw: bytes) -> dict[str, Any]:
+    return _decode(message, SCHEMAS[message], parse_fields(raw))
+
+
+def _decode(message: str, schema: dict[int, Field], fields: Fields) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for number, values in fields.items():
+        field = schema.get(number)
+        if field is None:
+            if all(value in (0, b"") for value in values):
+                continue  # a field Go always writes, at its zero value
+            raise ProtobufUnsupported(
+                f"field {number} of protobuf message {message} is not decoded by allot; "
+                "send the object as JSON (kubectl apply -f, or kubectl create -o yaml "
+                "--dry-run=client | kubectl apply -f -)"
+            )
+        if field.shape == "ignored":
+            continue
+        value = _DECODERS[field.shape.rstrip("*")](field, values)
+        if field.shape.endswith("*") or value not in ("", 0, False, {}, []):
+            result[field.name] = value
+    return result
+
+
+def _bytes(values: list[Any], field: Field) -> list[bytes]:
+    for value in values:
+        if not isinstance(value, bytes):
+            raise ProtobufError(f"proto: wrong wireType = 0 for field {field.name}")
+    return values
+
+
+def _integer(values: list[Any], field: Field) -> int:
+    value = values[-1]
+    if not isinstance(value, int):
+        raise ProtobufError(f"proto: wrong wireType = 2 for field {field.name}")
+    return value - (1 << 64) if value >= 1 << 63 else value  # two's complement varints
+
+
+def _pairs(field: Field, values: list[Any]) -> list[tuple[str, bytes]]:
+    pairs = []
+    for entry in _bytes(values, field):
+        pair = parse_fields(entry)
+        key = _bytes(pair.get(1, [b""]), field)[-1].decode(errors="replace")
+        pairs.append((key, _bytes(pair.get(2, [b""]), field)[-1]))
+    return pairs
+
+
+def _int_or_string(field: Field, values: list[Any]) -> int | str:
+    fields = parse_fields(_bytes(values, field)[-1])
+    if fields.get(1) and _integer(fields[1], field) == 1:
+        return _bytes(fields.get(3, [b""]), field)[-1].decode(errors="replace")
+    return _integer(fields.get(2, [0]), field)
+
+
+_DECODERS = {
+    "string": lambda f, v: _bytes(v, f)[-1].decode(errors="replace"),
+    "strings": lambda f, v: [item.decode(errors="replace") for item in _bytes(v, f)],
+    "int": lambda f, v: _integer(v, f),
+    "bool": lambda f, v: bool(_integer(v, f)),
+    "message": lambda f, v: decode_message(f.message, _bytes(v, f)[-1]),
+    "messages": lambda f, v: [decode_message(f.message, item) for item in _bytes(v, f)],
+    "string_map": lambda f, v: {k: b.decode(errors="replace") for k, b in _pairs(f, v)},
+    "bytes_map": lambda f, v: {k: base64.b64encode(b).decode() for k, b in _pairs(f, v)},
+    "quantity_map": lambda f, v: {
+        k: _bytes(parse_fields(b).get(1, [b""]), f)[-1].decode() for k, b in _pairs(f, v)
+    },
+    "int_or_string": _int_or_string,
+}
