@@ -63,7 +63,8 @@ def _assert_contains(actual: object, expected: object, path: str) -> None:
             assert key in actual, f"{path}.{key} missing"
             _assert_contains(actual[key], value, f"{path}.{key}")
     elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected), path
+        assert isinstance(actual, list), path
+        assert len(actual) == len(expected), path
         for index, (one, other) in enumerate(zip(actual, expected, strict=True)):
             _assert_contains(one, other, f"{path}[{index}]")
     else:
