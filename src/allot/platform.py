@@ -26,12 +26,16 @@ from allot.apiserver.app import ApiServer
 from allot.cel import SelectorCompiler
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
+from allot.controllers.deployment import DeploymentController
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.quota import QuotaStatus
+from allot.controllers.replicaset import ReplicaSetController
 from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.controllers.statefulset import StatefulSetController
+from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
 from allot.driver import nvml
 from allot.driver.devicenodes import DeviceNodes
@@ -116,12 +120,30 @@ def build(
             scheduler,
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
             ops.recorder,
+            *_apps_controllers(context, directory),
         ],
         observe=ops.metrics.observe_reconcile,
     )
     registry.store.add_listener(manager.on_event)
     _start_with_server(server, manager, ops)
     return Platform(registry, server, manager, ops, scheduler)
+
+
+def _apps_controllers(
+    context: ControllerContext, directory: TenantDirectory
+) -> list[DeploymentController | ReplicaSetController | StatefulSetController]:
+    """The apps/v1 workload controllers, one instance each for the host and every tenant."""
+    return [
+        DeploymentController(
+            ClusterContexts(context, "deployment-controller", directory.is_tenant)
+        ),
+        ReplicaSetController(
+            ClusterContexts(context, "replicaset-controller", directory.is_tenant)
+        ),
+        StatefulSetController(
+            ClusterContexts(context, "statefulset-controller", directory.is_tenant)
+        ),
+    ]
 
 
 def _dra_index(context: ControllerContext, compiler: SelectorCompiler) -> DraIndex:
