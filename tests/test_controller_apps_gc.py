@@ -1,0 +1,110 @@
+"""Garbage collection by ownerReferences per DeleteOptions propagation (tests/scenarios/gc.yaml),
+through the registry's delete path as kubectl reaches it, in the host and a second cluster."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from allot.controllers.context import ControllerContext
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
+from allot.registry.handlers import propagation_policy
+from allot.registry.resources import by_kind
+from allot.types import Obj
+from tests.conftest import load_scenarios
+
+SCENARIOS = load_scenarios("gc.yaml")
+NAMESPACE = "team"
+
+
+def _clock() -> dt.datetime:
+    return dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def _create_objects(context: ControllerContext, objects: list[dict[str, Any]]) -> None:
+    uids: dict[str, str] = {}
+    for spec in objects:
+        owners = spec.get("owner") or []
+        owners = [owners] if isinstance(owners, str) else owners
+        metadata: Obj = {"name": spec["name"], "namespace": NAMESPACE}
+        if owners:
+            metadata["ownerReferences"] = [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": owner,
+                    "uid": uids[owner],
+                    "blockOwnerDeletion": spec.get("block", False),
+                }
+                for owner in owners
+            ]
+        if spec.get("finalizers"):
+            metadata["finalizers"] = spec["finalizers"]
+        created = context.create("ConfigMap", {"metadata": metadata}, "test")
+        uids[spec["name"]] = created["metadata"]["uid"]
+
+
+def _run_step(context: ControllerContext, step: dict[str, Any]) -> None:
+    if "delete" in step:
+        context.delete("ConfigMap", NAMESPACE, step["delete"], step.get("options") or {})
+        return
+    name = step.get("unfinalize") or step["release"]
+    current = context.get("ConfigMap", NAMESPACE, name)
+    assert current is not None
+    if "unfinalize" in step:
+        current["metadata"].pop("finalizers")
+    else:
+        current["metadata"].pop("ownerReferences")
+    context.update("ConfigMap", current, "test")
+
+
+def _present(context: ControllerContext) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for obj in context.list("ConfigMap", NAMESPACE):
+        metadata = obj["metadata"]
+        entry: dict[str, Any] = {}
+        if metadata.get("finalizers"):
+            entry["finalizers"] = metadata["finalizers"]
+        if metadata.get("deletionTimestamp"):
+            entry["deleting"] = True
+        found[metadata["name"]] = entry
+    return found
+
+
+@pytest.mark.parametrize("cluster", [HOST_CLUSTER, "legal-ai"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
+def test_propagation(tmp_path: Path, scenario: dict[str, Any], cluster: str) -> None:
+    registry = Registry(tmp_path, clock=_clock)
+    context = ControllerContext(cluster, registry.store, registry.handlers, _clock)
+    context.create("Namespace", {"metadata": {"name": NAMESPACE}}, "test")
+    _create_objects(context, scenario["objects"])
+    for step in scenario["steps"]:
+        _run_step(context, step)
+        assert _present(context) == step["present"]
+        for name, owners in (step.get("owners") or {}).items():
+            current = context.get("ConfigMap", NAMESPACE, name)
+            assert current is not None
+            refs = current["metadata"].get("ownerReferences") or []
+            assert [ref["name"] for ref in refs] == owners
+    registry.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "finalizers", "expected"),
+    [
+        ("ConfigMap", {}, [], "Background"),
+        ("Pod", {}, [], "Background"),
+        ("ConfigMap", {"propagationPolicy": "Foreground"}, [], "Foreground"),
+        ("ConfigMap", {"orphanDependents": True}, [], "Orphan"),
+        ("ConfigMap", {"orphanDependents": False}, ["orphan"], "Background"),
+        ("ConfigMap", {}, ["orphan"], "Orphan"),
+        ("ConfigMap", {}, ["foregroundDeletion"], "Foreground"),
+    ],
+)
+def test_policy_defaults(kind: str, options: Obj, finalizers: list[str], expected: str) -> None:
+    current: Obj = {"metadata": {"name": "x", "finalizers": finalizers}}
+    assert propagation_policy(by_kind(kind), current, options) == expected
