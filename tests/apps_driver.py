@@ -5,6 +5,7 @@ ControllerManager does in the server's loop). The scenarios step pods' status th
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Hashable
 from pathlib import Path
@@ -70,12 +71,13 @@ class AppsDriver:
                 if (controller.name, key) in seen:
                     continue
                 seen.add((controller.name, key))
-                try:
+                with contextlib.suppress(RetryLater, Conflict):
                     controller.reconcile(key)
-                except (RetryLater, Conflict):
-                    pass
-            events, self._events = self._events, []
-            queue = [(c, k) for event in events for c in self.controllers for k in c.keys_for(event)]
+            events = list(self._events)
+            self._events.clear()
+            queue = [
+                (c, k) for event in events for c in self.controllers for k in c.keys_for(event)
+            ]
             if not queue:
                 return
         raise AssertionError("the controllers never settled")
@@ -108,7 +110,11 @@ class AppsDriver:
         latest["status"] = {
             "phase": phase,
             "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp}
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "lastTransitionTime": stamp,
+                }
             ],
         }
         self.context.update_status("Pod", latest, "kubelet")
@@ -117,7 +123,9 @@ class AppsDriver:
         """Remove the pods being deleted gracefully (their containers have stopped)."""
         for pod in self.pods():
             if pod["metadata"].get("deletionTimestamp"):
-                self.context.delete("Pod", NAMESPACE, pod["metadata"]["name"], {"gracePeriodSeconds": 0})
+                self.context.delete(
+                    "Pod", NAMESPACE, pod["metadata"]["name"], {"gracePeriodSeconds": 0}
+                )
 
     def event_messages(self, name: str) -> list[str]:
         return [

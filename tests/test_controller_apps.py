@@ -134,7 +134,9 @@ def _statefulset(spec: dict[str, Any]) -> Obj:
 def _apply_set_step(driver: AppsDriver, step: dict[str, Any]) -> None:
     if "ready" in step:
         ready = step["ready"]
-        driver.make_ready("all" if isinstance(ready, list) else ready, ready if isinstance(ready, list) else None)
+        driver.make_ready(
+            "all" if isinstance(ready, list) else ready, ready if isinstance(ready, list) else None
+        )
     if "fail" in step:
         pod = driver.context.get("Pod", NAMESPACE, step["fail"])
         assert pod is not None
@@ -167,7 +169,9 @@ def _check_set(driver: AppsDriver, expect: dict[str, Any]) -> None:
     if "pods" in expect:
         assert {name: image_of(p) for name, p in live.items()} == expect["pods"]
     if "terminating" in expect:
-        terminating = [p["metadata"]["name"] for p in pods if p["metadata"].get("deletionTimestamp")]
+        terminating = [
+            p["metadata"]["name"] for p in pods if p["metadata"].get("deletionTimestamp")
+        ]
         assert terminating == expect["terminating"]
     if "status" in expect:
         assert subset(status, expect["status"]) == expect["status"]

@@ -82,7 +82,9 @@ def test_adopts_orphans_and_releases_pods_that_stop_matching(tmp_path: Path) -> 
             for p in driver.pods()
             if (p["metadata"].get("ownerReferences") or [{}])[0].get("uid") == rs["metadata"]["uid"]
         }
-        assert "stray" in owned and "other" not in owned and len(owned) == 2
+        assert "stray" in owned
+        assert "other" not in owned
+        assert len(owned) == 2
         stray = driver.context.get("Pod", NAMESPACE, "stray")
         assert stray is not None
         stray["metadata"]["labels"] = {"app": "elsewhere"}
@@ -136,7 +138,8 @@ def test_a_refused_creation_is_a_failed_create_event_and_condition(tmp_path: Pat
         assert "exceeded quota: q" in failure["message"]
         messages = driver.event_messages("web")
         refused = [m for m in messages if m.startswith("Error creating: ")]
-        assert refused and refused[0] == f"Error creating: {failure['message']}"
+        assert refused
+        assert refused[0] == f"Error creating: {failure['message']}"
         rs["spec"]["replicas"] = 2
         driver.context.update("ReplicaSet", rs, "test")
         driver.settle()
