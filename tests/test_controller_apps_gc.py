@@ -35,7 +35,7 @@ def _create_objects(context: ControllerContext, objects: list[dict[str, Any]]) -
             metadata["ownerReferences"] = [
                 {
                     "apiVersion": "v1",
-                    "kind": "ConfigMap",
+                    "kind": spec.get("owner_kind", "ConfigMap"),
                     "name": owner,
                     "uid": uids[owner],
                     "blockOwnerDeletion": spec.get("block", False),
@@ -44,7 +44,11 @@ def _create_objects(context: ControllerContext, objects: list[dict[str, Any]]) -
             ]
         if spec.get("finalizers"):
             metadata["finalizers"] = spec["finalizers"]
-        created = context.create("ConfigMap", {"metadata": metadata}, "test")
+        kind = spec.get("kind", "ConfigMap")
+        body: Obj = {"metadata": metadata}
+        if kind == "Pod":
+            body["spec"] = {"containers": [{"name": "c", "image": "busybox"}]}
+        created = context.create(kind, body, "test")
         uids[spec["name"]] = created["metadata"]["uid"]
 
 
@@ -64,7 +68,7 @@ def _run_step(context: ControllerContext, step: dict[str, Any]) -> None:
 
 def _present(context: ControllerContext) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
-    for obj in context.list("ConfigMap", NAMESPACE):
+    for obj in context.list("ConfigMap", NAMESPACE) + context.list("Pod", NAMESPACE):
         metadata = obj["metadata"]
         entry: dict[str, Any] = {}
         if metadata.get("finalizers"):

@@ -174,8 +174,8 @@ class Rollout:
     def _sync_existing(self, rs: Obj, new_revision: int) -> Obj:
         updated = clone_document(rs)
         changed = rollout.set_new_rs_annotations(self.d, updated, new_revision, exists=True)
-        min_ready = self.spec.get("minReadySeconds")
-        if (updated.get("spec") or {}).get("minReadySeconds") != min_ready:
+        min_ready = int(self.spec.get("minReadySeconds") or 0)
+        if int((updated.get("spec") or {}).get("minReadySeconds") or 0) != min_ready:
             updated["spec"]["minReadySeconds"] = min_ready
             changed = True
         if changed:

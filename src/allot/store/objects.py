@@ -385,7 +385,7 @@ class Store:
         the dependents (``ownerReferences``): ``Background`` deletes them once the object
         is gone, ``Foreground`` deletes them first while the object waits behind the
         ``foregroundDeletion`` finalizer for those with ``blockOwnerDeletion``, ``Orphan``
-        removes their references to it (a gracefully deleted pod is never foreground)."""
+        removes their references to it (a pod is never held in the foreground)."""
         key = (cluster, resource.key, namespace if resource.namespaced else "", name)
         with self._lock:
             current = self._objects.get(key)
@@ -397,10 +397,9 @@ class Store:
                 return obj, False
             if propagation == "Orphan":
                 self._orphan_dependents(cluster, obj["metadata"].get("uid"))
-            graceful = grace_seconds > 0 or obj["metadata"].get("deletionGracePeriodSeconds")
-            if propagation == "Foreground" and not graceful and self._dependents(key):
+            if propagation == "Foreground" and _holds_for_dependents(key) and self._dependents(key):
                 return self._delete_foreground(key, obj), False
-            if graceful:
+            if grace_seconds > 0 or obj["metadata"].get("deletionGracePeriodSeconds"):
                 return self._mark_graceful(key, obj, grace_seconds), False
             if obj["metadata"].get("finalizers"):
                 if not obj["metadata"].get("deletionTimestamp"):
@@ -665,7 +664,7 @@ class Store:
         if current is None:
             return
         obj = clone_document(current)
-        if foreground and self._dependents(key):
+        if foreground and _holds_for_dependents(key) and self._dependents(key):
             self._delete_foreground(key, obj)
             return
         if obj["metadata"].get("finalizers"):
@@ -692,6 +691,13 @@ class Store:
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
+
+
+def _holds_for_dependents(key: ObjectKey) -> bool:
+    """Whether a foreground deletion keeps the object until its dependents are gone: every
+    kind but pods, whose end the node agent and the claim controller already order (a pod
+    held for its generated claims would hold them allocated in turn)."""
+    return key[1] != "pods"
 
 
 def _removable(metadata: Obj) -> bool:
