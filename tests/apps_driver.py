@@ -59,8 +59,9 @@ class AppsDriver:
     def close(self) -> None:
         self.registry.close()
 
-    def settle(self) -> None:
-        """Reconcile every workload, then whatever the writes concern, until quiet."""
+    def settle(self, strict: bool = False) -> None:
+        """Reconcile every workload, then whatever the writes concern, until quiet;
+        ``strict`` lets a reconcile's RetryLater through."""
         queue: list[tuple[Controller, Hashable]] = [
             (c, key) for c in self.controllers for key in c.initial_keys()
         ]
@@ -71,7 +72,7 @@ class AppsDriver:
                 if (controller.name, key) in seen:
                     continue
                 seen.add((controller.name, key))
-                with contextlib.suppress(RetryLater, Conflict):
+                with contextlib.suppress(*((Conflict,) if strict else (RetryLater, Conflict))):
                     controller.reconcile(key)
             events = list(self._events)
             self._events.clear()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from allot.controllers import rollout
+from allot.controllers.runtime import RetryLater
 from allot.registry import HOST_CLUSTER
 from allot.types import Obj
 from tests.apps_driver import NAMESPACE, AppsDriver, image_of, pods_by_image, subset
@@ -202,5 +203,23 @@ def test_statefulset(tmp_path: Path, scenario: dict[str, Any], cluster: str) -> 
         for step in scenario["steps"]:
             _apply_set_step(driver, step)
             _check_set(driver, step.get("expect") or {})
+    finally:
+        driver.close()
+
+
+def test_statefulset_refused_pod_is_an_event_and_tried_again(tmp_path: Path) -> None:
+    driver = AppsDriver(tmp_path)
+    try:
+        driver.registry.assemble(driver.registry.standard_plugins())
+        quota = {"metadata": {"name": "q", "namespace": NAMESPACE}, "spec": {"hard": {"pods": "1"}}}
+        driver.context.create("ResourceQuota", quota, "test")
+        spec = {"replicas": 2, "podManagementPolicy": "Parallel"}
+        driver.context.create("StatefulSet", _statefulset(spec), "kubectl")
+        with pytest.raises(RetryLater):
+            driver.settle(strict=True)
+        assert [p["metadata"]["name"] for p in driver.pods()] == ["web-0"]
+        refused = [m for m in driver.event_messages("web") if "failed error" in m]
+        assert refused[0].startswith("create Pod web-1 in StatefulSet web failed error: ")
+        assert "exceeded quota: q" in refused[0]
     finally:
         driver.close()

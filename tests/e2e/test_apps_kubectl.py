@@ -163,6 +163,14 @@ def test_statefulset_pods_get_their_own_claims(tenancy: Tenancy, where: str) -> 
     status = _get(tenancy, where, "statefulset", "trainer")["status"]
     assert status["readyReplicas"] == 2
     assert status["currentRevision"] == status["updateRevision"]
+    _kubectl(tenancy, where, "set", "image", "statefulset/trainer", "train=python:3.13-slim")
+    _kubectl(tenancy, where, "rollout", "status", "statefulset/trainer", TIMEOUT)
+    history = _kubectl(tenancy, where, "rollout", "history", "statefulset/trainer")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    _kubectl(tenancy, where, "rollout", "undo", "statefulset/trainer")
+    _kubectl(tenancy, where, "rollout", "status", "statefulset/trainer", TIMEOUT)
+    for pod in _get(tenancy, where, "pods", "-l", "app=trainer")["items"]:
+        assert pod["spec"]["containers"][0]["image"] == "python:3.12-slim"
     _kubectl(tenancy, where, "scale", "statefulset/trainer", "--replicas=1")
     tenancy.wait(
         lambda: (

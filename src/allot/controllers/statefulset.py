@@ -19,6 +19,7 @@ instance serves the host and every tenant cluster. Built by :mod:`allot.platform
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Hashable
 
 from allot.api.documents import clone_document
@@ -26,6 +27,7 @@ from allot.api.meta import selector_matches
 from allot.controllers import rollout
 from allot.controllers.adoption import claim, in_namespace, is_pod_available, typed
 from allot.controllers.context import ControllerContext
+from allot.controllers.runtime import RetryLater
 from allot.controllers.workloads import (
     ClusterContexts,
     WorkloadKey,
@@ -54,6 +56,7 @@ class StatefulSetController:
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts
+        self.failures: Counter[WorkloadKey] = Counter()
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if not self.contexts.serves(event.cluster):
@@ -89,8 +92,14 @@ class StatefulSetController:
         context = self.contexts(key.cluster)
         stored = context.get("StatefulSet", key.namespace, key.name)
         if stored is None:
+            self.failures.pop(key, None)
             return
-        SetSync(context, typed(stored, "apps/v1", "StatefulSet")).sync()
+        sync = SetSync(context, typed(stored, "apps/v1", "StatefulSet"))
+        sync.sync()
+        if sync.refused:  # a refused pod creation is tried again, backing off
+            self.failures[key] += 1
+            raise RetryLater(min(60.0, 0.5 * 2 ** self.failures[key]))
+        self.failures.pop(key, None)
 
 
 def ordinal_of(pod: Obj, set_name: str) -> int:
@@ -123,6 +132,7 @@ class SetSync:
         self.spec: Obj = statefulset.get("spec") or {}
         self.monotonic = self.spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         self.collisions = int((statefulset.get("status") or {}).get("collisionCount") or 0)
+        self.refused = False
 
     def sync(self) -> None:
         pods = claim(
@@ -333,6 +343,7 @@ class SetSync:
             self.context.create("Pod", pod, MANAGER)
         except Exception as err:  # refused: reported as upstream's pod control does
             message = to_status(err).message or str(err)
+            self.refused = True
             self.context.event(
                 self.set,
                 "Warning",
