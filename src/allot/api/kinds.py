@@ -105,7 +105,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("", "v1", "Secret", "secrets", True, "subdomain", corev1.Secret),
     KindInfo("apps", "v1", "Deployment", "deployments", True, "subdomain", appsapi.Deployment),
     KindInfo("apps", "v1", "ReplicaSet", "replicasets", True, "subdomain", appsapi.ReplicaSet),
-    KindInfo("apps", "v1", "StatefulSet", "statefulsets", True, "subdomain", appsapi.StatefulSet),
+    KindInfo("apps", "v1", "StatefulSet", "statefulsets", True, "label", appsapi.StatefulSet),
     KindInfo(
         "apps",
         "v1",

@@ -149,3 +149,31 @@ def _allocate_node_ports(spec: Obj, key: str, others: list[Obj]) -> None:
 
 def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def keep_allocated(service: Obj, stored: Obj) -> None:
+    """An update that leaves out the allocated values (``kubectl replace`` of the original
+    manifest) keeps them: cluster IPs, IP families and the node port of each port, as
+    upstream's ``patchAllocatedValues`` does, unless the type changes to ExternalName."""
+    spec, before = service.get("spec"), stored.get("spec") or {}
+    if not isinstance(spec, dict) or (spec.get("type") or "ClusterIP") == "ExternalName":
+        return
+    if not spec.get("clusterIP") and not spec.get("clusterIPs"):
+        for key in ("clusterIP", "clusterIPs"):
+            if key in before:
+                spec[key] = before[key]
+    for key in ("ipFamilies", "ipFamilyPolicy"):
+        if key not in spec and key in before:
+            spec[key] = before[key]
+    if (spec.get("type") or "ClusterIP") == "ClusterIP":
+        return
+    old_ports = {
+        (p.get("port"), p.get("protocol") or "TCP"): p.get("nodePort")
+        for p in before.get("ports") or []
+        if isinstance(p, dict)
+    }
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict) and not port.get("nodePort"):
+            node_port = old_ports.get((port.get("port"), port.get("protocol") or "TCP"))
+            if node_port:
+                port["nodePort"] = node_port

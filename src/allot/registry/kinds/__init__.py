@@ -66,6 +66,8 @@ class KindStrategy:
     initial_status: Callable[[Obj], None] | None = None  # what a create sets or drops
     # a create's wire object before decoding and validation (generated selector, cluster IP)
     prepare_create: Callable[[Obj, Preparation], None] | None = None
+    # an update's wire object, given the stored one (a Service keeps its allocated IP)
+    prepare_update: Callable[[Obj, Obj], None] | None = None
     table: Table | None = None
     quota: QuotaEvaluator | None = None  # charges beyond the object count
 

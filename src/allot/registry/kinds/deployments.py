@@ -46,7 +46,7 @@ STRATEGIES = (
         "deployment",
         short_names=("deploy",),
         categories=("all",),
-        subresources=("status",),
+        subresources=("status", "scale"),
         rules=KindRules(
             defaults=apps.default_deployment,
             validate=lambda obj, context: apps.validate_deployment(obj),

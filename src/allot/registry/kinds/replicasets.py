@@ -46,7 +46,7 @@ STRATEGIES = (
         "replicaset",
         short_names=("rs",),
         categories=("all",),
-        subresources=("status",),
+        subresources=("status", "scale"),
         rules=KindRules(
             defaults=apps.default_replica_set,
             validate=lambda obj, context: apps.validate_replica_set(obj),

@@ -38,7 +38,7 @@ STRATEGIES = (
         "statefulset",
         short_names=("sts",),
         categories=("all",),
-        subresources=("status",),
+        subresources=("status", "scale"),
         rules=KindRules(
             defaults=apps.default_stateful_set,
             validate=lambda obj, context: apps.validate_stateful_set(obj),
