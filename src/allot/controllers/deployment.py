@@ -166,7 +166,11 @@ class Rollout:
         old_sets = [rs for rs in ordered if rs is not existing]
         new_revision = max((rollout.revision(rs) for rs in old_sets), default=0) + 1
         if existing is not None:
-            return self._sync_existing(existing, new_revision), old_sets
+            synced = self._sync_existing(existing, new_revision)
+            if synced is not existing:  # the caller's list sees the written version
+                existing.clear()
+                existing.update(synced)
+            return existing, old_sets
         if not create:
             return None, old_sets
         return self._create_new(old_sets, new_revision), old_sets
@@ -395,8 +399,7 @@ class Rollout:
         if self._reconcile_new(all_sets, new_rs) or self._reconcile_old(all_sets, old_sets, new_rs):
             self.sync_rollout_status(old_sets, new_rs)
             return
-        status = self.calculate_status(old_sets, new_rs)
-        if self.complete(status):
+        if self.complete(self.d.get("status") or {}):  # as upstream: the stored status
             self.cleanup(old_sets)
         self.sync_rollout_status(old_sets, new_rs)
 
@@ -424,8 +427,9 @@ class Rollout:
         max_scaled_down = rollout.total(all_sets) - min_available - new_unavailable
         if max_scaled_down <= 0:
             return False
-        cleaned = self._cleanup_unhealthy(_active(old_sets), max_scaled_down)
-        scaled = self._scale_down_old(all_sets, _active(old_sets), min_available)
+        active = _active(old_sets)
+        cleaned = self._cleanup_unhealthy(active, max_scaled_down)
+        scaled = self._scale_down_old([*active, new_rs], active, min_available)
         return cleaned + scaled > 0
 
     def _cleanup_unhealthy(self, old_sets: list[Obj], limit: int) -> int:
@@ -476,8 +480,7 @@ class Rollout:
                 return
         if rollout.rs_replicas(new_rs) != rollout.replicas(self.d):
             self.scale_rs(new_rs, rollout.replicas(self.d))
-        status = self.calculate_status(old_sets, new_rs)
-        if self.complete(status):
+        if self.complete(self.d.get("status") or {}):
             self.cleanup(old_sets)
         self.sync_rollout_status(old_sets, new_rs)
 
@@ -586,9 +589,9 @@ class Rollout:
     def complete(self, status: Obj) -> bool:
         wanted = rollout.replicas(self.d)
         return bool(
-            status["updatedReplicas"] == wanted
-            and status["replicas"] == wanted
-            and status["availableReplicas"] == wanted
+            int(status.get("updatedReplicas") or 0) == wanted
+            and int(status.get("replicas") or 0) == wanted
+            and int(status.get("availableReplicas") or 0) == wanted
             and (status.get("observedGeneration") or 0)
             >= (self.d["metadata"].get("generation") or 0)
         )
