@@ -144,6 +144,8 @@ def _apply_set_step(driver: AppsDriver, step: dict[str, Any]) -> None:
         driver.set_phase(pod, "Failed", ready=False)
     if "delete" in step:
         driver.context.delete("Pod", NAMESPACE, step["delete"])
+    if "advance" in step:
+        driver.advance(step["advance"])
     if step.get("terminate"):
         driver.finish_terminating()
     changes = {k: step[k] for k in ("image", "replicas", "partition") if k in step}

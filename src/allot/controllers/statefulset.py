@@ -18,6 +18,7 @@ instance serves the host and every tenant cluster. Built by :mod:`allot.platform
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Hashable
@@ -25,7 +26,7 @@ from collections.abc import Hashable
 from allot.api.documents import clone_document
 from allot.api.meta import selector_matches
 from allot.controllers import rollout
-from allot.controllers.adoption import claim, in_namespace, is_pod_available, typed
+from allot.controllers.adoption import claim, in_namespace, is_pod_available, ready_since, typed
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
 from allot.controllers.workloads import (
@@ -100,6 +101,8 @@ class StatefulSetController:
             self.failures[key] += 1
             raise RetryLater(min(60.0, 0.5 * 2 ** self.failures[key]))
         self.failures.pop(key, None)
+        if sync.available_in is not None:  # a ready pod becomes available later
+            raise RetryLater(sync.available_in)
 
 
 def ordinal_of(pod: Obj, set_name: str) -> int:
@@ -133,6 +136,7 @@ class SetSync:
         self.monotonic = self.spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         self.collisions = int((statefulset.get("status") or {}).get("collisionCount") or 0)
         self.refused = False
+        self.available_in: float | None = None  # seconds until a ready pod is available
 
     def sync(self) -> None:
         pods = claim(
@@ -373,6 +377,14 @@ class SetSync:
         )
 
     # --------------------------------------------------------------- status
+    def _wait_for_availability(self, pod: Obj, min_ready: int) -> None:
+        since = ready_since(pod)
+        if since is None:
+            return
+        wait = (since + dt.timedelta(seconds=min_ready) - self.context.clock()).total_seconds()
+        wait = max(0.05, wait + 0.01)
+        self.available_in = wait if self.available_in is None else min(self.available_in, wait)
+
     def _write_status(self, pods: list[Obj], current: Obj, update: Obj) -> None:
         min_ready = int(self.spec.get("minReadySeconds") or 0)
         now = self.context.clock()
@@ -388,7 +400,10 @@ class SetSync:
             counts["replicas"] += created
             if is_running_and_ready(pod):
                 counts["readyReplicas"] += 1
-                counts["availableReplicas"] += is_pod_available(pod, min_ready, now)
+                available = is_pod_available(pod, min_ready, now)
+                counts["availableReplicas"] += available
+                if not available:
+                    self._wait_for_availability(pod, min_ready)
             if created and not pod["metadata"].get("deletionTimestamp"):
                 revision = (pod["metadata"].get("labels") or {}).get(REVISION_LABEL)
                 counts["currentReplicas"] += revision == current["metadata"]["name"]
