@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from allot.api import kinds
 from allot.api.base import ApiModel
+from allot.api.errors import DecodeError
 from allot.cel import SelectorCompiler
 from allot.registry.kinds import rules_for
 from allot.validation import cron, indexes
@@ -176,3 +177,21 @@ def test_every_descriptor_is_a_duration() -> None:
 def test_index_sets_round_trip(values: set[int]) -> None:
     text = indexes.render(values)
     assert indexes.parse(text, 201) == sorted(values)
+
+
+@pytest.mark.parametrize(
+    ("value", "byte"), [("abc!", 3), ("Yg", 0), ("Y===", 1), ("YWJjZA", 4), ("not base64", 3)]
+)
+def test_secret_data_must_be_base64(value: str, byte: int) -> None:
+    document = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "default"},
+        "data": {"ok": "Yg==", "bad": value},
+    }
+    with pytest.raises(DecodeError) as raised:
+        kinds.decode(document)
+    assert str(raised.value) == (
+        'Secret in version "v1" cannot be handled as a Secret: '
+        f"illegal base64 data at input byte {byte}"
+    )

@@ -34,6 +34,8 @@ from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
+from allot.controllers.serviceaccounts import ServiceAccounts
 from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
@@ -120,6 +122,7 @@ def build(
             scheduler,
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
             ops.recorder,
+            ServiceAccounts(ClusterContexts(context, MANAGER_ACCOUNTS, directory.is_tenant)),
             *_apps_controllers(context, directory),
         ],
         observe=ops.metrics.observe_reconcile,

@@ -91,3 +91,82 @@ def test_status_subresource_and_explain(tenancy: Tenancy, where: str) -> None:
     explained = kubectl("explain", "deployment.spec.strategy").stdout
     assert "rollingUpdate" in explained
     assert "KIND:       Deployment" in explained
+
+
+@pytest.mark.parametrize("where", ["host", "legal-ai"])
+def test_scale_subresource(tenancy: Tenancy, where: str) -> None:
+    kubectl = kubectl_for(tenancy, where)
+    kubectl("apply", "-f", str(MANIFEST))
+    assert kubectl("scale", "deploy/web", "--replicas=3").stdout.strip() == (
+        "deployment.apps/web scaled"
+    )
+    kubectl("scale", "sts/trainer", "--replicas=1")
+    scale = json.loads(kubectl("get", "deploy/web", "--subresource=scale", "-o", "json").stdout)
+    assert scale["kind"] == "Scale"
+    assert scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 3}
+    assert scale["status"]["selector"] == "app=web"
+    assert kubectl("get", "sts", "trainer", "-o", "jsonpath={.spec.replicas}").stdout == "1"
+    refused = kubectl("scale", "job/pi", "--replicas=2", check=False)
+    assert refused.returncode != 0
+
+
+@pytest.mark.parametrize("where", ["host", "legal-ai"])
+def test_default_service_account_in_every_namespace(tenancy: Tenancy, where: str) -> None:
+    kubectl = kubectl_for(tenancy, where)
+    kubectl("create", "namespace", "team-a")
+
+    def default_accounts() -> list[str]:
+        listing = json.loads(kubectl("get", "sa", "-A", "-o", "json").stdout)
+        return sorted(
+            i["metadata"]["namespace"]
+            for i in listing["items"]
+            if i["metadata"]["name"] == "default"
+        )
+
+    tenancy.wait(lambda: "team-a" in default_accounts(), "default account in team-a")
+    assert {"default", "kube-system", "team-a"} <= set(default_accounts())
+    kubectl("delete", "sa", "default", "-n", "team-a")
+    tenancy.wait(lambda: "team-a" in default_accounts(), "default account back in team-a")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "runner", "namespace": "team-a"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    kubectl("create", "-f", "-", stdin=json.dumps(pod))
+    spec = json.loads(kubectl("get", "pod", "runner", "-n", "team-a", "-o", "json").stdout)["spec"]
+    assert spec["serviceAccountName"] == "default"
+
+
+def test_invalid_workloads_get_upstream_messages(tenancy: Tenancy) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "zero"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "zero"}},
+            "strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {"app": "zero"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    refused = tenancy.as_tenant(
+        "legal-ai", "apply", "-f", "-", stdin=json.dumps(deployment), check=False
+    )
+    assert refused.returncode == 1
+    assert (
+        'The Deployment "zero" is invalid: spec.strategy.rollingUpdate.maxUnavailable: '
+        "Invalid value: 0: may not be 0 when `maxSurge` is 0"
+    ) in refused.stderr
+    tenancy.as_tenant("legal-ai", "apply", "-f", str(MANIFEST))
+    job = json.loads(tenancy.as_tenant("legal-ai", "get", "job", "pi", "-o", "json").stdout)
+    job["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    immutable = tenancy.as_tenant(
+        "legal-ai", "replace", "-f", "-", stdin=json.dumps(job), check=False
+    )
+    assert 'The Job "pi" is invalid: ' in immutable.stderr
+    assert "spec.selector: Invalid value: " in immutable.stderr
+    assert "field is immutable" in immutable.stderr

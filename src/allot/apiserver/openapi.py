@@ -69,7 +69,10 @@ def _openapi3(schema: Any) -> Any:
     options = schema.get("anyOf")
     if isinstance(options, list):
         kept = [o for o in options if o != {"type": "null"}]
-        if len(kept) == 1:
+        if kept == [{"type": "integer"}, {"type": "string"}]:  # IntOrString, as upstream
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            schema = {**rest, "$ref": f"#/components/schemas/{INT_OR_STRING}"}
+        elif len(kept) == 1:
             rest = {k: v for k, v in schema.items() if k != "anyOf"}
             schema = {**rest, **kept[0]}
     if "$ref" in schema and len(schema) > 1:
@@ -118,8 +121,10 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 # Request bodies that are not stored kinds, as upstream names them (shapes, not every field).
 _REQUEST_SCHEMAS: dict[str, Any] = {
+    INT_OR_STRING: {"type": "string", "format": "int-or-string"},
     f"{META}.Patch": {
         "type": "object",
         "description": "Patch is provided to give a concrete name and type to the patch body.",

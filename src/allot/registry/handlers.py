@@ -478,16 +478,18 @@ class Handlers:
         return body
 
     def _prepare_create(self, cluster: str, resource: ServedResource, body: Obj) -> str | None:
-        """The kind's ``prepare_create`` on the body (in place), given the new object's
-        uid; the uid, or None for kinds without one (the store assigns theirs)."""
+        """The kind's ``prepare_create`` on the body (in place); the uid it was given, or
+        None when it asked for none (the store assigns the uid then)."""
         prepare = None if resource.custom else strategy(resource.kind).prepare_create
         if prepare is None:
             return None
-        uid = self.store.new_uid()
         if "spec" in body:  # the request's own body stays as it came
             body["spec"] = copy.deepcopy(body["spec"])
-        prepare(body, Preparation(uid, lambda: self.store.scan(cluster, resource.store)))
-        return uid
+        preparation = Preparation(
+            self.store.new_uid, lambda: self.store.scan(cluster, resource.store)
+        )
+        prepare(body, preparation)
+        return preparation.assigned
 
     @staticmethod
     def _initial_status(resource: ServedResource, obj: Obj) -> None:
