@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from allot.controllers.replicaset import pods_to_delete
+from allot.controllers.podranking import pods_to_delete, ranked
 from allot.types import Obj, rfc3339
 from tests.apps_driver import NAMESPACE, AppsDriver
 from tests.conftest import load_scenarios
@@ -25,6 +25,8 @@ def _at(seconds: int) -> str:
 
 def _pod(spec: dict[str, Any]) -> Obj:
     metadata: Obj = {"name": spec["name"], "creationTimestamp": _at(spec.get("created", 0))}
+    if "uid" in spec:
+        metadata["uid"] = spec["uid"]
     if "cost" in spec:
         metadata["annotations"] = {"controller.kubernetes.io/pod-deletion-cost": str(spec["cost"])}
     status: Obj = {"phase": spec["phase"]}
@@ -40,10 +42,15 @@ def _pod(spec: dict[str, Any]) -> Obj:
 @pytest.mark.parametrize("case", RANKINGS, ids=[c["name"] for c in RANKINGS])
 def test_deletion_order(case: dict[str, Any]) -> None:
     pods = [_pod(p) for p in case["pods"]]
+    related = pods + [
+        _pod({"name": f"sibling-{node}", "node": node, "phase": "Running"})
+        for node in case.get("related") or []
+    ]
     now = EPOCH + dt.timedelta(seconds=100)
-    ranked = pods_to_delete(pods, len(pods), now)
-    assert [p["metadata"]["name"] for p in ranked] == case["order"]
-    assert [p["metadata"]["name"] for p in pods_to_delete(pods, 1, now)] == case["order"][:1]
+    order = ranked(pods, now, related)
+    assert [p["metadata"]["name"] for p in order] == case["order"]
+    first = pods_to_delete(pods, 1, now, related)
+    assert [p["metadata"]["name"] for p in first] == case["order"][:1]
 
 
 def _replicaset(replicas: int, min_ready: int = 0) -> Obj:

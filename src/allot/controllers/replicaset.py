@@ -4,8 +4,7 @@ Upstream's ``pkg/controller/replicaset``: the active pods the selector matches a
 (orphans adopted, pods no longer matching released); missing pods are created in slow-start
 batches (1, 2, 4, ...; a refused creation ends the round with a ``FailedCreate`` Warning
 Event ``Error creating: <the API error>`` and the ``ReplicaFailure`` condition); surplus
-pods are deleted in upstream's order (unassigned, pending, not ready, cheaper to delete,
-doubled up on a node, ready for less time, restarted more, newer first). The status counts
+pods are deleted in upstream's order (:mod:`allot.controllers.podranking`). The status counts
 replicas, fully labelled, ready and available (ready for ``minReadySeconds``) pods. One
 instance serves the host and every tenant cluster (:mod:`allot.controllers.workloads`).
 Built by :mod:`allot.platform`.
@@ -20,6 +19,7 @@ from collections.abc import Hashable
 from allot.api.meta import selector_matches
 from allot.controllers.adoption import claim, in_namespace, is_pod_available, ready_since, typed
 from allot.controllers.context import ControllerContext
+from allot.controllers.podranking import pods_to_delete
 from allot.controllers.runtime import RetryLater
 from allot.controllers.workloads import (
     ClusterContexts,
@@ -37,9 +37,6 @@ from allot.types import Obj, rfc3339
 
 MANAGER = "replicaset-controller"
 BURST_REPLICAS = 500
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
-EPOCH = dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
 class ReplicaSetController:
@@ -153,7 +150,8 @@ class ReplicaSetController:
     def _delete(
         self, context: ControllerContext, rs: Obj, pods: list[Obj], count: int
     ) -> tuple[str, str] | None:
-        for pod in pods_to_delete(pods, count, context.clock()):
+        related = _related_pods(context, rs) if controller_of(rs) else pods
+        for pod in pods_to_delete(pods, count, context.clock(), related):
             name = pod["metadata"]["name"]
             try:
                 context.delete("Pod", pod["metadata"].get("namespace") or "", name)
@@ -253,6 +251,23 @@ def _failure_conditions(
     ]
 
 
+def _related_pods(context: ControllerContext, rs: Obj) -> list[Obj]:
+    """The active pods of every ReplicaSet with the same controller as ``rs`` (a
+    Deployment's old and new sets), for the "doubled up" ranking."""
+    owner = (controller_of(rs) or {}).get("uid")
+    namespace = rs["metadata"].get("namespace") or ""
+    siblings = {
+        other["metadata"].get("uid")
+        for other in in_namespace(context, "ReplicaSet", namespace)
+        if (controller_of(other) or {}).get("uid") == owner
+    }
+    return [
+        p
+        for p in in_namespace(context, "Pod", namespace)
+        if is_pod_active(p) and (controller_of(p) or {}).get("uid") in siblings
+    ]
+
+
 def _replicas(workload: Obj) -> int:
     replicas = (workload.get("spec") or {}).get("replicas")
     return 1 if replicas is None else int(replicas)
@@ -261,41 +276,3 @@ def _replicas(workload: Obj) -> int:
 def _controlled(pod: Obj, owner: Obj) -> bool:
     ref = controller_of(pod)
     return ref is not None and ref.get("uid") == owner["metadata"].get("uid")
-
-
-def pods_to_delete(pods: list[Obj], count: int, now: dt.datetime) -> list[Obj]:
-    """The ``count`` pods to delete first (upstream's ``getPodsToDelete`` ranking)."""
-    per_node = Counter((p.get("spec") or {}).get("nodeName") or "" for p in pods)
-    return sorted(pods, key=lambda p: _deletion_rank(p, per_node))[:count]
-
-
-def _deletion_rank(
-    pod: Obj, per_node: Counter[str]
-) -> tuple[int, int, int, int, int, float, int, float]:
-    spec, status, metadata = pod.get("spec") or {}, pod.get("status") or {}, pod["metadata"]
-    node = spec.get("nodeName") or ""
-    ready = is_pod_ready(pod)
-    since = ready_since(pod) if ready else None
-    restarts = max(
-        (int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
-        default=0,
-    )
-    created = metadata.get("creationTimestamp")
-    created_at = dt.datetime.fromisoformat(created.replace("Z", "+00:00")) if created else EPOCH
-    return (
-        1 if node else 0,
-        PHASE_ORDER.get(status.get("phase") or "", 0),
-        1 if ready else 0,
-        _deletion_cost(metadata),
-        -per_node[node] if node else 0,
-        -(since or EPOCH).timestamp(),
-        -restarts,
-        -created_at.timestamp() if created else float("-inf"),
-    )
-
-
-def _deletion_cost(metadata: Obj) -> int:
-    try:
-        return int((metadata.get("annotations") or {}).get(DELETION_COST, 0))
-    except ValueError:
-        return 0
