@@ -16,7 +16,12 @@ from allot.api.errors import DecodeError
 from allot.cel import SelectorCompiler
 from allot.registry.kinds import rules_for
 from allot.validation import cron, indexes
-from allot.validation.objects import apply_defaults, validate_create, validate_update
+from allot.validation.objects import (
+    apply_defaults,
+    validate_create,
+    validate_status_update,
+    validate_update,
+)
 from allot.validation.resource import ResourceContext
 from tests.conftest import load_scenarios
 
@@ -38,7 +43,9 @@ def test_workload_validation_scenario(scenario: dict[str, Any], compiler: Select
     context = ResourceContext(compiler=compiler)
     obj = defaulted(scenario["object"])
     rules = rules_for(obj)
-    if "old" in scenario:
+    if scenario.get("subresource") == "status":
+        errors = validate_status_update(obj, defaulted(scenario["old"]), context, rules)
+    elif "old" in scenario:
         errors = validate_update(obj, defaulted(scenario["old"]), context, rules)
     else:
         errors = validate_create(obj, context, rules)

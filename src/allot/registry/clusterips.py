@@ -126,6 +126,7 @@ def _allocate_node_ports(spec: Obj, key: str, others: list[Obj]) -> None:
         if not isinstance(port, dict):
             continue
         if port.get("nodePort"):
+            _check_node_port(port["nodePort"], index)
             if port["nodePort"] in used:
                 raise AllocationError(
                     [
@@ -145,6 +146,20 @@ def _allocate_node_ports(spec: Obj, key: str, others: list[Obj]) -> None:
                 port["nodePort"] = candidate
                 used.add(candidate)
                 break
+
+
+def _check_node_port(value: object, index: int) -> None:
+    if isinstance(value, int) and value not in NODE_PORTS:
+        raise AllocationError(
+            [
+                invalid(
+                    SPEC.child("ports").index(index).child("nodePort"),
+                    value,
+                    "provided port is not in the valid range. The range of valid ports is "
+                    f"{NODE_PORTS.start}-{NODE_PORTS.stop - 1}",
+                )
+            ]
+        )
 
 
 def _hash(text: str) -> int:

@@ -287,3 +287,121 @@ def validate_controller_revision_update(
     new: apps.ControllerRevision, old: apps.ControllerRevision
 ) -> ErrorList:
     return immutable(new.data, old.data, Path("data"))
+
+
+# ---------------------------------------------------------------------------- status
+_GREATER = "cannot be greater than status.replicas"
+
+
+def _counts(status: object, path: Path, names: tuple[str, ...]) -> ErrorList:
+    errors: ErrorList = []
+    for name in names:
+        value = getattr(status, name)
+        wire = "".join(p.capitalize() if i else p for i, p in enumerate(name.split("_")))
+        errors += nonnegative(value, path.child(wire))
+    return errors
+
+
+def _not_above(value: int | None, limit: int | None, path: Path, detail: str) -> ErrorList:
+    if (value or 0) > (limit or 0):
+        return [invalid(path, value, detail)]
+    return []
+
+
+def _collision_count(new: int | None, old: int | None) -> ErrorList:
+    if old is not None and (new is None or new < old):
+        return [invalid(Path("status").child("collisionCount"), new or 0, "cannot be decremented")]
+    return []
+
+
+def validate_deployment_status(new: apps.Deployment, old: apps.Deployment) -> ErrorList:
+    """``ValidateDeploymentStatusUpdate``."""
+    status, path = new.status or apps.DeploymentStatus(), Path("status")
+    errors = _counts(
+        status,
+        path,
+        (
+            "observed_generation",
+            "replicas",
+            "updated_replicas",
+            "ready_replicas",
+            "available_replicas",
+            "unavailable_replicas",
+            "collision_count",
+        ),
+    )
+    for name, value in (
+        ("updatedReplicas", status.updated_replicas),
+        ("readyReplicas", status.ready_replicas),
+        ("availableReplicas", status.available_replicas),
+    ):
+        errors += _not_above(value, status.replicas, path.child(name), _GREATER)
+    errors += _not_above(
+        status.available_replicas,
+        status.ready_replicas,
+        path.child("availableReplicas"),
+        "cannot be greater than readyReplicas",
+    )
+    old_count = old.status.collision_count if old.status else None
+    return errors + _collision_count(status.collision_count, old_count)
+
+
+def validate_replica_set_status(new: apps.ReplicaSet, old: apps.ReplicaSet) -> ErrorList:
+    """``ValidateReplicaSetStatusUpdate``."""
+    status, path = new.status or apps.ReplicaSetStatus(), Path("status")
+    errors = _counts(
+        status,
+        path,
+        (
+            "replicas",
+            "fully_labeled_replicas",
+            "ready_replicas",
+            "available_replicas",
+            "observed_generation",
+        ),
+    )
+    for name, value in (
+        ("fullyLabeledReplicas", status.fully_labeled_replicas),
+        ("readyReplicas", status.ready_replicas),
+        ("availableReplicas", status.available_replicas),
+    ):
+        errors += _not_above(value, status.replicas, path.child(name), _GREATER)
+    return errors + _not_above(
+        status.available_replicas,
+        status.ready_replicas,
+        path.child("availableReplicas"),
+        "cannot be greater than readyReplicas",
+    )
+
+
+def validate_stateful_set_status(new: apps.StatefulSet, old: apps.StatefulSet) -> ErrorList:
+    """``ValidateStatefulSetStatusUpdate``."""
+    status, path = new.status or apps.StatefulSetStatus(), Path("status")
+    errors = _counts(
+        status,
+        path,
+        (
+            "replicas",
+            "ready_replicas",
+            "current_replicas",
+            "updated_replicas",
+            "available_replicas",
+            "observed_generation",
+            "collision_count",
+        ),
+    )
+    for name, value in (
+        ("readyReplicas", status.ready_replicas),
+        ("currentReplicas", status.current_replicas),
+        ("updatedReplicas", status.updated_replicas),
+        ("availableReplicas", status.available_replicas),
+    ):
+        errors += _not_above(value, status.replicas, path.child(name), _GREATER)
+    errors += _not_above(
+        status.available_replicas,
+        status.ready_replicas,
+        path.child("availableReplicas"),
+        "cannot be greater than status.readyReplicas",
+    )
+    old_count = old.status.collision_count if old.status else None
+    return errors + _collision_count(status.collision_count, old_count)

@@ -51,6 +51,7 @@ STRATEGIES = (
             defaults=apps.default_deployment,
             validate=lambda obj, context: apps.validate_deployment(obj),
             validate_update=lambda new, old, context: apps.validate_deployment_update(new, old),
+            validate_status=lambda new, old, context: apps.validate_deployment_status(new, old),
         ),
         initial_status=_empty_status,
         table=Table(

@@ -51,6 +51,7 @@ STRATEGIES = (
             defaults=apps.default_replica_set,
             validate=lambda obj, context: apps.validate_replica_set(obj),
             validate_update=lambda new, old, context: apps.validate_replica_set_update(new, old),
+            validate_status=lambda new, old, context: apps.validate_replica_set_status(new, old),
         ),
         initial_status=_empty_status,
         table=Table(

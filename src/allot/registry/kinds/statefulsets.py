@@ -43,6 +43,7 @@ STRATEGIES = (
             defaults=apps.default_stateful_set,
             validate=lambda obj, context: apps.validate_stateful_set(obj),
             validate_update=lambda new, old, context: apps.validate_stateful_set_update(new, old),
+            validate_status=lambda new, old, context: apps.validate_stateful_set_status(new, old),
         ),
         initial_status=_empty_status,
         table=Table(
