@@ -38,9 +38,11 @@ def _deployment(spec: dict[str, Any]) -> Obj:
 
 
 def _sets(driver: AppsDriver) -> dict[str, Obj]:
-    return {
-        image_of(rs["spec"]["template"]): rs for rs in driver.context.list("ReplicaSet", NAMESPACE)
-    }
+    """The ReplicaSets by image (one per image: a second one is a failure)."""
+    sets = driver.context.list("ReplicaSet", NAMESPACE)
+    by_image = {image_of(rs["spec"]["template"]): rs for rs in sets}
+    assert len(by_image) == len(sets), "two ReplicaSets for one template"
+    return by_image
 
 
 def _apply_step(driver: AppsDriver, step: dict[str, Any]) -> None:
@@ -67,7 +69,10 @@ def _apply_step(driver: AppsDriver, step: dict[str, Any]) -> None:
                 for rs in driver.context.list("ReplicaSet", NAMESPACE)
                 if rollout.revision(rs) == changes["undo"]
             )
-            spec["template"] = rollout.without_hash(target["spec"]["template"])
+            template = rollout.without_hash(target["spec"]["template"])
+            for container in template["spec"]["containers"]:
+                container["resources"] = {}  # as kubectl's Go client sends it
+            spec["template"] = template
         driver.context.update("Deployment", deployment, "kubectl")
     driver.settle()
 

@@ -66,6 +66,9 @@ def test_rollout_history_undo_and_scale(tenancy: Tenancy, where: str) -> None:
     assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
     _kubectl(tenancy, where, "rollout", "undo", "deployment/web")
     _kubectl(tenancy, where, "rollout", "status", "deployment/web", TIMEOUT)
+    history = _kubectl(tenancy, where, "rollout", "history", "deployment/web")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["2", "3"]
+    assert len(_get(tenancy, where, "replicasets", "-l", "app=web")["items"]) == 2
     deployment = _get(tenancy, where, "deployment", "web")
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.0"
     assert deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"

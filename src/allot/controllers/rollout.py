@@ -37,7 +37,7 @@ DEFAULT_HISTORY_LIMIT = 10
 def template_hash(template: Obj, collision_count: int | None) -> str:
     """A stable name-safe hash of a pod template (and the collision count, when set):
     FNV-1a over the template's canonical JSON, encoded as upstream's ``SafeEncodeString``."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(semantic(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count is not None:
         data += str(collision_count).encode()
     value = 0x811C9DC5
@@ -62,7 +62,20 @@ def _drop(obj: Obj, key: str) -> Obj:
 
 
 def equal_ignore_hash(first: Obj, second: Obj) -> bool:
-    return bool(without_hash(first) == without_hash(second))
+    """Templates equal but for the hash label, as upstream compares them: semantically,
+    an empty map or list the same as none (``kubectl rollout undo`` sends the template
+    as its Go client decoded it, with ``resources: {}``)."""
+    return bool(semantic(without_hash(first)) == semantic(without_hash(second)))
+
+
+def semantic(value: Any) -> Any:
+    """``value`` without empty maps and lists (``equality.Semantic`` treats them as unset)."""
+    if isinstance(value, dict):
+        kept = {k: semantic(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in ({}, [], None)}
+    if isinstance(value, list):
+        return [semantic(item) for item in value]
+    return value
 
 
 def scaled_value(value: Any, total: int, round_up: bool) -> int:

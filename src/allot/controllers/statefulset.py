@@ -194,7 +194,8 @@ class SetSync:
         renumbered (a rollback), else a new one (``getStatefulSetRevisions``)."""
         number = max((int(r.get("revision") or 0) for r in revisions), default=0) + 1
         wanted = self._revision_for(number)
-        equal = [r for r in revisions if r.get("data") == wanted["data"]]
+        wanted_data = rollout.semantic(wanted["data"])
+        equal = [r for r in revisions if rollout.semantic(r.get("data")) == wanted_data]
         if equal and revisions and equal[-1] is revisions[-1]:
             return revisions[-1]
         if equal:
@@ -208,7 +209,7 @@ class SetSync:
                 found = self.context.get(
                     "ControllerRevision", self.namespace, wanted["metadata"]["name"]
                 )
-                if found is not None and found.get("data") == wanted["data"]:
+                if found is not None and rollout.semantic(found.get("data")) == wanted_data:
                     return found
                 self.collisions += 1
                 wanted = self._revision_for(number)
