@@ -120,6 +120,7 @@ def test_status_counts_labelled_ready_and_available(tmp_path: Path) -> None:
             "fullyLabeledReplicas": 2,
             "readyReplicas": 2,
             "observedGeneration": 1,
+            "terminatingReplicas": 0,
         }
         driver.advance(11)
         driver.settle()

@@ -569,6 +569,11 @@ class Rollout:
         }
         if old_status.get("collisionCount") is not None:
             status["collisionCount"] = old_status["collisionCount"]
+        counted = [
+            rs for rs in sets if (rs.get("status") or {}).get("terminatingReplicas") is not None
+        ]
+        if counted:
+            status["terminatingReplicas"] = rollout.total(counted, "terminatingReplicas")
         if available >= rollout.replicas(self.d) - rollout.max_unavailable(self.d):
             condition = self._condition(
                 AVAILABLE,
@@ -697,8 +702,13 @@ class Rollout:
 
 
 def _wire_status(status: Obj) -> Obj:
-    """A status as the wire has it: counts and empty lists omitted when zero."""
-    return {k: v for k, v in status.items() if v not in (0, None, [])}
+    """A status as the wire has it: counts and empty lists omitted when zero, but
+    ``terminatingReplicas`` and ``collisionCount`` (pointers upstream) whenever set."""
+    return {
+        k: v
+        for k, v in status.items()
+        if v not in (0, None, []) or (k in ("terminatingReplicas", "collisionCount") and v == 0)
+    }
 
 
 def _condition(status: Obj, kind: str) -> Obj | None:

@@ -5,7 +5,8 @@ Upstream's ``pkg/controller/replicaset``: the active pods the selector matches a
 batches (1, 2, 4, ...; a refused creation ends the round with a ``FailedCreate`` Warning
 Event ``Error creating: <the API error>`` and the ``ReplicaFailure`` condition); surplus
 pods are deleted in upstream's order (:mod:`allot.controllers.podranking`). The status counts
-replicas, fully labelled, ready and available (ready for ``minReadySeconds``) pods. One
+replicas, fully labelled, ready, available (ready for ``minReadySeconds``) and terminating
+pods. One
 instance serves the host and every tenant cluster (:mod:`allot.controllers.workloads`).
 Built by :mod:`allot.platform`.
 """
@@ -97,7 +98,10 @@ class ReplicaSetController:
                 for p in in_namespace(context, "Pod", key.namespace)
                 if is_pod_active(p) and _controlled(p, rs)
             ]
-        self._write_status(context, rs, pods, error)
+        terminating = [
+            p for p in in_namespace(context, "Pod", key.namespace) if _terminating(p, rs)
+        ]
+        self._write_status(context, rs, pods, len(terminating), error)
         if error is not None:
             self.failures[key] += 1
             raise RetryLater(min(60.0, 0.5 * 2 ** self.failures[key]))
@@ -164,7 +168,12 @@ class ReplicaSetController:
 
     # -------------------------------------------------------------- status
     def _write_status(
-        self, context: ControllerContext, rs: Obj, pods: list[Obj], error: tuple[str, str] | None
+        self,
+        context: ControllerContext,
+        rs: Obj,
+        pods: list[Obj],
+        terminating: int,
+        error: tuple[str, str] | None,
     ) -> None:
         spec = rs.get("spec") or {}
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
@@ -184,6 +193,7 @@ class ReplicaSetController:
             "readyReplicas": sum(1 for p in pods if is_pod_ready(p)),
             "availableReplicas": sum(1 for p in pods if is_pod_available(p, min_ready, now)),
             "observedGeneration": rs["metadata"].get("generation"),
+            "terminatingReplicas": terminating,
         }
         conditions = _failure_conditions(old.get("conditions") or [], error, now)
         if conditions:
@@ -217,12 +227,13 @@ class ReplicaSetController:
 
 
 def _normalized(status: Obj) -> Obj:
-    """A status as the wire has it: ``replicas`` always, other counts omitted when zero."""
+    """A status as the wire has it: ``replicas`` always, ``terminatingReplicas`` when
+    counted (a pointer upstream), other counts omitted when zero."""
     normalized: Obj = {"replicas": int(status.get("replicas") or 0)}
     for key in ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"):
         if status.get(key):
             normalized[key] = status[key]
-    for key in ("observedGeneration", "conditions"):
+    for key in ("observedGeneration", "terminatingReplicas", "conditions"):
         if status.get(key) is not None and status.get(key) != []:
             normalized[key] = status[key]
     return normalized
@@ -271,6 +282,18 @@ def _related_pods(context: ControllerContext, rs: Obj) -> list[Obj]:
 def _replicas(workload: Obj) -> int:
     replicas = (workload.get("spec") or {}).get("replicas")
     return 1 if replicas is None else int(replicas)
+
+
+def _terminating(pod: Obj, rs: Obj) -> bool:
+    """Being deleted but not finished, controlled by ``rs`` and still selected (upstream's
+    terminating pods of gate ``DeploymentReplicaSetTerminatingReplicas``, beta, on)."""
+    phase = (pod.get("status") or {}).get("phase")
+    return (
+        bool(pod["metadata"].get("deletionTimestamp"))
+        and phase not in ("Succeeded", "Failed")
+        and _controlled(pod, rs)
+        and selector_matches((rs.get("spec") or {}).get("selector"), pod["metadata"].get("labels"))
+    )
 
 
 def _controlled(pod: Obj, owner: Obj) -> bool:
