@@ -41,9 +41,9 @@ def claim(
         ref = controller_of(candidate)
         matches = selector_matches(selector, candidate["metadata"].get("labels"))
         if ref is not None and ref.get("uid") == uid:
-            if matches or deleting:
+            if matches:
                 claimed.append(candidate)
-            else:
+            elif not deleting:  # an owner being deleted releases nothing
                 _release(context, kind, candidate, uid, manager)
             continue
         if ref is not None or not matches or deleting:
