@@ -4,10 +4,13 @@ through the registry's delete path as kubectl reaches it, in the host and a seco
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from allot.controllers.context import ControllerContext
 from allot.registry import HOST_CLUSTER
@@ -112,3 +115,64 @@ def test_propagation(tmp_path: Path, scenario: dict[str, Any], cluster: str) -> 
 def test_policy_defaults(kind: str, options: Obj, finalizers: list[str], expected: str) -> None:
     current: Obj = {"metadata": {"name": "x", "finalizers": finalizers}}
     assert propagation_policy(by_kind(kind), current, options) == expected
+
+
+FORESTS = st.integers(2, 8).flatmap(
+    lambda size: st.tuples(
+        st.tuples(*[st.integers(-1, i - 1) for i in range(size)]),  # parent (-1: a root)
+        st.lists(st.booleans(), min_size=size, max_size=size),  # blockOwnerDeletion
+        st.lists(st.booleans(), min_size=size, max_size=size),  # holds a finalizer
+    )
+)
+
+
+def _descendants(parents: tuple[int, ...], root: int) -> set[int]:
+    found = {root}
+    for node in range(len(parents)):  # parents come before their children
+        if parents[node] in found:
+            found.add(node)
+    return found
+
+
+@settings(max_examples=40, deadline=None)
+@given(forest=FORESTS, policy=st.sampled_from(["Background", "Foreground", "Orphan"]))
+def test_every_policy_ends_as_its_definition_says(
+    forest: tuple[tuple[int, ...], list[bool], list[bool]], policy: str
+) -> None:
+    """Whatever the owner forest, blocking flags and finalizers: once every finalizer is
+    removed, Background and Foreground leave none of the deleted object's descendants,
+    Orphan leaves all of them with no reference to it, and nothing else is touched."""
+    parents, blocks, holds = forest
+    objects = [
+        {
+            "name": f"o{i}",
+            **({"owner": f"o{parents[i]}", "block": blocks[i]} if parents[i] >= 0 else {}),
+            **({"finalizers": ["example.com/hold"]} if holds[i] else {}),
+        }
+        for i in range(len(parents))
+    ]
+    with tempfile.TemporaryDirectory() as scratch:
+        registry = Registry(Path(scratch), clock=_clock)
+        context = ControllerContext("legal-ai", registry.store, registry.handlers, _clock)
+        context.create("Namespace", {"metadata": {"name": NAMESPACE}}, "test")
+        _create_objects(context, objects)
+        context.delete("ConfigMap", NAMESPACE, "o0", {"propagationPolicy": policy})
+        for _ in range(len(parents)):
+            for held in [n for n, entry in _present(context).items() if "deleting" in entry]:
+                current = context.get("ConfigMap", NAMESPACE, held)
+                assert current is not None
+                kept = [f for f in current["metadata"]["finalizers"] if f != "example.com/hold"]
+                current["metadata"]["finalizers"] = kept or None
+                if not kept:
+                    del current["metadata"]["finalizers"]
+                context.update("ConfigMap", current, "test")
+        present = set(_present(context))
+        gone = {0} if policy == "Orphan" else _descendants(parents, 0)
+        assert present == {f"o{i}" for i in range(len(parents)) if i not in gone}
+        for name in present:
+            current = context.get("ConfigMap", NAMESPACE, name)
+            assert current is not None
+            owners = [ref["name"] for ref in current["metadata"].get("ownerReferences") or []]
+            assert "o0" not in owners
+            assert all(owner in present for owner in owners)
+        registry.close()
