@@ -230,3 +230,26 @@ def test_statefulset_refused_pod_is_an_event_and_tried_again(tmp_path: Path) -> 
         assert "exceeded quota: q" in refused[0]
     finally:
         driver.close()
+
+
+def test_a_refused_new_replica_set_is_a_progressing_failure(tmp_path: Path) -> None:
+    driver = AppsDriver(tmp_path)
+    try:
+        driver.registry.assemble(driver.registry.standard_plugins())
+        hard = {"count/replicasets.apps": "1"}
+        quota = {"metadata": {"name": "q", "namespace": NAMESPACE}, "spec": {"hard": hard}}
+        driver.context.create("ResourceQuota", quota, "test")
+        driver.context.create("Deployment", _deployment({"replicas": 1}), "kubectl")
+        driver.settle()
+        _apply_step(driver, {"image": "v2"})
+        deployment = driver.context.get("Deployment", NAMESPACE, "web")
+        assert deployment is not None
+        progressing = next(
+            c for c in deployment["status"]["conditions"] if c["type"] == "Progressing"
+        )
+        assert progressing["status"] == "False"
+        assert progressing["reason"] == "ReplicaSetCreateError"
+        assert progressing["message"].startswith('Failed to create new replica set "web-')
+        assert "exceeded quota: q" in progressing["message"]
+    finally:
+        driver.close()

@@ -35,7 +35,7 @@ from allot.controllers.workloads import (
 )
 from allot.statuses import to_status
 from allot.store import WatchEvent
-from allot.store.errors import AlreadyExists
+from allot.store.errors import AlreadyExists, Conflict
 from allot.types import Obj, rfc3339
 
 MANAGER = "deployment-controller"
@@ -202,7 +202,50 @@ class Rollout:
 
     def _create_new(self, old_sets: list[Obj], new_revision: int) -> Obj | None:
         status = self.d.setdefault("status", {})
-        collisions = status.get("collisionCount")
+        rs = self._new_rs(old_sets, new_revision)
+        try:
+            created = typed(self.context.create("ReplicaSet", rs, MANAGER), "apps/v1", "ReplicaSet")
+        except AlreadyExists:
+            return self._collided(rs)
+        except Conflict:
+            raise
+        except Exception as err:
+            refusal = to_status(err)
+            if (refusal.code or 500) >= 500:
+                raise
+            if self.has_deadline():
+                message = f'Failed to create new replica set "{rs["metadata"]["name"]}": '
+                failed = self._condition(
+                    PROGRESSING, "False", "ReplicaSetCreateError", message + (refusal.message or "")
+                )
+                before = clone_document(status.get("conditions"))
+                _set_condition(status, failed)
+                if status.get("conditions") != before:  # once, not on every retry
+                    self._write_deployment_status()
+            raise RetryLater(5.0) from err
+        name = created["metadata"]["name"]
+        if rollout.rs_replicas(created) > 0:
+            self.context.event(
+                self.d,
+                "Normal",
+                "ScalingReplicaSet",
+                f"Scaled up replica set {name} from 0 to {rollout.rs_replicas(created)}",
+                MANAGER,
+            )
+        self._set_revision(str(new_revision))
+        if self.has_deadline():
+            message = f'Created new replica set "{name}"'
+            _set_condition(
+                status, self._condition(PROGRESSING, "True", "NewReplicaSetCreated", message)
+            )
+            self.annotations_changed = True
+        self._flush()
+        return created
+
+    def _new_rs(self, old_sets: list[Obj], new_revision: int) -> Obj:
+        """The new ReplicaSet ``<deployment>-<hash>``: the template and selector with the
+        ``pod-template-hash`` label, the replicas it may start with, its annotations."""
+        collisions = (self.d.get("status") or {}).get("collisionCount")
         template = clone_document(self.spec.get("template") or {})
         pod_hash = rollout.template_hash(template, collisions)
         labels = {
@@ -230,44 +273,7 @@ class Rollout:
             rs["spec"]["minReadySeconds"] = self.spec["minReadySeconds"]
         rs["spec"]["replicas"] = rollout.new_rs_replicas(self.d, [*old_sets, rs], rs)
         rollout.set_new_rs_annotations(self.d, rs, new_revision, exists=False)
-        try:
-            created = typed(self.context.create("ReplicaSet", rs, MANAGER), "apps/v1", "ReplicaSet")
-        except AlreadyExists:
-            return self._collided(rs)
-        except Exception as err:
-            if self.has_deadline():
-                message = to_status(err).message or str(err)
-                _set_condition(
-                    status,
-                    self._condition(
-                        PROGRESSING,
-                        "False",
-                        "ReplicaSetCreateError",
-                        f'Failed to create new replica set "{rs["metadata"]["name"]}": {message}',
-                    ),
-                )
-                self._write_deployment_status()
-            raise
-        name = created["metadata"]["name"]
-        if rollout.rs_replicas(created) > 0:
-            self.context.event(
-                self.d,
-                "Normal",
-                "ScalingReplicaSet",
-                f"Scaled up replica set {name} from 0 to {rollout.rs_replicas(created)}",
-                MANAGER,
-            )
-        self._set_revision(str(new_revision))
-        if self.has_deadline():
-            _set_condition(
-                status,
-                self._condition(
-                    PROGRESSING, "True", "NewReplicaSetCreated", f'Created new replica set "{name}"'
-                ),
-            )
-            self.annotations_changed = True
-        self._flush()
-        return created
+        return rs
 
     def _collided(self, rs: Obj) -> Obj | None:
         """A ReplicaSet of that name exists: ours with this template is the new one; any
@@ -626,48 +632,13 @@ class Rollout:
         return (self.context.clock() - since).total_seconds()
 
     def sync_rollout_status(self, old_sets: list[Obj], new_rs: Obj | None) -> None:
+        """Write the status with the Progressing condition the rollout has earned and the
+        ReplicaSets' failures (``syncRolloutStatus``); look again at the deadline."""
         status = self.calculate_status(old_sets, new_rs)
         if not self.has_deadline():
             status["conditions"] = [c for c in status["conditions"] if c.get("type") != PROGRESSING]
-        current = _condition(self.d.get("status") or {}, PROGRESSING)
-        completed = (
-            status["replicas"] == status["updatedReplicas"]
-            and current is not None
-            and current.get("reason") == NEW_RS_AVAILABLE
-        )
-        subject = (
-            f'ReplicaSet "{new_rs["metadata"]["name"]}"'
-            if new_rs is not None
-            else f'Deployment "{self.d["metadata"]["name"]}"'
-        )
-        if self.has_deadline() and not completed:
-            if self.complete(status):
-                _set_condition(
-                    status,
-                    self._condition(
-                        PROGRESSING,
-                        "True",
-                        NEW_RS_AVAILABLE,
-                        f"{subject} has successfully progressed.",
-                    ),
-                )
-            elif self._progressing(status):
-                condition = self._condition(
-                    PROGRESSING, "True", "ReplicaSetUpdated", f"{subject} is progressing."
-                )
-                if current is not None and current.get("status") == "True":
-                    condition["lastTransitionTime"] = current.get("lastTransitionTime")
-                status["conditions"] = [
-                    c for c in status["conditions"] if c.get("type") != PROGRESSING
-                ]
-                status["conditions"].append(condition)
-            elif self._timed_out(status):
-                _set_condition(
-                    status,
-                    self._condition(
-                        PROGRESSING, "False", TIMED_OUT, f"{subject} has timed out progressing."
-                    ),
-                )
+        else:
+            self._set_progress(status, new_rs)
         failure = _replica_failure([*([new_rs] if new_rs else []), *old_sets])
         if failure is not None:
             _set_condition(status, failure)
@@ -677,6 +648,35 @@ class Rollout:
             ]
         if not self.write_status(status):
             self._requeue_stuck(status)
+
+    def _set_progress(self, status: Obj, new_rs: Obj | None) -> None:
+        """Progressing: complete, progressing (a fresh update time) or timed out."""
+        current = _condition(self.d.get("status") or {}, PROGRESSING)
+        if (
+            status["replicas"] == status["updatedReplicas"]
+            and current is not None
+            and current.get("reason") == NEW_RS_AVAILABLE
+        ):
+            return
+        subject = (
+            f'ReplicaSet "{new_rs["metadata"]["name"]}"'
+            if new_rs is not None
+            else f'Deployment "{self.d["metadata"]["name"]}"'
+        )
+        if self.complete(status):
+            message = f"{subject} has successfully progressed."
+            _set_condition(status, self._condition(PROGRESSING, "True", NEW_RS_AVAILABLE, message))
+        elif self._progressing(status):
+            condition = self._condition(
+                PROGRESSING, "True", "ReplicaSetUpdated", f"{subject} is progressing."
+            )
+            if current is not None and current.get("status") == "True":
+                condition["lastTransitionTime"] = current.get("lastTransitionTime")
+            others = [c for c in status["conditions"] if c.get("type") != PROGRESSING]
+            status["conditions"] = [*others, condition]
+        elif self._timed_out(status):
+            message = f"{subject} has timed out progressing."
+            _set_condition(status, self._condition(PROGRESSING, "False", TIMED_OUT, message))
 
     def _requeue_stuck(self, status: Obj) -> None:
         """Look again when the progress deadline will have passed."""
