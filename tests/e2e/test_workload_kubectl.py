@@ -170,3 +170,71 @@ def test_invalid_workloads_get_upstream_messages(tenancy: Tenancy) -> None:
     assert 'The Job "pi" is invalid: ' in immutable.stderr
     assert "spec.selector: Invalid value: " in immutable.stderr
     assert "field is immutable" in immutable.stderr
+
+
+def test_replacing_a_service_keeps_its_cluster_ip(tenancy: Tenancy) -> None:
+    service: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "ports"},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80}]},
+    }
+    kubectl = tenancy.cluster.kubectl
+    kubectl("create", "-f", "-", stdin=json.dumps(service))
+    before = json.loads(kubectl("get", "svc", "ports", "-o", "json").stdout)["spec"]
+    service["spec"]["ports"] = [{"port": 80, "name": "http"}]
+    kubectl("replace", "-f", "-", stdin=json.dumps(service))
+    after = json.loads(kubectl("get", "svc", "ports", "-o", "json").stdout)["spec"]
+    assert after["clusterIP"] == before["clusterIP"]
+    assert after["ports"][0]["nodePort"] == before["ports"][0]["nodePort"]
+    assert after["ports"][0]["name"] == "http"
+    row = kubectl("get", "svc", "ports", "--no-headers").stdout.split()
+    node_port = before["ports"][0]["nodePort"]
+    assert row[:5] == ["ports", "NodePort", before["clusterIP"], "<none>", f"80:{node_port}/TCP"]
+
+
+def test_apply_merges_lists_item_by_item(tenancy: Tenancy) -> None:
+    """The schemas carry upstream's patch merge keys, so kubectl's apply removes what a
+    manifest no longer lists (a container, an env var, a Service port) and re-applying an
+    unchanged manifest changes nothing."""
+    kubectl = tenancy.cluster.kubectl
+
+    def deployment(containers: list[dict[str, Any]]) -> str:
+        template = {"metadata": {"labels": {"app": "m"}}, "spec": {"containers": containers}}
+        return json.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "merging"},
+                "spec": {"selector": {"matchLabels": {"app": "m"}}, "template": template},
+            }
+        )
+
+    two: list[dict[str, Any]] = [
+        {"name": "a", "image": "x", "env": [{"name": "E1", "value": "1"}, {"name": "E2"}]},
+        {"name": "b", "image": "y"},
+    ]
+    kubectl("apply", "-f", "-", stdin=deployment(two))
+    assert "unchanged" in kubectl("apply", "-f", "-", stdin=deployment(two)).stdout
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=deployment([{"name": "a", "image": "x2", "env": [{"name": "E2"}]}]),
+    )
+    spec = json.loads(kubectl("get", "deploy", "merging", "-o", "json").stdout)["spec"]
+    assert spec["template"]["spec"]["containers"] == [
+        {"name": "a", "image": "x2", "env": [{"name": "E2"}]}
+    ]
+    service: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "merging"},
+        "spec": {"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443}]},
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(service))
+    assert "unchanged" in kubectl("apply", "-f", "-", stdin=json.dumps(service)).stdout
+    service["spec"]["ports"] = [{"name": "b", "port": 443, "targetPort": 8443}]
+    kubectl("apply", "-f", "-", stdin=json.dumps(service))
+    ports = json.loads(kubectl("get", "svc", "merging", "-o", "json").stdout)["spec"]["ports"]
+    assert ports == [{"name": "b", "port": 443, "protocol": "TCP", "targetPort": 8443}]
