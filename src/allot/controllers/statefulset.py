@@ -9,11 +9,12 @@ is a ControllerRevision ``<set>-<hash>`` (its ``data`` the template as a patch, 
 next only once the previous is Running and Ready, and surplus pods go from the highest
 ordinal, one at a time; ``Parallel`` creates and deletes them all at once. A RollingUpdate
 replaces pods not at the update revision from the highest ordinal down to ``partition``,
-one at a time, each once the one before is healthy again; OnDelete waits for the user to
-delete them. ``volumeClaimTemplates`` are kept but no PersistentVolumeClaims are created
-(allot has no storage: see the conformance ledger); a pod template's ``resourceClaims``
-pass through unchanged, so the resourceclaim controller gives each pod its own claim. One
-instance serves the host and every tenant cluster. Built by :mod:`allot.platform`.
+``maxUnavailable`` (default 1) at a time, each once fewer pods are unhealthy; OnDelete
+waits for the user to delete them. ``volumeClaimTemplates`` are kept but no
+PersistentVolumeClaims are created (allot has no storage: see the conformance ledger); a
+pod template's ``resourceClaims`` pass through unchanged, so the resourceclaim controller
+gives each pod its own claim. One instance serves the host and every tenant cluster.
+Built by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
@@ -323,24 +324,29 @@ class SetSync:
         return True
 
     def _rolling_update(self, replicas: dict[int, Obj | None], update: Obj) -> None:
+        """Replace pods not at the update revision from the highest ordinal down to the
+        partition, while fewer than ``maxUnavailable`` (default 1; gate
+        MaxUnavailableStatefulSet, beta, on) pods are unhealthy."""
         strategy = self.spec.get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") == "OnDelete":
             return
-        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        rolling = strategy.get("rollingUpdate") or {}
+        partition = int(rolling.get("partition") or 0)
+        allowed = rollout.scaled_value(rolling.get("maxUnavailable", 1), len(replicas), False)
+        unavailable = sum(1 for pod in replicas.values() if pod is None or not self._healthy(pod))
+        budget = max(1, allowed) - unavailable
+        start = self._start()
         for ordinal in sorted(replicas, reverse=True):
-            if ordinal < partition:
-                break
+            if budget <= 0 or ordinal - start < partition:
+                return
             pod = replicas[ordinal]
-            if pod is None:
-                return
-            revision = (pod["metadata"].get("labels") or {}).get(REVISION_LABEL)
-            if revision != update["metadata"]["name"] and not pod["metadata"].get(
-                "deletionTimestamp"
-            ):
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                continue
+            if (pod["metadata"].get("labels") or {}).get(REVISION_LABEL) != update["metadata"][
+                "name"
+            ]:
                 self._delete_pod(pod)
-                return
-            if not self._healthy(pod):
-                return
+                budget -= 1
 
     def _create_pod(self, pod: Obj) -> bool:
         name = pod["metadata"]["name"]
