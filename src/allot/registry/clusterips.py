@@ -55,7 +55,12 @@ def allocate(service: Obj, existing: Iterable[Obj]) -> None:
 
 
 def _allocate_ip(spec: Obj, key: str, others: list[Obj]) -> None:
-    requested = spec.get("clusterIP") or (spec.get("clusterIPs") or [None])[0]
+    listed = spec.get("clusterIPs")
+    requested = spec.get("clusterIP") or (
+        listed[0] if isinstance(listed, list) and listed else None
+    )
+    if not isinstance(requested, str | None) or not isinstance(listed, list | None):
+        return  # a wrong type: the decoder names it
     if requested == "None":
         spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
         return
@@ -122,9 +127,12 @@ def _allocate_node_ports(spec: Obj, key: str, others: list[Obj]) -> None:
         for port in (other.get("spec") or {}).get("ports") or []
         if isinstance(port, dict) and port.get("nodePort")
     }
-    for index, port in enumerate(spec.get("ports") or []):
+    ports = spec.get("ports")
+    for index, port in enumerate(ports if isinstance(ports, list) else []):
         if not isinstance(port, dict):
             continue
+        if not isinstance(port.get("nodePort") or 0, int):
+            continue  # a wrong type: the decoder names it
         if port.get("nodePort"):
             _check_node_port(port["nodePort"], index)
             if port["nodePort"] in used:
@@ -187,8 +195,12 @@ def keep_allocated(service: Obj, stored: Obj) -> None:
         for p in before.get("ports") or []
         if isinstance(p, dict)
     }
-    for port in spec.get("ports") or []:
+    ports = spec.get("ports")
+    for port in ports if isinstance(ports, list) else []:
         if isinstance(port, dict) and not port.get("nodePort"):
-            node_port = old_ports.get((port.get("port"), port.get("protocol") or "TCP"))
+            identity = (port.get("port"), port.get("protocol") or "TCP")
+            if not all(isinstance(part, int | str) for part in identity):
+                continue  # a wrong type: the decoder names it
+            node_port = old_ports.get(identity)
             if node_port:
                 port["nodePort"] = node_port
