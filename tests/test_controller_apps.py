@@ -151,6 +151,12 @@ def _apply_set_step(driver: AppsDriver, step: dict[str, Any]) -> None:
         driver.context.delete("Pod", NAMESPACE, step["delete"])
     if "advance" in step:
         driver.advance(step["advance"])
+    if "unlabel" in step:
+        pod = driver.context.get("Pod", NAMESPACE, step["unlabel"])
+        assert pod is not None
+        labels = pod["metadata"]["labels"]
+        del labels["statefulset.kubernetes.io/pod-name"], labels["apps.kubernetes.io/pod-index"]
+        driver.context.update("Pod", pod, "test")
     if step.get("terminate"):
         driver.finish_terminating()
     changes = {k: step[k] for k in ("image", "replicas", "partition") if k in step}

@@ -307,7 +307,21 @@ class SetSync:
                 continue
             if self.monotonic and not self._healthy(pod):
                 return False
+            self._repair_identity(pod, ordinal)
         return True
+
+    def _repair_identity(self, pod: Obj, ordinal: int) -> None:
+        """Put back the identity labels of a pod that lost them (``updateIdentity``)."""
+        name = pod["metadata"]["name"]
+        wanted = {POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal)}
+        labels = pod["metadata"].get("labels") or {}
+        if all(labels.get(k) == v for k, v in wanted.items()):
+            return
+        latest = self.context.get("Pod", self.namespace, name)
+        if latest is None:
+            return
+        latest["metadata"]["labels"] = {**(latest["metadata"].get("labels") or {}), **wanted}
+        self.context.update("Pod", latest, MANAGER)
 
     def _process_condemned(self, condemned: list[Obj]) -> bool:
         unhealthy = next((p for p in condemned if not self._healthy(p)), None)
