@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
+from allot.controllers.context import ControllerContext
 from allot.controllers.podranking import pods_to_delete, ranked
+from allot.controllers.replicaset import ReplicaSetController
+from allot.controllers.workloads import ClusterContexts, WorkloadKey
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
 from allot.types import Obj, rfc3339
 from tests.apps_driver import NAMESPACE, AppsDriver
 from tests.conftest import load_scenarios
@@ -156,3 +161,16 @@ def test_a_refused_creation_is_a_failed_create_event_and_condition(tmp_path: Pat
         assert "conditions" not in rs["status"]
     finally:
         driver.close()
+
+
+def test_a_removed_tenant_cluster_is_forgotten(tmp_path: Path) -> None:
+    registry = Registry(tmp_path)
+    tenants = {"legal-ai"}
+    host = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
+    contexts = ClusterContexts(host, "replicaset-controller", lambda c: c in tenants)
+    controller = ReplicaSetController(contexts)
+    before = contexts("legal-ai")
+    tenants.clear()
+    controller.reconcile(WorkloadKey("legal-ai", NAMESPACE, "web"))
+    assert contexts("legal-ai") is not before  # the old context was dropped
+    registry.close()

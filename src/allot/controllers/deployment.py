@@ -104,6 +104,9 @@ class DeploymentController:
     # ----------------------------------------------------------- reconcile
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
+        if not self.contexts.serves(key.cluster):  # a tenant removed meanwhile
+            self.contexts.forget(key.cluster)
+            return
         context = self.contexts(key.cluster)
         stored = context.get("Deployment", key.namespace, key.name)
         if stored is None:

@@ -82,6 +82,9 @@ class ReplicaSetController:
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
+        if not self.contexts.serves(key.cluster):  # a tenant removed meanwhile
+            self.contexts.forget(key.cluster)
+            return
         context = self.contexts(key.cluster)
         stored = context.get("ReplicaSet", key.namespace, key.name)
         if stored is None:

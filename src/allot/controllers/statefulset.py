@@ -91,6 +91,9 @@ class StatefulSetController:
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
+        if not self.contexts.serves(key.cluster):  # a tenant removed meanwhile
+            self.contexts.forget(key.cluster)
+            return
         context = self.contexts(key.cluster)
         stored = context.get("StatefulSet", key.namespace, key.name)
         if stored is None:
