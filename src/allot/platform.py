@@ -27,10 +27,12 @@ from allot.cel import SelectorCompiler
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
 from allot.controllers.cronjobs import CronJobController
+from allot.controllers.deployment import DeploymentController
 from allot.controllers.jobs import JobController
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.quota import QuotaStatus
-from allot.controllers.runtime import ControllerManager
+from allot.controllers.replicaset import ReplicaSetController
+from allot.controllers.runtime import Controller, ControllerManager
 from allot.controllers.runtimes import (
     DEFAULT_JOB_SECONDS,
     ProcessRuntime,
@@ -41,6 +43,7 @@ from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
 from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
 from allot.controllers.serviceaccounts import ServiceAccounts
+from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
@@ -128,19 +131,35 @@ def build(
             ClaimController(context, pods.holds),
             scheduler,
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
-            JobController(ClusterContexts(context, "job-controller", directory.is_tenant)),
-            CronJobController(ClusterContexts(context, "cronjob-controller", directory.is_tenant)),
-            TtlAfterFinishedController(
-                ClusterContexts(context, "ttl-after-finished-controller", directory.is_tenant)
-            ),
             ops.recorder,
-            ServiceAccounts(ClusterContexts(context, MANAGER_ACCOUNTS, directory.is_tenant)),
+            *_workload_controllers(context, directory),
         ],
         observe=ops.metrics.observe_reconcile,
     )
     registry.store.add_listener(manager.on_event)
     _start_with_server(server, manager, ops)
     return Platform(registry, server, manager, ops, scheduler)
+
+
+def _workload_controllers(
+    context: ControllerContext, directory: TenantDirectory
+) -> list[Controller]:
+    """kube-controller-manager's workload controllers (apps/v1, batch/v1, the default
+    ServiceAccounts), one instance each for the host and every tenant cluster; in a tenant
+    their writes are admitted as the tenant's ``<name>`` service account."""
+
+    def contexts(name: str) -> ClusterContexts:
+        return ClusterContexts(context, name, directory.is_tenant)
+
+    return [
+        ServiceAccounts(contexts(MANAGER_ACCOUNTS)),
+        DeploymentController(contexts("deployment-controller")),
+        ReplicaSetController(contexts("replicaset-controller")),
+        StatefulSetController(contexts("statefulset-controller")),
+        JobController(contexts("job-controller")),
+        CronJobController(contexts("cronjob-controller")),
+        TtlAfterFinishedController(contexts("ttl-after-finished-controller")),
+    ]
 
 
 def _dra_index(context: ControllerContext, compiler: SelectorCompiler) -> DraIndex:

@@ -238,3 +238,35 @@ def test_apply_merges_lists_item_by_item(tenancy: Tenancy) -> None:
     kubectl("apply", "-f", "-", stdin=json.dumps(service))
     ports = json.loads(kubectl("get", "svc", "merging", "-o", "json").stdout)["spec"]["ports"]
     assert ports == [{"name": "b", "port": 443, "protocol": "TCP", "targetPort": 8443}]
+
+
+@pytest.mark.parametrize("where", ["host", "legal-ai"])
+def test_kubectl_create_generators(tenancy: Tenancy, where: str) -> None:
+    """kubectl's generators post protobuf bodies; each becomes the object it describes."""
+    kubectl = kubectl_for(tenancy, where)
+    kubectl("create", "namespace", "gen")
+    for args in (
+        ["deployment", "gen-web", "--image=nginx", "--replicas=2", "--port=80"],
+        ["job", "gen-once", "--image=busybox", "--", "echo", "hi"],
+        ["cronjob", "gen-tick", "--image=busybox", "--schedule=*/5 * * * *", "--", "date"],
+        ["secret", "generic", "gen-creds", "--from-literal=user=admin"],
+        ["serviceaccount", "gen-bot"],
+        ["service", "nodeport", "gen-np", "--tcp=80:8080"],
+    ):
+        kubectl("create", "-n", "gen", *args)
+    kubectl("expose", "-n", "gen", "deployment", "gen-web", "--port=80", "--target-port=8080")
+    kubectl("create", "-n", "gen", "job", "gen-manual", "--from=cronjob/gen-tick")
+    deployment = json.loads(kubectl("get", "-n", "gen", "deploy", "gen-web", "-o", "json").stdout)
+    assert deployment["spec"]["replicas"] == 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert (container["image"], container["ports"]) == ("nginx", [{"containerPort": 80}])
+    job = json.loads(kubectl("get", "-n", "gen", "job", "gen-manual", "-o", "json").stdout)
+    assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+    secret = json.loads(kubectl("get", "-n", "gen", "secret", "gen-creds", "-o", "json").stdout)
+    assert secret["data"] == {"user": "YWRtaW4="}
+    services = kubectl("get", "-n", "gen", "svc", "--no-headers").stdout.splitlines()
+    assert [line.split()[:2] for line in services] == [
+        ["gen-np", "NodePort"],
+        ["gen-web", "ClusterIP"],
+    ]

@@ -1,12 +1,17 @@
-"""Decoding the few protobuf bodies kubectl sends (``create namespace``, ``auth can-i``...).
+"""Decoding the protobuf bodies kubectl sends (``create namespace``, ``auth can-i``,
+``create deployment``...).
 
 kubectl posts some objects as ``application/vnd.kubernetes.protobuf``: the magic
-``k8s\\x00`` followed by a ``runtime.Unknown`` envelope (type meta, raw object bytes). Only
-the fields the server needs are read: ObjectMeta (name, generateName, namespace, labels,
-annotations), ConfigMap data, SelfSubjectAccessReview attributes, and the workload
-objects of ``kubectl create deployment|job|cronjob|secret|service|serviceaccount`` as
-:mod:`allot.apiserver.protoschema` lists their fields. Field numbers come from
-``k8s.io/api``'s generated.proto. Other kinds answer 415 (:class:`ProtobufUnsupported`);
+``k8s\\x00`` followed by a ``runtime.Unknown`` envelope (type meta, raw object bytes). For
+Namespaces, ConfigMaps and SelfSubjectAccessReviews only the fields the server needs are
+read (ObjectMeta's name, generateName, namespace, labels, annotations; ConfigMap data;
+the review's attributes). The workload kinds (Deployment, ReplicaSet, StatefulSet,
+ControllerRevision, Job, CronJob, Service, ServiceAccount, Secret) are decoded whole from
+the field table of :mod:`allot.apiserver.protobuf_fields`, into the JSON kubectl would
+have sent: Go writes every non-pointer field, so zero scalars are dropped (as JSON's
+``omitempty`` does) except the optional counts where an explicit 0 means something
+(``replicas: 0``). Field numbers come from ``k8s.io/api``'s generated.proto. Other kinds
+answer 415 (:class:`ProtobufUnsupported`);
 bytes that are not such a message (no prefix, truncated, a wire type that does not fit the
 field, no kind) are the client's error and answer 400 with the texts of the API server's
 decoder (gogo-protobuf's ``unexpected EOF``, ``proto: illegal wireType 7``); strings are
@@ -16,9 +21,13 @@ decoded with invalid UTF-8 replaced, so validation judges them as it would upstr
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import json
+import struct
+from collections.abc import Callable
 from typing import Any
 
-from allot.apiserver.protoschema import OBJECTS, SCHEMAS, STATUS_FIELD, Field
+from allot.apiserver.protobuf_fields import MESSAGES
 
 MAGIC = b"k8s\x00"
 Fields = dict[int, list[Any]]
@@ -143,85 +152,154 @@ def decode(body: bytes) -> dict[str, Any]:
         obj["spec"] = {
             "resourceAttributes": {n: _text(attributes, i + 1) or "" for i, n in enumerate(names)}
         }
-    elif kind in OBJECTS:
-        obj.update(decode_object(kind, raw))
+    elif kind in WHOLE_KINDS:
+        decoded = _decode_message(_message(envelope, 2), kind)
+        obj = {"apiVersion": api_version, "kind": kind, **decoded}
+        obj.setdefault("metadata", {})
     elif kind not in ("Namespace",):
         raise ProtobufUnsupported(f"protobuf bodies of kind {kind} are not supported; send JSON")
     return obj
 
 
-def decode_object(kind: str, fields: Fields) -> dict[str, Any]:
-    """Everything but ``metadata`` of a top-level object of ``kind`` (in OBJECTS)."""
-    status = STATUS_FIELD.get(kind)
-    kept = {n: v for n, v in fields.items() if n != 1 and n != status}
-    return _decode(kind, OBJECTS[kind], kept)
+WHOLE_KINDS = (
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "ControllerRevision",
+    "Job",
+    "CronJob",
+    "Service",
+    "ServiceAccount",
+    "Secret",
+)
+KEEP_ZERO = frozenset(
+    {
+        "replicas",
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+        "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+        "revisionHistoryLimit",
+        "terminationGracePeriodSeconds",
+        "partition",
+    }
+)
+"""Optional (pointer) counts whose explicit 0 is kept; other zero scalars are dropped."""
 
 
-def decode_message(message: str, raw: bytes) -> dict[str, Any]:
-    return _decode(message, SCHEMAS[message], parse_fields(raw))
-
-
-def _decode(message: str, schema: dict[int, Field], fields: Fields) -> dict[str, Any]:
+def _decode_message(raw: bytes, message: str) -> dict[str, Any]:
+    """A message as its JSON object, from the field table."""
+    layout = MESSAGES[message]
     result: dict[str, Any] = {}
-    for number, values in fields.items():
-        field = schema.get(number)
-        if field is None:
-            if all(value in (0, b"") for value in values):
-                continue  # a field Go always writes, at its zero value
-            raise ProtobufUnsupported(
-                f"field {number} of protobuf message {message} is not decoded by allot; "
-                "send the object as JSON (kubectl apply -f, or kubectl create -o yaml "
-                "--dry-run=client | kubectl apply -f -)"
-            )
-        if field.shape == "ignored":
-            continue
-        value = _DECODERS[field.shape.rstrip("*")](field, values)
-        if field.shape.endswith("*") or value not in ("", 0, False, {}, []):
-            result[field.name] = value
+    for number, values in parse_fields(raw).items():
+        entry = layout.get(number)
+        if entry is None:
+            continue  # a field this table does not know: ignored, as protobuf does
+        name, code = entry
+        repeated, kind = code.startswith("*"), code.lstrip("*")
+        if kind.startswith("map:"):
+            result[name] = _map(values, kind[4:], number)
+        elif repeated:
+            result[name] = [v for value in values for v in _repeated(value, kind, number)]
+        else:
+            value = _value(values[-1], kind, number)
+            if value is not None and (value not in ("", 0, False) or name in KEEP_ZERO):
+                result[name] = value
+    return {k: v for k, v in result.items() if v is not None}
+
+
+def _repeated(value: Any, kind: str, number: int) -> list[Any]:
+    if kind == "i" and isinstance(value, bytes):  # packed integers
+        found, position = [], 0
+        while position < len(value):
+            item, position = _varint(value, position)
+            found.append(_signed(item))
+        return found
+    return [_value(value, kind, number)]
+
+
+def _map(entries: list[Any], kind: str, number: int) -> dict[str, Any]:
+    result = {}
+    for entry in entries:
+        pair = parse_fields(_bytes(entry, number))
+        key = _text(pair, 1) or ""
+        values = pair.get(2)
+        result[key] = _value(values[-1], kind, number) if values else _empty(kind)
     return result
 
 
-def _bytes(values: list[Any], field: Field) -> list[bytes]:
-    for value in values:
-        if not isinstance(value, bytes):
-            raise ProtobufError(f"proto: wrong wireType = 0 for field {field.name}")
-    return values
+def _empty(kind: str) -> Any:
+    return {"s": "", "y": "", "i": 0, "b": False, "quantity": "0"}.get(kind, {})
 
 
-def _integer(values: list[Any], field: Field) -> int:
-    value = values[-1]
-    if not isinstance(value, int):
-        raise ProtobufError(f"proto: wrong wireType = 2 for field {field.name}")
-    return value - (1 << 64) if value >= 1 << 63 else value  # two's complement varints
+def _value(value: Any, kind: str, number: int) -> Any:
+    if kind in ("i", "b"):
+        if not isinstance(value, int):
+            raise ProtobufError(f"proto: wrong wireType = 2 for field {number}")
+        return _signed(value) if kind == "i" else bool(value)
+    if kind in ("d", "f"):
+        if not isinstance(value, bytes) or len(value) not in (4, 8):
+            raise ProtobufError(f"proto: wrong wireType for field {number}")
+        return struct.unpack("<d" if len(value) == 8 else "<f", value)[0]
+    raw = _bytes(value, number)
+    if kind == "s":
+        return raw.decode(errors="replace")
+    if kind == "y":
+        return base64.b64encode(raw).decode()
+    if kind in SPECIAL:
+        return SPECIAL[kind](parse_fields(raw))
+    if kind == "raw":
+        return _raw_json(parse_fields(raw))
+    return _decode_message(raw, kind)
 
 
-def _pairs(field: Field, values: list[Any]) -> list[tuple[str, bytes]]:
-    pairs = []
-    for entry in _bytes(values, field):
-        pair = parse_fields(entry)
-        key = _bytes(pair.get(1, [b""]), field)[-1].decode(errors="replace")
-        pairs.append((key, _bytes(pair.get(2, [b""]), field)[-1]))
-    return pairs
+def _bytes(value: Any, number: int) -> bytes:
+    if not isinstance(value, bytes):
+        raise ProtobufError(f"proto: wrong wireType = 0 for field {number}")
+    return value
 
 
-def _int_or_string(field: Field, values: list[Any]) -> int | str:
-    fields = parse_fields(_bytes(values, field)[-1])
-    if fields.get(1) and _integer(fields[1], field) == 1:
-        return _bytes(fields.get(3, [b""]), field)[-1].decode(errors="replace")
-    return _integer(fields.get(2, [0]), field)
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
-_DECODERS = {
-    "string": lambda f, v: _bytes(v, f)[-1].decode(errors="replace"),
-    "strings": lambda f, v: [item.decode(errors="replace") for item in _bytes(v, f)],
-    "int": lambda f, v: _integer(v, f),
-    "bool": lambda f, v: bool(_integer(v, f)),
-    "message": lambda f, v: decode_message(f.message, _bytes(v, f)[-1]),
-    "messages": lambda f, v: [decode_message(f.message, item) for item in _bytes(v, f)],
-    "string_map": lambda f, v: {k: b.decode(errors="replace") for k, b in _pairs(f, v)},
-    "bytes_map": lambda f, v: {k: base64.b64encode(b).decode() for k, b in _pairs(f, v)},
-    "quantity_map": lambda f, v: {
-        k: _bytes(parse_fields(b).get(1, [b""]), f)[-1].decode() for k, b in _pairs(f, v)
-    },
-    "int_or_string": _int_or_string,
+def _int(fields: Fields, number: int) -> int:
+    values = fields.get(number)
+    return _signed(values[-1]) if values and isinstance(values[-1], int) else 0
+
+
+def _time(fields: Fields) -> str | None:
+    seconds = _int(fields, 1)
+    if seconds == 0 and _int(fields, 2) == 0:
+        return None  # Go's zero time: null in JSON
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _int_or_string(fields: Fields) -> int | str:
+    return _text(fields, 3) or "" if _int(fields, 1) == 1 else _int(fields, 2)
+
+
+def _raw_json(fields: Fields) -> Any:
+    raw = _message(fields, 1)
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise ProtobufError("embedded object is not JSON") from None
+
+
+SPECIAL: dict[str, Callable[[Fields], Any]] = {
+    "time": _time,
+    "intorstring": _int_or_string,
+    "quantity": lambda fields: _text(fields, 1) or "0",
+    "duration": lambda fields: f"{_int(fields, 1) / 1e9:g}s",
+    "skip": lambda fields: None,
 }

@@ -84,6 +84,11 @@ def check_delete_options(options: Mapping[str, object]) -> None:
                 f"DeleteOptions.{name} of type {go_type}"
             )
     policy = options.get("propagationPolicy")
+    if policy is not None and options.get("orphanDependents") is not None:
+        raise Unprocessable(
+            f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
+            f'"{policy}": orphanDependents and deletionPropagation cannot be both set'
+        )
     if policy is not None and policy not in PROPAGATION:
         raise _invalid("DeleteOptions", "propagationPolicy", f'"{policy}"', PROPAGATION)
 

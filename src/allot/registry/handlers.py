@@ -234,6 +234,7 @@ class Handlers:
             resource_version=preconditions.get("resourceVersion"),
             dry_run=dry_run,
             grace_seconds=self._grace_seconds(cluster, resource, current, options),
+            propagation=propagation_policy(resource, current, options),
         )
         return self.with_type(resource, obj)
 
@@ -522,6 +523,31 @@ class Handlers:
             }
         )
         obj["metadata"]["managedFields"] = entries
+
+
+ORPHAN_BY_DEFAULT = {("batch", "Job"), ("", "ReplicationController")}
+"""Kinds whose dependents are orphaned by a delete that names no policy: upstream's
+``DefaultGarbageCollectionPolicy`` of batch/v1 Jobs (kubectl sends Background)."""
+
+
+def propagation_policy(resource: ServedResource, current: Obj, options: Obj) -> str:
+    """What a delete does to the dependents, as the API server decides it: the request's
+    ``propagationPolicy``, else the legacy ``orphanDependents``, else the policy a finalizer
+    already on the object records, else the kind's default (Background for most)."""
+    policy = options.get("propagationPolicy")
+    if policy:
+        return str(policy)
+    orphan = options.get("orphanDependents")
+    if orphan is not None:
+        return "Orphan" if orphan else "Background"
+    finalizers = current["metadata"].get("finalizers") or []
+    if "orphan" in finalizers:
+        return "Orphan"
+    if "foregroundDeletion" in finalizers:
+        return "Foreground"
+    if (resource.group, resource.kind) in ORPHAN_BY_DEFAULT:
+        return "Orphan"
+    return "Background"
 
 
 def _binding_field(body: Obj, name: str, expected: type, go_type: str) -> Any:

@@ -13,8 +13,9 @@ Design (documented in docs/architecture.md):
   versions get 410 Expired, as etcd compaction does.
 - An in-memory copy of every object answers gets and lists without touching SQLite.
 - Deletion honours finalizers (``deletionTimestamp`` first, removal when the last
-  finalizer goes), garbage-collects dependents by ``ownerReferences`` and empties a
-  deleted namespace.
+  finalizer goes), garbage-collects dependents by ``ownerReferences`` with the request's
+  propagation (Background, Foreground behind the ``foregroundDeletion`` finalizer, Orphan)
+  and empties a deleted namespace.
 
 Called by the API server (one store per data directory) and by tests.
 """
@@ -39,6 +40,8 @@ from allot.types import Clock, Obj, rfc3339, utc_now
 EVENT_RETENTION = 50_000
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 ObjectKey = tuple[str, str, str, str]  # cluster, resource, namespace, name
+FOREGROUND_FINALIZER = "foregroundDeletion"
+PROPAGATIONS = ("Background", "Foreground", "Orphan")
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,11 @@ class Store:
         ):
             self._index((cluster, resource, namespace, name), json.loads(body))
             self._set_body((cluster, resource, namespace, name), body)
+        self._foreground: dict[str, ObjectKey] = {  # owners waiting for their dependents
+            obj["metadata"]["uid"]: key
+            for key, obj in self._objects.items()
+            if FOREGROUND_FINALIZER in (obj["metadata"].get("finalizers") or [])
+        }
         self._listeners: list[Listener] = []
         self._committed_listeners: list[Listener] = []
         self._uncommitted: list[WatchEvent] = []  # for the committed listeners
@@ -353,6 +361,8 @@ class Store:
                 self._remove(key, obj)
                 return clone_document(obj) if copy_result else obj
             self._write(key, obj, "MODIFIED")
+            if self._foreground and current["metadata"].get("ownerReferences"):
+                self._release_owners(current)
         return clone_document(obj) if copy_result else obj
 
     def delete(
@@ -366,11 +376,16 @@ class Store:
         resource_version: str | None = None,
         dry_run: bool = False,
         grace_seconds: int = 0,
+        propagation: str = "Background",
     ) -> tuple[Obj, bool]:
         """Delete (or mark for deletion); returns (object, removed now). With
         ``grace_seconds`` the object is only marked (``deletionTimestamp`` that far ahead,
         ``deletionGracePeriodSeconds``), as the API server does for a running pod: whoever
-        ends it deletes it again with no grace period."""
+        ends it deletes it again with no grace period. ``propagation`` is what happens to
+        the dependents (``ownerReferences``): ``Background`` deletes them once the object
+        is gone, ``Foreground`` deletes them first while the object waits behind the
+        ``foregroundDeletion`` finalizer for those with ``blockOwnerDeletion``, ``Orphan``
+        removes their references to it (a pod is never held in the foreground)."""
         key = (cluster, resource.key, namespace if resource.namespaced else "", name)
         with self._lock:
             current = self._objects.get(key)
@@ -380,6 +395,10 @@ class Store:
             obj = clone_document(current)
             if dry_run:
                 return obj, False
+            if propagation == "Orphan":
+                self._orphan_dependents(cluster, obj["metadata"].get("uid"))
+            if propagation == "Foreground" and _holds_for_dependents(key) and self._dependents(key):
+                return self._delete_foreground(key, obj), False
             if grace_seconds > 0 or obj["metadata"].get("deletionGracePeriodSeconds"):
                 return self._mark_graceful(key, obj, grace_seconds), False
             if obj["metadata"].get("finalizers"):
@@ -390,6 +409,87 @@ class Store:
                 return clone_document(obj), False
             self._remove(key, obj)
         return obj, True
+
+    # ------------------------------------------------------ garbage collection
+    def _dependents(self, owner: ObjectKey) -> list[ObjectKey]:
+        """The keys of the objects in the owner's cluster that reference it by uid."""
+        current = self._objects.get(owner)
+        uid = current["metadata"].get("uid") if current else None
+        if uid is None:
+            return []
+        return [
+            key
+            for key, obj in self._objects.items()
+            if key[0] == owner[0]
+            and any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
+        ]
+
+    def _orphan_dependents(self, cluster: str, uid: str | None) -> None:
+        """Remove every reference to ``uid`` from its dependents (``propagationPolicy:
+        Orphan``), as the garbage collector's orphan finalizer does."""
+        for key, current in list(self._objects.items()):
+            refs = current["metadata"].get("ownerReferences") or []
+            if key[0] != cluster or not any(ref.get("uid") == uid for ref in refs):
+                continue
+            obj = clone_document(current)
+            kept = [ref for ref in refs if ref.get("uid") != uid]
+            if kept:
+                obj["metadata"]["ownerReferences"] = kept
+            else:
+                del obj["metadata"]["ownerReferences"]
+            self._write(key, obj, "MODIFIED")
+
+    def _delete_foreground(self, key: ObjectKey, obj: Obj) -> Obj:
+        """Mark the owner (``deletionTimestamp``, ``foregroundDeletion``), delete its
+        dependents in the foreground too, and let it go once no blocking dependent is left."""
+        metadata = obj["metadata"]
+        finalizers = list(metadata.get("finalizers") or [])
+        if FOREGROUND_FINALIZER not in finalizers:
+            metadata["finalizers"] = [*finalizers, FOREGROUND_FINALIZER]
+        if not metadata.get("deletionTimestamp"):
+            metadata["deletionTimestamp"] = rfc3339(self.clock())
+            metadata["deletionGracePeriodSeconds"] = 0
+        self._write(key, obj, "MODIFIED")
+        self._foreground[metadata["uid"]] = key
+        for dependent in self._dependents(key):
+            self._delete_key(dependent, foreground=True)
+        self._release_foreground(key)
+        return clone_document(self._objects.get(key) or obj)
+
+    def _release_foreground(self, key: ObjectKey) -> None:
+        """Remove the ``foregroundDeletion`` finalizer once no dependent that blocks the
+        owner's deletion is left; the owner goes with its last finalizer."""
+        current = self._objects.get(key)
+        if current is None:
+            return
+        metadata = current["metadata"]
+        if FOREGROUND_FINALIZER not in (metadata.get("finalizers") or []):
+            self._foreground.pop(metadata.get("uid", ""), None)
+            return
+        uid = metadata.get("uid")
+        for dependent in self._dependents(key):
+            refs = self._objects[dependent]["metadata"].get("ownerReferences") or []
+            if any(ref.get("uid") == uid and ref.get("blockOwnerDeletion") for ref in refs):
+                return
+        self._foreground.pop(uid, None)
+        obj = clone_document(current)
+        kept = [f for f in metadata["finalizers"] if f != FOREGROUND_FINALIZER]
+        if kept:
+            obj["metadata"]["finalizers"] = kept
+            self._write(key, obj, "MODIFIED")
+            return
+        del obj["metadata"]["finalizers"]
+        self._remove(key, obj)
+
+    def _release_owners(self, obj: Obj) -> None:
+        """A dependent went (or dropped its references): owners waiting in the foreground
+        for it may go now."""
+        if not self._foreground:
+            return
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            owner = self._foreground.get(ref.get("uid", ""))
+            if owner is not None:
+                self._release_foreground(owner)
 
     # ----------------------------------------------------------------- internals
     def _mark_graceful(self, key: ObjectKey, obj: Obj, grace_seconds: int) -> Obj:
@@ -502,7 +602,9 @@ class Store:
         finally:
             if commit_now:
                 self._commits.commit_now()
+        self._foreground.pop(obj["metadata"].get("uid", ""), None)
         self._collect_garbage(cluster, obj)
+        self._release_owners(obj)
         if resource == "namespaces":
             self._empty_namespace(cluster, name)
 
@@ -557,11 +659,14 @@ class Store:
         for key in [k for k in self._objects if k[0] == cluster and k[2] == namespace]:
             self._delete_key(key)
 
-    def _delete_key(self, key: ObjectKey) -> None:
+    def _delete_key(self, key: ObjectKey, foreground: bool = False) -> None:
         current = self._objects.get(key)
         if current is None:
             return
         obj = clone_document(current)
+        if foreground and _holds_for_dependents(key) and self._dependents(key):
+            self._delete_foreground(key, obj)
+            return
         if obj["metadata"].get("finalizers"):
             if not obj["metadata"].get("deletionTimestamp"):
                 obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
@@ -586,6 +691,13 @@ class Store:
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
+
+
+def _holds_for_dependents(key: ObjectKey) -> bool:
+    """Whether a foreground deletion keeps the object until its dependents are gone: every
+    kind but pods, whose end the node agent and the claim controller already order (a pod
+    held for its generated claims would hold them allocated in turn)."""
+    return key[1] != "pods"
 
 
 def _removable(metadata: Obj) -> bool:

@@ -1,0 +1,214 @@
+"""The apps controllers end to end with the real kubectl, on the host and in tenants:
+rollout status/history/undo, scale, set image, delete with --cascade=orphan and
+foreground, a StatefulSet whose pods each get their own generated claim, and a tenant
+Deployment scaled past its pod quota (FailedCreate on its ReplicaSet)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.tenancy import Tenancy, seed_platform
+
+TIMEOUT = "--timeout=90s"
+
+
+def _deployment(name: str, replicas: int, image: str = "nginx:1.0") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": image}]},
+            },
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
+    with seed_platform(tmp_path_factory.mktemp("apps")) as platform:
+        platform.create_tenant("apps-ai", "--quota", "pods=2")
+        yield platform
+
+
+def _kubectl(tenancy: Tenancy, where: str, *args: str, stdin: str | None = None) -> str:
+    if where == "host":
+        return tenancy.cluster.kubectl(*args, stdin=stdin).stdout
+    return tenancy.as_tenant(where, *args, stdin=stdin).stdout
+
+
+def _get(tenancy: Tenancy, where: str, *args: str) -> Any:
+    return json.loads(_kubectl(tenancy, where, "get", *args, "-o", "json"))
+
+
+@pytest.mark.parametrize("where", ["host", "research-ai"])
+def test_rollout_history_undo_and_scale(tenancy: Tenancy, where: str) -> None:
+    _kubectl(tenancy, where, "apply", "-f", "-", stdin=json.dumps(_deployment("web", 2)))
+    assert "successfully rolled out" in _kubectl(
+        tenancy, where, "rollout", "status", "deployment/web", TIMEOUT
+    )
+    pods = _get(tenancy, where, "pods", "-l", "app=web")["items"]
+    assert len(pods) == 2
+    for pod in pods:
+        ready = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready[0]["status"] == "True"
+    _kubectl(tenancy, where, "set", "image", "deployment/web", "web=nginx:2.0")
+    _kubectl(tenancy, where, "rollout", "status", "deployment/web", TIMEOUT)
+    history = _kubectl(tenancy, where, "rollout", "history", "deployment/web")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    _kubectl(tenancy, where, "rollout", "undo", "deployment/web")
+    _kubectl(tenancy, where, "rollout", "status", "deployment/web", TIMEOUT)
+    history = _kubectl(tenancy, where, "rollout", "history", "deployment/web")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["2", "3"]
+    assert len(_get(tenancy, where, "replicasets", "-l", "app=web")["items"]) == 2
+    deployment = _get(tenancy, where, "deployment", "web")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.0"
+    assert deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    conditions = {c["type"]: c["reason"] for c in deployment["status"]["conditions"]}
+    assert conditions == {
+        "Available": "MinimumReplicasAvailable",
+        "Progressing": "NewReplicaSetAvailable",
+    }
+    _kubectl(tenancy, where, "scale", "deployment/web", "--replicas=3")
+    _kubectl(tenancy, where, "rollout", "status", "deployment/web", TIMEOUT)
+    assert _get(tenancy, where, "deployment", "web")["status"]["availableReplicas"] == 3
+    events = _kubectl(
+        tenancy, where, "get", "events", "--field-selector", "involvedObject.name=web"
+    )
+    assert "Scaled up replica set" in events
+
+
+@pytest.mark.parametrize("where", ["host", "research-ai"])
+def test_delete_orphan_and_foreground(tenancy: Tenancy, where: str) -> None:
+    _kubectl(tenancy, where, "apply", "-f", "-", stdin=json.dumps(_deployment("kept", 1)))
+    _kubectl(tenancy, where, "rollout", "status", "deployment/kept", TIMEOUT)
+    _kubectl(tenancy, where, "delete", "deployment", "kept", "--cascade=orphan")
+    sets = _get(tenancy, where, "replicasets", "-l", "app=kept")["items"]
+    assert len(sets) == 1
+    assert "ownerReferences" not in sets[0]["metadata"]
+    assert len(_get(tenancy, where, "pods", "-l", "app=kept")["items"]) == 1
+    _kubectl(tenancy, where, "delete", "replicaset", "-l", "app=kept", "--cascade=foreground")
+    assert _get(tenancy, where, "pods", "-l", "app=kept")["items"] == []
+    _kubectl(tenancy, where, "apply", "-f", "-", stdin=json.dumps(_deployment("gone", 1)))
+    _kubectl(tenancy, where, "rollout", "status", "deployment/gone", TIMEOUT)
+    _kubectl(tenancy, where, "delete", "deployment", "gone", "--cascade=foreground")
+    assert _get(tenancy, where, "replicasets", "-l", "app=gone")["items"] == []
+    assert _get(tenancy, where, "pods", "-l", "app=gone")["items"] == []
+
+
+STATEFULSET_WITH_CLAIMS = [
+    {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "slice"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-slice"}}]
+                }
+            }
+        },
+    },
+    {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "trainer"},
+        "spec": {
+            "replicas": 2,
+            "serviceName": "trainer",
+            "selector": {"matchLabels": {"app": "trainer"}},
+            "template": {
+                "metadata": {"labels": {"app": "trainer"}},
+                "spec": {
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}],
+                    "containers": [
+                        {
+                            "name": "train",
+                            "image": "python:3.12-slim",
+                            "resources": {"claims": [{"name": "gpu"}]},
+                        }
+                    ],
+                },
+            },
+        },
+    },
+]
+
+
+@pytest.mark.parametrize("where", ["host", "research-ai"])
+def test_statefulset_pods_get_their_own_claims(tenancy: Tenancy, where: str) -> None:
+    stdin = "\n---\n".join(json.dumps(d) for d in STATEFULSET_WITH_CLAIMS)
+    _kubectl(tenancy, where, "apply", "-f", "-", stdin=stdin)
+    assert "partitioned roll out complete: 2 new pods have been updated" in _kubectl(
+        tenancy, where, "rollout", "status", "statefulset/trainer", TIMEOUT
+    )
+    pods = {
+        p["metadata"]["name"]: p for p in _get(tenancy, where, "pods", "-l", "app=trainer")["items"]
+    }
+    assert sorted(pods) == ["trainer-0", "trainer-1"]
+    claims = set()
+    for name, pod in pods.items():
+        assert pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == name
+        assert pod["spec"]["hostname"] == name
+        statuses = pod["status"]["resourceClaimStatuses"]
+        assert statuses[0]["resourceClaimName"].startswith(name)  # a tenant's shows its twin
+        claims.add(statuses[0]["resourceClaimName"])
+    assert len(claims) == 2
+    status = _get(tenancy, where, "statefulset", "trainer")["status"]
+    assert status["readyReplicas"] == 2
+    assert status["currentRevision"] == status["updateRevision"]
+    _kubectl(tenancy, where, "set", "image", "statefulset/trainer", "train=python:3.13-slim")
+    _kubectl(tenancy, where, "rollout", "status", "statefulset/trainer", TIMEOUT)
+    history = _kubectl(tenancy, where, "rollout", "history", "statefulset/trainer")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    _kubectl(tenancy, where, "rollout", "undo", "statefulset/trainer")
+    _kubectl(tenancy, where, "rollout", "status", "statefulset/trainer", TIMEOUT)
+    for pod in _get(tenancy, where, "pods", "-l", "app=trainer")["items"]:
+        assert pod["spec"]["containers"][0]["image"] == "python:3.12-slim"
+    _kubectl(tenancy, where, "scale", "statefulset/trainer", "--replicas=1")
+    tenancy.wait(
+        lambda: (
+            [
+                p["metadata"]["name"]
+                for p in _get(tenancy, where, "pods", "-l", "app=trainer")["items"]
+            ]
+            == ["trainer-0"]
+        ),
+        "trainer-1 removed",
+        timeout=60,
+    )
+
+
+def test_tenant_deployment_past_its_pod_quota(tenancy: Tenancy) -> None:
+    _kubectl(tenancy, "apps-ai", "apply", "-f", "-", stdin=json.dumps(_deployment("big", 3)))
+
+    def refused() -> list[str]:
+        events = tenancy.tenant_json("apps-ai", "events")["items"]
+        return [
+            e["message"]
+            for e in events
+            if e.get("reason") == "FailedCreate"
+            and (e.get("involvedObject") or {}).get("kind") == "ReplicaSet"
+        ]
+
+    messages = tenancy.wait(refused, "a FailedCreate event on the ReplicaSet", timeout=60)
+    assert messages[0].startswith("Error creating: ")
+    assert "exceeded quota" in messages[0]
+    pods = _get(tenancy, "apps-ai", "pods", "-l", "app=big")["items"]
+    assert len(pods) == 2
+    sets = _get(tenancy, "apps-ai", "replicasets", "-l", "app=big")["items"]
+    conditions = sets[0]["status"]["conditions"]
+    assert conditions[0]["type"] == "ReplicaFailure"
+    assert conditions[0]["reason"] == "FailedCreate"
+    deployment = _get(tenancy, "apps-ai", "deployment", "big")
+    reasons = {c["type"]: c["reason"] for c in deployment["status"]["conditions"]}
+    assert reasons["ReplicaFailure"] == "FailedCreate"

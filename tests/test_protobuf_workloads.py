@@ -1,0 +1,93 @@
+"""Protobuf bodies of the workload kinds (what ``kubectl create deployment|job|secret...``
+posts) decode into the JSON kubectl would have sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from allot.apiserver.protobuf import MAGIC, ProtobufError, decode
+
+
+def varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = b""
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out += bytes([byte | (0x80 if value else 0)])
+        if not value:
+            return out
+
+
+def field(number: int, value: int | bytes | str) -> bytes:
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    type_meta = field(1, api_version) + field(2, kind)
+    return MAGIC + field(1, type_meta) + field(2, raw)
+
+
+def metadata(name: str, **labels: str) -> bytes:
+    entries = b"".join(field(11, field(1, k) + field(2, v)) for k, v in labels.items())
+    zero_time = field(8, b"")
+    return field(1, name) + field(3, "") + zero_time + entries
+
+
+def test_a_deployment_decodes_with_its_template_and_explicit_zero_replicas() -> None:
+    container = field(1, "web") + field(2, "nginx") + field(6, field(3, 80)) + field(8, b"")
+    pod_spec = field(2, container)
+    template = field(1, metadata("", app="web")) + field(2, pod_spec)
+    selector = field(1, field(1, "app") + field(2, "web"))
+    rolling = field(1, field(1, 1) + field(3, "50%")) + field(2, field(1, 0) + field(2, 2))
+    spec = (
+        field(1, 0)
+        + field(2, selector)
+        + field(3, template)
+        + field(4, field(1, "RollingUpdate") + field(2, rolling))
+        + field(5, 0)
+    )
+    body = envelope("apps/v1", "Deployment", field(1, metadata("web", app="web")) + field(2, spec))
+    assert decode(body) == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "nginx",
+                            "ports": [{"containerPort": 80}],
+                            "resources": {},
+                        }
+                    ]
+                },
+            },
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "50%", "maxSurge": 2},
+            },
+        },
+    }
+
+
+def test_a_secret_s_bytes_become_base64_and_negative_numbers_stay_negative() -> None:
+    data = field(2, field(1, "token") + field(2, b"s3cr3t\x00"))
+    secret = envelope("v1", "Secret", field(1, metadata("s")) + data + field(3, "Opaque"))
+    assert decode(secret)["data"] == {"token": "czNjcjN0AA=="}
+    job_spec = field(1, -1) + field(7, 6)
+    job = envelope("batch/v1", "Job", field(1, metadata("j")) + field(2, job_spec))
+    assert decode(job)["spec"] == {"parallelism": -1, "backoffLimit": 6}
+
+
+def test_a_wrong_wire_type_is_the_client_s_error() -> None:
+    bad = envelope("v1", "ServiceAccount", field(1, 7))  # metadata as a number
+    with pytest.raises(ProtobufError, match="wrong wireType"):
+        decode(bad)
