@@ -136,12 +136,16 @@ class PodWatch:
 
     def _run(self) -> None:
         params = {"watch": "true", "labelSelector": self._selector, "timeoutSeconds": "900"}
-        with self._client.stream("GET", PODS_PATH, params=params) as response:
-            for line in response.iter_lines():
-                if self._stop.is_set():
-                    return
-                if line:
-                    self._note(json.loads(line)["object"])
+        try:
+            with self._client.stream("GET", PODS_PATH, params=params) as response:
+                for line in response.iter_lines():
+                    if self._stop.is_set():
+                        return
+                    if line:
+                        self._note(json.loads(line)["object"])
+        except httpx.HTTPError:
+            if not self._stop.is_set():
+                raise  # the server ends streams only when it stops, after the measures
 
     def _note(self, pod: dict[str, Any]) -> None:
         name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
