@@ -83,13 +83,12 @@ def test_text_output_reads_like_kubectl(capsys: pytest.CaptureFixture[str]) -> N
     assert sum(line.startswith("  hint: ") for line in lines) == 5
 
 
-def test_workloads_pods_valid_and_unserved_kinds_skipped(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_workloads_and_pods_valid(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, str(SEEDS / "001-workloads.yaml"))
     assert code == 0
-    assert out.splitlines()[0].startswith("batch/v1 Job finetune-qwen skipped")
+    assert out.splitlines()[0] == "job.batch/finetune-qwen valid"
     assert "pod/qwen-inference valid" in out
+    assert "deployment.apps/mig-inference valid" in out
 
 
 @pytest.mark.parametrize(

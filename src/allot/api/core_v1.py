@@ -1,4 +1,5 @@
-"""``core/v1`` kinds the platform needs: Pod, Node, Namespace, Event, ConfigMap.
+"""``core/v1`` kinds the platform needs: Pod, Node, Namespace, Event, ConfigMap, Service,
+ServiceAccount, Secret, and the pod template the workload kinds embed.
 
 The Pod is typed where DRA and scheduling read it (``spec.resourceClaims``, container
 ``resources.claims``, ``nodeName``, node selection, tolerations, ``status.resourceClaimStatuses``
@@ -15,10 +16,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from allot.api.base import ApiModel, MicroTime, SortedMap, Time
-from allot.api.meta import ListMeta, ObjectMeta
+from allot.api.meta import Condition, ListMeta, ObjectMeta
 from allot.api.quantity import Quantity
 
 JsonObject = dict[str, Any]
+IntOrString = int | str
+"""``intstr.IntOrString``: a number or a string such as ``25%``."""
 
 
 # ------------------------------------------------------------------ node selection
@@ -274,6 +277,13 @@ class Pod(ApiModel):
     status: PodStatus | None = None
 
 
+class PodTemplateSpec(ApiModel):
+    """The pod a workload (Deployment, Job, ...) creates: metadata and a pod spec."""
+
+    metadata: ObjectMeta | None = None
+    spec: PodSpec | None = None
+
+
 # ------------------------------------------------------------------------------ Node
 class NodeAddress(ApiModel):
     type: str | None = None
@@ -435,3 +445,101 @@ class NodeList(ApiModel):
     kind: Literal["NodeList"] = "NodeList"
     metadata: ListMeta = Field(default_factory=ListMeta)
     items: list[Node] = Field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- Service
+class ServicePort(ApiModel):
+    name: str | None = None
+    protocol: str | None = None
+    app_protocol: str | None = None
+    port: int | None = None
+    target_port: IntOrString | None = None
+    node_port: int | None = None
+
+
+class ClientIPConfig(ApiModel):
+    timeout_seconds: int | None = None
+
+
+class SessionAffinityConfig(ApiModel):
+    client_ip: ClientIPConfig | None = Field(default=None, alias="clientIP")
+
+
+class ServiceSpec(ApiModel):
+    ports: list[ServicePort] | None = None
+    selector: SortedMap[str] | None = None
+    cluster_ip: str | None = Field(default=None, alias="clusterIP")
+    cluster_ips: list[str] | None = Field(default=None, alias="clusterIPs")
+    type: str | None = None
+    external_ips: list[str] | None = Field(default=None, alias="externalIPs")
+    session_affinity: str | None = None
+    load_balancer_ip: str | None = Field(default=None, alias="loadBalancerIP")
+    load_balancer_source_ranges: list[str] | None = None
+    external_name: str | None = None
+    external_traffic_policy: str | None = None
+    health_check_node_port: int | None = None
+    publish_not_ready_addresses: bool | None = None
+    session_affinity_config: SessionAffinityConfig | None = None
+    ip_families: list[str] | None = None
+    ip_family_policy: str | None = None
+    allocate_load_balancer_node_ports: bool | None = None
+    load_balancer_class: str | None = None
+    internal_traffic_policy: str | None = None
+    traffic_distribution: str | None = None
+
+
+class PortStatus(ApiModel):
+    port: int | None = None
+    protocol: str | None = None
+    error: str | None = None
+
+
+class LoadBalancerIngress(ApiModel):
+    ip: str | None = None
+    hostname: str | None = None
+    ip_mode: str | None = None
+    ports: list[PortStatus] | None = None
+
+
+class LoadBalancerStatus(ApiModel):
+    ingress: list[LoadBalancerIngress] | None = None
+
+
+class ServiceStatus(ApiModel):
+    load_balancer: LoadBalancerStatus | None = None
+    conditions: list[Condition] | None = None
+
+
+class Service(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Service"] = "Service"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ServiceSpec = Field(default_factory=ServiceSpec)
+    status: ServiceStatus | None = None
+
+
+# ------------------------------------------------------------- ServiceAccount, Secret
+class LocalObjectReference(ApiModel):
+    name: str | None = None
+
+
+class ServiceAccount(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["ServiceAccount"] = "ServiceAccount"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    secrets: list[ObjectReference] | None = None
+    image_pull_secrets: list[LocalObjectReference] | None = None
+    automount_service_account_token: bool | None = None
+
+
+class Secret(ApiModel):
+    """``data`` values are base64 text on the wire (Go's ``[]byte``); ``stringData`` is
+    write-only: merged into ``data`` when the object is written."""
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Secret"] = "Secret"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    immutable: bool | None = None
+    data: SortedMap[str] | None = None
+    string_data: SortedMap[str] | None = None
+    type: str | None = None

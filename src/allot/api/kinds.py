@@ -18,6 +18,8 @@ from pydantic import ValidationError
 
 from allot.api import admission_v1 as admissionapi
 from allot.api import apiextensions_v1 as extensionsapi
+from allot.api import apps_v1 as appsapi
+from allot.api import batch_v1 as batchapi
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api import tenancy
@@ -96,6 +98,25 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("", "v1", "Event", "events", True, "subdomain", corev1.Event),
     KindInfo("", "v1", "ConfigMap", "configmaps", True, "subdomain", corev1.ConfigMap),
     KindInfo("", "v1", "ResourceQuota", "resourcequotas", True, "subdomain", corev1.ResourceQuota),
+    KindInfo("", "v1", "Service", "services", True, "label", corev1.Service),
+    KindInfo(
+        "", "v1", "ServiceAccount", "serviceaccounts", True, "subdomain", corev1.ServiceAccount
+    ),
+    KindInfo("", "v1", "Secret", "secrets", True, "subdomain", corev1.Secret),
+    KindInfo("apps", "v1", "Deployment", "deployments", True, "subdomain", appsapi.Deployment),
+    KindInfo("apps", "v1", "ReplicaSet", "replicasets", True, "subdomain", appsapi.ReplicaSet),
+    KindInfo("apps", "v1", "StatefulSet", "statefulsets", True, "subdomain", appsapi.StatefulSet),
+    KindInfo(
+        "apps",
+        "v1",
+        "ControllerRevision",
+        "controllerrevisions",
+        True,
+        "subdomain",
+        appsapi.ControllerRevision,
+    ),
+    KindInfo("batch", "v1", "Job", "jobs", True, "subdomain", batchapi.Job),
+    KindInfo("batch", "v1", "CronJob", "cronjobs", True, "subdomain", batchapi.CronJob),
     KindInfo(
         "admissionregistration.k8s.io",
         "v1",

@@ -2,30 +2,32 @@
 
 For every document: decode strictly, apply defaults, validate (with Namespaces from the same
 input supplying the admin-access label), and record a :class:`Verdict` holding either the
-accepted object or the ``Status`` the API server would return. Kinds that Kubernetes
-serves but allot does not (Deployments, Jobs...) are reported as skipped, not failed.
+accepted object or the ``Status`` the API server would return. What the API server does
+to a new object before validating it is done too (a Job's generated selector, with a
+placeholder uid; a Service's cluster IP). Kinds that Kubernetes serves but allot does not
+(Ingresses, RBAC...) are reported as skipped, not failed.
 Called by ``allot validate`` and ``make demo``.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from allot.api.base import ApiModel
 from allot.api.errors import ApiError
-from allot.api.kinds import decode, kind_info
+from allot.api.kinds import decode, kind_info, lookup
 from allot.api.meta import Status
 from allot.cel import SelectorCompiler
 from allot.manifests.documents import Document
-from allot.registry.kinds import rules_for
+from allot.registry.kinds import Preparation, rules_for, strategies
 from allot.statuses import InvalidObjectError, hints, to_status
 from allot.validation.objects import apply_defaults, validate_create
 from allot.validation.resource import ResourceContext
 
 UPSTREAM_GROUPS_NOT_SERVED = (
-    "apps/",
-    "batch/",
     "networking.k8s.io/",
     "rbac.authorization.k8s.io/",
     "policy/",
@@ -35,9 +37,6 @@ UPSTREAM_GROUPS_NOT_SERVED = (
     "coordination.k8s.io/",
 )
 UPSTREAM_CORE_KINDS_NOT_SERVED = (
-    "Service",
-    "Secret",
-    "ServiceAccount",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "LimitRange",
@@ -101,8 +100,8 @@ def _judge_one(document: Document, context: ResourceContext) -> Verdict:
     if _is_upstream_kind_not_served(api_version, kind):
         return Verdict(document, Outcome.SKIPPED, f"{api_version} {kind} {name}".strip())
     try:
-        obj = decode(content)
-    except ApiError as err:
+        obj = decode(_prepared(content))
+    except (ApiError, InvalidObjectError) as err:
         return Verdict(document, Outcome.INVALID, f"{kind} {name}".strip(), to_status(err))
     info = kind_info(obj)
     metadata = getattr(obj, "metadata", None)
@@ -118,6 +117,28 @@ def _judge_one(document: Document, context: ResourceContext) -> Verdict:
         status = to_status(InvalidObjectError(info, name, errors))
         return Verdict(document, Outcome.INVALID, summary, status, obj)
     return Verdict(document, Outcome.VALID, summary, None, obj)
+
+
+DRY_RUN_UID = "00000000-0000-4000-8000-000000000000"
+"""The uid a document judged offline is prepared with (upstream's dry run assigns one)."""
+
+
+def _prepared(content: dict[str, Any]) -> dict[str, Any]:
+    """The document as the kind's ``prepare_create`` leaves it (a copy)."""
+    served = _served_kind(content)
+    known = strategies().get(served) if served else None
+    if known is None or known.prepare_create is None:
+        return content
+    prepared = copy.deepcopy(content)
+    known.prepare_create(prepared, Preparation(DRY_RUN_UID, list))
+    return prepared
+
+
+def _served_kind(content: dict[str, Any]) -> str | None:
+    try:
+        return lookup(str(content.get("apiVersion")), str(content.get("kind"))).kind
+    except ApiError:
+        return None
 
 
 def _name_of(content: dict[str, object]) -> str:

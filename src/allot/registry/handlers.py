@@ -10,6 +10,7 @@ write changes nothing. Called by :mod:`allot.apiserver.app` for clients and by
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from allot.registry.admission import (
 )
 from allot.registry.bodies import go_json_type
 from allot.registry.errors import BadRequest, UnsupportedMediaType
-from allot.registry.kinds import strategy
+from allot.registry.kinds import Preparation, strategy
 from allot.registry.listing import ListOptions, ListPage
 from allot.registry.requests import Target
 from allot.registry.resources import ServedResource
@@ -96,6 +97,7 @@ class Handlers:
     ) -> WriteResult:
         resource = target.resource
         body = self._checked_body(resource, target, body)
+        uid = self._prepare_create(cluster, resource, body)
         model, warnings = self.admission.decode(body, options.field_validation)
         metadata = body.get("metadata") or {}
         request = AdmissionRequest(
@@ -116,8 +118,17 @@ class Handlers:
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
         self._record_manager(obj, options.field_manager, operation)
+        if uid is not None:  # the uid the strategy saw; the store sets the timestamp
+            obj["metadata"]["uid"] = uid
+            obj["metadata"].pop("creationTimestamp", None)
         created = self.store.create(
-            cluster, resource.store, obj, dry_run=options.dry_run, owned=True, copy_result=False
+            cluster,
+            resource.store,
+            obj,
+            dry_run=options.dry_run,
+            owned=True,
+            copy_result=False,
+            keep_identity=uid is not None,
         )
         return WriteResult(self.with_type(resource, created), warnings, created=True)
 
@@ -437,6 +448,18 @@ class Handlers:
                 )
             metadata["namespace"] = target.namespace
         return body
+
+    def _prepare_create(self, cluster: str, resource: ServedResource, body: Obj) -> str | None:
+        """The kind's ``prepare_create`` on the body (in place), given the new object's
+        uid; the uid, or None for kinds without one (the store assigns theirs)."""
+        prepare = None if resource.custom else strategy(resource.kind).prepare_create
+        if prepare is None:
+            return None
+        uid = self.store.new_uid()
+        if "spec" in body:  # the request's own body stays as it came
+            body["spec"] = copy.deepcopy(body["spec"])
+        prepare(body, Preparation(uid, lambda: self.store.scan(cluster, resource.store)))
+        return uid
 
     @staticmethod
     def _initial_status(resource: ServedResource, obj: Obj) -> None:

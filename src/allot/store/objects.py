@@ -162,6 +162,12 @@ class Store:
         row = self._db.execute("SELECT MIN(rv) FROM events").fetchone()
         return int(row[0]) if row and row[0] is not None else self.current_rv() + 1
 
+    def new_uid(self) -> str:
+        """A fresh uid from the store's seeded generator (for a create that needs the uid
+        before the object is stored: a Job's generated selector)."""
+        with self._lock:
+            return str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+
     def peek(self, cluster: str, resource: Resource, namespace: str, name: str) -> Obj | None:
         """The stored object itself, for read-only callers (no copy); None if absent."""
         return self._objects.get((cluster, resource.key, namespace, name))

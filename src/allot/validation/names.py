@@ -35,6 +35,24 @@ def _regex_error(message: str, fmt: str, *examples: str) -> str:
     return message
 
 
+_PERCENT_FMT = "[0-9]+%"
+_PERCENT = re.compile(f"^{_PERCENT_FMT}$")
+
+
+def is_valid_percent(value: str) -> list[str]:
+    """``IsValidPercent``: digits and a trailing ``%``."""
+    if _PERCENT.match(value):
+        return []
+    return [
+        _regex_error(
+            "a valid percent string must be a numeric string followed by an ending '%'",
+            _PERCENT_FMT,
+            "1%",
+            "93%",
+        )
+    ]
+
+
 def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 

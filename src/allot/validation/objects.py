@@ -109,9 +109,14 @@ def _validate_meta(obj: ApiModel, info: KindInfo) -> ErrorList:
 def default_pod(pod: Any) -> None:
     """``SetDefaults_Pod``: ``restartPolicy: Always``; a limit without a request is also
     the request."""
-    if pod.spec.restart_policy is None:
-        pod.spec.restart_policy = "Always"
-    for container in (pod.spec.init_containers or []) + (pod.spec.containers or []):
+    default_pod_spec(pod.spec)
+
+
+def default_pod_spec(spec: Any) -> None:
+    """The pod defaults of a pod's spec or a workload's pod template."""
+    if spec.restart_policy is None:
+        spec.restart_policy = "Always"
+    for container in (spec.init_containers or []) + (spec.containers or []):
         resources = container.resources
         if resources is None or not resources.limits:
             continue

@@ -47,6 +47,15 @@ class QuotaEvaluator:
 
 
 @dataclass(frozen=True)
+class Preparation:
+    """What a kind's ``prepare_create`` may use: the uid the new object will have (upstream
+    assigns it before validation) and the cluster's other objects of the kind."""
+
+    uid: str
+    existing: Callable[[], list[Obj]]
+
+
+@dataclass(frozen=True)
 class KindStrategy:
     kind: str
     singular: str
@@ -55,6 +64,8 @@ class KindStrategy:
     subresources: tuple[str, ...] = ()
     rules: KindRules = field(default_factory=KindRules)
     initial_status: Callable[[Obj], None] | None = None  # what a create sets or drops
+    # a create's wire object before decoding and validation (generated selector, cluster IP)
+    prepare_create: Callable[[Obj, Preparation], None] | None = None
     table: Table | None = None
     quota: QuotaEvaluator | None = None  # charges beyond the object count
 
@@ -76,16 +87,25 @@ def _strategies() -> dict[str, KindStrategy]:
         admissionpolicies,
         alerts,
         configmaps,
+        controllerrevisions,
         crds,
+        cronjobs,
+        deployments,
         deviceclasses,
         events,
+        jobs,
         namespaces,
         nodes,
         pods,
+        replicasets,
         resourceclaims,
         resourceclaimtemplates,
         resourcequotas,
         resourceslices,
+        secrets,
+        serviceaccounts,
+        services,
+        statefulsets,
         tenants,
     )
 
@@ -104,6 +124,15 @@ def _strategies() -> dict[str, KindStrategy]:
         admissionpolicies,
         tenants,
         alerts,
+        services,
+        serviceaccounts,
+        secrets,
+        deployments,
+        replicasets,
+        statefulsets,
+        controllerrevisions,
+        jobs,
+        cronjobs,
     )
     found: dict[str, KindStrategy] = {}
     for module in modules:

@@ -1,0 +1,280 @@
+"""``apps/v1`` defaulting and validation: Deployment, ReplicaSet, StatefulSet,
+ControllerRevision, as upstream's ``SetDefaults_*`` (pkg/apis/apps/v1) and
+pkg/apis/apps/validation, with their texts and field paths. Called through the kinds'
+strategy modules in :mod:`allot.registry.kinds`."""
+
+from __future__ import annotations
+
+from allot.api import apps_v1 as apps
+from allot.validation import names
+from allot.validation.field import ErrorList, Path, forbidden, invalid, not_supported, required
+from allot.validation.workloads import (
+    default_pod_template,
+    immutable,
+    int_or_percent,
+    nonnegative,
+    validate_always_restart,
+    validate_int_or_percent,
+    validate_selector,
+    validate_template,
+)
+
+SPEC = Path("spec")
+DEPLOYMENT_STRATEGIES = ["Recreate", "RollingUpdate"]
+POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
+RETENTION_POLICIES = ["Retain", "Delete"]
+STATEFUL_SET_MUTABLE = (
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "revisionHistoryLimit",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+)
+
+
+# ------------------------------------------------------------------------ defaulting
+def default_deployment(obj: apps.Deployment) -> None:
+    """``SetDefaults_Deployment``: one replica, RollingUpdate 25%/25%, ten revisions kept,
+    a 600-second progress deadline."""
+    spec = obj.spec
+    if spec.replicas is None:
+        spec.replicas = 1
+    strategy = spec.strategy = spec.strategy or apps.DeploymentStrategy()
+    if strategy.type is None:
+        strategy.type = "RollingUpdate"
+    if strategy.type == "RollingUpdate":
+        rolling = strategy.rolling_update = (
+            strategy.rolling_update or apps.RollingUpdateDeployment()
+        )
+        if rolling.max_unavailable is None:
+            rolling.max_unavailable = "25%"
+        if rolling.max_surge is None:
+            rolling.max_surge = "25%"
+    if spec.revision_history_limit is None:
+        spec.revision_history_limit = 10
+    if spec.progress_deadline_seconds is None:
+        spec.progress_deadline_seconds = 600
+    default_pod_template(spec.template)
+
+
+def default_replica_set(obj: apps.ReplicaSet) -> None:
+    """``SetDefaults_ReplicaSet``: one replica."""
+    if obj.spec.replicas is None:
+        obj.spec.replicas = 1
+    default_pod_template(obj.spec.template)
+
+
+def default_stateful_set(obj: apps.StatefulSet) -> None:
+    """``SetDefaults_StatefulSet``: one replica, OrderedReady, RollingUpdate from partition
+    0, ten revisions kept, claims retained on deletion and scale-down."""
+    spec = obj.spec
+    if spec.replicas is None:
+        spec.replicas = 1
+    if spec.pod_management_policy is None:
+        spec.pod_management_policy = "OrderedReady"
+    strategy = spec.update_strategy = spec.update_strategy or apps.StatefulSetUpdateStrategy()
+    if strategy.type is None:
+        strategy.type = "RollingUpdate"
+    if strategy.type == "RollingUpdate":
+        rolling = strategy.rolling_update or apps.RollingUpdateStatefulSetStrategy()
+        strategy.rolling_update = rolling
+        if rolling.partition is None:
+            rolling.partition = 0
+    if spec.revision_history_limit is None:
+        spec.revision_history_limit = 10
+    policy = spec.persistent_volume_claim_retention_policy
+    if policy is None:
+        policy = apps.StatefulSetPersistentVolumeClaimRetentionPolicy()
+        spec.persistent_volume_claim_retention_policy = policy
+    policy.when_deleted = policy.when_deleted or "Retain"
+    policy.when_scaled = policy.when_scaled or "Retain"
+    default_pod_template(spec.template)
+
+
+# ------------------------------------------------------------------------ Deployment
+def validate_deployment(obj: apps.Deployment) -> ErrorList:
+    spec = obj.spec
+    errors = nonnegative(spec.replicas, SPEC.child("replicas"))
+    errors += validate_selector(spec.selector, SPEC.child("selector"), "deployment")
+    if spec.selector is not None:
+        errors += validate_template(spec.template, spec.selector, SPEC.child("template"))
+        errors += validate_always_restart(spec.template, SPEC.child("template"), "ReplicaSet")
+    errors += _validate_deployment_strategy(spec.strategy, SPEC.child("strategy"))
+    errors += nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
+    errors += nonnegative(spec.revision_history_limit, SPEC.child("revisionHistoryLimit"))
+    deadline = spec.progress_deadline_seconds
+    if deadline is not None:
+        errors += nonnegative(deadline, SPEC.child("progressDeadlineSeconds"))
+        if deadline <= (spec.min_ready_seconds or 0):
+            errors.append(
+                invalid(
+                    SPEC.child("progressDeadlineSeconds"),
+                    deadline,
+                    "must be greater than minReadySeconds",
+                )
+            )
+    return errors
+
+
+def _validate_deployment_strategy(
+    strategy: apps.DeploymentStrategy | None, path: Path
+) -> ErrorList:
+    if strategy is None:
+        return []
+    if strategy.type == "Recreate":
+        if strategy.rolling_update is not None:
+            return [
+                forbidden(
+                    path.child("rollingUpdate"),
+                    "may not be specified when strategy `type` is 'Recreate'",
+                )
+            ]
+        return []
+    if strategy.type == "RollingUpdate":
+        if strategy.rolling_update is None:
+            return [
+                required(path.child("rollingUpdate"), "this should be defaulted and never be nil")
+            ]
+        return _validate_rolling_update(strategy.rolling_update, path.child("rollingUpdate"))
+    return [not_supported(path.child("type"), strategy.type or "", DEPLOYMENT_STRATEGIES)]
+
+
+def _validate_rolling_update(rolling: apps.RollingUpdateDeployment, path: Path) -> ErrorList:
+    unavailable, surge = rolling.max_unavailable, rolling.max_surge
+    errors = validate_int_or_percent(unavailable, path.child("maxUnavailable"))
+    errors += validate_int_or_percent(surge, path.child("maxSurge"))
+    if int_or_percent(unavailable) == 0 and int_or_percent(surge) == 0:
+        errors.append(
+            invalid(path.child("maxUnavailable"), unavailable, "may not be 0 when `maxSurge` is 0")
+        )
+    return errors
+
+
+def validate_deployment_update(new: apps.Deployment, old: apps.Deployment) -> ErrorList:
+    return immutable(new.spec.selector, old.spec.selector, SPEC.child("selector"))
+
+
+# ------------------------------------------------------------------------ ReplicaSet
+def validate_replica_set(obj: apps.ReplicaSet) -> ErrorList:
+    spec = obj.spec
+    errors = nonnegative(spec.replicas, SPEC.child("replicas"))
+    errors += nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
+    errors += validate_selector(spec.selector, SPEC.child("selector"), "deployment")
+    if spec.selector is not None:
+        errors += validate_template(spec.template, spec.selector, SPEC.child("template"))
+        errors += validate_always_restart(spec.template, SPEC.child("template"), "ReplicaSet")
+    return errors
+
+
+def validate_replica_set_update(new: apps.ReplicaSet, old: apps.ReplicaSet) -> ErrorList:
+    return immutable(new.spec.selector, old.spec.selector, SPEC.child("selector"))
+
+
+# ----------------------------------------------------------------------- StatefulSet
+def validate_stateful_set(obj: apps.StatefulSet) -> ErrorList:
+    spec = obj.spec
+    errors = _validate_pod_management(spec.pod_management_policy)
+    errors += _validate_update_strategy(spec.update_strategy, SPEC.child("updateStrategy"))
+    errors += _validate_retention(spec.persistent_volume_claim_retention_policy)
+    errors += nonnegative(spec.replicas, SPEC.child("replicas"))
+    if spec.ordinals is not None:
+        errors += nonnegative(spec.ordinals.start, SPEC.child("ordinals", "start"))
+    errors += nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
+    errors += nonnegative(spec.revision_history_limit, SPEC.child("revisionHistoryLimit"))
+    if spec.service_name:
+        errors += [
+            invalid(SPEC.child("serviceName"), spec.service_name, message)
+            for message in names.is_dns1123_label(spec.service_name)
+        ]
+    errors += validate_selector(spec.selector, SPEC.child("selector"), "statefulset")
+    if spec.selector is not None:
+        errors += validate_template(spec.template, spec.selector, SPEC.child("template"))
+        errors += validate_always_restart(spec.template, SPEC.child("template"), "StatefulSet")
+    return errors
+
+
+def _validate_pod_management(policy: str | None) -> ErrorList:
+    path = SPEC.child("podManagementPolicy")
+    if not policy:
+        return [required(path)]
+    if policy not in POD_MANAGEMENT_POLICIES:
+        return [invalid(path, policy, "must be 'OrderedReady' or 'Parallel'")]
+    return []
+
+
+def _validate_update_strategy(
+    strategy: apps.StatefulSetUpdateStrategy | None, path: Path
+) -> ErrorList:
+    if strategy is None or not strategy.type:
+        return [required(path)]
+    rolling = strategy.rolling_update
+    if strategy.type == "OnDelete":
+        if rolling is not None:
+            return [
+                invalid(
+                    path.child("rollingUpdate"),
+                    rolling.to_wire(),
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                )
+            ]
+        return []
+    if strategy.type != "RollingUpdate":
+        return [invalid(path, strategy.to_wire(), "must be 'RollingUpdate' or 'OnDelete'")]
+    if rolling is None:
+        return []
+    errors = nonnegative(rolling.partition, path.child("rollingUpdate", "partition"))
+    unavailable = rolling.max_unavailable
+    if unavailable is not None:
+        at = path.child("rollingUpdate", "maxUnavailable")
+        errors += validate_int_or_percent(unavailable, at)
+        if int_or_percent(unavailable) == 0:
+            errors.append(invalid(at, unavailable, "must be greater than 0"))
+    return errors
+
+
+def _validate_retention(
+    policy: apps.StatefulSetPersistentVolumeClaimRetentionPolicy | None,
+) -> ErrorList:
+    if policy is None:
+        return []
+    path = SPEC.child("persistentVolumeClaimRetentionPolicy")
+    errors: ErrorList = []
+    for name, value in (("whenDeleted", policy.when_deleted), ("whenScaled", policy.when_scaled)):
+        if value not in RETENTION_POLICIES:
+            errors.append(not_supported(path.child(name), value or "", RETENTION_POLICIES))
+    return errors
+
+
+def validate_stateful_set_update(new: apps.StatefulSet, old: apps.StatefulSet) -> ErrorList:
+    """Only the replicas, ordinals, template, update strategy, history limit, retention
+    policy and minReadySeconds of a StatefulSet may change."""
+    new_spec, old_spec = new.spec.to_wire(), old.spec.to_wire()
+    for name in STATEFUL_SET_MUTABLE:
+        new_spec.pop(name, None)
+        old_spec.pop(name, None)
+    if new_spec == old_spec:
+        return []
+    mutable = ", ".join(f"'{name}'" for name in STATEFUL_SET_MUTABLE[:-1])
+    return [
+        forbidden(
+            SPEC,
+            f"updates to statefulset spec for fields other than {mutable} and "
+            f"'{STATEFUL_SET_MUTABLE[-1]}' are forbidden",
+        )
+    ]
+
+
+# ---------------------------------------------------------------- ControllerRevision
+def validate_controller_revision(obj: apps.ControllerRevision) -> ErrorList:
+    errors = nonnegative(obj.revision, Path("revision"))
+    if obj.data is None:
+        errors.append(required(Path("data"), "data is mandatory"))
+    return errors
+
+
+def validate_controller_revision_update(
+    new: apps.ControllerRevision, old: apps.ControllerRevision
+) -> ErrorList:
+    return immutable(new.data, old.data, Path("data"))
