@@ -439,3 +439,119 @@ def test_a_pod_from_a_template_carries_its_metadata_and_spec() -> None:
         },
         "spec": {"containers": [{"name": "c", "image": "x"}]},
     }
+
+
+# ------------------------------------------------------ workload pod templates
+def _pod_spec(limits: dict[str, str] | None = None, **fields: Any) -> Obj:
+    container: Obj = {"name": "c", "image": "busybox"}
+    if limits:
+        container["resources"] = {"limits": limits}
+    return {"restartPolicy": "Never", "containers": [container], **fields}
+
+
+def _workload(kind: str, spec: Obj, name: str = "w") -> Obj:
+    template = {"metadata": {"labels": {"app": name}}, "spec": spec}
+    selector = {"matchLabels": {"app": name}}
+    group = "batch/v1" if kind in ("Job", "CronJob") else "apps/v1"
+    body: Obj
+    if kind == "CronJob":
+        body = {"schedule": "@daily", "jobTemplate": {"spec": {"template": template}}}
+    elif kind == "Job":
+        body = {"template": template}
+    else:
+        template["spec"] = {**spec, "restartPolicy": "Always"}
+        body = {"selector": selector, "template": template}
+    return {
+        "apiVersion": group,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": body,
+    }
+
+
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
+FORBIDDEN_CLASS = {"deviceclass.resource.kubernetes.io/gpu-slice": "1"}
+OUTSIDE = "a DRA extended resource outside the entitlement of tenant legal-ai"
+
+
+@pytest.mark.parametrize("kind", WORKLOAD_KINDS)
+def test_a_workload_whose_pods_the_host_refuses_is_refused_at_creation(kind: str) -> None:
+    path = "spec.jobTemplate.spec.template" if kind == "CronJob" else "spec.template"
+
+    async def scenario(api: Platform) -> None:
+        forbidden = _workload(kind, _pod_spec(FORBIDDEN_CLASS))
+        with pytest.raises(AdmissionDenied) as denied:
+            _as_tenant(api, "create", forbidden)
+        message = str(denied.value)
+        assert message.startswith(
+            f'{by_kind(kind).info.qualified_resource} "w" is forbidden: {path}: a pod from '
+            "this template is refused: ValidatingAdmissionPolicy 'allot-tenant-pods'"
+        ), message
+        assert OUTSIDE in message
+        escape = _workload(kind, _pod_spec(hostNetwork=True))
+        with pytest.raises(AdmissionDenied, match="host network"):
+            _as_tenant(api, "create", escape)
+        _as_tenant(api, "create", _workload(kind, _pod_spec()))
+        _, tenant = _contexts(api)
+        assert tenant.get(kind, "default", "w") is not None
+
+    _run(scenario)
+
+
+def test_a_template_changed_to_what_the_host_refuses_is_refused() -> None:
+    async def scenario(api: Platform) -> None:
+        _as_tenant(api, "create", _workload("Deployment", _pod_spec()))
+        _, tenant = _contexts(api)
+        stored = tenant.get("Deployment", "default", "w")
+        assert stored is not None
+        stored["spec"]["replicas"] = 3
+        _as_tenant(api, "update", stored)
+        stored = tenant.get("Deployment", "default", "w")
+        assert stored is not None
+        stored["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+            "limits": FORBIDDEN_CLASS
+        }
+        with pytest.raises(AdmissionDenied, match=OUTSIDE):
+            _as_tenant(api, "update", stored)
+
+    _run(scenario)
+
+
+def test_a_template_naming_a_revoked_class_is_refused_with_the_workload() -> None:
+    async def scenario(api: Platform) -> None:
+        _as_tenant(api, "create", _template("gpu"))
+        await _settle(api)
+        host, _ = _contexts(api)
+        device_class = host.get("DeviceClass", "", "gpu-whole")
+        assert device_class is not None
+        device_class["metadata"]["labels"]["gpu.platform/tenant"] = "research-ai"
+        host.update("DeviceClass", device_class, "test")
+        await _settle(api)
+        spec = _pod_spec()
+        spec["resourceClaims"] = [{"name": "g", "resourceClaimTemplateName": "gpu"}]
+        with pytest.raises(AdmissionDenied) as denied:
+            _as_tenant(api, "create", _workload("Job", spec))
+        assert str(denied.value) == (
+            'jobs.batch "w" is forbidden: spec.template: a pod from this template is refused: '
+            'resourceclaimtemplate "gpu": device class gpu-whole is not in the entitlement of '
+            "tenant legal-ai (entitled: <none>)"
+        )
+
+    _run(scenario)
+
+
+def test_quota_is_left_to_each_pod() -> None:
+    """A workload is not refused for quota (its pods are, one by one, as upstream)."""
+
+    async def scenario(api: Platform) -> None:
+        host, _ = _contexts(api)
+        tenant_obj = host.get("Tenant", "", TENANT)
+        assert tenant_obj is not None
+        tenant_obj["spec"]["quota"] = {"hard": {"pods": "0"}}
+        host.update("Tenant", tenant_obj, "test")
+        await _settle(api)
+        _as_tenant(api, "create", _workload("Deployment", _pod_spec()))
+        with pytest.raises(AdmissionDenied, match="exceeded quota: tenant-quota"):
+            _as_tenant(api, "create", _pod("a"))
+
+    _run(scenario)

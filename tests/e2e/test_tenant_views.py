@@ -205,3 +205,44 @@ def test_get_pods_watch_shows_terminating_and_nodes_go(tenancy: Tenancy) -> None
     killing = [e for e in host_events if e.get("reason") == "Killing"]
     assert killing
     assert killing[0]["message"] == "Stopping container summarizer"
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: inference
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: inference}
+  template:
+    metadata:
+      labels: {app: inference}
+    spec:
+      containers:
+      - name: server
+        image: vllm/vllm-openai
+        resources:
+          limits:
+            deviceclass.resource.kubernetes.io/gpu-whole: "1"
+"""
+
+
+def test_a_deployment_using_a_class_outside_the_entitlement_is_refused(tenancy: Tenancy) -> None:
+    refused = tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=DEPLOYMENT, check=False)
+    assert refused.returncode != 0
+    assert (
+        'deployments.apps "inference" is forbidden: spec.template: a pod from this template is '
+        "refused: ValidatingAdmissionPolicy 'allot-tenant-pods' with binding "
+        "'allot-tenant-pods.research-ai' denied request: the pod requests a DRA extended "
+        "resource outside the entitlement of tenant research-ai (entitled device classes: "
+        "gpu-slice)"
+    ) in refused.stderr
+    listed = tenancy.as_tenant("research-ai", "get", "deployments", "-o", "name").stdout
+    assert listed.split() == []
+    allowed = DEPLOYMENT.replace("gpu-whole", "gpu-slice")
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=allowed)
+    listed = tenancy.as_tenant("research-ai", "get", "deployments", "-o", "name").stdout
+    assert listed.split() == ["deployment.apps/inference"]
+    tenancy.as_tenant("research-ai", "delete", "deployment", "inference")
