@@ -49,8 +49,7 @@ class NodeSyncSelector(ApiModel):
 
 
 class NodeSync(ApiModel):
-    """vCluster's ``SyncNodes`` (``sync.fromHost.nodes``); allot reads ``enabled`` and
-    ``selector`` (see :mod:`allot.tenancy.nodes`)."""
+    """vCluster's ``SyncNodes`` (``sync.fromHost.nodes``): which host nodes a tenant sees."""
 
     enabled: bool | None = None
     sync_back_changes: bool | None = None
