@@ -129,4 +129,4 @@ def test_kinds_are_served_with_upstream_names() -> None:
         assert served.plural == plural
         assert served.short_names == short
         assert served.categories == categories
-        assert set(served.subresources) <= set(subresources), kind
+        assert served.subresources == subresources, kind

@@ -32,6 +32,9 @@ from allot.controllers.runtime import ControllerManager
 from allot.controllers.runtimes import ProcessRuntime, Runtime, SimulatedRuntime
 from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
+from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
+from allot.controllers.serviceaccounts import ServiceAccounts
+from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
 from allot.driver import nvml
 from allot.driver.devicenodes import DeviceNodes
@@ -117,6 +120,7 @@ def build(
             scheduler,
             NodeAgent(context, DevicePreparer(data_dir / "cdi"), pods, driver_gates),
             ops.recorder,
+            ServiceAccounts(ClusterContexts(context, MANAGER_ACCOUNTS, directory.is_tenant)),
         ],
         observe=ops.metrics.observe_reconcile,
     )

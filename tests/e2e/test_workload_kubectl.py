@@ -91,3 +91,150 @@ def test_status_subresource_and_explain(tenancy: Tenancy, where: str) -> None:
     explained = kubectl("explain", "deployment.spec.strategy").stdout
     assert "rollingUpdate" in explained
     assert "KIND:       Deployment" in explained
+
+
+@pytest.mark.parametrize("where", ["host", "legal-ai"])
+def test_scale_subresource(tenancy: Tenancy, where: str) -> None:
+    kubectl = kubectl_for(tenancy, where)
+    kubectl("apply", "-f", str(MANIFEST))
+    assert kubectl("scale", "deploy/web", "--replicas=3").stdout.strip() == (
+        "deployment.apps/web scaled"
+    )
+    kubectl("scale", "sts/trainer", "--replicas=1")
+    scale = json.loads(kubectl("get", "deploy/web", "--subresource=scale", "-o", "json").stdout)
+    assert scale["kind"] == "Scale"
+    assert scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 3}
+    assert scale["status"]["selector"] == "app=web"
+    assert kubectl("get", "sts", "trainer", "-o", "jsonpath={.spec.replicas}").stdout == "1"
+    refused = kubectl("scale", "job/pi", "--replicas=2", check=False)
+    assert refused.returncode != 0
+
+
+@pytest.mark.parametrize("where", ["host", "legal-ai"])
+def test_default_service_account_in_every_namespace(tenancy: Tenancy, where: str) -> None:
+    kubectl = kubectl_for(tenancy, where)
+    kubectl("create", "namespace", "team-a")
+
+    def default_accounts() -> list[str]:
+        listing = json.loads(kubectl("get", "sa", "-A", "-o", "json").stdout)
+        return sorted(
+            i["metadata"]["namespace"]
+            for i in listing["items"]
+            if i["metadata"]["name"] == "default"
+        )
+
+    tenancy.wait(lambda: "team-a" in default_accounts(), "default account in team-a")
+    assert {"default", "kube-system", "team-a"} <= set(default_accounts())
+    kubectl("delete", "sa", "default", "-n", "team-a")
+    tenancy.wait(lambda: "team-a" in default_accounts(), "default account back in team-a")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "runner", "namespace": "team-a"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    kubectl("create", "-f", "-", stdin=json.dumps(pod))
+    spec = json.loads(kubectl("get", "pod", "runner", "-n", "team-a", "-o", "json").stdout)["spec"]
+    assert spec["serviceAccountName"] == "default"
+
+
+def test_invalid_workloads_get_upstream_messages(tenancy: Tenancy) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "zero"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "zero"}},
+            "strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {"app": "zero"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    refused = tenancy.as_tenant(
+        "legal-ai", "apply", "-f", "-", stdin=json.dumps(deployment), check=False
+    )
+    assert refused.returncode == 1
+    assert (
+        'The Deployment "zero" is invalid: spec.strategy.rollingUpdate.maxUnavailable: '
+        "Invalid value: 0: may not be 0 when `maxSurge` is 0"
+    ) in refused.stderr
+    tenancy.as_tenant("legal-ai", "apply", "-f", str(MANIFEST))
+    job = json.loads(tenancy.as_tenant("legal-ai", "get", "job", "pi", "-o", "json").stdout)
+    job["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    immutable = tenancy.as_tenant(
+        "legal-ai", "replace", "-f", "-", stdin=json.dumps(job), check=False
+    )
+    assert 'The Job "pi" is invalid: ' in immutable.stderr
+    assert "spec.selector: Invalid value: " in immutable.stderr
+    assert "field is immutable" in immutable.stderr
+
+
+def test_replacing_a_service_keeps_its_cluster_ip(tenancy: Tenancy) -> None:
+    service: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "ports"},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80}]},
+    }
+    kubectl = tenancy.cluster.kubectl
+    kubectl("create", "-f", "-", stdin=json.dumps(service))
+    before = json.loads(kubectl("get", "svc", "ports", "-o", "json").stdout)["spec"]
+    service["spec"]["ports"] = [{"port": 80, "name": "http"}]
+    kubectl("replace", "-f", "-", stdin=json.dumps(service))
+    after = json.loads(kubectl("get", "svc", "ports", "-o", "json").stdout)["spec"]
+    assert after["clusterIP"] == before["clusterIP"]
+    assert after["ports"][0]["nodePort"] == before["ports"][0]["nodePort"]
+    assert after["ports"][0]["name"] == "http"
+    row = kubectl("get", "svc", "ports", "--no-headers").stdout.split()
+    node_port = before["ports"][0]["nodePort"]
+    assert row[:5] == ["ports", "NodePort", before["clusterIP"], "<none>", f"80:{node_port}/TCP"]
+
+
+def test_apply_merges_lists_item_by_item(tenancy: Tenancy) -> None:
+    """The schemas carry upstream's patch merge keys, so kubectl's apply removes what a
+    manifest no longer lists (a container, an env var, a Service port) and re-applying an
+    unchanged manifest changes nothing."""
+    kubectl = tenancy.cluster.kubectl
+
+    def deployment(containers: list[dict[str, Any]]) -> str:
+        template = {"metadata": {"labels": {"app": "m"}}, "spec": {"containers": containers}}
+        return json.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "merging"},
+                "spec": {"selector": {"matchLabels": {"app": "m"}}, "template": template},
+            }
+        )
+
+    two: list[dict[str, Any]] = [
+        {"name": "a", "image": "x", "env": [{"name": "E1", "value": "1"}, {"name": "E2"}]},
+        {"name": "b", "image": "y"},
+    ]
+    kubectl("apply", "-f", "-", stdin=deployment(two))
+    assert "unchanged" in kubectl("apply", "-f", "-", stdin=deployment(two)).stdout
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=deployment([{"name": "a", "image": "x2", "env": [{"name": "E2"}]}]),
+    )
+    spec = json.loads(kubectl("get", "deploy", "merging", "-o", "json").stdout)["spec"]
+    assert spec["template"]["spec"]["containers"] == [
+        {"name": "a", "image": "x2", "env": [{"name": "E2"}]}
+    ]
+    service: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "merging"},
+        "spec": {"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443}]},
+    }
+    kubectl("apply", "-f", "-", stdin=json.dumps(service))
+    assert "unchanged" in kubectl("apply", "-f", "-", stdin=json.dumps(service)).stdout
+    service["spec"]["ports"] = [{"name": "b", "port": 443, "targetPort": 8443}]
+    kubectl("apply", "-f", "-", stdin=json.dumps(service))
+    ports = json.loads(kubectl("get", "svc", "merging", "-o", "json").stdout)["spec"]["ports"]
+    assert ports == [{"name": "b", "port": 443, "protocol": "TCP", "targetPort": 8443}]

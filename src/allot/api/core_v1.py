@@ -543,3 +543,22 @@ class Secret(ApiModel):
     data: SortedMap[str] | None = None
     string_data: SortedMap[str] | None = None
     type: str | None = None
+
+
+_BASE64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def base64_error(text: str) -> str | None:
+    """Why Go's standard base64 decoder refuses ``text`` (a Secret's ``data`` value), in
+    its words (``illegal base64 data at input byte 4``); None when it decodes."""
+    body = text.rstrip("=")
+    padding = len(text) - len(body)
+    for index, char in enumerate(body):
+        if char not in _BASE64_ALPHABET:
+            return f"illegal base64 data at input byte {index}"
+    if padding and len(body) % 4 in (0, 1):  # padding where no quantum ends
+        return f"illegal base64 data at input byte {len(body)}"
+    if padding > 2 or len(text) % 4:  # a quantum cut short
+        start = len(text) - len(text) % 4
+        return f"illegal base64 data at input byte {start if not padding else len(text)}"
+    return None

@@ -24,7 +24,12 @@ from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api import tenancy
 from allot.api.base import ApiModel
-from allot.api.errors import ObjectTooLargeError, StrictDecodingError, UnknownKindError
+from allot.api.errors import (
+    DecodeError,
+    ObjectTooLargeError,
+    StrictDecodingError,
+    UnknownKindError,
+)
 
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 """The API server's request body limit (``--max-request-bytes`` default)."""
@@ -105,7 +110,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("", "v1", "Secret", "secrets", True, "subdomain", corev1.Secret),
     KindInfo("apps", "v1", "Deployment", "deployments", True, "subdomain", appsapi.Deployment),
     KindInfo("apps", "v1", "ReplicaSet", "replicasets", True, "subdomain", appsapi.ReplicaSet),
-    KindInfo("apps", "v1", "StatefulSet", "statefulsets", True, "subdomain", appsapi.StatefulSet),
+    KindInfo("apps", "v1", "StatefulSet", "statefulsets", True, "label", appsapi.StatefulSet),
     KindInfo(
         "apps",
         "v1",
@@ -240,11 +245,28 @@ def decode(document: Any) -> ApiModel:
     info = lookup(api_version, kind)
     if len(json.dumps(document, separators=(",", ":"), default=str)) > MAX_REQUEST_BODY_BYTES:
         raise ObjectTooLargeError(MAX_REQUEST_BODY_BYTES)
+    if info.model is corev1.Secret:
+        _check_secret_data(document, info)
     try:
         return info.model.model_validate(document)
     except ValidationError as err:
         problems = [_describe(error, info) for error in err.errors()]
         raise StrictDecodingError(info.kind, info.version, problems, _hints(err, info)) from None
+
+
+def _check_secret_data(document: dict[str, Any], info: KindInfo) -> None:
+    """A Secret's ``data`` values are base64 (Go ``[]byte``): undecodable text is a decode
+    error, as the API server's JSON decoder answers it."""
+    data = document.get("data")
+    if not isinstance(data, dict):
+        return
+    for value in data.values():
+        problem = corev1.base64_error(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise DecodeError(
+                f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+                f"{problem}"
+            )
 
 
 def _preview(document: dict[str, Any]) -> str:

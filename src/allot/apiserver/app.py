@@ -407,6 +407,8 @@ class ApiServer:
             if method != "GET":
                 raise MethodNotAllowed(method)
             return await self._log(request, cluster, target)
+        if target.subresource == "scale":
+            return await self._scale(request, cluster, target)
         if method == "GET":
             obj = self.handlers.get(cluster, target)
             if _wants_table(request):
@@ -443,6 +445,22 @@ class ApiServer:
                 cluster, target, options, _dry_run(request), user=_user(cluster)
             )
             return JSONResponse(obj)
+        raise MethodNotAllowed(method)
+
+    async def _scale(self, request: Request, cluster: str, target: Target) -> Response:
+        """``autoscaling/v1`` Scale of a Deployment, ReplicaSet or StatefulSet."""
+        method = request.method
+        if method == "GET":
+            return JSONResponse(self.handlers.get_scale(cluster, target))
+        options = self._write_options(request)
+        if method == "PUT":
+            body = await self._body(request)
+            return self._written(self.handlers.update_scale(cluster, target, body, options), 200)
+        if method == "PATCH":
+            raw = await self._raw_body(request)
+            content_type = request.headers.get("content-type", "")
+            result = self.handlers.patch_scale(cluster, target, content_type, raw, options)
+            return self._written(result, 200)
         raise MethodNotAllowed(method)
 
     async def _log(self, request: Request, cluster: str, target: Target) -> Response:

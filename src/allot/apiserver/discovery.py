@@ -53,6 +53,8 @@ def _resource_entry(resource: resources.ServedResource) -> dict[str, Any]:
         sub_kind = kind if sub == "status" else {"group": "", "version": "", "kind": ""}
         if sub == "binding":
             sub_kind = {"group": "", "version": "v1", "kind": "Binding"}
+        if sub == "scale":
+            sub_kind = dict(SCALE_KIND)
         subresources.append(
             {"subresource": sub, "responseKind": sub_kind, "verbs": _subresource_verbs(sub)}
         )
@@ -137,15 +139,16 @@ def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
             entry["categories"] = list(resource.categories)
         entries.append(entry)
         for sub in resource.subresources:
-            entries.append(
-                {
-                    "name": f"{resource.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": resource.namespaced,
-                    "kind": {"status": resource.kind, "binding": "Binding"}.get(sub, ""),
-                    "verbs": _subresource_verbs(sub),
-                }
-            )
+            sub_entry = {
+                "name": f"{resource.plural}/{sub}",
+                "singularName": "",
+                "namespaced": resource.namespaced,
+                "kind": {"status": resource.kind, "binding": "Binding"}.get(sub, ""),
+                "verbs": _subresource_verbs(sub),
+            }
+            if sub == "scale":
+                sub_entry.update(SCALE_KIND)
+            entries.append(sub_entry)
     group_version = f"{group}/{version}" if group else version
     return {
         "kind": "APIResourceList",
@@ -155,5 +158,9 @@ def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
     }
 
 
+SCALE_KIND = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+
+
 def _subresource_verbs(subresource: str) -> list[str]:
-    return {"status": ["get", "patch", "update"], "binding": ["create"]}.get(subresource, ["get"])
+    writable = ["get", "patch", "update"]
+    return {"status": writable, "scale": writable, "binding": ["create"]}.get(subresource, ["get"])

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from allot.api.autoscaling_v1 import Scale
 from allot.registry import resources
 from allot.registry.descriptions import FIELD_DESCRIPTIONS
 
@@ -26,6 +27,7 @@ _MODULE_PREFIX = {
     "allot.api.core_v1": "io.k8s.api.core.v1",
     "allot.api.apps_v1": "io.k8s.api.apps.v1",
     "allot.api.batch_v1": "io.k8s.api.batch.v1",
+    "allot.api.autoscaling_v1": "io.k8s.api.autoscaling.v1",
     "allot.api.meta": "io.k8s.apimachinery.pkg.apis.meta.v1",
 }
 
@@ -34,9 +36,39 @@ def _schema_name(model: type[BaseModel]) -> str:
     return f"{_MODULE_PREFIX.get(model.__module__, 'dev.allot')}.{model.__name__}"
 
 
+PATCH_MERGE_KEYS: dict[tuple[str, str], str] = {
+    ("ObjectMeta", "ownerReferences"): "uid",
+    ("ObjectMeta", "finalizers"): "",
+    ("PodSpec", "containers"): "name",
+    ("PodSpec", "initContainers"): "name",
+    ("PodSpec", "ephemeralContainers"): "name",
+    ("PodSpec", "volumes"): "name",
+    ("PodSpec", "imagePullSecrets"): "name",
+    ("PodSpec", "hostAliases"): "ip",
+    ("PodSpec", "resourceClaims"): "name",
+    ("Container", "ports"): "containerPort",
+    ("Container", "env"): "name",
+    ("Container", "volumeMounts"): "mountPath",
+    ("ServiceSpec", "ports"): "port",
+    ("PodStatus", "conditions"): "type",
+    ("NodeStatus", "conditions"): "type",
+    ("NodeStatus", "addresses"): "type",
+    ("DeploymentStatus", "conditions"): "type",
+    ("ReplicaSetStatus", "conditions"): "type",
+    ("StatefulSetStatus", "conditions"): "type",
+    ("JobStatus", "conditions"): "type",
+}
+"""The lists upstream's types merge in a strategic merge patch, with their merge keys (the
+``patchMergeKey``/``patchStrategy`` tags): kubectl's client-side apply reads them from the
+schemas to send item-wise patches (removals as ``$patch: delete``) instead of whole lists.
+Only lists the server's strategic merge (:mod:`allot.registry.patching`) merges the same
+way are listed."""
+
+
 @functools.lru_cache(maxsize=1)
 def _components() -> dict[str, Any]:
-    models = [r.info.model for r in resources.RESOURCES]
+    models: list[type[BaseModel]] = [r.info.model for r in resources.RESOURCES]
+    models.append(Scale)
     _, schema = models_json_schema(
         [(m, "validation") for m in models],
         by_alias=True,
@@ -52,6 +84,14 @@ def _components() -> dict[str, Any]:
         for name, schema in renamed.items():
             if name.endswith(f".{model}") and field in schema.get("properties", {}):
                 schema["properties"][field]["description"] = description
+    for (model, field), key in PATCH_MERGE_KEYS.items():
+        for name, schema in renamed.items():
+            if name.endswith(f".{model}") and field in schema.get("properties", {}):
+                patch_meta = {"x-kubernetes-patch-strategy": "merge"}
+                if key:
+                    patch_meta["x-kubernetes-patch-merge-key"] = key
+                schema["properties"][field].update(patch_meta)
+    renamed[SCALE]["x-kubernetes-group-version-kind"] = [dict(SCALE_GVK)]
     for resource in resources.RESOURCES:
         entry = renamed[_schema_name(resource.info.model)]
         entry["x-kubernetes-group-version-kind"] = [
@@ -69,7 +109,10 @@ def _openapi3(schema: Any) -> Any:
     options = schema.get("anyOf")
     if isinstance(options, list):
         kept = [o for o in options if o != {"type": "null"}]
-        if len(kept) == 1:
+        if kept == [{"type": "integer"}, {"type": "string"}]:  # IntOrString, as upstream
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            schema = {**rest, "$ref": f"#/components/schemas/{INT_OR_STRING}"}
+        elif len(kept) == 1:
             rest = {k: v for k, v in schema.items() if k != "anyOf"}
             schema = {**rest, **kept[0]}
     if "$ref" in schema and len(schema) > 1:
@@ -118,8 +161,12 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
+SCALE = "io.k8s.api.autoscaling.v1.Scale"
+SCALE_GVK = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 # Request bodies that are not stored kinds, as upstream names them (shapes, not every field).
 _REQUEST_SCHEMAS: dict[str, Any] = {
+    INT_OR_STRING: {"type": "string", "format": "int-or-string"},
     f"{META}.Patch": {
         "type": "object",
         "description": "Patch is provided to give a concrete name and type to the patch body.",
@@ -229,9 +276,14 @@ def _operations(resource: resources.ServedResource) -> dict[str, Any]:
         },
     }
     for subresource in resource.subresources:
+        scaled = subresource == "scale"  # autoscaling/v1 Scale in and out
         paths[f"{item}/{subresource}"] = {
             "parameters": [*scope_parameters, _path_parameter("name")],
-            **_subresource(operation, kind, subresource),
+            **_subresource(
+                _operation_builder(resource, SCALE_GVK, SCALE) if scaled else operation,
+                SCALE if scaled else kind,
+                subresource,
+            ),
         }
     return paths
 
@@ -260,9 +312,18 @@ def _subresource(operation: Any, kind: str, subresource: str) -> dict[str, Any]:
     return {verb: operations[verb] for verb in ("get", "put", "patch")}
 
 
-def _operation_builder(resource: resources.ServedResource) -> Any:
-    gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
-    reference = {"$ref": f"#/components/schemas/{_schema_name(resource.info.model)}"}
+def _operation_builder(
+    resource: resources.ServedResource,
+    answer_gvk: dict[str, str] | None = None,
+    answer_schema: str | None = None,
+) -> Any:
+    gvk = answer_gvk or {
+        "group": resource.group,
+        "version": resource.version,
+        "kind": resource.kind,
+    }
+    schema = answer_schema or _schema_name(resource.info.model)
+    reference = {"$ref": f"#/components/schemas/{schema}"}
     ok = {"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}}
 
     def operation(

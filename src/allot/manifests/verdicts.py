@@ -130,7 +130,7 @@ def _prepared(content: dict[str, Any]) -> dict[str, Any]:
     if known is None or known.prepare_create is None:
         return content
     prepared = copy.deepcopy(content)
-    known.prepare_create(prepared, Preparation(DRY_RUN_UID, list))
+    known.prepare_create(prepared, Preparation(lambda: DRY_RUN_UID, list))
     return prepared
 
 

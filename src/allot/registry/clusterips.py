@@ -55,7 +55,12 @@ def allocate(service: Obj, existing: Iterable[Obj]) -> None:
 
 
 def _allocate_ip(spec: Obj, key: str, others: list[Obj]) -> None:
-    requested = spec.get("clusterIP") or (spec.get("clusterIPs") or [None])[0]
+    listed = spec.get("clusterIPs")
+    requested = spec.get("clusterIP") or (
+        listed[0] if isinstance(listed, list) and listed else None
+    )
+    if not isinstance(requested, str | None) or not isinstance(listed, list | None):
+        return  # a wrong type: the decoder names it
     if requested == "None":
         spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
         return
@@ -122,10 +127,14 @@ def _allocate_node_ports(spec: Obj, key: str, others: list[Obj]) -> None:
         for port in (other.get("spec") or {}).get("ports") or []
         if isinstance(port, dict) and port.get("nodePort")
     }
-    for index, port in enumerate(spec.get("ports") or []):
+    ports = spec.get("ports")
+    for index, port in enumerate(ports if isinstance(ports, list) else []):
         if not isinstance(port, dict):
             continue
+        if not isinstance(port.get("nodePort") or 0, int):
+            continue  # a wrong type: the decoder names it
         if port.get("nodePort"):
+            _check_node_port(port["nodePort"], index)
             if port["nodePort"] in used:
                 raise AllocationError(
                     [
@@ -147,5 +156,51 @@ def _allocate_node_ports(spec: Obj, key: str, others: list[Obj]) -> None:
                 break
 
 
+def _check_node_port(value: object, index: int) -> None:
+    if isinstance(value, int) and value not in NODE_PORTS:
+        raise AllocationError(
+            [
+                invalid(
+                    SPEC.child("ports").index(index).child("nodePort"),
+                    value,
+                    "provided port is not in the valid range. The range of valid ports is "
+                    f"{NODE_PORTS.start}-{NODE_PORTS.stop - 1}",
+                )
+            ]
+        )
+
+
 def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def keep_allocated(service: Obj, stored: Obj) -> None:
+    """An update that leaves out the allocated values (``kubectl replace`` of the original
+    manifest) keeps them: cluster IPs, IP families and the node port of each port, as
+    upstream's ``patchAllocatedValues`` does, unless the type changes to ExternalName."""
+    spec, before = service.get("spec"), stored.get("spec") or {}
+    if not isinstance(spec, dict) or (spec.get("type") or "ClusterIP") == "ExternalName":
+        return
+    if not spec.get("clusterIP") and not spec.get("clusterIPs"):
+        for key in ("clusterIP", "clusterIPs"):
+            if key in before:
+                spec[key] = before[key]
+    for key in ("ipFamilies", "ipFamilyPolicy"):
+        if key not in spec and key in before:
+            spec[key] = before[key]
+    if (spec.get("type") or "ClusterIP") == "ClusterIP":
+        return
+    old_ports = {
+        (p.get("port"), p.get("protocol") or "TCP"): p.get("nodePort")
+        for p in before.get("ports") or []
+        if isinstance(p, dict)
+    }
+    ports = spec.get("ports")
+    for port in ports if isinstance(ports, list) else []:
+        if isinstance(port, dict) and not port.get("nodePort"):
+            identity = (port.get("port"), port.get("protocol") or "TCP")
+            if not all(isinstance(part, int | str) for part in identity):
+                continue  # a wrong type: the decoder names it
+            node_port = old_ports.get(identity)
+            if node_port:
+                port["nodePort"] = node_port

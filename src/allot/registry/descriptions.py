@@ -1,7 +1,7 @@
 """Descriptions for ``kubectl explain``, written for allot (not copied from upstream).
 
 Keyed by (model name, wire field name); the OpenAPI generator adds them to the schemas of
-the DRA kinds, where users most often need to know what a field does.
+the DRA and workload kinds, where users most often need to know what a field does.
 """
 
 from __future__ import annotations
@@ -57,4 +57,70 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("ResourceClaimStatus", "allocation"): "The devices chosen by the scheduler, and where "
     "the claim can be used.",
     ("ResourceClaimStatus", "reservedFor"): "The consumers (pods) currently using the claim.",
+    # ---------------------------------------------------------------- workloads
+    ("DeploymentSpec", "replicas"): "How many pods to run (default 1).",
+    ("DeploymentSpec", "selector"): "Which pods belong to the Deployment; must match the "
+    "template's labels and cannot change after creation.",
+    ("DeploymentSpec", "template"): "The pod each replica is made from; changing it starts "
+    "a rollout.",
+    ("DeploymentSpec", "strategy"): "How a rollout replaces old pods with new ones: "
+    "RollingUpdate (the default) or Recreate.",
+    ("DeploymentSpec", "minReadySeconds"): "How long a new pod must be ready before it "
+    "counts as available.",
+    ("DeploymentSpec", "revisionHistoryLimit"): "How many old ReplicaSets to keep for "
+    "rollbacks (default 10).",
+    ("DeploymentSpec", "paused"): "While true, template changes do not start a rollout.",
+    ("DeploymentSpec", "progressDeadlineSeconds"): "How long a rollout may make no progress "
+    "before the Progressing condition turns False (default 600).",
+    ("DeploymentStrategy", "type"): "RollingUpdate (replace pods gradually) or Recreate "
+    "(stop all old pods first).",
+    ("DeploymentStrategy", "rollingUpdate"): "Limits of a rolling update; only with type "
+    "RollingUpdate.",
+    ("RollingUpdateDeployment", "maxSurge"): "How many pods above the desired count may "
+    "exist during a rollout: a number or a percentage (default 25%). Not 0 together with "
+    "maxUnavailable 0.",
+    ("RollingUpdateDeployment", "maxUnavailable"): "How many desired pods may be unavailable "
+    "during a rollout: a number or a percentage (default 25%).",
+    ("ReplicaSetSpec", "replicas"): "How many pods to keep running (default 1).",
+    ("ReplicaSetSpec", "selector"): "Which pods the ReplicaSet counts; must match the "
+    "template's labels.",
+    ("StatefulSetSpec", "serviceName"): "The headless Service that gives the pods stable "
+    "network names (<pod>.<serviceName>).",
+    ("StatefulSetSpec", "podManagementPolicy"): "OrderedReady (one pod at a time, in ordinal "
+    "order; the default) or Parallel.",
+    ("StatefulSetSpec", "updateStrategy"): "RollingUpdate (the default, from the highest "
+    "ordinal down to the partition) or OnDelete.",
+    ("StatefulSetSpec", "volumeClaimTemplates"): "PersistentVolumeClaims each pod gets its "
+    "own copy of (carried, not provisioned, by allot).",
+    ("StatefulSetSpec", "ordinals"): "The first ordinal of the pod names (default 0).",
+    ("JobSpec", "parallelism"): "How many pods may run at once (default 1).",
+    ("JobSpec", "completions"): "How many pods must succeed; unset means any one success "
+    "finishes a work-queue Job.",
+    ("JobSpec", "completionMode"): "NonIndexed (the default) or Indexed: each pod gets an "
+    "index from 0 to completions-1.",
+    ("JobSpec", "backoffLimit"): "How many pod failures to retry before the Job fails (default 6).",
+    ("JobSpec", "backoffLimitPerIndex"): "Retries per index of an Indexed Job.",
+    ("JobSpec", "activeDeadlineSeconds"): "How long the Job may run before it is failed.",
+    ("JobSpec", "ttlSecondsAfterFinished"): "Delete the finished Job after this many seconds.",
+    ("JobSpec", "podFailurePolicy"): "Rules on exit codes and pod conditions that fail the "
+    "Job, fail an index, ignore a failure or count it.",
+    ("JobSpec", "successPolicy"): "When an Indexed Job may succeed before all indexes have.",
+    ("JobSpec", "suspend"): "While true, no pods run; resuming starts them.",
+    ("JobSpec", "manualSelector"): "Leave unset: the API server gives the Job a selector "
+    "on its uid.",
+    ("JobSpec", "podReplacementPolicy"): "When a replacement pod may start: once the old one "
+    "is terminating (TerminatingOrFailed) or only once it has failed (Failed).",
+    ("CronJobSpec", "schedule"): "When to run, in cron format (minute hour day-of-month "
+    "month day-of-week) or a descriptor such as @hourly.",
+    ("CronJobSpec", "timeZone"): "The IANA time zone of the schedule (default: the "
+    "controller's, UTC).",
+    ("CronJobSpec", "concurrencyPolicy"): "Allow (the default), Forbid or Replace a run that "
+    "is still going when the next is due.",
+    ("CronJobSpec", "jobTemplate"): "The Job created at each scheduled time.",
+    ("ServiceSpec", "type"): "ClusterIP (the default), NodePort, LoadBalancer or "
+    "ExternalName. allot stores Services; it routes no traffic.",
+    ("ServiceSpec", "clusterIP"): "The virtual IP, allocated from 10.96.0.0/12 unless given; "
+    "None makes the Service headless.",
+    ("ServiceSpec", "selector"): "The labels of the pods the Service stands for.",
+    ("ServiceSpec", "ports"): "The ports the Service exposes; targetPort defaults to port.",
 }

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from allot.registry import bodies, listing, patching
+from allot.registry import bodies, listing, patching, scale
 from allot.registry.admission import (
     CONTROLLER_USER,
     AdmissionChain,
@@ -176,6 +176,33 @@ class Handlers:
         operation = "Apply" if patch_type == "application/apply-patch+yaml" else "Update"
         return self._replace(cluster, target, current, patched, options, operation)
 
+    # ------------------------------------------------------------------- scale
+    def get_scale(self, cluster: str, target: Target) -> Obj:
+        return scale.scale_of(self._current(cluster, target))
+
+    def update_scale(
+        self, cluster: str, target: Target, body: Any, options: WriteOptions
+    ) -> WriteResult:
+        """A Scale write: the object with its new ``spec.replicas``, written as an update
+        of the ``scale`` subresource; answers the Scale of the result."""
+        current = self._current(cluster, target)
+        typed = self.with_type(target.resource, current)
+        result = self._replace(cluster, target, current, scale.scaled(typed, body), options)
+        return WriteResult(scale.scale_of(result.object), result.warnings)
+
+    def patch_scale(
+        self, cluster: str, target: Target, content_type: str, raw: bytes, options: WriteOptions
+    ) -> WriteResult:
+        patch_type = content_type.split(";")[0].strip()
+        if patch_type not in PATCH_TYPES[:3]:
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types "
+                f"include: {', '.join(PATCH_TYPES[:3])}"
+            )
+        current = scale.scale_of(self._current(cluster, target))
+        patched = self._apply_patch(patch_type, current, bodies.decode_patch(raw))
+        return self.update_scale(cluster, target, patched, options)
+
     def delete(
         self,
         cluster: str,
@@ -334,6 +361,10 @@ class Handlers:
         options: WriteOptions,
         operation: str = "Update",
     ) -> WriteResult:
+        prepare = None if target.resource.custom else strategy(target.resource.kind).prepare_update
+        if prepare is not None and not target.subresource:
+            body = {**body, "spec": copy.deepcopy(body.get("spec"))} if "spec" in body else body
+            prepare(body, current)
         obj, warnings = self._admitted(cluster, target, current, body, options, operation)
         return self._store_update(cluster, target, obj, options, warnings)
 
@@ -450,16 +481,18 @@ class Handlers:
         return body
 
     def _prepare_create(self, cluster: str, resource: ServedResource, body: Obj) -> str | None:
-        """The kind's ``prepare_create`` on the body (in place), given the new object's
-        uid; the uid, or None for kinds without one (the store assigns theirs)."""
+        """The kind's ``prepare_create`` on the body (in place); the uid it was given, or
+        None when it asked for none (the store assigns the uid then)."""
         prepare = None if resource.custom else strategy(resource.kind).prepare_create
         if prepare is None:
             return None
-        uid = self.store.new_uid()
         if "spec" in body:  # the request's own body stays as it came
             body["spec"] = copy.deepcopy(body["spec"])
-        prepare(body, Preparation(uid, lambda: self.store.scan(cluster, resource.store)))
-        return uid
+        preparation = Preparation(
+            self.store.new_uid, lambda: self.store.scan(cluster, resource.store)
+        )
+        prepare(body, preparation)
+        return preparation.assigned
 
     @staticmethod
     def _initial_status(resource: ServedResource, obj: Obj) -> None:

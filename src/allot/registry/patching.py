@@ -5,7 +5,8 @@
   replace).
 - ``application/strategic-merge-patch+json``: merge patch plus Kubernetes' list merging
   for the lists upstream declares with a merge key (containers by ``name``, conditions by
-  ``type``, ``reservedFor`` by ``uid``...), ``$patch: delete|replace`` directives, and
+  ``type``, ``reservedFor`` by ``uid``, a container's ports by ``containerPort`` and a
+  Service's by ``port``...), ``$patch: delete|replace`` directives, and
   ``$setElementOrder``/``$retainKeys`` accepted and ignored. Lists without a merge key are
   replaced, as for atomic lists upstream.
 
@@ -102,10 +103,19 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+def _merge_key(key: str, current: list[Any], patch: list[Any]) -> str | None:
+    """The list's merge key; ``ports`` are a container's (``containerPort``) or a
+    Service's (``port``), told apart by their items."""
+    if key == "ports":
+        items = [i for i in [*current, *patch] if isinstance(i, dict)]
+        return "containerPort" if any("containerPort" in i for i in items) else "port"
+    return MERGE_KEYS.get(key)
+
+
 def _merge_list(key: str, current: list[Any], patch: list[Any]) -> list[Any]:
     if key in SET_LISTS:
         return current + [item for item in patch if item not in current]
-    merge_key = MERGE_KEYS.get(key)
+    merge_key = _merge_key(key, current, patch)
     if not merge_key or not all(isinstance(item, dict) for item in patch):
         return copy.deepcopy(
             [item for item in patch if not (isinstance(item, dict) and item.get("$patch"))]

@@ -6,17 +6,21 @@ strategy modules in :mod:`allot.registry.kinds`."""
 from __future__ import annotations
 
 from allot.api import apps_v1 as apps
-from allot.validation import names
+from allot.api import core_v1 as corev1
+from allot.api.meta import LabelSelector
 from allot.validation.field import ErrorList, Path, forbidden, invalid, not_supported, required
 from allot.validation.workloads import (
     default_pod_template,
     immutable,
     int_or_percent,
     nonnegative,
+    not_over_100_percent,
+    selector_mismatch,
     validate_always_restart,
     validate_int_or_percent,
     validate_selector,
     validate_template,
+    validate_template_metadata,
 )
 
 SPEC = Path("spec")
@@ -28,7 +32,6 @@ STATEFUL_SET_MUTABLE = (
     "ordinals",
     "template",
     "updateStrategy",
-    "revisionHistoryLimit",
     "persistentVolumeClaimRetentionPolicy",
     "minReadySeconds",
 )
@@ -95,12 +98,11 @@ def default_stateful_set(obj: apps.StatefulSet) -> None:
 
 # ------------------------------------------------------------------------ Deployment
 def validate_deployment(obj: apps.Deployment) -> ErrorList:
+    """``ValidateDeploymentSpec``."""
     spec = obj.spec
     errors = nonnegative(spec.replicas, SPEC.child("replicas"))
     errors += validate_selector(spec.selector, SPEC.child("selector"), "deployment")
-    if spec.selector is not None:
-        errors += validate_template(spec.template, spec.selector, SPEC.child("template"))
-        errors += validate_always_restart(spec.template, SPEC.child("template"), "ReplicaSet")
+    errors += _validate_replica_template(spec.template, spec.selector)
     errors += _validate_deployment_strategy(spec.strategy, SPEC.child("strategy"))
     errors += nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
     errors += nonnegative(spec.revision_history_limit, SPEC.child("revisionHistoryLimit"))
@@ -118,11 +120,19 @@ def validate_deployment(obj: apps.Deployment) -> ErrorList:
     return errors
 
 
+def _validate_replica_template(
+    template: corev1.PodTemplateSpec | None, selector: LabelSelector | None
+) -> ErrorList:
+    """``ValidatePodTemplateSpecForReplicaSet``: selected, valid, restarted Always."""
+    path = SPEC.child("template")
+    errors = validate_template(template, selector, path)
+    return errors + validate_always_restart(template, path, "ReplicaSet")
+
+
 def _validate_deployment_strategy(
     strategy: apps.DeploymentStrategy | None, path: Path
 ) -> ErrorList:
-    if strategy is None:
-        return []
+    strategy = strategy or apps.DeploymentStrategy()
     if strategy.type == "Recreate":
         if strategy.rolling_update is not None:
             return [
@@ -138,7 +148,7 @@ def _validate_deployment_strategy(
                 required(path.child("rollingUpdate"), "this should be defaulted and never be nil")
             ]
         return _validate_rolling_update(strategy.rolling_update, path.child("rollingUpdate"))
-    return [not_supported(path.child("type"), strategy.type or "", DEPLOYMENT_STRATEGIES)]
+    return [not_supported(path, strategy.to_wire(), DEPLOYMENT_STRATEGIES)]
 
 
 def _validate_rolling_update(rolling: apps.RollingUpdateDeployment, path: Path) -> ErrorList:
@@ -147,25 +157,28 @@ def _validate_rolling_update(rolling: apps.RollingUpdateDeployment, path: Path) 
     errors += validate_int_or_percent(surge, path.child("maxSurge"))
     if int_or_percent(unavailable) == 0 and int_or_percent(surge) == 0:
         errors.append(
-            invalid(path.child("maxUnavailable"), unavailable, "may not be 0 when `maxSurge` is 0")
+            invalid(
+                path.child("maxUnavailable"),
+                unavailable if unavailable is not None else 0,
+                "may not be 0 when `maxSurge` is 0",
+            )
         )
-    return errors
+    return errors + not_over_100_percent(unavailable, path.child("maxUnavailable"))
 
 
 def validate_deployment_update(new: apps.Deployment, old: apps.Deployment) -> ErrorList:
+    """apps/v1 selectors are immutable (the strategy's ``ValidateUpdate``)."""
     return immutable(new.spec.selector, old.spec.selector, SPEC.child("selector"))
 
 
 # ------------------------------------------------------------------------ ReplicaSet
 def validate_replica_set(obj: apps.ReplicaSet) -> ErrorList:
+    """``ValidateReplicaSetSpec`` (its empty-selector text says deployment, as upstream's)."""
     spec = obj.spec
     errors = nonnegative(spec.replicas, SPEC.child("replicas"))
     errors += nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
     errors += validate_selector(spec.selector, SPEC.child("selector"), "deployment")
-    if spec.selector is not None:
-        errors += validate_template(spec.template, spec.selector, SPEC.child("template"))
-        errors += validate_always_restart(spec.template, SPEC.child("template"), "ReplicaSet")
-    return errors
+    return errors + _validate_replica_template(spec.template, spec.selector)
 
 
 def validate_replica_set_update(new: apps.ReplicaSet, old: apps.ReplicaSet) -> ErrorList:
@@ -174,25 +187,20 @@ def validate_replica_set_update(new: apps.ReplicaSet, old: apps.ReplicaSet) -> E
 
 # ----------------------------------------------------------------------- StatefulSet
 def validate_stateful_set(obj: apps.StatefulSet) -> ErrorList:
+    """``ValidateStatefulSetSpec``."""
     spec = obj.spec
     errors = _validate_pod_management(spec.pod_management_policy)
     errors += _validate_update_strategy(spec.update_strategy, SPEC.child("updateStrategy"))
     errors += _validate_retention(spec.persistent_volume_claim_retention_policy)
     errors += nonnegative(spec.replicas, SPEC.child("replicas"))
-    if spec.ordinals is not None:
-        errors += nonnegative(spec.ordinals.start, SPEC.child("ordinals", "start"))
     errors += nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
-    errors += nonnegative(spec.revision_history_limit, SPEC.child("revisionHistoryLimit"))
-    if spec.service_name:
-        errors += [
-            invalid(SPEC.child("serviceName"), spec.service_name, message)
-            for message in names.is_dns1123_label(spec.service_name)
-        ]
+    if spec.ordinals is not None:
+        errors += nonnegative(spec.ordinals.start, SPEC.child("ordinals.start"))
     errors += validate_selector(spec.selector, SPEC.child("selector"), "statefulset")
-    if spec.selector is not None:
-        errors += validate_template(spec.template, spec.selector, SPEC.child("template"))
-        errors += validate_always_restart(spec.template, SPEC.child("template"), "StatefulSet")
-    return errors
+    path = SPEC.child("template")
+    errors += selector_mismatch(spec.template, spec.selector, path)
+    errors += validate_template_metadata(spec.template, path)  # not the pod spec (upstream)
+    return errors + validate_always_restart(spec.template, path, "StatefulSet")
 
 
 def _validate_pod_management(policy: str | None) -> ErrorList:
@@ -230,7 +238,8 @@ def _validate_update_strategy(
         at = path.child("rollingUpdate", "maxUnavailable")
         errors += validate_int_or_percent(unavailable, at)
         if int_or_percent(unavailable) == 0:
-            errors.append(invalid(at, unavailable, "must be greater than 0"))
+            errors.append(invalid(at, unavailable, "cannot be 0"))
+        errors += not_over_100_percent(unavailable, at)
     return errors
 
 
@@ -248,8 +257,8 @@ def _validate_retention(
 
 
 def validate_stateful_set_update(new: apps.StatefulSet, old: apps.StatefulSet) -> ErrorList:
-    """Only the replicas, ordinals, template, update strategy, history limit, retention
-    policy and minReadySeconds of a StatefulSet may change."""
+    """Only the replicas, ordinals, template, update strategy, retention policy and
+    minReadySeconds of a StatefulSet may change."""
     new_spec, old_spec = new.spec.to_wire(), old.spec.to_wire()
     for name in STATEFUL_SET_MUTABLE:
         new_spec.pop(name, None)
@@ -278,3 +287,121 @@ def validate_controller_revision_update(
     new: apps.ControllerRevision, old: apps.ControllerRevision
 ) -> ErrorList:
     return immutable(new.data, old.data, Path("data"))
+
+
+# ---------------------------------------------------------------------------- status
+_GREATER = "cannot be greater than status.replicas"
+
+
+def _counts(status: object, path: Path, names: tuple[str, ...]) -> ErrorList:
+    errors: ErrorList = []
+    for name in names:
+        value = getattr(status, name)
+        wire = "".join(p.capitalize() if i else p for i, p in enumerate(name.split("_")))
+        errors += nonnegative(value, path.child(wire))
+    return errors
+
+
+def _not_above(value: int | None, limit: int | None, path: Path, detail: str) -> ErrorList:
+    if (value or 0) > (limit or 0):
+        return [invalid(path, value, detail)]
+    return []
+
+
+def _collision_count(new: int | None, old: int | None) -> ErrorList:
+    if old is not None and (new is None or new < old):
+        return [invalid(Path("status").child("collisionCount"), new or 0, "cannot be decremented")]
+    return []
+
+
+def validate_deployment_status(new: apps.Deployment, old: apps.Deployment) -> ErrorList:
+    """``ValidateDeploymentStatusUpdate``."""
+    status, path = new.status or apps.DeploymentStatus(), Path("status")
+    errors = _counts(
+        status,
+        path,
+        (
+            "observed_generation",
+            "replicas",
+            "updated_replicas",
+            "ready_replicas",
+            "available_replicas",
+            "unavailable_replicas",
+            "collision_count",
+        ),
+    )
+    for name, value in (
+        ("updatedReplicas", status.updated_replicas),
+        ("readyReplicas", status.ready_replicas),
+        ("availableReplicas", status.available_replicas),
+    ):
+        errors += _not_above(value, status.replicas, path.child(name), _GREATER)
+    errors += _not_above(
+        status.available_replicas,
+        status.ready_replicas,
+        path.child("availableReplicas"),
+        "cannot be greater than readyReplicas",
+    )
+    old_count = old.status.collision_count if old.status else None
+    return errors + _collision_count(status.collision_count, old_count)
+
+
+def validate_replica_set_status(new: apps.ReplicaSet, old: apps.ReplicaSet) -> ErrorList:
+    """``ValidateReplicaSetStatusUpdate``."""
+    status, path = new.status or apps.ReplicaSetStatus(), Path("status")
+    errors = _counts(
+        status,
+        path,
+        (
+            "replicas",
+            "fully_labeled_replicas",
+            "ready_replicas",
+            "available_replicas",
+            "observed_generation",
+        ),
+    )
+    for name, value in (
+        ("fullyLabeledReplicas", status.fully_labeled_replicas),
+        ("readyReplicas", status.ready_replicas),
+        ("availableReplicas", status.available_replicas),
+    ):
+        errors += _not_above(value, status.replicas, path.child(name), _GREATER)
+    return errors + _not_above(
+        status.available_replicas,
+        status.ready_replicas,
+        path.child("availableReplicas"),
+        "cannot be greater than readyReplicas",
+    )
+
+
+def validate_stateful_set_status(new: apps.StatefulSet, old: apps.StatefulSet) -> ErrorList:
+    """``ValidateStatefulSetStatusUpdate``."""
+    status, path = new.status or apps.StatefulSetStatus(), Path("status")
+    errors = _counts(
+        status,
+        path,
+        (
+            "replicas",
+            "ready_replicas",
+            "current_replicas",
+            "updated_replicas",
+            "available_replicas",
+            "observed_generation",
+            "collision_count",
+        ),
+    )
+    for name, value in (
+        ("readyReplicas", status.ready_replicas),
+        ("currentReplicas", status.current_replicas),
+        ("updatedReplicas", status.updated_replicas),
+        ("availableReplicas", status.available_replicas),
+    ):
+        errors += _not_above(value, status.replicas, path.child(name), _GREATER)
+    errors += _not_above(
+        status.available_replicas,
+        status.ready_replicas,
+        path.child("availableReplicas"),
+        "cannot be greater than status.readyReplicas",
+    )
+    old_count = old.status.collision_count if old.status else None
+    return errors + _collision_count(status.collision_count, old_count)

@@ -53,6 +53,15 @@ def is_valid_percent(value: str) -> list[str]:
     ]
 
 
+def is_domain_prefixed_path(value: str) -> list[str]:
+    """``IsDomainPrefixedPath``: ``acme.io/foo`` (a DNS subdomain, then a path); the
+    domain's own errors are those of a subdomain."""
+    domain, slash, path = value.partition("/")
+    if not slash or not domain or not path:
+        return ['must be a domain-prefixed path (such as "acme.io/foo")']
+    return is_dns1123_subdomain(domain)
+
+
 def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 

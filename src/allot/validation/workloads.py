@@ -80,28 +80,48 @@ def validate_template(
     selector: LabelSelector | None,
     path: Path,
 ) -> ErrorList:
-    """A pod template: present, its labels selected by ``selector`` (when not empty), its
-    metadata and pod spec valid as a pod's."""
-    if template is None:
-        return [required(path)]
-    metadata = template.metadata
-    labels = dict(metadata.labels or {}) if metadata else {}
-    errors: ErrorList = []
-    wire_selector = selector.to_wire() if selector is not None else None
-    if wire_selector and not selector_matches(wire_selector, labels):
-        errors.append(
-            invalid(
-                path.child("metadata", "labels"),
-                labels,
-                "`selector` does not match template `labels`",
-            )
+    """``ValidatePodTemplateSpecForReplicaSet`` without the restart rules: the template's
+    labels selected by ``selector`` (a missing selector selects nothing, an empty one
+    everything), its metadata and pod spec valid as a pod's."""
+    template = template or corev1.PodTemplateSpec()
+    errors = selector_mismatch(template, selector, path)
+    return errors + validate_template_spec(template, path)
+
+
+def template_labels(template: corev1.PodTemplateSpec | None) -> dict[str, str]:
+    metadata = template.metadata if template is not None else None
+    return dict(metadata.labels or {}) if metadata is not None else {}
+
+
+def selector_mismatch(
+    template: corev1.PodTemplateSpec | None, selector: LabelSelector | None, path: Path
+) -> ErrorList:
+    labels = template_labels(template)
+    wire = selector.to_wire() if selector is not None else None
+    if wire == {} or (wire is not None and selector_matches(wire, labels)):
+        return []
+    return [
+        invalid(
+            path.child("metadata", "labels"), labels, "`selector` does not match template `labels`"
         )
-    if metadata is not None:
-        errors += metavalidation.validate_labels(labels, path.child("metadata", "labels"))
-        errors += metavalidation.validate_annotations(
-            metadata.annotations or {}, path.child("metadata", "annotations")
-        )
+    ]
+
+
+def validate_template_spec(template: corev1.PodTemplateSpec, path: Path) -> ErrorList:
+    """``ValidatePodTemplateSpec``: labels, annotations (at ``<template>.labels`` and
+    ``<template>.annotations``, as upstream names them) and the pod spec."""
+    errors = validate_template_metadata(template, path)
     return errors + core.validate_pod_spec(template.spec or corev1.PodSpec(), path.child("spec"))
+
+
+def validate_template_metadata(template: corev1.PodTemplateSpec | None, path: Path) -> ErrorList:
+    metadata = template.metadata if template is not None else None
+    if metadata is None:
+        return []
+    errors = metavalidation.validate_labels(metadata.labels or {}, path.child("labels"))
+    return errors + metavalidation.validate_annotations(
+        metadata.annotations or {}, path.child("annotations")
+    )
 
 
 def validate_always_restart(
@@ -140,14 +160,17 @@ def int_or_percent(value: int | str | None, total: int = 100, round_up: bool = F
 
 
 def validate_int_or_percent(value: int | str | None, path: Path) -> ErrorList:
-    """``ValidatePositiveIntOrPercent`` and ``IsNotMoreThan100Percent``."""
+    """``ValidatePositiveIntOrPercent``: a non-negative number or a percentage."""
     if value is None:
         return []
     if isinstance(value, int):
         return nonnegative(value, path)
-    if not _PERCENT.match(value):
-        return [invalid(path, value, message) for message in names.is_valid_percent(value)]
-    if int(value[:-1]) > 100:
+    return [invalid(path, value, message) for message in names.is_valid_percent(value)]
+
+
+def not_over_100_percent(value: int | str | None, path: Path) -> ErrorList:
+    """``IsNotMoreThan100Percent``."""
+    if isinstance(value, str) and _PERCENT.match(value) and int(value[:-1]) > 100:
         return [invalid(path, value, "must not be greater than 100%")]
     return []
 

@@ -46,13 +46,21 @@ class QuotaEvaluator:
     charges: Callable[[set[str]], bool]
 
 
-@dataclass(frozen=True)
 class Preparation:
     """What a kind's ``prepare_create`` may use: the uid the new object will have (upstream
-    assigns it before validation) and the cluster's other objects of the kind."""
+    assigns it before validation; drawn only when asked for) and the cluster's other
+    objects of the kind."""
 
-    uid: str
-    existing: Callable[[], list[Obj]]
+    def __init__(self, new_uid: Callable[[], str], existing: Callable[[], list[Obj]]) -> None:
+        self._new_uid = new_uid
+        self.existing = existing
+        self.assigned: str | None = None
+
+    @property
+    def uid(self) -> str:
+        if self.assigned is None:
+            self.assigned = self._new_uid()
+        return self.assigned
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,8 @@ class KindStrategy:
     initial_status: Callable[[Obj], None] | None = None  # what a create sets or drops
     # a create's wire object before decoding and validation (generated selector, cluster IP)
     prepare_create: Callable[[Obj, Preparation], None] | None = None
+    # an update's wire object, given the stored one (a Service keeps its allocated IP)
+    prepare_update: Callable[[Obj, Obj], None] | None = None
     table: Table | None = None
     quota: QuotaEvaluator | None = None  # charges beyond the object count
 

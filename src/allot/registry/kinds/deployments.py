@@ -46,11 +46,12 @@ STRATEGIES = (
         "deployment",
         short_names=("deploy",),
         categories=("all",),
-        subresources=("status",),
+        subresources=("status", "scale"),
         rules=KindRules(
             defaults=apps.default_deployment,
             validate=lambda obj, context: apps.validate_deployment(obj),
             validate_update=lambda new, old, context: apps.validate_deployment_update(new, old),
+            validate_status=lambda new, old, context: apps.validate_deployment_status(new, old),
         ),
         initial_status=_empty_status,
         table=Table(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from allot.registry.kinds import KindStrategy, QuotaEvaluator, Table
+from allot.registry.kinds import KindStrategy, Preparation, QuotaEvaluator, Table
 from allot.registry.kinds.columns import AGE, NAME, age, column
 from allot.types import Obj
 from allot.validation import core, objects
@@ -45,6 +45,19 @@ def _pod_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     ]
 
 
+def _service_account(obj: Obj, preparation: Preparation) -> None:
+    """The ServiceAccount admission plugin's default: a new pod runs as its namespace's
+    ``default`` account unless it names one (``serviceAccount`` is the deprecated alias,
+    written back equal)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    if isinstance(name, str):
+        spec["serviceAccountName"] = name
+        spec["serviceAccount"] = name
+
+
 def _pending(obj: Obj) -> None:
     """A client's status is dropped, as upstream's ``PrepareForCreate`` does."""
     obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
@@ -73,6 +86,7 @@ STRATEGIES = (
             validate=lambda obj, context: core.validate_pod_spec(obj.spec, Path("spec")),
         ),
         initial_status=_pending,
+        prepare_create=_service_account,
         quota=QUOTA,
         table=Table(
             [

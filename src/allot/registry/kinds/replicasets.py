@@ -46,11 +46,12 @@ STRATEGIES = (
         "replicaset",
         short_names=("rs",),
         categories=("all",),
-        subresources=("status",),
+        subresources=("status", "scale"),
         rules=KindRules(
             defaults=apps.default_replica_set,
             validate=lambda obj, context: apps.validate_replica_set(obj),
             validate_update=lambda new, old, context: apps.validate_replica_set_update(new, old),
+            validate_status=lambda new, old, context: apps.validate_replica_set_status(new, old),
         ),
         initial_status=_empty_status,
         table=Table(

@@ -91,6 +91,7 @@ STRATEGIES = (
         ),
         initial_status=_empty_status,
         prepare_create=_allocate,
+        prepare_update=clusterips.keep_allocated,
         table=Table(
             [
                 NAME,

@@ -38,11 +38,12 @@ STRATEGIES = (
         "statefulset",
         short_names=("sts",),
         categories=("all",),
-        subresources=("status",),
+        subresources=("status", "scale"),
         rules=KindRules(
             defaults=apps.default_stateful_set,
             validate=lambda obj, context: apps.validate_stateful_set(obj),
             validate_update=lambda new, old, context: apps.validate_stateful_set_update(new, old),
+            validate_status=lambda new, old, context: apps.validate_stateful_set_status(new, old),
         ),
         initial_status=_empty_status,
         table=Table(
