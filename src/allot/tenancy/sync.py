@@ -286,7 +286,7 @@ class TenantSync:
         origin = tenant_object_name(twin) if twin is not None else None
         if origin is None:
             return
-        target = self.context(tenant).get(kind, *origin)
+        target = self.context(tenant).peek(kind, *origin)
         if target is None:
             return
         message = str(event.get("message") or "").replace(
