@@ -3,7 +3,9 @@
 For every pod bound to a node, the agent asks the driver to prepare the pod's claims (a
 CDI-like spec per claim under ``<data-dir>/cdi``), hands the containers to the runtime
 (``allot.controllers.runtimes``: simulated, or real local processes with their devices'
-environment), moves the pod to ``Running`` with ready containers, ``Ready`` and
+environment), records the kubelet's ``Pulling``/``Pulled``/``Created``/``Started`` events
+and container and image ids (:mod:`allot.controllers.lifecycle`; ``Killing`` when a running
+pod is deleted), moves the pod to ``Running`` with ready containers, ``Ready`` and
 ``ContainersReady`` conditions, and when the containers exit to ``Succeeded`` or ``Failed``
 with their exit codes. A container that cannot start fails the pod with
 ``ContainerCannotRun`` and a Warning event. Claims are unprepared when the pod finishes or

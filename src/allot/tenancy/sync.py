@@ -4,12 +4,15 @@ Host to tenant: the DeviceClasses a tenant is entitled to (when
 ``sync.fromHost.deviceClasses`` is on) follow the host's creates, label changes, updates
 and deletes; ResourceSlices appear read-only, trimmed to the devices the tenant's classes
 match, so tenants can write selectors against real attribute names (vCluster shows none);
-host Events about synced objects are recorded on the tenant's objects.
+host Events about synced objects are recorded on the tenant's objects; the host nodes the
+tenant's pods are bound to appear read-only (:mod:`allot.tenancy.nodes`), and so do the
+claims generated on the host for its pods from templates (:mod:`allot.tenancy.generated`).
 
 Tenant to host: ResourceClaims, ResourceClaimTemplates and Pods get host twins (see
 :mod:`allot.tenancy.translate`); deletes flow both ways (the twin's uid is recorded on the
 tenant object as ``allot.dev/host-uid``, so a twin deleted while the platform was down is
-followed after a restart); claim and pod status flow back,
+followed after a restart; a tenant pod deleted gracefully stays ``Terminating`` until its
+twin is gone); claim and pod status flow back,
 with ``nodeName`` bound through the tenant's ``binding`` subresource. A pod whose claims or
 templates do not exist in the tenant yet is held (Event ``SyncWaiting``) rather than
 synced to reference nothing. Every reconcile compares desired and actual state, so a
