@@ -7,7 +7,7 @@ annotations added, and a pod's ``spec.resourceClaims`` references rewritten. The
 object's ``ownerReferences`` name tenant objects (a ReplicaSet, a Job) the host does not
 have, so the twin carries none (the host's garbage collector would otherwise delete it as
 an orphan, as vCluster drops them too); its controller is recorded as
-``allot.dev/tenant-owner: <Kind>/<name>`` for ``allot top`` and audits. Back to the
+``allot.dev/tenant-owner: <Kind>/<name>`` for host-side views. Back to the
 tenant (``claim_status_to_tenant``, ``pod_status_to_tenant``): host names in
 ``reservedFor`` and ``resourceClaimStatuses`` mapped back. Pure; used by the guard and
 the sync.
