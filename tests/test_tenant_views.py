@@ -555,3 +555,27 @@ def test_quota_is_left_to_each_pod() -> None:
             _as_tenant(api, "create", _pod("a"))
 
     _run(scenario)
+
+
+def test_a_statefulset_mounting_its_claim_templates_is_accepted() -> None:
+    """Its pods get a volume per volumeClaimTemplate from the controller, so the dry run's
+    pod has them too."""
+
+    async def scenario(api: Platform) -> None:
+        spec = _pod_spec()
+        spec["containers"][0]["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+        workload = _workload("StatefulSet", spec)
+        workload["spec"]["volumeClaimTemplates"] = [
+            {
+                "metadata": {"name": "scratch"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        ]
+        _as_tenant(api, "create", workload)
+        _, tenant = _contexts(api)
+        assert tenant.get("StatefulSet", "default", "w") is not None
+
+    _run(scenario)
