@@ -199,6 +199,11 @@ def _tenant_load(client: httpx.Client, created: dict[str, float], tenant: str) -
         client.post("/api/v1/namespaces/default/pods", json=_pod(name, name)).raise_for_status()
 
 
+def _loaded(visible: dict[str, dict[str, float]]) -> int:
+    """The load's claims seen allocated (team-00's watch also lists the idle phase's)."""
+    return sum(1 for seen in visible.values() for key in seen if "/load-" in key)
+
+
 def _load(url: str, ca: str, tokens: dict[str, str], host_token: str) -> tuple[float, float, float]:
     names = [f"team-{i:02d}" for i in range(TENANTS)]
     visible: dict[str, dict[str, float]] = {n: {} for n in names}
@@ -234,9 +239,7 @@ def _load(url: str, ca: str, tokens: dict[str, str], host_token: str) -> tuple[f
     total = TENANTS * PER_TENANT
     synced = {k: v for k, v in host_seen.items() if k.startswith("tenant-") and "/load-" in k}
     deadline = time.monotonic() + 300
-    while (
-        len(synced) < total or sum(len(v) for v in visible.values()) < total
-    ) and time.monotonic() < deadline:
+    while (len(synced) < total or _loaded(visible) < total) and time.monotonic() < deadline:
         time.sleep(0.02)
         synced = {k: v for k, v in host_seen.items() if k.startswith("tenant-") and "/load-" in k}
     stop.set()

@@ -34,7 +34,8 @@ from allot.registry.resources import by_kind
 from allot.statuses import RequestError
 from allot.store import Store
 from allot.store.errors import StoreError
-from allot.tenancy import names
+from allot.tenancy import generated, names
+from allot.tenancy.translate import tenant_object_name
 
 Obj = dict[str, Any]
 CLASSES = Path(__file__).resolve().parents[1] / "examples" / "tenancy" / "platform-classes.yaml"
@@ -47,6 +48,10 @@ OPERATION = st.one_of(
     st.tuples(st.just("delete-pod"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
     st.tuples(st.just("host-delete"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
     st.tuples(st.just("move-class"), st.sampled_from(TENANTS), st.just("")),
+    st.tuples(st.just("template-pod"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)),
+    st.tuples(
+        st.just("delete-template-pod"), st.sampled_from(TENANTS), st.sampled_from(CLAIM_NAMES)
+    ),
 )
 STEP = st.tuples(OPERATION, st.booleans())
 
@@ -92,6 +97,23 @@ def _pod(name: str) -> Obj:
     }
 
 
+def _template(tenant: str) -> Obj:
+    claim = _claim(tenant, "t")
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": claim["metadata"],
+        "spec": {"spec": claim["spec"]},
+    }
+
+
+def _template_pod(name: str) -> Obj:
+    pod = _pod(name)
+    pod["metadata"]["name"] = f"tpod-{name}"
+    pod["spec"]["resourceClaims"] = [{"name": "g", "resourceClaimTemplateName": "t"}]
+    return pod
+
+
 def _apply(api: Platform, operation: tuple[str, str, str], owner: dict[str, str]) -> None:
     verb, tenant, name = operation
     if verb == "claim":
@@ -102,6 +124,10 @@ def _apply(api: Platform, operation: tuple[str, str, str], owner: dict[str, str]
         _write(api, tenant, "create", _pod(name))
     elif verb == "delete-pod":
         _write(api, tenant, "delete", _pod(name))
+    elif verb == "template-pod":
+        _write(api, tenant, "create", _template_pod(name))
+    elif verb == "delete-template-pod":
+        _write(api, tenant, "delete", _template_pod(name))
     elif verb == "host-delete":
         twin = _claim(tenant, names.host_name(name, "default"))
         twin["metadata"]["namespace"] = names.host_namespace(tenant)
@@ -159,6 +185,9 @@ async def _prepare(api: Platform) -> None:
             "test",
         )
     await _settle(api)
+    for tenant in TENANTS:
+        _write(api, tenant, "create", _template(tenant))
+    await _settle(api)
 
 
 def _check_converged(api: Platform, owner: dict[str, str]) -> None:
@@ -168,9 +197,15 @@ def _check_converged(api: Platform, owner: dict[str, str]) -> None:
             tenant, api.registry.store, api.registry.handlers, api.registry.clock
         )
         namespace = names.host_namespace(tenant)
+        _check_views(host, ctx, namespace)
         for kind in ("ResourceClaim", "Pod"):
-            tenant_objects = {o["metadata"]["name"]: o for o in ctx.list(kind, "default")}
-            twins = host.list(kind, namespace)
+            tenant_objects = {
+                o["metadata"]["name"]: o
+                for o in ctx.list(kind, "default")
+                if not generated.is_mirror(o) and not o["metadata"]["name"].startswith("tpod-")
+            }
+            twins = [t for t in host.list(kind, namespace) if tenant_object_name(t) is not None]
+            twins = [t for t in twins if not t["metadata"]["name"].startswith("tpod-")]
             origins = [
                 (t["metadata"].get("annotations") or {}).get(names.NAME_ANNOTATION) for t in twins
             ]
@@ -188,7 +223,8 @@ def _check_converged(api: Platform, owner: dict[str, str]) -> None:
             for name, mine in tenant_objects.items():
                 synced = names.host_name(name, "default") in {t["metadata"]["name"] for t in twins}
                 if kind == "ResourceClaim":
-                    assert synced, f"claim {name} of {tenant} has no twin"
+                    refused = _sync_refused(ctx, name)  # its class left between admission and sync
+                    assert synced or refused, f"claim {name} of {tenant} has no twin"
                 else:
                     claim = mine["spec"]["resourceClaims"][0]["resourceClaimName"]
                     assert synced == (
@@ -200,6 +236,42 @@ def _check_converged(api: Platform, owner: dict[str, str]) -> None:
             n for n, t in {"gpu-slice": "research-ai", **owner}.items() if t == tenant
         )
         assert visible == expected, (tenant, visible, expected)
+
+
+def _sync_refused(ctx: ControllerContext, claim: str) -> bool:
+    """Whether the host refused the claim's twin (a ``SyncError`` Event on it)."""
+    return any(
+        e.get("reason") == "SyncError" and e["involvedObject"]["name"] == claim
+        for e in ctx.list("Event", "default")
+    )
+
+
+def _check_views(host: ControllerContext, ctx: ControllerContext, namespace: str) -> None:
+    """The tenant's nodes are those its twins are bound to; its mirrored claims are exactly
+    the claims generated for its pods' twins, owned by those pods."""
+    twins = [t for t in host.list("Pod", namespace) if tenant_object_name(t) is not None]
+    bound = {t["spec"]["nodeName"] for t in twins if t["spec"].get("nodeName")}
+    assert {n["metadata"]["name"] for n in ctx.list("Node")} == bound
+    pods = {p["metadata"]["name"]: p for p in ctx.list("Pod", "default")}
+    expected = {}
+    for twin in twins:
+        pod = pods[tenant_object_name(twin)[1]]  # type: ignore[index]
+        for entry in (twin.get("status") or {}).get("resourceClaimStatuses") or []:
+            host_claim = host.get("ResourceClaim", namespace, entry["resourceClaimName"])
+            if host_claim is not None and generated.generated_for(twin, host_claim):
+                tenant_name = generated.tenant_claim_name(
+                    pod["metadata"]["name"], entry["name"], entry["resourceClaimName"]
+                )
+                expected[tenant_name] = pod["metadata"]["uid"]
+    mirrors = {
+        c["metadata"]["name"]: c["metadata"]["ownerReferences"][0]["uid"]
+        for c in ctx.list("ResourceClaim", "default")
+        if generated.is_mirror(c)
+    }
+    assert mirrors == expected
+    for pod in pods.values():
+        for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            assert entry["resourceClaimName"] in mirrors
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

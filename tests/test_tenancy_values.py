@@ -42,12 +42,19 @@ def test_resource_quota_policy_becomes_the_tenant_quota() -> None:
 
 def test_known_but_unused_keys_warn() -> None:
     _, warnings = tenant_document(
-        "t", {"controlPlane": {"distro": {}}, "sync": {"fromHost": {"nodes": {"enabled": True}}}}
+        "t", {"controlPlane": {"distro": {}}, "sync": {"fromHost": {"events": {"enabled": True}}}}
     )
     assert warnings == [
         "controlPlane: vCluster setting not used by the embedded platform, ignored",
-        "sync.fromHost.nodes: vCluster setting not used by the embedded platform, ignored",
+        "sync.fromHost.events: vCluster setting not used by the embedded platform, ignored",
     ]
+
+
+def test_node_sync_settings_are_read() -> None:
+    nodes = {"enabled": True, "syncBackChanges": False, "selector": {"all": True}}
+    document, warnings = tenant_document("t", {"sync": {"fromHost": {"nodes": nodes}}})
+    assert warnings == []
+    assert document["spec"]["sync"]["fromHost"]["nodes"] == nodes
 
 
 @pytest.mark.parametrize(

@@ -100,6 +100,7 @@ def build(
     registry.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     directory = TenantDirectory()
+    registry.handlers.graceful_pods_in = directory.is_tenant  # the tenant sync confirms them
     index = _dra_index(context, registry.admission.compiler)
     entitlements = Entitlements(context)
     registry.assemble(

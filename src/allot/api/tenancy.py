@@ -3,10 +3,10 @@
 A Tenant names the host DeviceClasses its team may use (a label selector), its quotas, and
 its sync settings. The sync settings use vCluster's keys unchanged
 (``sync.fromHost.deviceClasses.{enabled,selector}``, ``sync.toHost.resourceClaims.enabled``,
-``sync.toHost.resourceClaimTemplates.enabled``) so a vCluster values file reads as a Tenant
-spec. ``VclusterValues`` is such a values file with the one other part allot uses,
-``policies.resourceQuota``. Pure models; read by the tenant controller, the sync, the
-scheduler (GPU-memory quota) and ``allot tenant``.
+``sync.toHost.resourceClaimTemplates.enabled``, ``sync.fromHost.nodes.{enabled,selector}``)
+so a vCluster values file reads as a Tenant spec. ``VclusterValues`` is such a values
+file with the one other part allot uses, ``policies.resourceQuota``. Pure models; read by
+the tenant controller, the sync, the scheduler (GPU-memory quota) and ``allot tenant``.
 """
 
 from __future__ import annotations
@@ -41,8 +41,25 @@ class SyncToHost(ApiModel):
     resource_claim_templates: EnableSwitch | None = None
 
 
+class NodeSyncSelector(ApiModel):
+    """vCluster's ``SyncNodeSelector``: every host node, or those with these labels."""
+
+    all: bool | None = None
+    labels: dict[str, str] | None = None
+
+
+class NodeSync(ApiModel):
+    """vCluster's ``SyncNodes`` (``sync.fromHost.nodes``): which host nodes a tenant sees."""
+
+    enabled: bool | None = None
+    sync_back_changes: bool | None = None
+    clear_image_status: bool | None = None
+    selector: NodeSyncSelector | None = None
+
+
 class SyncFromHost(ApiModel):
     device_classes: DeviceClassSync | None = None
+    nodes: NodeSync | None = None
 
 
 class TenantSync(ApiModel):

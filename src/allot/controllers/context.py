@@ -136,8 +136,9 @@ class ControllerContext:
         now = rfc3339(self.clock())
         digest = hashlib.sha1(f"{reason}/{message}/{metadata.get('uid')}".encode()).hexdigest()
         name = f"{metadata['name']}.{digest[:16]}"[:253]
-        existing = self.get("Event", namespace, name)
-        if existing is not None:
+        recorded = self.peek("Event", namespace, name)  # most events are new: no copy
+        if recorded is not None:
+            existing = clone_document(recorded)
             existing["count"] = int(existing.get("count") or 1) + 1
             existing["lastTimestamp"] = now
             self.update("Event", existing, component)

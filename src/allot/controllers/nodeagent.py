@@ -3,7 +3,9 @@
 For every pod bound to a node, the agent asks the driver to prepare the pod's claims (a
 CDI-like spec per claim under ``<data-dir>/cdi``), hands the containers to the runtime
 (``allot.controllers.runtimes``: simulated, or real local processes with their devices'
-environment), moves the pod to ``Running`` with ready containers, ``Ready`` and
+environment), records the kubelet's ``Pulling``/``Pulled``/``Created``/``Started`` events
+and container and image ids (:mod:`allot.controllers.lifecycle`; ``Killing`` when a running
+pod is deleted), moves the pod to ``Running`` with ready containers, ``Ready`` and
 ``ContainersReady`` conditions, and when the containers exit to ``Succeeded`` or ``Failed``
 with their exit codes. A container that cannot start fails the pod with
 ``ContainerCannotRun`` and a Warning event. Claims are unprepared when the pod finishes or
@@ -25,6 +27,7 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 
 from allot.api import claims as claims_api
+from allot.controllers import lifecycle
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtimes import (
     ContainerSetup,
@@ -148,6 +151,7 @@ class NodeAgent:
         what, namespace, name = key
         pod = self.context.get("Pod", namespace, name)
         if pod is not None and what == "stop":
+            lifecycle.killing_events(self.context, pod)
             self.runtime.stop(pod, lambda: self._remove(pod))
             return
         if (
@@ -178,6 +182,7 @@ class NodeAgent:
         except ContainerStartError as err:
             self._fail_to_start(pod, str(err))
             return
+        lifecycle.started_events(self.context, pod)
         self.context.update_status("Pod", _running(pod, self.context.clock()), MANAGER)
 
     def _published_of(
@@ -268,8 +273,10 @@ class NodeAgent:
                         "exitCode": last_exit,
                         "reason": "Completed" if last_exit == 0 else "Error",
                         "finishedAt": now,
+                        "containerID": status.get("containerID", ""),
                     }
                 }
+                status["containerID"] = lifecycle.container_id(latest, container, restarts)
                 status["state"] = {"running": {"startedAt": now}}
         self.context.update_status("Pod", latest, MANAGER)
 
@@ -320,6 +327,7 @@ class NodeAgent:
                     "reason": "Completed" if code == 0 else "Error",
                     "startedAt": container["state"].get("running", {}).get("startedAt", now),
                     "finishedAt": now,
+                    "containerID": container.get("containerID", ""),
                 }
             }
         status["conditions"] = [
@@ -369,7 +377,8 @@ def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
                     "ready": True,
                     "restartCount": 0,
                     "image": c.get("image", ""),
-                    "imageID": "",
+                    "imageID": lifecycle.image_id(c.get("image", "")),
+                    "containerID": lifecycle.container_id(pod, c["name"]),
                     "started": True,
                     "state": {"running": {"startedAt": now}},
                 }

@@ -13,7 +13,8 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    unallocated claim: ``allot.allocator.scheduling.place``, the same function (and so the
    same choice and message) as ``allot simulate --placement`` and ``allot doctor``; the
    scheduler adds its node filter, the entitlement and the GPU-memory quota as checks;
-4. write each claim's finalizer, ``status.allocation`` and ``reservedFor``, then bind.
+4. write each claim's finalizer, ``status.allocation`` and ``reservedFor``, then bind
+   (Event ``Scheduled``, as kube-scheduler).
 
 Beyond kube-scheduler, a namespace may carry a GPU-memory limit (a tenant's
 ``spec.quota.gpuMemory``, given as ``memory_limit``): a node whose allocation would take
@@ -412,6 +413,13 @@ class Scheduler:
                 self._reserve(claim, None, consumer)
         self.context.bind(namespace, pod["metadata"]["name"], node.metadata.name or "")
         self.parked.discard(("pod", namespace, pod["metadata"]["name"]))
+        self.context.event(
+            pod,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {namespace}/{pod['metadata']['name']} to {node.metadata.name}",
+            "default-scheduler",
+        )
 
     def _reserve(self, claim: Obj, allocation: Obj | None, consumer: Obj) -> None:
         namespace = claim["metadata"].get("namespace", "")

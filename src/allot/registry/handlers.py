@@ -68,6 +68,8 @@ class Handlers:
         # clusters whose pods run on a node agent: deleting a running pod there is
         # graceful (marked until the agent has ended its processes), as upstream
         self.graceful_pod_clusters: set[str] = set()
+        # further clusters with graceful pod deletion (tenants: their sync confirms it)
+        self.graceful_pods_in: Callable[[str], bool] = lambda cluster: False
 
     # ----------------------------------------------------------------- reading
     def get(self, cluster: str, target: Target) -> Obj:
@@ -260,7 +262,9 @@ class Handlers:
         the request's ``gracePeriodSeconds``, else the pod's
         ``terminationGracePeriodSeconds`` (30); none for a pod that is not bound or has
         finished, and for every other kind."""
-        if resource.kind != "Pod" or cluster not in self.graceful_pod_clusters:
+        if resource.kind != "Pod":
+            return 0
+        if cluster not in self.graceful_pod_clusters and not self.graceful_pods_in(cluster):
             return 0
         spec = current.get("spec") or {}
         phase = (current.get("status") or {}).get("phase")

@@ -11,7 +11,14 @@ and their ``binding`` are written only by the platform, and a pod's ``spec.nodeN
 never the tenant's to set (the host scheduler places the twin). A claim, template or pod
 is checked against the host before it is accepted: its host twin is created in dry-run, so
 entitlement policies and quotas refuse it *in the tenant's own request*, with the host's
-message, instead of leaving an unsynced object behind as vCluster does. Every write is
+message, instead of leaving an unsynced object behind as vCluster does; a Deployment,
+ReplicaSet, StatefulSet, Job or CronJob is checked the same way when it is created or its
+pod template changes (a pod made from the template is dry-run on the host), so a template
+the host would refuse is refused with the workload, not pod by pod later. Writes of the
+workload controllers in a tenant cluster (``system:serviceaccount:kube-system:...``) are
+the tenant's and are judged like its own. Nodes are read-only (the sync shows the host
+nodes the tenant's pods run on), and so are the claims generated for its pods from
+templates (:mod:`allot.tenancy.generated`), which go with their pods. Every write is
 held to the tenant's storage limits (``spec.storage``: objects and bytes its cluster may
 keep in the platform's store, the mirrored catalogue included; 10,000 and 256Mi by
 default). Names whose host translation would be too long are refused here too. Registered
@@ -32,7 +39,8 @@ from allot.registry.quota import EXTENDED_CLAIM_ANNOTATION
 from allot.registry.requests import Target
 from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError
-from allot.tenancy import names
+from allot.store.errors import NotFound
+from allot.tenancy import generated, names
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.translate import to_host
 from allot.types import Obj
@@ -41,6 +49,8 @@ from allot.validation.field import Path, invalid
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
 HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition")
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
+WORKLOAD_TEMPLATES = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
+"""Kinds whose pod template is dry-run on the host as a pod (see ``_preflight_template``)."""
 HOST_SUBRESOURCES: dict[str, Callable[[AdmissionRequest], str]] = {
     "status": lambda r: (
         f"the status of {r.resource.plural} in a tenant cluster is the host's: the platform "
@@ -73,6 +83,13 @@ class TenantGuard:
                 f"{request.resource.plural} are the platform's and read-only in a tenant "
                 f"cluster; tenant {entry.name} can use the device classes: {entitled}",
             )
+        if kind == "Node":
+            raise AdmissionDenied(
+                request.resource,
+                request.name,
+                "nodes are the host's and read-only in a tenant cluster: a host node is shown "
+                "here while pods of the tenant are bound to it (sync.fromHost.nodes)",
+            )
         if kind in HOST_ONLY_KINDS:
             raise AdmissionDenied(
                 request.resource,
@@ -90,7 +107,79 @@ class TenantGuard:
             self._check_node_name(request)
         if kind in SYNCED_KINDS and request.operation is Operation.CREATE:
             self._preflight(request, entry.name)
+        if kind == "ResourceClaim" and request.old_object is not None:
+            self._check_mirror(request)
+        if kind in WORKLOAD_TEMPLATES and request.object is not None and not request.subresource:
+            self._preflight_template(request, entry.name)
         return []
+
+    def _check_mirror(self, request: AdmissionRequest) -> None:
+        """A claim generated for a pod from a template is the host's, shown read-only: it
+        goes with its pod (a delete once the pod is gone or terminating passes, for the
+        tenant's garbage collector)."""
+        assert request.old_object is not None
+        old = request.old_object.to_wire()
+        pod = generated.owner_pod(old)
+        if pod is None:
+            return
+        if request.operation is Operation.DELETE and not self._running_pod(request, pod):
+            return
+        raise AdmissionDenied(
+            request.resource,
+            request.name,
+            f"the claim was generated from a ResourceClaimTemplate for pod {pod} and is "
+            "read-only in a tenant cluster: it goes when its pod is deleted",
+        )
+
+    def _running_pod(self, request: AdmissionRequest, name: str) -> bool:
+        """Whether pod ``name`` exists in the request's namespace and is not terminating."""
+        try:
+            pod = self.handlers.store.get(
+                request.cluster, by_kind("Pod").store, request.namespace, name
+            )
+        except NotFound:
+            return False
+        return not pod["metadata"].get("deletionTimestamp")
+
+    def _preflight_template(self, request: AdmissionRequest, tenant: str) -> None:
+        """A workload whose pods the host would refuse is refused itself, when it is
+        created or its pod template changes: a pod made from the template goes through
+        the pods' dry run (entitlement policies, revoked classes, the sandbox rules). Quota
+        is left to each pod's creation, as upstream (the controller's FailedCreate)."""
+        assert request.object is not None
+        path, template = workload_template(request.resource.kind, request.object.to_wire())
+        if template is None:
+            return
+        if request.old_object is not None:
+            _, old = workload_template(request.resource.kind, request.old_object.to_wire())
+            if old == template:
+                return
+        pod = pod_of_template(template, request.name or "preflight", request.namespace)
+        try:
+            self._dry_run_pod(pod, tenant)
+        except AdmissionDenied as denied:
+            if denied.cause.startswith("exceeded quota:"):
+                return
+            raise AdmissionDenied(
+                request.resource,
+                request.name,
+                f"{path}: a pod from this template is refused: {denied.cause}",
+                denied.reason,
+            ) from None
+        except names.NameTooLong:
+            return  # the pods' own names are checked when they are created
+
+    def _dry_run_pod(self, pod: Obj, tenant: str) -> None:
+        twin = to_host("Pod", pod, tenant)
+        target = Target(by_kind("Pod"), names.host_namespace(tenant), None, "")
+        options = WriteOptions(field_manager="", field_validation="Ignore", dry_run=True)
+        try:
+            self.handlers.create(HOST_CLUSTER, target, twin, options)
+        except InvalidObjectError as refused:
+            details = "; ".join(str(e) for e in refused.errors)
+            raise AdmissionDenied(
+                by_kind("Pod"), pod["metadata"]["name"], f"the host refuses it: {details}"
+            ) from None
 
     def _check_storage(
         self, request: AdmissionRequest, storage: TenantStorage | None, tenant: str
@@ -183,9 +272,43 @@ class TenantGuard:
             ) from None
 
 
+def workload_template(kind: str, obj: Obj) -> tuple[str, Obj | None]:
+    """The pod template of a workload (its field path, and the template or None)."""
+    spec = obj.get("spec") or {}
+    if kind == "CronJob":
+        job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        return "spec.jobTemplate.spec.template", job_spec.get("template")
+    return "spec.template", spec.get("template")
+
+
+def pod_of_template(template: Obj, name: str, namespace: str) -> Obj:
+    """A pod as a workload controller would make it from ``template`` (for the dry run)."""
+    metadata = template.get("metadata") or {}
+    pod_metadata: Obj = {"name": name, "namespace": namespace}
+    for field in ("labels", "annotations"):
+        if metadata.get(field):
+            pod_metadata[field] = dict(metadata[field])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": pod_metadata,
+        "spec": dict(template.get("spec") or {}),
+    }
+
+
 def _metadata_blocks(kind: str, new: Obj, old: Obj) -> list[tuple[str, Obj, Obj]]:
     """The metadata a tenant writes: the object's, and a template's ``spec.metadata``."""
     blocks = [("metadata", new.get("metadata") or {}, old.get("metadata") or {})]
+    if kind in WORKLOAD_TEMPLATES:
+        path, template = workload_template(kind, new)
+        _, old_template = workload_template(kind, old)
+        blocks.append(
+            (
+                f"{path}.metadata",
+                (template or {}).get("metadata") or {},
+                (old_template or {}).get("metadata") or {},
+            )
+        )
     if kind == "ResourceClaimTemplate":
         spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
         blocks.append(("spec.metadata", spec.get("metadata") or {}, old_spec.get("metadata") or {}))

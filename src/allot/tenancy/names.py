@@ -22,8 +22,9 @@ TENANT_LABEL = "allot.dev/tenant"
 TENANT_NAMESPACE_LABEL = "allot.dev/tenant-namespace"
 NAME_ANNOTATION = "allot.dev/tenant-name"
 UID_ANNOTATION = "allot.dev/tenant-uid"
-HOST_NAME_ANNOTATION = "allot.dev/host-name"
+HOST_NAME_ANNOTATION = "allot.dev/host-name"  # on a tenant claim: the generated host claim
 HOST_UID_ANNOTATION = "allot.dev/host-uid"  # on a tenant object: the uid of its host twin
+OWNER_ANNOTATION = "allot.dev/tenant-owner"  # on a twin: its tenant object's controller
 PLATFORM_NAMESPACE = "allot-system"
 MAX_HOST_NAME = 253
 

@@ -4,12 +4,15 @@ Host to tenant: the DeviceClasses a tenant is entitled to (when
 ``sync.fromHost.deviceClasses`` is on) follow the host's creates, label changes, updates
 and deletes; ResourceSlices appear read-only, trimmed to the devices the tenant's classes
 match, so tenants can write selectors against real attribute names (vCluster shows none);
-host Events about synced objects are recorded on the tenant's objects.
+host Events about synced objects are recorded on the tenant's objects; the host nodes the
+tenant's pods are bound to appear read-only (:mod:`allot.tenancy.nodes`), and so do the
+claims generated on the host for its pods from templates (:mod:`allot.tenancy.generated`).
 
 Tenant to host: ResourceClaims, ResourceClaimTemplates and Pods get host twins (see
 :mod:`allot.tenancy.translate`); deletes flow both ways (the twin's uid is recorded on the
 tenant object as ``allot.dev/host-uid``, so a twin deleted while the platform was down is
-followed after a restart); claim and pod status flow back,
+followed after a restart; a tenant pod deleted gracefully stays ``Terminating`` until its
+twin is gone); claim and pod status flow back,
 with ``nodeName`` bound through the tenant's ``binding`` subresource. A pod whose claims or
 templates do not exist in the tenant yet is held (Event ``SyncWaiting``) rather than
 synced to reference nothing. Every reconcile compares desired and actual state, so a
@@ -19,6 +22,7 @@ de-duplicates and retries them. Built by :mod:`allot.platform`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Hashable
 from typing import Any
 
@@ -32,7 +36,7 @@ from allot.registry.admission import AdmissionDenied
 from allot.statuses import InvalidObjectError
 from allot.store import WatchEvent
 from allot.store.errors import AlreadyExists, Conflict, NotFound
-from allot.tenancy import names
+from allot.tenancy import generated, names, nodes
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.translate import (
     claim_status_to_tenant,
@@ -49,6 +53,7 @@ SYNCED["resourceclaimtemplates.resource.k8s.io"] = "ResourceClaimTemplate"
 CLASSES = "deviceclasses.resource.k8s.io"
 SLICES = "resourceslices.resource.k8s.io"
 TENANTS = "tenants.allot.dev"
+NODES = "nodes"
 
 
 class TenantSync:
@@ -102,6 +107,8 @@ class TenantSync:
             return keys + [("slices", t) for t in tenants]
         if event.resource == SLICES:
             return [("slice", t, event.object["metadata"]["name"]) for t in tenants]
+        if event.resource == NODES:
+            return [("nodes", t) for t in tenants]
         namespace = event.object["metadata"].get("namespace", "")
         tenant = names.tenant_of_namespace(namespace)
         if tenant is None or tenant not in tenants:
@@ -111,8 +118,11 @@ class TenantSync:
         kind = SYNCED.get(event.resource)
         origin = tenant_object_name(event.object) if kind else None
         if kind is None or origin is None:
-            return []
-        return [("up", tenant, kind, *origin)]
+            return self._generated_claim_keys(tenant, event)
+        found: list[Hashable] = [("up", tenant, kind, *origin)]
+        if kind == "Pod":
+            found += [("nodes", tenant), ("generated", tenant, *origin)]
+        return found
 
     def initial_keys(self) -> list[Hashable]:
         return [("resync", t) for t in self.directory.names()]
@@ -134,6 +144,10 @@ class TenantSync:
             self.relay_event(key[1], key[2], key[3])
         elif key[0] == "up":
             self.sync_object(key[1], key[2], key[3], key[4])
+        elif key[0] == "nodes":
+            self.sync_nodes(key[1])
+        elif key[0] == "generated":
+            self.sync_generated_claims(key[1], key[2], key[3])
 
     def resync(self, tenant: str) -> None:
         """Everything of one tenant, both ways (start, restart, tenant changes)."""
@@ -151,6 +165,14 @@ class TenantSync:
                     seen.add((kind, *origin))
         for kind, namespace, name in sorted(seen):
             self.sync_object(tenant, kind, namespace, name)
+        self.sync_nodes(tenant)
+        pods = {(ns, n) for kind, ns, n in seen if kind == "Pod"}
+        for claim in tenant_ctx.list("ResourceClaim"):
+            owner = generated.owner_pod(claim)
+            if owner is not None:
+                pods.add((claim["metadata"].get("namespace", ""), owner))
+        for namespace, name in sorted(pods):
+            self.sync_generated_claims(tenant, namespace, name)
 
     # ------------------------------------------------------ host -> tenant
     def sync_classes(self, tenant: str) -> None:
@@ -267,10 +289,13 @@ class TenantSync:
         origin = tenant_object_name(twin) if twin is not None else None
         if origin is None:
             return
-        target = self.context(tenant).get(kind, *origin)
+        target = self.context(tenant).peek(kind, *origin)
         if target is None:
             return
-        message = str(event.get("message") or "").replace(involved.get("name", ""), origin[1])
+        message = str(event.get("message") or "").replace(
+            f"{namespace}/{involved.get('name', '')}", f"{origin[0]}/{origin[1]}"
+        )
+        message = message.replace(involved.get("name", ""), origin[1])
         self.context(tenant).event(
             target,
             event.get("type") or "Normal",
@@ -292,11 +317,12 @@ class TenantSync:
         except names.NameTooLong:
             return
         twin = self.host.peek(kind, host_ns, twin_name)
+        if obj is not None and generated.is_mirror(obj):
+            return  # the sync's own view of a host claim (sync_generated_claims)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             self._held.discard((tenant, namespace, name))
             self.errors.pop((tenant, kind, namespace, name), None)
-            if twin is not None and _twin_of(twin, obj):
-                self.host.delete(kind, host_ns, twin_name)
+            self._delete_twin(ctx, kind, obj, twin)
             return
         recorded = (obj["metadata"].get("annotations") or {}).get(names.HOST_UID_ANNOTATION)
         if recorded and (twin is None or twin["metadata"].get("uid") != recorded):
@@ -314,6 +340,29 @@ class TenantSync:
         if recorded != twin["metadata"].get("uid"):
             obj = self._record_twin(ctx, kind, obj, twin)
         self._status_back(ctx, kind, obj, twin)
+
+    def _delete_twin(
+        self, ctx: ControllerContext, kind: str, obj: Obj | None, twin: Obj | None
+    ) -> None:
+        """A deleted (or terminating) tenant object's twin goes too. A terminating tenant
+        pod (graceful deletion) has its twin deleted with the same grace period, and is
+        removed for good only once the twin is gone, as the kubelet confirms a deletion:
+        so the tenant sees ``Terminating`` while the host's node agent ends the pod."""
+        if twin is not None and _twin_of(twin, obj):
+            metadata = twin["metadata"]
+            if not metadata.get("deletionTimestamp"):
+                grace = (obj or {}).get("metadata", {}).get("deletionGracePeriodSeconds")
+                options = {} if grace is None else {"gracePeriodSeconds": grace}
+                self.host.delete(kind, metadata["namespace"], metadata["name"], options)
+            if self.host.peek(kind, metadata["namespace"], metadata["name"]) is not None:
+                return
+        if obj is not None and kind == "Pod":
+            metadata = obj["metadata"]
+            options = {"gracePeriodSeconds": 0, "preconditions": {"uid": metadata.get("uid")}}
+            try:
+                ctx.delete(kind, metadata.get("namespace", ""), metadata["name"], options)
+            except Conflict:
+                return  # another pod of that name by now
 
     @staticmethod
     def _record_twin(ctx: ControllerContext, kind: str, obj: Obj, twin: Obj) -> Obj:
@@ -341,6 +390,8 @@ class TenantSync:
                 annotations = metadata.get("annotations") or {}
                 if metadata.get("deletionTimestamp") or names.HOST_UID_ANNOTATION in annotations:
                     continue  # going, or its twin exists (or existed and it will follow)
+                if names.HOST_NAME_ANNOTATION in annotations:
+                    continue  # a generated claim's mirror: it has no twin
                 if metadata.get("uid") == creating_uid:
                     continue
                 try:
@@ -423,7 +474,7 @@ class TenantSync:
                     or obj
                 )
             status = pod_status_to_tenant(
-                twin.get("status") or {}, lambda n: self.host.peek("ResourceClaim", host_ns, n)
+                twin.get("status") or {}, lambda n: self._claim_name_for(obj, twin, n)
             )
         else:
             return
@@ -434,6 +485,109 @@ class TenantSync:
             ctx.update_status(kind, updated, MANAGER)
         except (NotFound, Conflict):
             return
+
+    def _claim_name_for(self, obj: Obj, twin: Obj, host_claim: str) -> str | None:
+        """The tenant's name of a claim the twin's status names (None: not the tenant's)."""
+        claim = self.host.peek("ResourceClaim", twin["metadata"]["namespace"], host_claim)
+        if claim is None:
+            return None
+        origin = tenant_object_name(claim)
+        if origin is not None:
+            return origin[1]
+        entry = generated.generated_for(twin, claim)
+        if entry is None:
+            return None
+        return generated.tenant_claim_name(obj["metadata"]["name"], entry, host_claim)
+
+    # ------------------------------------------------------ nodes and generated claims
+    def sync_nodes(self, tenant: str) -> None:
+        """The host nodes the tenant's pods are bound to (see :mod:`allot.tenancy.nodes`)."""
+        entry = self.directory.get(tenant)
+        assert entry is not None
+        ctx = self.context(tenant)
+        twins = [
+            t
+            for t in self.host.list("Pod", names.host_namespace(tenant))
+            if (t.get("spec") or {}).get("nodeName") and tenant_object_name(t) is not None
+        ]
+        wanted = nodes.shown_nodes(entry.tenant.spec, twins, self.host.list("Node"))
+        for existing in ctx.list("Node"):
+            if existing["metadata"]["name"] not in wanted:
+                ctx.delete("Node", "", existing["metadata"]["name"])
+        for name, desired in wanted.items():
+            current = ctx.peek("Node", "", name)
+            if current is None:
+                with contextlib.suppress(AlreadyExists):
+                    ctx.create("Node", desired, MANAGER)
+            elif not nodes.same_node(current, desired):
+                updated = {**desired, "metadata": {**current["metadata"], **desired["metadata"]}}
+                for field in ("labels", "annotations"):
+                    if field not in desired["metadata"]:
+                        updated["metadata"].pop(field, None)
+                ctx.update_with_status("Node", updated, MANAGER)
+
+    def _generated_claim_keys(self, tenant: str, event: WatchEvent) -> list[Hashable]:
+        """A host claim generated for a twin pod: the key of that pod's generated claims."""
+        if event.resource != "resourceclaims.resource.k8s.io":
+            return []
+        for owner in event.object["metadata"].get("ownerReferences") or []:
+            if owner.get("kind") == "Pod":
+                try:
+                    name, namespace = names.tenant_name(str(owner.get("name")))
+                except ValueError:
+                    return []
+                return [("generated", tenant, namespace, name)]
+        return []
+
+    def sync_generated_claims(self, tenant: str, namespace: str, pod_name: str) -> None:
+        """The mirrors of the claims generated on the host for one tenant pod's twin."""
+        ctx = self.context(tenant)
+        host_ns = names.host_namespace(tenant)
+        pod = ctx.peek("Pod", namespace, pod_name)
+        wanted: dict[str, Obj] = {}
+        twin = self._twin_of_pod(pod, host_ns) if pod is not None else None
+        if pod is not None and twin is not None:
+            for status in (twin.get("status") or {}).get("resourceClaimStatuses") or []:
+                host_claim = self.host.peek(
+                    "ResourceClaim", host_ns, status.get("resourceClaimName") or ""
+                )
+                entry = generated.generated_for(twin, host_claim) if host_claim else None
+                if host_claim is None or entry is None:
+                    continue
+                mirror = generated.mirror_claim(
+                    pod, entry, host_claim, lambda n: self.host.peek("Pod", host_ns, n)
+                )
+                wanted[mirror["metadata"]["name"]] = mirror
+        for claim in ctx.list("ResourceClaim", namespace):
+            if generated.owner_pod(claim) == pod_name and claim["metadata"]["name"] not in wanted:
+                ctx.delete("ResourceClaim", namespace, claim["metadata"]["name"])
+        for name, desired in wanted.items():
+            self._put_mirror(ctx, namespace, name, desired)
+
+    def _twin_of_pod(self, pod: Obj, host_ns: str) -> Obj | None:
+        metadata = pod["metadata"]
+        try:
+            twin_name = names.host_name(metadata["name"], metadata.get("namespace", ""))
+        except names.NameTooLong:
+            return None
+        twin = self.host.peek("Pod", host_ns, twin_name)
+        return twin if twin is not None and _twin_of(twin, pod) else None
+
+    @staticmethod
+    def _put_mirror(ctx: ControllerContext, namespace: str, name: str, desired: Obj) -> None:
+        current = ctx.peek("ResourceClaim", namespace, name)
+        if current is None:
+            with contextlib.suppress(AlreadyExists):
+                created = ctx.create("ResourceClaim", desired, MANAGER)
+                status = {**created, "status": desired["status"]}
+                ctx.update_status("ResourceClaim", status, MANAGER)
+            return
+        if generated.same_mirror(current, desired):
+            return
+        updated = {**current, "metadata": {**current["metadata"], **desired["metadata"]}}
+        updated["status"] = desired["status"]
+        with contextlib.suppress(NotFound, Conflict):
+            ctx.update_with_status("ResourceClaim", updated, MANAGER)
 
 
 def _mirror(obj: Obj, copy: bool = True) -> Obj:

@@ -3,7 +3,11 @@
 Toward the host (``to_host``): the name and namespace translated (see
 :mod:`allot.tenancy.names`), the tenant's labels and annotations carried, the platform's
 ``allot.dev/tenant`` and ``allot.dev/tenant-namespace`` labels and the tenant-name/uid
-annotations added, and a pod's ``spec.resourceClaims`` references rewritten. Back to the
+annotations added, and a pod's ``spec.resourceClaims`` references rewritten. The tenant
+object's ``ownerReferences`` name tenant objects (a ReplicaSet, a Job) the host does not
+have, so the twin carries none (the host's garbage collector would otherwise delete it as
+an orphan, as vCluster drops them too); its controller is recorded as
+``allot.dev/tenant-owner: <Kind>/<name>`` for host-side views. Back to the
 tenant (``claim_status_to_tenant``, ``pod_status_to_tenant``): host names in
 ``reservedFor`` and ``resourceClaimStatuses`` mapped back. Pure; used by the guard and
 the sync.
@@ -50,6 +54,9 @@ def _host_metadata(metadata: Obj, namespace: str, tenant: str) -> Obj:
         and k != "kubectl.kubernetes.io/last-applied-configuration"
     }
     annotations[names.NAME_ANNOTATION] = metadata["name"]
+    owner = next((o for o in metadata.get("ownerReferences") or [] if o.get("controller")), None)
+    if owner is not None:
+        annotations[names.OWNER_ANNOTATION] = f"{owner.get('kind')}/{owner.get('name')}"
     if metadata.get("uid"):
         annotations[names.UID_ANNOTATION] = metadata["uid"]
     return {
@@ -110,13 +117,12 @@ def claim_status_to_tenant(status: Obj, pod_twin: Callable[[str], Obj | None]) -
     return mapped
 
 
-def pod_status_to_tenant(status: Obj, claim_twin: Callable[[str], Obj | None]) -> Obj:
-    """A host pod's status for the tenant: claim names of synced claims mapped back."""
+def pod_status_to_tenant(status: Obj, claim_name: Callable[[str], str | None]) -> Obj:
+    """A host pod's status for the tenant: the host names of claims in
+    ``resourceClaimStatuses`` mapped to the tenant's (``claim_name``: None keeps it)."""
     mapped = clone_document(status)
     for entry in mapped.get("resourceClaimStatuses") or []:
-        twin = claim_twin(entry.get("resourceClaimName") or "")
-        if twin is not None:
-            origin = tenant_object_name(twin)
-            if origin is not None:
-                entry["resourceClaimName"] = origin[1]
+        tenant_name = claim_name(entry.get("resourceClaimName") or "")
+        if tenant_name is not None:
+            entry["resourceClaimName"] = tenant_name
     return mapped

@@ -3,11 +3,11 @@
 ``allot tenant create NAME -f values.yaml`` accepts vCluster's values unchanged (seed
 000's ``legal-ai-vcluster-config.yaml`` works as is). allot reads
 ``sync.toHost.resourceClaims``, ``sync.toHost.resourceClaimTemplates``,
-``sync.fromHost.deviceClasses`` and ``policies.resourceQuota`` (its ``quota`` becomes the
-tenant's ResourceQuota). Other keys vCluster knows are reported as warnings (they have
-no meaning for the embedded platform); keys vCluster does not know are errors naming
-their path, so a typo never passes silently. A document with ``kind: Tenant`` is taken as
-the Tenant itself. Pure; used by ``allot tenant create``.
+``sync.fromHost.deviceClasses``, ``sync.fromHost.nodes`` and ``policies.resourceQuota``
+(its ``quota`` becomes the tenant's ResourceQuota). Other keys vCluster knows are reported
+as warnings (they have no meaning for the embedded platform); keys vCluster does not know
+are errors naming their path, so a typo never passes silently. A document with
+``kind: Tenant`` is taken as the Tenant itself. Pure; used by ``allot tenant create``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ VCLUSTER_FROM_HOST = {
     "storageClasses", "csiNodes", "csiDrivers", "csiStorageCapacities",
     "volumeSnapshotClasses", "configMaps", "secrets", "customResources", "deviceClasses",
 }  # fmt: skip
-USED = {"toHost": {"resourceClaims", "resourceClaimTemplates"}, "fromHost": {"deviceClasses"}}
+USED = {
+    "toHost": {"resourceClaims", "resourceClaimTemplates"},
+    "fromHost": {"deviceClasses", "nodes"},
+}
 KNOWN = {"toHost": VCLUSTER_TO_HOST, "fromHost": VCLUSTER_FROM_HOST}
 
 
