@@ -177,6 +177,8 @@ def test_a_tenant_pod_deleted_gracefully_is_terminating_until_its_twin_is_gone()
         killing = _events(host, HOST_NS, twin_name)["Killing"]
         assert killing["message"] == "Stopping container c"
         assert killing["source"]["component"] == "kubelet"
+        relayed = _events(tenant, "default", "pod-a")["Killing"]
+        assert relayed["message"] == "Stopping container c"
 
     _run(scenario)
 

@@ -205,6 +205,8 @@ def test_get_pods_watch_shows_terminating_and_nodes_go(tenancy: Tenancy) -> None
     killing = [e for e in host_events if e.get("reason") == "Killing"]
     assert killing
     assert killing[0]["message"] == "Stopping container summarizer"
+    relayed = tenancy.tenant_events("legal-ai", "contract-summarizer")
+    assert "Killing: Stopping container summarizer" in relayed
 
 
 DEPLOYMENT = """

@@ -286,11 +286,12 @@ class TenantSync:
         if kind not in SYNCED.values():
             return
         twin = self.host.peek(kind, namespace, involved.get("name", ""))
-        origin = tenant_object_name(twin) if twin is not None else None
-        if origin is None:
-            return
-        target = self.context(tenant).peek(kind, *origin)
-        if target is None:
+        if twin is not None:
+            origin = tenant_object_name(twin)
+            target = self.context(tenant).peek(kind, *origin) if origin else None
+        else:
+            origin, target = self._origin_of_gone(tenant, kind, involved)
+        if origin is None or target is None:
             return
         message = str(event.get("message") or "").replace(
             f"{namespace}/{involved.get('name', '')}", f"{origin[0]}/{origin[1]}"
@@ -303,6 +304,21 @@ class TenantSync:
             message,
             (event.get("source") or {}).get("component") or "host",
         )
+
+    def _origin_of_gone(
+        self, tenant: str, kind: str, involved: Obj
+    ) -> tuple[tuple[str, str] | None, Obj | None]:
+        """The tenant object of a twin already gone (a ``Killing`` event arrives after its
+        pod): found by the twin's name, and only if it recorded that twin's uid."""
+        try:
+            name, namespace = names.tenant_name(str(involved.get("name", "")))
+        except ValueError:
+            return None, None
+        target = self.context(tenant).peek(kind, namespace, name)
+        annotations = (target or {}).get("metadata", {}).get("annotations") or {}
+        if target is None or annotations.get(names.HOST_UID_ANNOTATION) != involved.get("uid"):
+            return None, None
+        return (namespace, name), target
 
     # ------------------------------------------------------ tenant -> host
     def sync_object(self, tenant: str, kind: str, namespace: str, name: str) -> None:
