@@ -211,12 +211,23 @@ class ClaimController:
         self._release(pod)
 
     def _release(self, pod: Obj) -> None:
+        """Drop the pod's reservations; a claim generated for a finished pod that nothing
+        else reserves is deleted, as upstream's ``syncClaim`` deletes an unused generated
+        claim of a pod that is done, instead of waiting for the pod's deletion."""
         namespace = pod["metadata"].get("namespace", "")
         uid = pod["metadata"].get("uid")
+        done = (pod.get("status") or {}).get("phase") in TERMINAL
         for name in sorted(claims_api.referenced_claims(pod)):
             claim = self.context.get("ResourceClaim", namespace, name)
-            if claim is not None:
-                self._unreserve(claim, {uid})
+            if claim is None:
+                continue
+            self._unreserve(claim, {uid})
+            if done and _generated_for(claim, uid) and not self._reserved(namespace, name):
+                self.context.delete("ResourceClaim", namespace, name)
+
+    def _reserved(self, namespace: str, name: str) -> bool:
+        claim = self.context.peek("ResourceClaim", namespace, name)
+        return claim is not None and bool((claim.get("status") or {}).get("reservedFor"))
 
     def _drop_stale_reservations(self, namespace: str, name: str) -> None:
         """Reservations of pods that no longer exist (deleted while the platform was down,
@@ -258,6 +269,14 @@ class ClaimController:
             if claim["metadata"]["finalizers"] is None:
                 del claim["metadata"]["finalizers"]
             self.context.update("ResourceClaim", claim, MANAGER)
+
+
+def _generated_for(claim: Obj, pod_uid: str | None) -> bool:
+    """Whether the claim was generated for the pod with ``pod_uid`` (its controller)."""
+    return any(
+        ref.get("controller") and ref.get("kind") == "Pod" and ref.get("uid") == pod_uid
+        for ref in claim["metadata"].get("ownerReferences") or []
+    )
 
 
 def _reserved_pods(claim: Obj) -> list[Obj]:
