@@ -21,6 +21,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -229,14 +230,24 @@ def main() -> None:
         "measured",
         flush=True,
     )
+    with_platform(lambda data, url, ca_cert, token: _drive(url, ca_cert, token))
+
+
+Serve = Callable[[Path, "Queue[tuple[str, str, str]]", Event], None]
+
+
+def with_platform(drive: Callable[[Path, str, str, str], None], serve: Serve = _serve) -> None:
+    """Run ``serve`` (the platform) in a child process on a scratch data directory and
+    ``drive`` it from here with (data directory, URL, CA certificate, host token)."""
     context = multiprocessing.get_context("spawn")
     ready: Queue[tuple[str, str, str]] = context.Queue()
     stop = context.Event()
     with tempfile.TemporaryDirectory() as directory:
-        child = context.Process(target=_serve, args=(Path(directory) / "data", ready, stop))
+        data = Path(directory) / "data"
+        child = context.Process(target=serve, args=(data, ready, stop))
         child.start()
         try:
-            _drive(*ready.get(timeout=120))
+            drive(data, *ready.get(timeout=120))
         finally:
             stop.set()
             child.join(timeout=60)

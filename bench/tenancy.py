@@ -15,19 +15,16 @@ twins reached the host, per second from the first create). Targets (issue 6): p9
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import statistics
-import tempfile
 import threading
 import time
-from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.scheduler import DRIVER, _client, _serve, publish_nodes
+from bench.scheduler import DRIVER, _client, publish_nodes, with_platform
 
 NODES, DEVICES = 110, 10
 TENANTS, IDLE_ROUNDS = 50, 50
@@ -265,18 +262,7 @@ def main() -> None:
         f"in one tenant; load: {TENANTS} tenants x {PER_TENANT} claims+pods at once",
         flush=True,
     )
-    context = multiprocessing.get_context("spawn")
-    ready: Queue[tuple[str, str, str]] = context.Queue()
-    stop = context.Event()
-    with tempfile.TemporaryDirectory() as directory:
-        data = Path(directory) / "data"
-        child = context.Process(target=_serve, args=(data, ready, stop))
-        child.start()
-        try:
-            _drive(data, *ready.get(timeout=120))
-        finally:
-            stop.set()
-            child.join(timeout=60)
+    with_platform(_drive)
 
 
 def _drive(data: Path, url: str, ca: str, token: str) -> None:

@@ -25,9 +25,7 @@ ratio target/measured, above 1: met).
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +38,7 @@ import httpx
 
 from allot.apiserver.server import ServerThread
 from allot.platform import build
-from bench.scheduler import _client, publish_nodes
+from bench.scheduler import _client, publish_nodes, with_platform
 from bench.tenancy import NODES as SETUP_NODES
 from bench.tenancy import _create_tenants, _setup
 
@@ -269,18 +267,7 @@ def main() -> None:
         "a template claim each: bare pods vs a Deployment; bare batch pods vs a Job",
         flush=True,
     )
-    context = multiprocessing.get_context("spawn")
-    ready: Queue[tuple[str, str, str]] = context.Queue()
-    stop = context.Event()
-    with tempfile.TemporaryDirectory() as directory:
-        data = Path(directory) / "data"
-        child = context.Process(target=_serve, args=(data, ready, stop))
-        child.start()
-        try:
-            _drive(data, *ready.get(timeout=120))
-        finally:
-            stop.set()
-            child.join(timeout=60)
+    with_platform(_drive, _serve)
 
 
 if __name__ == "__main__":

@@ -62,22 +62,14 @@ class CronJobController:
         return []
 
     def initial_keys(self) -> list[Hashable]:
-        keys: list[Hashable] = []
-        for cluster in self.contexts.host.store.clusters():
-            if self.contexts.serves(cluster):
-                for cronjob in self.contexts(cluster).scan("CronJob"):
-                    metadata = cronjob["metadata"]
-                    keys.append(
-                        WorkloadKey(cluster, metadata.get("namespace") or "", metadata["name"])
-                    )
-        return keys
+        return self.contexts.keys("CronJob")
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
-        context = self.contexts(key.cluster)
-        cronjob = context.get("CronJob", key.namespace, key.name)
-        if cronjob is None:
+        found = self.contexts.read(key, "CronJob")
+        if found is None:
             return
+        context, cronjob = found
         jobs = [
             j
             for j in context.scan("Job")

@@ -93,24 +93,15 @@ class DeploymentController:
         return [WorkloadKey(event.cluster, rs_key.namespace, ref["name"])]
 
     def initial_keys(self) -> list[Hashable]:
-        store = self.contexts.host.store
-        return [
-            WorkloadKey(cluster, d["metadata"].get("namespace") or "", d["metadata"]["name"])
-            for cluster in store.clusters()
-            if self.contexts.serves(cluster)
-            for d in self.contexts(cluster).scan("Deployment")
-        ]
+        return self.contexts.keys("Deployment")
 
     # ----------------------------------------------------------- reconcile
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
-        if not self.contexts.serves(key.cluster):  # a tenant removed meanwhile
-            self.contexts.forget(key.cluster)
+        found = self.contexts.read(key, "Deployment")
+        if found is None:
             return
-        context = self.contexts(key.cluster)
-        stored = context.get("Deployment", key.namespace, key.name)
-        if stored is None:
-            return
+        context, stored = found
         Rollout(context, typed(stored, "apps/v1", "Deployment")).sync()
 
 

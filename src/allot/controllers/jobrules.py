@@ -29,21 +29,6 @@ def parse_time(text: str | None) -> dt.datetime | None:
 # ---- completion indexes ----
 
 
-def format_indexes(indexes: set[int] | list[int]) -> str:
-    """Indexes as ``status.completedIndexes`` writes them: sorted intervals, ``0-2,4``."""
-    parts: list[str] = []
-    ordered = sorted(set(indexes))
-    start = 0
-    while start < len(ordered):
-        end = start
-        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
-            end += 1
-        first, last = ordered[start], ordered[end]
-        parts.append(str(first) if first == last else f"{first}-{last}")
-        start = end + 1
-    return ",".join(parts)
-
-
 def parse_indexes(text: str | None, completions: int) -> set[int]:
     """The indexes below ``completions`` in an interval string; malformed parts are
     skipped, as upstream's ``parseIndexesFromString`` does."""

@@ -49,6 +49,7 @@ from allot.statuses import InvalidObjectError, RequestError
 from allot.store import WatchEvent
 from allot.store.errors import Conflict, NotFound, StoreError
 from allot.types import Obj, rfc3339
+from allot.validation.indexes import render as render_indexes
 
 MANAGER = "job-controller"
 JOBS = "jobs.batch"
@@ -149,15 +150,7 @@ class JobController:
             self.pods.observe(event)
 
     def initial_keys(self) -> list[Hashable]:
-        store = self.contexts.host.store
-        keys: list[Hashable] = []
-        for cluster in store.clusters():
-            if not self.contexts.serves(cluster):
-                continue
-            for job in self.contexts(cluster).scan("Job"):
-                metadata = job["metadata"]
-                keys.append(WorkloadKey(cluster, metadata.get("namespace") or "", metadata["name"]))
-        return keys
+        return self.contexts.keys("Job")
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
@@ -707,9 +700,9 @@ def _track(sync: _Sync, finish: Finish | None) -> None:
             status["failed"] = int(status.get("failed") or 0) + 1
         _remove_finalizer(sync.context, pod)
     if sync.per_index:
-        status["failedIndexes"] = jobrules.format_indexes(_failed_indexes(sync))
+        status["failedIndexes"] = render_indexes(_failed_indexes(sync))
     if sync.indexed:
-        status["completedIndexes"] = jobrules.format_indexes(indexes)
+        status["completedIndexes"] = render_indexes(indexes)
         status["succeeded"] = len(indexes)
         if not status["completedIndexes"]:
             del status["completedIndexes"]

@@ -72,24 +72,15 @@ class ReplicaSetController:
         ]
 
     def initial_keys(self) -> list[Hashable]:
-        store = self.contexts.host.store
-        return [
-            WorkloadKey(cluster, rs["metadata"].get("namespace") or "", rs["metadata"]["name"])
-            for cluster in store.clusters()
-            if self.contexts.serves(cluster)
-            for rs in self.contexts(cluster).scan("ReplicaSet")
-        ]
+        return self.contexts.keys("ReplicaSet")
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
-        if not self.contexts.serves(key.cluster):  # a tenant removed meanwhile
-            self.contexts.forget(key.cluster)
-            return
-        context = self.contexts(key.cluster)
-        stored = context.get("ReplicaSet", key.namespace, key.name)
-        if stored is None:
+        found = self.contexts.read(key, "ReplicaSet")
+        if found is None:
             self.failures.pop(key, None)
             return
+        context, stored = found
         rs = typed(stored, "apps/v1", "ReplicaSet")
         pods = [p for p in in_namespace(context, "Pod", key.namespace) if is_pod_active(p)]
         pods = claim(context, rs, "Pod", pods, MANAGER)

@@ -81,24 +81,15 @@ class StatefulSetController:
         ]
 
     def initial_keys(self) -> list[Hashable]:
-        store = self.contexts.host.store
-        return [
-            WorkloadKey(cluster, s["metadata"].get("namespace") or "", s["metadata"]["name"])
-            for cluster in store.clusters()
-            if self.contexts.serves(cluster)
-            for s in self.contexts(cluster).scan("StatefulSet")
-        ]
+        return self.contexts.keys("StatefulSet")
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
-        if not self.contexts.serves(key.cluster):  # a tenant removed meanwhile
-            self.contexts.forget(key.cluster)
-            return
-        context = self.contexts(key.cluster)
-        stored = context.get("StatefulSet", key.namespace, key.name)
-        if stored is None:
+        found = self.contexts.read(key, "StatefulSet")
+        if found is None:
             self.failures.pop(key, None)
             return
+        context, stored = found
         sync = SetSync(context, typed(stored, "apps/v1", "StatefulSet"))
         sync.sync()
         if sync.refused:  # a refused pod creation is tried again, backing off

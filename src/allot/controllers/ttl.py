@@ -55,24 +55,15 @@ class TtlAfterFinishedController:
         return [event_key(event)]
 
     def initial_keys(self) -> list[Hashable]:
-        keys: list[Hashable] = []
-        for cluster in self.contexts.host.store.clusters():
-            if self.contexts.serves(cluster):
-                for job in self.contexts(cluster).scan("Job"):
-                    if expires_at(job) is not None:
-                        metadata = job["metadata"]
-                        keys.append(
-                            WorkloadKey(cluster, metadata.get("namespace") or "", metadata["name"])
-                        )
-        return keys
+        return self.contexts.keys("Job", lambda job: expires_at(job) is not None)
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
-        context = self.contexts(key.cluster)
-        job = context.get("Job", key.namespace, key.name)
-        expiry = expires_at(job) if job is not None else None
-        if job is None or expiry is None:
+        found = self.contexts.read(key, "Job")
+        expiry = expires_at(found[1]) if found is not None else None
+        if found is None or expiry is None:
             return
+        context, job = found
         remaining = (expiry - context.clock()).total_seconds()
         if remaining > 0:
             raise RetryLater(remaining)

@@ -14,7 +14,7 @@ they are the platform's controllers' writes. Used by the workload controllers in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
 from allot.api.documents import clone_document
@@ -68,6 +68,27 @@ class ClusterContexts:
         """Drop a removed cluster's context."""
         if cluster != HOST_CLUSTER:
             self._contexts.pop(cluster, None)
+
+    def keys(self, kind: str, keep: Callable[[Obj], bool] = lambda obj: True) -> list[Hashable]:
+        """A key for every stored ``kind`` object (that ``keep`` accepts) of every cluster
+        the controller serves: a controller's initial keys."""
+        return [
+            WorkloadKey(cluster, obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+            for cluster in self.host.store.clusters()
+            if self.serves(cluster)
+            for obj in self(cluster).scan(kind)
+            if keep(obj)
+        ]
+
+    def read(self, key: WorkloadKey, kind: str) -> tuple[ControllerContext, Obj] | None:
+        """The context of the key's cluster and a copy of its ``kind`` object; None when the
+        object is gone, or the cluster is (its context is then forgotten)."""
+        if not self.serves(key.cluster):  # a tenant removed meanwhile
+            self.forget(key.cluster)
+            return None
+        context = self(key.cluster)
+        stored = context.get(kind, key.namespace, key.name)
+        return None if stored is None else (context, stored)
 
 
 def event_key(event: WatchEvent) -> WorkloadKey:
