@@ -38,7 +38,7 @@ import httpx
 
 from allot.apiserver.server import ServerThread
 from allot.platform import build
-from bench.scheduler import _client, publish_nodes, with_platform
+from bench.scheduler import PROFILE, _client, _ProfiledServerThread, publish_nodes, with_platform
 from bench.tenancy import NODES as SETUP_NODES
 from bench.tenancy import _create_tenants, _setup
 
@@ -255,7 +255,8 @@ def _drive(data: Path, url: str, ca: str, token: str) -> None:
 
 def _serve(data: Path, ready: Queue[tuple[str, str, str]], stop: Event) -> None:
     """Child process: the platform, its simulated Job pods running JOB_SECONDS."""
-    with ServerThread(data, api=build(data, job_seconds=JOB_SECONDS).server) as server:
+    thread = _ProfiledServerThread if PROFILE else ServerThread
+    with thread(data, api=build(data, job_seconds=JOB_SECONDS).server) as server:
         token = server.api.registry.tokens.ensure("host")
         ready.put((server.endpoint.url, str(server.endpoint.tls.ca_cert), token))
         stop.wait()

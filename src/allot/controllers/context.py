@@ -51,6 +51,12 @@ class ControllerContext:
         """Every stored object of a kind, unsorted and uncopied: read them, never modify."""
         return self.store.scan(self.cluster, by_kind(kind).store)
 
+    def owned_by(self, kind: str, owner: Obj) -> list[Obj]:
+        """The stored ``kind`` objects that reference ``owner`` (by uid), uncopied: read
+        them, never modify them."""
+        uid = owner["metadata"].get("uid") or ""
+        return self.store.owned_by(self.cluster, by_kind(kind).store, uid)
+
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         items, _ = self.store.list_objects(
             self.cluster, by_kind(kind).store, namespace, shared=True

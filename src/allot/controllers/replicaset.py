@@ -87,14 +87,9 @@ class ReplicaSetController:
         error: tuple[str, str] | None = None
         if not rs["metadata"].get("deletionTimestamp"):
             error = self._manage(context, rs, pods)
-            pods = [
-                p
-                for p in in_namespace(context, "Pod", key.namespace)
-                if is_pod_active(p) and _controlled(p, rs)
-            ]
-        terminating = [
-            p for p in in_namespace(context, "Pod", key.namespace) if _terminating(p, rs)
-        ]
+        owned = context.owned_by("Pod", rs)  # after adoption, creation and deletion
+        pods = [p for p in owned if is_pod_active(p) and _controlled(p, rs)]
+        terminating = [p for p in owned if _terminating(p, rs)]
         self._write_status(context, rs, pods, len(terminating), error)
         if error is not None:
             self.failures[key] += 1

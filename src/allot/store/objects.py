@@ -99,6 +99,8 @@ class Store:
         """)
         self._objects: dict[ObjectKey, Obj] = {}
         self._by_resource: dict[tuple[str, str], dict[ObjectKey, Obj]] = {}
+        # (cluster, owner uid) -> the keys of the objects that reference it, in write order
+        self._by_owner: dict[tuple[str, str], dict[ObjectKey, None]] = {}
         self._bodies: dict[ObjectKey, str] = {}
         self._usage: dict[str, list[int]] = {}  # cluster -> [objects, bytes of their bodies]
         for cluster, resource, namespace, name, body in self._db.execute(
@@ -119,12 +121,31 @@ class Store:
         self._commits = GroupCommit(self._db, self._lock, self._hand_over, self._forget_uncommitted)
 
     def _index(self, key: ObjectKey, obj: Obj) -> None:
+        previous = self._objects.get(key)
+        if previous is not None:
+            self._unlink_owners(key, previous)
         self._objects[key] = obj
         self._by_resource.setdefault((key[0], key[1]), {})[key] = obj
+        for uid in _owner_uids(obj):
+            self._by_owner.setdefault((key[0], uid), {})[key] = None
 
     def _unindex(self, key: ObjectKey) -> None:
-        self._objects.pop(key, None)
+        previous = self._objects.pop(key, None)
+        if previous is not None:
+            self._unlink_owners(key, previous)
         self._by_resource.get((key[0], key[1]), {}).pop(key, None)
+
+    def _unlink_owners(self, key: ObjectKey, obj: Obj) -> None:
+        for uid in _owner_uids(obj):
+            dependents = self._by_owner.get((key[0], uid))
+            if dependents is not None:
+                dependents.pop(key, None)
+                if not dependents:
+                    del self._by_owner[(key[0], uid)]
+
+    def _referencing(self, cluster: str, uid: str | None) -> list[ObjectKey]:
+        """The keys of the objects of ``cluster`` whose owner references name ``uid``."""
+        return list(self._by_owner.get((cluster, uid), {})) if uid else []
 
     def _set_body(self, key: ObjectKey, body: str | None) -> None:
         """Keep a key's serialized body (None: removed) and its cluster's usage."""
@@ -214,6 +235,16 @@ class Store:
         them, never modify them): for controllers that look for a few among many."""
         with self._lock:
             return list(self._by_resource.get((cluster, resource.key), {}).values())
+
+    def owned_by(self, cluster: str, resource: Resource, uid: str) -> list[Obj]:
+        """The objects of a resource whose owner references name ``uid`` (from an index
+        kept on every write), the store's own dicts: read them, never modify them."""
+        with self._lock:
+            return [
+                self._objects[key]
+                for key in self._referencing(cluster, uid)
+                if key[1] == resource.key
+            ]
 
     def list_serialized(
         self, cluster: str, resource: Resource, namespace: str | None = None
@@ -414,23 +445,14 @@ class Store:
     def _dependents(self, owner: ObjectKey) -> list[ObjectKey]:
         """The keys of the objects in the owner's cluster that reference it by uid."""
         current = self._objects.get(owner)
-        uid = current["metadata"].get("uid") if current else None
-        if uid is None:
-            return []
-        return [
-            key
-            for key, obj in self._objects.items()
-            if key[0] == owner[0]
-            and any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
-        ]
+        return self._referencing(owner[0], current["metadata"].get("uid") if current else None)
 
     def _orphan_dependents(self, cluster: str, uid: str | None) -> None:
         """Remove every reference to ``uid`` from its dependents (``propagationPolicy:
         Orphan``), as the garbage collector's orphan finalizer does."""
-        for key, current in list(self._objects.items()):
+        for key in self._referencing(cluster, uid):
+            current = self._objects[key]
             refs = current["metadata"].get("ownerReferences") or []
-            if key[0] != cluster or not any(ref.get("uid") == uid for ref in refs):
-                continue
             obj = clone_document(current)
             kept = [ref for ref in refs if ref.get("uid") != uid]
             if kept:
@@ -645,14 +667,7 @@ class Store:
 
     def _collect_garbage(self, cluster: str, owner: Obj) -> None:
         """Delete objects whose owner references point at the removed object (background)."""
-        uid = owner["metadata"].get("uid")
-        dependents = [
-            key
-            for key, obj in self._objects.items()
-            if key[0] == cluster
-            and any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences", []))
-        ]
-        for key in dependents:
+        for key in self._referencing(cluster, owner["metadata"].get("uid")):
             self._delete_key(key)
 
     def _empty_namespace(self, cluster: str, namespace: str) -> None:
@@ -691,6 +706,11 @@ class Store:
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
+
+
+def _owner_uids(obj: Obj) -> list[str]:
+    refs = obj["metadata"].get("ownerReferences") or []
+    return [ref["uid"] for ref in refs if isinstance(ref, dict) and isinstance(ref.get("uid"), str)]
 
 
 def _holds_for_dependents(key: ObjectKey) -> bool:

@@ -574,7 +574,9 @@ class TenantSync:
                     pod, entry, host_claim, lambda n: self.host.peek("Pod", host_ns, n)
                 )
                 wanted[mirror["metadata"]["name"]] = mirror
-        for claim in ctx.list("ResourceClaim", namespace):
+        # the mirrors of a pod that is gone go with it (the store's garbage collection)
+        owned = ctx.owned_by("ResourceClaim", pod) if pod is not None else []
+        for claim in owned:
             if generated.owner_pod(claim) == pod_name and claim["metadata"]["name"] not in wanted:
                 ctx.delete("ResourceClaim", namespace, claim["metadata"]["name"])
         for name, desired in wanted.items():
