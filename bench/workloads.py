@@ -238,6 +238,12 @@ def _drive(data: Path, url: str, ca: str, token: str) -> None:
         _setup(host)
         publish_nodes(host, "bench-more", NODES - SETUP_NODES, DEVICES)
         _create_tenants(host, 1)
+        # 2,000 pods, their claims and Events outgrow a tenant's default 10,000 objects
+        host.patch(
+            f"/apis/allot.dev/v1alpha1/tenants/{TENANT}",
+            content=json.dumps({"spec": {"storage": {"objects": 100_000}}}),
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
     tenant_token = json.loads((data / "tokens.json").read_text())[TENANT]
     with _client(url, ca, tenant_token) as client, _client(url, ca, tenant_token) as watcher:
         for one in (client, watcher):
