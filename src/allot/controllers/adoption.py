@@ -10,12 +10,37 @@ controllers for their pods and ReplicaSets.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Hashable
 
 from allot.api.documents import clone_document
 from allot.api.meta import selector_matches
 from allot.controllers.context import ControllerContext
-from allot.controllers.workloads import controller_of, controller_ref
+from allot.controllers.workloads import (
+    ClusterContexts,
+    WorkloadKey,
+    controller_of,
+    controller_ref,
+    owner_key,
+)
+from allot.store import WatchEvent
 from allot.types import Obj
+
+
+def owner_keys(contexts: ClusterContexts, event: WatchEvent, kind: str) -> list[Hashable]:
+    """The ``kind`` objects an event's object concerns: the one controlling it, or, for an
+    orphan, every one in its namespace whose selector matches it (each may adopt it)."""
+    owner = owner_key(event, kind)
+    if owner is not None:
+        return [owner]
+    if event.type == "DELETED" or controller_of(event.object) is not None:
+        return []
+    metadata = event.object["metadata"]
+    namespace, labels = metadata.get("namespace") or "", metadata.get("labels")
+    return [
+        WorkloadKey(event.cluster, namespace, owner["metadata"]["name"])
+        for owner in in_namespace(contexts(event.cluster), kind, namespace)
+        if selector_matches((owner.get("spec") or {}).get("selector"), labels)
+    ]
 
 
 def typed(obj: Obj, api_version: str, kind: str) -> Obj:

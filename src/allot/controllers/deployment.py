@@ -20,9 +20,8 @@ import datetime as dt
 from collections.abc import Hashable, Sequence
 
 from allot.api.documents import clone_document
-from allot.api.meta import selector_matches
 from allot.controllers import rollout
-from allot.controllers.adoption import claim, in_namespace, typed
+from allot.controllers.adoption import claim, in_namespace, owner_keys, typed
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
 from allot.controllers.workloads import (
@@ -61,26 +60,12 @@ class DeploymentController:
         if event.resource == "deployments.apps":
             return [event_key(event)]
         if event.resource == "replicasets.apps":
-            owner = owner_key(event, "Deployment")
-            if owner is not None:
-                return [owner]
-            if event.type == "DELETED" or controller_of(event.object) is not None:
-                return []
-            return list(self._selecting(event.cluster, event.object))
+            return owner_keys(self.contexts, event, "Deployment")
         if event.resource == "pods" and (
             event.type == "DELETED" or event.object["metadata"].get("deletionTimestamp")
         ):
             return self._deployment_of_pod(event)  # Recreate waits for old pods to go
         return []
-
-    def _selecting(self, cluster: str, rs: Obj) -> list[WorkloadKey]:
-        namespace = rs["metadata"].get("namespace") or ""
-        labels = rs["metadata"].get("labels")
-        return [
-            WorkloadKey(cluster, namespace, d["metadata"]["name"])
-            for d in in_namespace(self.contexts(cluster), "Deployment", namespace)
-            if selector_matches((d.get("spec") or {}).get("selector"), labels)
-        ]
 
     def _deployment_of_pod(self, event: WatchEvent) -> list[Hashable]:
         rs_key = owner_key(event, "ReplicaSet")

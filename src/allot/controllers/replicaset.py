@@ -18,7 +18,14 @@ from collections import Counter
 from collections.abc import Hashable
 
 from allot.api.meta import selector_matches
-from allot.controllers.adoption import claim, in_namespace, is_pod_available, ready_since, typed
+from allot.controllers.adoption import (
+    claim,
+    in_namespace,
+    is_pod_available,
+    owner_keys,
+    ready_since,
+    typed,
+)
 from allot.controllers.context import ControllerContext
 from allot.controllers.podranking import pods_to_delete
 from allot.controllers.runtime import RetryLater
@@ -29,7 +36,6 @@ from allot.controllers.workloads import (
     event_key,
     is_pod_active,
     is_pod_ready,
-    owner_key,
     pod_from_template,
 )
 from allot.statuses import to_status
@@ -54,22 +60,7 @@ class ReplicaSetController:
             return [event_key(event)]
         if event.resource != "pods":
             return []
-        owner = owner_key(event, "ReplicaSet")
-        if owner is not None:
-            return [owner]
-        if event.type == "DELETED" or controller_of(event.object) is not None:
-            return []
-        return list(self._selecting(event.cluster, event.object))
-
-    def _selecting(self, cluster: str, pod: Obj) -> list[WorkloadKey]:
-        """The ReplicaSets whose selector matches an orphan pod (they may adopt it)."""
-        namespace = pod["metadata"].get("namespace") or ""
-        labels = pod["metadata"].get("labels")
-        return [
-            WorkloadKey(cluster, namespace, rs["metadata"]["name"])
-            for rs in in_namespace(self.contexts(cluster), "ReplicaSet", namespace)
-            if selector_matches((rs.get("spec") or {}).get("selector"), labels)
-        ]
+        return owner_keys(self.contexts, event, "ReplicaSet")
 
     def initial_keys(self) -> list[Hashable]:
         return self.contexts.keys("ReplicaSet")

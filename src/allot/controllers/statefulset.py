@@ -25,9 +25,15 @@ from collections import Counter
 from collections.abc import Hashable
 
 from allot.api.documents import clone_document
-from allot.api.meta import selector_matches
 from allot.controllers import rollout
-from allot.controllers.adoption import claim, in_namespace, is_pod_available, ready_since, typed
+from allot.controllers.adoption import (
+    claim,
+    in_namespace,
+    is_pod_available,
+    owner_keys,
+    ready_since,
+    typed,
+)
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
 from allot.controllers.workloads import (
@@ -37,7 +43,6 @@ from allot.controllers.workloads import (
     controller_ref,
     event_key,
     is_pod_ready,
-    owner_key,
     pod_from_template,
 )
 from allot.statuses import to_status
@@ -67,18 +72,7 @@ class StatefulSetController:
             return [event_key(event)]
         if event.resource not in ("pods", "controllerrevisions.apps"):
             return []
-        owner = owner_key(event, "StatefulSet")
-        if owner is not None:
-            return [owner]
-        if event.type == "DELETED" or controller_of(event.object) is not None:
-            return []
-        namespace = event.object["metadata"].get("namespace") or ""
-        labels = event.object["metadata"].get("labels")
-        return [
-            WorkloadKey(event.cluster, namespace, s["metadata"]["name"])
-            for s in in_namespace(self.contexts(event.cluster), "StatefulSet", namespace)
-            if selector_matches((s.get("spec") or {}).get("selector"), labels)
-        ]
+        return owner_keys(self.contexts, event, "StatefulSet")
 
     def initial_keys(self) -> list[Hashable]:
         return self.contexts.keys("StatefulSet")
