@@ -57,6 +57,10 @@ class ControllerContext:
         uid = owner["metadata"].get("uid") or ""
         return self.store.owned_by(self.cluster, by_kind(kind).store, uid)
 
+    def orphans(self, kind: str, namespace: str) -> list[Obj]:
+        """The stored ``kind`` objects of a namespace that nothing controls, uncopied."""
+        return self.store.orphans(self.cluster, by_kind(kind).store, namespace)
+
     def list(self, kind: str, namespace: str | None = None) -> list[Obj]:
         items, _ = self.store.list_objects(
             self.cluster, by_kind(kind).store, namespace, shared=True

@@ -73,8 +73,8 @@ class ReplicaSetController:
             return
         context, stored = found
         rs = typed(stored, "apps/v1", "ReplicaSet")
-        pods = [p for p in in_namespace(context, "Pod", key.namespace) if is_pod_active(p)]
-        pods = claim(context, rs, "Pod", pods, MANAGER)
+        candidates = context.owned_by("Pod", rs) + context.orphans("Pod", key.namespace)
+        pods = claim(context, rs, "Pod", [p for p in candidates if is_pod_active(p)], MANAGER)
         error: tuple[str, str] | None = None
         if not rs["metadata"].get("deletionTimestamp"):
             error = self._manage(context, rs, pods)

@@ -101,6 +101,8 @@ class Store:
         self._by_resource: dict[tuple[str, str], dict[ObjectKey, Obj]] = {}
         # (cluster, owner uid) -> the keys of the objects that reference it, in write order
         self._by_owner: dict[tuple[str, str], dict[ObjectKey, None]] = {}
+        # (cluster, resource, namespace) -> the objects no controller reference names
+        self._orphans: dict[tuple[str, str, str], dict[ObjectKey, None]] = {}
         self._bodies: dict[ObjectKey, str] = {}
         self._usage: dict[str, list[int]] = {}  # cluster -> [objects, bytes of their bodies]
         for cluster, resource, namespace, name, body in self._db.execute(
@@ -128,6 +130,8 @@ class Store:
         self._by_resource.setdefault((key[0], key[1]), {})[key] = obj
         for uid in _owner_uids(obj):
             self._by_owner.setdefault((key[0], uid), {})[key] = None
+        if not _has_controller(obj):
+            self._orphans.setdefault(key[:3], {})[key] = None
 
     def _unindex(self, key: ObjectKey) -> None:
         previous = self._objects.pop(key, None)
@@ -136,6 +140,9 @@ class Store:
         self._by_resource.get((key[0], key[1]), {}).pop(key, None)
 
     def _unlink_owners(self, key: ObjectKey, obj: Obj) -> None:
+        orphans = self._orphans.get(key[:3])
+        if orphans is not None:
+            orphans.pop(key, None)
         for uid in _owner_uids(obj):
             dependents = self._by_owner.get((key[0], uid))
             if dependents is not None:
@@ -245,6 +252,13 @@ class Store:
                 for key in self._referencing(cluster, uid)
                 if key[1] == resource.key
             ]
+
+    def orphans(self, cluster: str, resource: Resource, namespace: str) -> list[Obj]:
+        """The objects of a namespace that no controller reference names (what a workload
+        controller may adopt), the store's own dicts: read them, never modify them."""
+        with self._lock:
+            keys = self._orphans.get((cluster, resource.key, namespace), {})
+            return [self._objects[key] for key in keys]
 
     def list_serialized(
         self, cluster: str, resource: Resource, namespace: str | None = None
@@ -711,6 +725,11 @@ class Store:
 def _owner_uids(obj: Obj) -> list[str]:
     refs = obj["metadata"].get("ownerReferences") or []
     return [ref["uid"] for ref in refs if isinstance(ref, dict) and isinstance(ref.get("uid"), str)]
+
+
+def _has_controller(obj: Obj) -> bool:
+    refs = obj["metadata"].get("ownerReferences") or []
+    return any(isinstance(ref, dict) and ref.get("controller") for ref in refs)
 
 
 def _holds_for_dependents(key: ObjectKey) -> bool:
