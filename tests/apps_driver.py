@@ -32,7 +32,7 @@ class AppsDriver:
         self.now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
         self.registry = Registry(tmp_path, clock=self.clock)
         if graceful:  # pods on a node are deleted gracefully, as with a node agent
-            self.registry.handlers.graceful_pod_clusters.add(cluster)
+            self.registry.handlers.graceful_pods_in = lambda name: name == cluster
         store, handlers = self.registry.store, self.registry.handlers
         host = ControllerContext(HOST_CLUSTER, store, handlers, self.clock)
         tenant = (lambda name: name == cluster) if cluster != HOST_CLUSTER else None

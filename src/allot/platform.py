@@ -97,10 +97,10 @@ def build(
     registry = Registry(data_dir, clock=clock) if clock else Registry(data_dir)
     server = ApiServer(registry)
     pods = _runtime(registry, server, runtime, sandbox, job_seconds)
-    registry.handlers.graceful_pod_clusters.add(HOST_CLUSTER)  # the node agent ends its pods
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     directory = TenantDirectory()
-    registry.handlers.graceful_pods_in = directory.is_tenant  # the tenant sync confirms them
+    # the host's pods end by the node agent, a tenant's once the sync saw their twins go
+    registry.handlers.graceful_pods_in = lambda c: c == HOST_CLUSTER or directory.is_tenant(c)
     index = _dra_index(context, registry.admission.compiler)
     entitlements = Entitlements(context)
     registry.assemble(

@@ -65,10 +65,9 @@ class Handlers:
         self.store = store
         self.admission = admission
         self.clock = clock
-        # clusters whose pods run on a node agent: deleting a running pod there is
-        # graceful (marked until the agent has ended its processes), as upstream
-        self.graceful_pod_clusters: set[str] = set()
-        # further clusters with graceful pod deletion (tenants: their sync confirms it)
+        # whether deleting a running pod of a cluster is graceful (marked until the node
+        # agent has ended its processes, or for a tenant until the sync saw its twin go),
+        # as upstream
         self.graceful_pods_in: Callable[[str], bool] = lambda cluster: False
 
     # ----------------------------------------------------------------- reading
@@ -264,7 +263,7 @@ class Handlers:
         finished, and for every other kind."""
         if resource.kind != "Pod":
             return 0
-        if cluster not in self.graceful_pod_clusters and not self.graceful_pods_in(cluster):
+        if not self.graceful_pods_in(cluster):
             return 0
         spec = current.get("spec") or {}
         phase = (current.get("status") or {}).get("phase")

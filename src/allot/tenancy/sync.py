@@ -521,16 +521,19 @@ class TenantSync:
         entry = self.directory.get(tenant)
         assert entry is not None
         ctx = self.context(tenant)
-        twins = [
+        host_ns = names.host_namespace(tenant)
+        twins = [  # read in place: the sync runs on every pod event of the tenant
             t
-            for t in self.host.list("Pod", names.host_namespace(tenant))
-            if (t.get("spec") or {}).get("nodeName") and tenant_object_name(t) is not None
+            for t in self.host.scan("Pod")
+            if t["metadata"].get("namespace") == host_ns
+            and (t.get("spec") or {}).get("nodeName")
+            and tenant_object_name(t) is not None
         ]
-        wanted = nodes.shown_nodes(entry.tenant.spec, twins, self.host.list("Node"))
-        for existing in ctx.list("Node"):
+        wanted = nodes.shown_nodes(entry.tenant.spec, twins, self.host.scan("Node"))
+        for existing in ctx.scan("Node"):
             if existing["metadata"]["name"] not in wanted:
                 ctx.delete("Node", "", existing["metadata"]["name"])
-        for name, desired in wanted.items():
+        for name, desired in sorted(wanted.items()):
             current = ctx.peek("Node", "", name)
             if current is None:
                 with contextlib.suppress(AlreadyExists):
