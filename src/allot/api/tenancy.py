@@ -94,10 +94,56 @@ class TenantAlerts(ApiModel):
     quota_usage_percent: int | None = None
 
 
+class SharedAmount(ApiModel):
+    """A tenant's share of one resource in fair-sharing mode (Kueue's ``ResourceQuota`` of
+    a ClusterQueue flavor: ``nominalQuota`` is ``guaranteed``)."""
+
+    guaranteed: Quantity | None = None
+    """Always available to the tenant: borrowers are preempted to give it back."""
+    borrowing_limit: Quantity | None = None
+    """The most the tenant may use beyond ``guaranteed`` from the cohort's idle share;
+    omitted: no limit (Kueue's ``borrowingLimit``)."""
+    lending_limit: Quantity | None = None
+    """The most of its idle ``guaranteed`` the tenant lends to the cohort; omitted: all of
+    it (Kueue's ``lendingLimit``, at most ``guaranteed``)."""
+
+
+class ClassShare(SharedAmount):
+    """A share counted in devices of one host DeviceClass."""
+
+    name: str | None = None
+
+
+class SharingPreemption(ApiModel):
+    """When waiting work may evict admitted work (Kueue's ClusterQueue ``preemption``)."""
+
+    reclaim_within_cohort: str | None = None
+    """``Any`` (default), ``LowerPriority`` or ``Never``: whether work inside the guarantee
+    evicts other tenants' borrowed work."""
+    within_tenant: str | None = None
+    """``LowerPriority`` (default) or ``Never``: whether work evicts the tenant's own
+    lower-priority work (Kueue's ``withinClusterQueue``)."""
+
+
+class TenantSharing(ApiModel):
+    """Fair sharing: guaranteed shares, borrowing idle devices of the cohort, reclaim by
+    preemption. A tenant uses this or hard device quotas (``spec.quota``), not both."""
+
+    cohort: str | None = None
+    """Tenants of one cohort lend each other their idle shares (Kueue's cohort)."""
+    device_classes: list[ClassShare] | None = None
+    gpu_memory: SharedAmount | None = None
+    """A share of GPU memory (bytes), counted from the devices each request's class selects."""
+    default_priority: int | None = None
+    """The priority of a workload without the ``allot.dev/priority`` label (default 0)."""
+    preemption: SharingPreemption | None = None
+
+
 class TenantSpec(ApiModel):
     device_class_selector: LabelSelector | None = None
     """Entitled host DeviceClasses; defaults to ``sync.fromHost.deviceClasses.selector``."""
     quota: TenantQuota | None = None
+    sharing: TenantSharing | None = None
     sync: TenantSync | None = None
     alerts: TenantAlerts | None = None
     storage: TenantStorage | None = None
