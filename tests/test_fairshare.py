@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from allot.api.quantity import NANO, Quantity
 from allot.api.tenancy import TenantSharing
-from allot.fairshare.books import Books
+from allot.fairshare.books import Books, Standing
 from allot.fairshare.cycle import PREEMPTION, QUOTA, Decision, admission_cycle
 from allot.fairshare.model import Queue, Share, Workload, queue_from_sharing
+from allot.fairshare.report import cohort_idle, tenant_reports
 
 SCENARIOS = yaml.safe_load((Path(__file__).parent / "scenarios" / "fair-sharing.yaml").read_text())[
     "scenarios"
@@ -193,3 +194,34 @@ def test_random_traces_keep_the_invariants(
             workloads[workload.key] = replace(workload, admitted_at=float(step))
         for eviction in decision.evictions:
             workloads[eviction.victim.key] = replace(eviction.victim, evicting=True)
+
+
+def test_reports_show_standing_waiting_and_idle_cohort() -> None:
+    replay = Replay(
+        {
+            "research": {"cohort": "pool", "deviceClasses": [{"name": "a100", "guaranteed": "2"}]},
+            "legal": {"cohort": "pool", "deviceClasses": [{"name": "a100", "guaranteed": "2"}]},
+        }
+    )
+    replay.step({"arrive": [{"key": "r1", "tenant": "research", "demand": {"a100": 3}}]})
+    decision = replay.step(
+        {
+            "time": 7,
+            "arrive": [{"key": "r2", "tenant": "research", "demand": {"a100": 2}}],
+        }
+    )
+    assert decision.books is not None
+    reports = tenant_reports(decision.books, list(replay.workloads.values()))
+    research, legal = reports["research"], reports["legal"]
+    assert research.resources["a100"] == Standing(2, 3, 1, 0)
+    assert legal.resources["a100"] == Standing(2, 0, 0, 1)
+    assert (research.admitted, research.waiting) == (1, 1)
+    assert research.below_guarantee_since is None  # it holds more than its guarantee
+    assert cohort_idle(decision.books) == {"pool": {"a100": 1}}
+    decision = replay.step(
+        {"time": 9, "arrive": [{"key": "l1", "tenant": "legal", "demand": {"a100": 2}}]}
+    )
+    assert decision.books is not None
+    assert [e.victim.key for e in decision.evictions] == ["r1"]
+    reports = tenant_reports(decision.books, list(replay.workloads.values()))
+    assert reports["legal"].below_guarantee_since == 9.0
