@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import tempfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantAlerts, TenantQuota, TenantSpec
 from allot.cli.main import main as allot
 from allot.controllers.context import ControllerContext
+from allot.fairshare.books import Standing
+from allot.fairshare.report import TenantReport
 from allot.ops import alerts
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
@@ -138,6 +141,30 @@ def test_an_allocation_of_a_revoked_class_fires_until_entitled_again() -> None:
     assert _rules(_inputs(snapshot)) == []  # a tenant whose params are unknown: not judged
 
 
+def test_a_tenant_kept_below_its_guarantee_fires_after_the_threshold() -> None:
+    waited_since = NOW.timestamp() - 150
+    report = TenantReport(
+        "legal",
+        "pool",
+        {"a100": Standing(2, 1, 0, 1), "gpuMemory": Standing(80 * GIB, 40 * GIB, 0, 0)},
+        admitted=1,
+        waiting=1,
+        below_guarantee_since=waited_since,
+    )
+    found = evaluate(_inputs(_snapshot([]), sharing={"legal": report}), AlertSettings())
+    assert [(f.rule, f.tenant, f.subject_kind) for f in found] == [
+        ("TenantBelowGuarantee", "legal", "Tenant")
+    ]
+    assert found[0].message == (
+        "tenant legal has had work inside its guarantee waiting for 150s (threshold 120s) "
+        "while it holds 1 of 2 a100, 40Gi of 80Gi gpuMemory"
+    )
+    patient = {"legal": TenantSpec(alerts=TenantAlerts(below_guarantee_seconds=600))}
+    assert _rules(_inputs(_snapshot([]), tenants=patient, sharing={"legal": report})) == []
+    served = replace(report, below_guarantee_since=None)
+    assert _rules(_inputs(_snapshot([]), sharing={"legal": served})) == []
+
+
 def test_the_rules_render_as_a_prometheus_rule() -> None:
     rule = prometheus_rule(AlertSettings(pending_claim_seconds=120))
     assert rule["kind"] == "PrometheusRule"
@@ -145,6 +172,9 @@ def test_the_rules_render_as_a_prometheus_rule() -> None:
     assert alerts["ClaimPendingTooLong"]["expr"].endswith("> 120")
     assert set(alerts) >= {"ClaimPendingTooLong", "DeviceClassLowFree", "TenantQuotaHigh"}
     assert alerts["RevokedClassAllocated"]["expr"].startswith("max by (tenant) (allot_alert")
+    below = alerts["TenantBelowGuarantee"]
+    assert below["for"] == "120s"
+    assert "kueue_cluster_queue_nominal_quota" in below["expr"]
 
 
 class FakeClock:
@@ -205,6 +235,7 @@ def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[s
         "TenantQuotaHigh",
         "SlicePoolIncomplete",
         "TenantSyncError",
+        "TenantBelowGuarantee",
         "RevokedClassAllocated",
     ]
 

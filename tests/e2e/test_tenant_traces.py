@@ -38,7 +38,7 @@ IMAGE = "<img src=x onerror=\"window.__xss='img'\">"
 BARE_IMAGE = "<img src=x onerror=window.__xss=1>"  # no quotes: fits in a CEL string
 PAYLOAD_MARKS = ("<script>window.__xss", "<img src=x onerror")
 PLATFORM_LOGGERS = ("allot", "uvicorn", "starlette")
-PANELS = ("fleet", "tenants", "pending", "alerts", "usage")
+PANELS = ("fleet", "tenants", "sharing", "pending", "alerts", "usage")
 
 
 class Records(logging.Handler):

@@ -92,6 +92,9 @@ class TenantAlerts(ApiModel):
 
     pending_claim_seconds: int | None = None
     quota_usage_percent: int | None = None
+    below_guarantee_seconds: int | None = None
+    """``TenantBelowGuarantee``: how long work inside the guarantee may wait while the
+    tenant holds less than its guarantee (fair-sharing mode)."""
 
 
 class SharedAmount(ApiModel):

@@ -216,4 +216,22 @@ def _top_view(document: Obj) -> Group:
         tenants.add_row(row["name"], str(row["allocated"]), str(row["pending"]),
                         row["gpuMemory"] + limit, quota or "-")  # fmt: skip
     alerts = [f"[bold]{a['rule']}[/bold]: {a['message']}" for a in document["alerts"]]
-    return Group(pools, tenants, *(alerts or ["No alerts are firing."]))
+    return Group(pools, tenants, *_sharing_tables(document.get("sharing") or {}),
+                 *(alerts or ["No alerts are firing."]))  # fmt: skip
+
+
+def _sharing_tables(sharing: Obj) -> list[Table]:
+    """Fair sharing, when some tenant uses it: per tenant and resource, then idle cohorts."""
+    if not sharing.get("tenants"):
+        return []
+    shares = Table("TENANT", "COHORT", "RESOURCE", "GUARANTEED", "USED", "BORROWED", "LENT",
+                   "ADMITTED", "WAITING", "PREEMPTED", title="Fair sharing",
+                   title_justify="left")  # fmt: skip
+    for row in sharing["tenants"]:
+        shares.add_row(row["tenant"], row["cohort"] or "-", row["resource"], row["guaranteed"],
+                       row["used"], row["borrowed"], row["lent"], str(row["admitted"]),
+                       str(row["waiting"]), str(row["preempted"]))  # fmt: skip
+    idle = Table("COHORT", "RESOURCE", "IDLE", title="Cohorts", title_justify="left")
+    for row in sharing.get("cohorts") or []:
+        idle.add_row(row["cohort"], row["resource"], row["idle"])
+    return [shares, idle]

@@ -75,3 +75,20 @@ def cohort_idle(books: Books) -> dict[str, dict[str, int]]:
             for r in sorted(books.governed(tenant))
         }
     return idle
+
+
+@dataclass(frozen=True)
+class SharingSummary:
+    """Everything the operations side shows about fair sharing, as of the last pass."""
+
+    tenants: Mapping[str, TenantReport] = field(default_factory=dict)
+    cohorts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Per cohort and resource: guaranteed by its members and used by no one."""
+    preempted: Mapping[str, int] = field(default_factory=dict)
+    """Workloads of each tenant evicted since the platform started."""
+
+
+def summary(
+    books: Books, workloads: Sequence[Workload], preempted: Mapping[str, int]
+) -> SharingSummary:
+    return SharingSummary(tenant_reports(books, workloads), cohort_idle(books), dict(preempted))

@@ -23,6 +23,7 @@ from typing import Any
 from allot.api import claims as claims_api
 from allot.api.tenancy import TenantSpec
 from allot.controllers.context import ControllerContext
+from allot.fairshare.report import SharingSummary
 from allot.ops.capacity import CapacityView, ClaimInfo, Snapshot
 from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate
 from allot.tenancy import entitlement, names
@@ -41,8 +42,10 @@ class AlertManager:
         tenants: Callable[[], Mapping[str, TenantSpec]],
         sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
         settings: AlertSettings,
+        sharing: Callable[[], SharingSummary] = SharingSummary,
     ) -> None:
         self.host = host
+        self.sharing = sharing
         self.capacity = capacity
         self.tenants = tenants
         self.sync_errors = sync_errors
@@ -122,15 +125,21 @@ class AlertManager:
             self.sync_errors(),
             self.pending_reason,
             tenant_entitlements(self.host),
+            self.sharing().tenants,
         )
 
     def pending_reason(self, claim: ClaimInfo) -> str:
-        """Why a claim is pending, in the scheduler's words for the pod that uses it."""
+        """Why a claim is pending: its pod's place in the fair-sharing queue, else the
+        scheduler's words for the pod that uses it."""
         for pod in self.host.list("Pod", claim.namespace):
             if claim.name not in claims_api.referenced_claims(pod):
                 continue
-            for condition in (pod.get("status") or {}).get("conditions") or []:
-                if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            conditions = {
+                c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []
+            }
+            for kind in ("QuotaReserved", "PodScheduled"):  # fair sharing's queue first
+                condition = conditions.get(kind) or {}
+                if condition.get("status") == "False":
                     return f"{condition.get('message')} (pod {_pod_name(pod)})"
             return f"pod {_pod_name(pod)} is waiting to be scheduled"
         return "no pod uses it yet (DRA allocates a claim when a pod that uses it is scheduled)"

@@ -1,4 +1,4 @@
-"""The web dashboard at ``/ui``: fleet, tenants, pending claims, alerts and usage.
+"""The web dashboard at ``/ui``: fleet, tenants, fair sharing, pending claims, alerts, usage.
 
 Server-rendered HTML; a small script (shipped with the package, no CDN) refreshes each
 panel every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Access
@@ -46,7 +46,7 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
 }
 PALETTE = ("#f6c177", "#9ccfd8", "#c4a7e7", "#a3d9a5", "#f0a6ca", "#ffd6a5", "#b5c7f2", "#e6e29a")
-PANELS = ("fleet", "tenants", "pending", "alerts", "usage")
+PANELS = ("fleet", "tenants", "sharing", "pending", "alerts", "usage")
 HEAD_LINKS = (
     '<link rel="icon" href="data:,"><link rel="stylesheet" href="/ui/static/dashboard.css">'
 )
@@ -175,6 +175,7 @@ class Dashboard:
         titles = {
             "fleet": "Fleet: nodes, GPUs and MIG slices",
             "tenants": "Tenants",
+            "sharing": "Fair sharing: guaranteed, borrowed and lent",
             "pending": "Pending claims",
             "alerts": "Alerts",
             "usage": "Usage per tenant (device-hours, last 24 hours)",
@@ -205,6 +206,7 @@ class Dashboard:
         renderers: dict[str, Callable[[Obj], str]] = {
             "fleet": _fleet,
             "tenants": _tenants,
+            "sharing": _sharing,
             "pending": _pending,
             "alerts": _alerts,
             "usage": self._usage,
@@ -334,6 +336,23 @@ def _tenants(document: Obj) -> str:
     ]
     headers = ["Tenant", "Quota (used / hard)", "GPU memory", "Allocated claims", "Pending claims"]
     return _table(headers, rows, "No tenants.")
+
+
+def _sharing(document: Obj) -> str:
+    sharing = document.get("sharing") or {}
+    rows = [[html.escape(str(r[k])) for k in _SHARING_KEYS] for r in sharing.get("tenants") or []]
+    headers = ["Tenant", "Cohort", "Resource", "Guaranteed", "Used", "Borrowed", "Lent",
+               "Admitted", "Waiting", "Preempted"]  # fmt: skip
+    shares = _table(headers, rows, "No tenant uses fair sharing.")
+    idle = [
+        [html.escape(r["cohort"]), html.escape(r["resource"]), html.escape(r["idle"])]
+        for r in sharing.get("cohorts") or []
+    ]
+    return shares + (_table(["Cohort", "Resource", "Idle"], idle, "") if idle else "")
+
+
+_SHARING_KEYS = ("tenant", "cohort", "resource", "guaranteed", "used", "borrowed", "lent",
+                 "admitted", "waiting", "preempted")  # fmt: skip
 
 
 def _memory_text(tenant: Obj) -> str:

@@ -19,7 +19,12 @@ their own. Claims of host namespaces carry ``tenant="host"`` (a reserved tenant 
 * ``allot_device_allocations_total`` and ``allot_device_releases_total`` ``{tenant,class}``;
 * ``allot_quota_used_ratio{tenant,namespace,quota,resource}``;
 * ``allot_pool_slices`` and ``allot_pool_slices_expected{driver,pool}``;
-* ``allot_tenant_sync_errors{tenant}`` and ``allot_alert{rule,severity,tenant,subject}``.
+* ``allot_tenant_sync_errors{tenant}`` and ``allot_alert{rule,severity,tenant,subject}``;
+* fair sharing, per tenant: ``allot_share_{guaranteed,used,borrowed,lent}_devices``
+  ``{tenant,cohort,class}`` and ``allot_share_{guaranteed,used,borrowed,lent}_gpu_memory_bytes``
+  ``{tenant,cohort}``, ``allot_share_workloads{tenant,state}`` (admitted or waiting),
+  ``allot_share_preemptions_total{tenant}`` (its workloads evicted), and per cohort
+  ``allot_cohort_idle_devices{cohort,class}`` and ``allot_cohort_idle_gpu_memory_bytes``.
 """
 
 from __future__ import annotations
@@ -37,10 +42,12 @@ from prometheus_client import (
 from prometheus_client import (
     Counter as CounterMetric,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from allot.api.quantity import Quantity
+from allot.fairshare.model import GPU_MEMORY
+from allot.fairshare.report import SharingSummary
 from allot.ops.audit import Entry
 from allot.ops.capacity import NO_CLASS, Snapshot
 from allot.ops.rules import Firing
@@ -61,6 +68,7 @@ class MetricSources:
     quotas: Callable[[], list[Obj]]
     alerts: Callable[[], list[Firing]]
     sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]]
+    sharing: Callable[[], SharingSummary] = SharingSummary
 
 
 class PlatformMetrics:
@@ -120,6 +128,7 @@ class _Collector(Collector):
         yield from _quotas(self.sources.quotas())
         yield from _pools(snapshot)
         yield from _problems(self.sources.alerts(), self.sources.sync_errors())
+        yield from _sharing(self.sources.sharing())
 
 
 def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
@@ -265,3 +274,69 @@ def _problems(
         )
         firing.add_metric([alert.rule, alert.severity, alert.tenant, subject], 1)
     yield firing
+
+
+_STANDING = ("guaranteed", "used", "borrowed", "lent")
+
+
+def _sharing(summary: SharingSummary) -> Iterator[Metric]:
+    devices = {
+        part: _gauge(
+            f"allot_share_{part}_devices",
+            f"Devices of a class a fair-sharing tenant has {part}.",
+            ["tenant", "cohort", "class"],
+        )
+        for part in _STANDING
+    }
+    memory = {
+        part: _gauge(
+            f"allot_share_{part}_gpu_memory_bytes",
+            f"GPU memory a fair-sharing tenant has {part}.",
+            ["tenant", "cohort"],
+        )
+        for part in _STANDING
+    }
+    workloads = _gauge(
+        "allot_share_workloads", "Workloads per tenant and state.", ["tenant", "state"]
+    )
+    preempted = CounterMetricFamily(
+        "allot_share_preemptions", "Workloads of the tenant evicted by allot.", labels=["tenant"]
+    )
+    for tenant, report in sorted(summary.tenants.items()):
+        cohort = report.cohort or ""
+        for resource, standing in report.resources.items():
+            for part in _STANDING:
+                value = getattr(standing, part)
+                if resource == GPU_MEMORY:
+                    memory[part].add_metric([tenant, cohort], value)
+                else:
+                    devices[part].add_metric([tenant, cohort, resource], value)
+        workloads.add_metric([tenant, "admitted"], report.admitted)
+        workloads.add_metric([tenant, "waiting"], report.waiting)
+        preempted.add_metric([tenant], summary.preempted.get(tenant, 0))
+    yield from devices.values()
+    yield from memory.values()
+    yield workloads
+    yield preempted
+    yield from _idle(summary)
+
+
+def _idle(summary: SharingSummary) -> Iterator[Metric]:
+    devices = _gauge(
+        "allot_cohort_idle_devices",
+        "Devices a cohort's members are guaranteed and nobody uses.",
+        ["cohort", "class"],
+    )
+    memory = _gauge(
+        "allot_cohort_idle_gpu_memory_bytes",
+        "GPU memory a cohort's members are guaranteed and nobody uses.",
+        ["cohort"],
+    )
+    for cohort, idle in sorted(summary.cohorts.items()):
+        for resource, value in idle.items():
+            if resource == GPU_MEMORY:
+                memory.add_metric([cohort], value)
+            else:
+                devices.add_metric([cohort, resource], value)
+    yield devices
+    yield memory

@@ -11,6 +11,10 @@ override for its own claims and quotas (``Tenant.spec.alerts``):
 * ``SlicePoolIncomplete`` / ``SlicePoolStale``: a pool publishing fewer slices than its
   ``resourceSliceCount`` (the allocator ignores it), or published for a node that is gone;
 * ``TenantSyncError``: a tenant object the sync could not create on the host;
+* ``TenantBelowGuarantee``: a tenant in fair-sharing mode whose work inside its guarantee
+  has waited longer than ``below_guarantee_seconds`` (default 2 minutes) while the tenant
+  holds less than its guarantee (borrowers are not giving it back fast enough, or the
+  fleet cannot hold what the cohort guarantees);
 * ``RevokedClassAllocated``: an allocated claim of a tenant that names a class no longer
   in its entitlement (the class was revoked after the allocation; its pods keep the
   devices until they end, no new pod may use the claim). Cleared when the claim is
@@ -28,6 +32,8 @@ from dataclasses import dataclass, field
 
 from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantSpec
+from allot.fairshare.books import show
+from allot.fairshare.report import TenantReport
 from allot.ops.capacity import ClaimInfo, Snapshot, memory_text
 from allot.types import Obj
 
@@ -37,6 +43,7 @@ class AlertSettings:
     pending_claim_seconds: int = 300
     class_free_below: int = 1
     quota_usage_percent: int = 90
+    below_guarantee_seconds: int = 120
     interval_seconds: float = 5.0
 
 
@@ -67,6 +74,8 @@ class RuleInputs:
     pending_reason: Callable[[ClaimInfo], str]
     entitled: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """Tenant -> the classes its params entitle it to now (tenants absent: not checked)."""
+    sharing: Mapping[str, TenantReport] = field(default_factory=dict)
+    """The fair-sharing tenants' reports after the last admission pass."""
 
 
 def evaluate(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
@@ -77,6 +86,7 @@ def evaluate(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
         *_pools(inputs),
         *_sync_errors(inputs),
         *_revoked_allocations(inputs),
+        *_below_guarantee(inputs, settings),
     ]
 
 
@@ -264,6 +274,54 @@ def _revoked_allocations(inputs: RuleInputs) -> list[Firing]:
     return found
 
 
+def _below_guarantee(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
+    found = []
+    now = inputs.snapshot.now.timestamp()
+    for tenant, report in sorted(inputs.sharing.items()):
+        spec = inputs.tenants.get(tenant)
+        own = spec.alerts.below_guarantee_seconds if spec and spec.alerts else None
+        threshold = own if own is not None else settings.below_guarantee_seconds
+        since = report.below_guarantee_since
+        if since is None or now - since <= threshold:
+            continue
+        held = ", ".join(
+            f"{show(r, s.used)} of {show(r, s.guaranteed)} {r}"
+            for r, s in report.resources.items()
+            if s.used < s.guaranteed
+        )
+        found.append(
+            Firing(
+                "TenantBelowGuarantee",
+                "warning",
+                tenant,
+                "Tenant",
+                "",
+                tenant,
+                f"tenant {tenant} has had work inside its guarantee waiting for "
+                f"{int(now - since)}s (threshold {threshold}s) while it holds {held}",
+            )
+        )
+    return found
+
+
+_KUEUE_BELOW_NOMINAL = (
+    '(max by (cluster_queue) (kueue_pending_workloads{status="active"}) > 0) and on '
+    "(cluster_queue) (count by (cluster_queue) (kueue_cluster_queue_resource_usage < on "
+    "(cluster_queue, flavor, resource) kueue_cluster_queue_nominal_quota) > 0)"
+)
+"""On a real cluster Kueue queues fair-sharing tenants: a ClusterQueue with active pending
+workloads that uses less than its nominal quota of some resource (Kueue's metrics cannot
+tell work inside the guarantee from work that would borrow)."""
+
+
+def _for(alert: str, settings: AlertSettings) -> str:
+    if alert == "ClaimPendingTooLong":
+        return "0m"
+    if alert == "TenantBelowGuarantee":
+        return f"{settings.below_guarantee_seconds}s"
+    return "1m"
+
+
 def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") -> Obj:
     """The same rules for a real cluster's Prometheus Operator, on allot's metrics."""
     rules = [
@@ -299,6 +357,13 @@ def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") ->
             "Tenant {{ $labels.tenant }} has objects the sync could not create on the host.",
         ),
         (
+            "TenantBelowGuarantee",
+            _KUEUE_BELOW_NOMINAL,
+            "warning",
+            "ClusterQueue {{ $labels.cluster_queue }} has pending workloads while it uses less"
+            " than its nominal quota.",
+        ),
+        (
             "RevokedClassAllocated",
             'max by (tenant) (allot_alert{rule="RevokedClassAllocated"}) > 0',
             "warning",
@@ -317,7 +382,7 @@ def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") ->
                         {
                             "alert": alert,
                             "expr": expression,
-                            "for": "1m" if alert != "ClaimPendingTooLong" else "0m",
+                            "for": _for(alert, settings),
                             "labels": {"severity": severity},
                             "annotations": {"summary": summary},
                         }

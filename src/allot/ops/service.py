@@ -3,8 +3,8 @@
 :class:`Operations` owns the capacity view, the audit log and its recorder, the alert
 manager and the metrics registry, and serves, for the host's token only:
 ``/metrics`` (Prometheus text), ``/allot/v1/capacity`` (pools, tenants, the GPU tree,
-pending claims, alerts: what ``allot top`` and the dashboard show), ``/allot/v1/audit``
-and ``/allot/v1/usage`` (the audit queries). Built by :mod:`allot.platform`.
+pending claims, alerts, fair sharing: what ``allot top`` and the dashboard show),
+``/allot/v1/audit`` and ``/allot/v1/usage`` (the audit queries). Built by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from allot.api.tenancy import TenantSpec
 from allot.controllers.context import ControllerContext
 from allot.dra import DraIndex
+from allot.fairshare.report import SharingSummary
 from allot.ops import audit, views
 from allot.ops.alerts import AlertManager, tenant_quotas
 from allot.ops.audit import AuditLog, AuditRecorder
@@ -41,20 +42,27 @@ class Operations:
         sync: TenantSync,
         settings: AlertSettings,
         index: DraIndex,
+        sharing: Callable[[], SharingSummary] = SharingSummary,
     ) -> None:
-        """``index``: the host's DRA index, read by the capacity view and the audit."""
+        """``index``: the host's DRA index, read by the capacity view and the audit;
+        ``sharing``: the fair-sharing figures of the last admission pass."""
         self.registry = registry
+        self.sharing = sharing
         self.host = host
         self.directory = directory
         self.capacity = CapacityView(registry.store, index=index)
         self.log = AuditLog(registry.data_dir / "audit.db")
         self.recorder = AuditRecorder(host, self.log, index=index)
         self.alerts = AlertManager(
-            host, self.capacity, self.tenant_specs, lambda: sync.errors, settings
+            host, self.capacity, self.tenant_specs, lambda: sync.errors, settings, sharing
         )
         self.metrics = PlatformMetrics(
             MetricSources(
-                self.snapshot, self.tenant_quotas, self.alerts.current, lambda: sync.errors
+                self.snapshot,
+                self.tenant_quotas,
+                self.alerts.current,
+                lambda: sync.errors,
+                sharing,
             )
         )
         self.recorder.on_entries = self.metrics.count
@@ -87,6 +95,7 @@ class Operations:
             "nodes": views.gpu_tree(snapshot),
             "pending": views.pending(snapshot, reasons),
             "alerts": views.alerts(self.alerts.current()),
+            "sharing": views.sharing(self.sharing()),
         }
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
 """Plain data views of a snapshot for people: per pool, per tenant, the GPU tree, pending
-claims. ``allot top`` prints them, the dashboard renders them, ``/allot/v1/capacity``
+claims, fair sharing. ``allot top`` prints them, the dashboard renders them, ``/allot/v1/capacity``
 serves them as JSON; one module so all three show the same numbers. Pure.
 """
 
@@ -10,6 +10,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from allot.api.tenancy import TenantSpec
+from allot.fairshare.books import show
+from allot.fairshare.report import SharingSummary
 from allot.ops.capacity import NO_CLASS, DeviceKey, Snapshot, memory_text
 from allot.ops.rules import Firing
 from allot.types import Obj, rfc3339
@@ -77,6 +79,35 @@ def _quota_rows(tenant: str, quotas: list[Obj]) -> list[Obj]:
                 {"resource": key, "used": (status.get("used") or {}).get(key, "0"), "hard": hard}
             )
     return rows
+
+
+def sharing(summary: SharingSummary) -> Obj:
+    """Fair sharing as ``allot top`` and the dashboard show it: a row per tenant and
+    resource (amounts as people read them, GPU memory in binary units), and each cohort's
+    idle share."""
+    rows = []
+    for tenant, report in sorted(summary.tenants.items()):
+        for resource, standing in report.resources.items():
+            rows.append(
+                {
+                    "tenant": tenant,
+                    "cohort": report.cohort or "",
+                    "resource": resource,
+                    **{part: show(resource, getattr(standing, part)) for part in _STANDING},
+                    "admitted": report.admitted,
+                    "waiting": report.waiting,
+                    "preempted": summary.preempted.get(tenant, 0),
+                }
+            )
+    cohorts = [
+        {"cohort": cohort, "resource": resource, "idle": show(resource, idle)}
+        for cohort, resources in sorted(summary.cohorts.items())
+        for resource, idle in resources.items()
+    ]
+    return {"tenants": rows, "cohorts": cohorts}
+
+
+_STANDING = ("guaranteed", "used", "borrowed", "lent")
 
 
 def pending(snapshot: Snapshot, reasons: Mapping[tuple[str, str], str]) -> list[Obj]:
