@@ -19,8 +19,9 @@ from allot.driver.publisher import node_object
 from allot.driver.slices import node_slices
 from allot.simulation.runner import Simulation
 from allot.simulation.scenario import Scenario, Step
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, REPO
 
+SHARING_PLATFORM = REPO / "tests" / "data" / "sharing-platform.yaml"
 SEED_FILES = [
     "seeds/000-gpu-deviceclasses.yaml",
     "nvidia/a100-40gb-x1-whole-gpu.yaml",
@@ -252,8 +253,10 @@ def test_fair_sharing_from_tenants_and_kueue_objects(
     allot-managed ClusterQueue of a tenant gone."""
     from allot.cluster.render import read_platform, render
 
-    platform = list(yaml.safe_load_all((EXAMPLES.parent / "tests/data/sharing-platform.yaml").read_text()))  # fmt: skip
-    fleet = _documents("nvidia/a100-40gb-x1-whole-gpu.yaml", "nvidia/a100-40gb-static-mig-7x1g5gb.yaml")  # fmt: skip
+    platform = list(yaml.safe_load_all(SHARING_PLATFORM.read_text()))
+    fleet = _documents(
+        "nvidia/a100-40gb-x1-whole-gpu.yaml", "nvidia/a100-40gb-static-mig-7x1g5gb.yaml"
+    )
     slices = [d for d in fleet if d["kind"] == "ResourceSlice"]
     rendered = {f.path: f.objects for f in render(read_platform(platform))}["30-kueue.yaml"]
     queues = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "ClusterQueue"}
@@ -290,7 +293,7 @@ def test_fair_sharing_from_tenants_and_kueue_objects(
 def test_fair_sharing_without_kueue_reports_only_the_guarantees(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    platform = list(yaml.safe_load_all((EXAMPLES.parent / "tests/data/sharing-platform.yaml").read_text()))  # fmt: skip
+    platform = list(yaml.safe_load_all(SHARING_PLATFORM.read_text()))
     fleet = _documents("nvidia/a100-40gb-static-mig-7x1g5gb.yaml")
     slices = [d for d in fleet if d["kind"] == "ResourceSlice"]
     _, report = _doctor(_dump(tmp_path, platform + slices), capsys)
