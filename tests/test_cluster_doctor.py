@@ -19,9 +19,9 @@ from allot.driver.publisher import node_object
 from allot.driver.slices import node_slices
 from allot.simulation.runner import Simulation
 from allot.simulation.scenario import Scenario, Step
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES
 
-SHARING_PLATFORM = REPO / "tests" / "data" / "sharing-platform.yaml"
+SHARING_PLATFORM = EXAMPLES / "platform" / "fair-sharing.yaml"
 SEED_FILES = [
     "seeds/000-gpu-deviceclasses.yaml",
     "nvidia/a100-40gb-x1-whole-gpu.yaml",
@@ -247,7 +247,7 @@ def test_nodes_without_slices_count_as_the_scheduler_counts_them(
 def test_fair_sharing_from_tenants_and_kueue_objects(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """tests/data/sharing-platform.yaml on one whole A100 and seven MIG devices: gpu-pool's
+    """examples/platform/fair-sharing.yaml on one whole A100 and seven MIG devices: gpu-pool's
     whole-GPU guarantees (1 + 2) exceed the one GPU; Kueue's objects as ``allot render``
     makes them, with legal-ai's ClusterQueue edited, research-ai's in v1beta2, and a stale
     allot-managed ClusterQueue of a tenant gone."""

@@ -1,5 +1,5 @@
 """``allot render`` for fair-sharing tenants: Kueue's objects field by field for a
-two-tenant cohort (tests/data/sharing-platform.yaml), the Configuration fragment, and the
+two-tenant cohort (examples/platform/fair-sharing.yaml), the Configuration fragment, and the
 Tenants ``render`` refuses (unknown classes, invalid shares) with the API server's text."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import yaml
 
 from allot.cli.main import main as allot
 from allot.cluster.render import PlatformFileError, read_platform, render
-from tests.conftest import REPO
+from tests.conftest import EXAMPLES
 
-PLATFORM = REPO / "tests" / "data" / "sharing-platform.yaml"
+PLATFORM = EXAMPLES / "platform" / "fair-sharing.yaml"
 MANAGED = {"app.kubernetes.io/managed-by": "allot"}
 
 
