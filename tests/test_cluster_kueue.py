@@ -164,3 +164,17 @@ def test_render_refuses_an_invalid_share_with_the_api_servers_text(
         "guaranteed]"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_validate_checks_shares_against_the_files_classes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = PLATFORM.read_text().replace("name: mig-1g.10gb\n", "name: mig-other\n", 1)
+    path = tmp_path / "platform.yaml"
+    path.write_text(text)
+    assert allot(["validate", str(path)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        'The Tenant "research-ai" is invalid: spec.sharing.deviceClasses[0].name: Not found: '
+        '"mig-1g.10gb": no DeviceClass of this name'
+    )
+    assert allot(["validate", str(PLATFORM)]) == 0
