@@ -83,3 +83,21 @@ def test_guarantees_past_the_devices_are_accepted_with_a_warning(platform: Clust
         "Warning: tenant research-ai: cohort pool: guarantees of gpu-slice sum to 1000 "
         "(research-ai 1000) but the published devices hold "
     )
+
+
+def test_apply_without_kueue_skips_its_queues_and_says_why(
+    platform: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from allot.cli.main import main as allot
+
+    sharing = CLASSES.parents[1] / "platform" / "fair-sharing.yaml"
+    code = allot(["apply", "-f", str(sharing), "--kubeconfig", str(platform.kubeconfig)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "tenant/research-ai created" in out
+    assert (
+        "clusterqueue/research-ai skip (Kueue is not installed: the cluster does not serve "
+        "kueue.x-k8s.io/v1beta1; install Kueue 0.14 or later and apply again for fair sharing)"
+    ) in out.splitlines()
+    skipped = [line for line in out.splitlines() if " skip (Kueue is not installed" in line]
+    assert len(skipped) == 8  # Cohort, ResourceFlavor, 2 priorities, 2 queues, 2 local queues
