@@ -21,6 +21,7 @@ from allot.simulation.runner import Simulation
 from allot.simulation.scenario import Scenario, Step
 from tests.conftest import EXAMPLES
 
+SHARING_PLATFORM = EXAMPLES / "platform" / "fair-sharing.yaml"
 SEED_FILES = [
     "seeds/000-gpu-deviceclasses.yaml",
     "nvidia/a100-40gb-x1-whole-gpu.yaml",
@@ -241,3 +242,59 @@ def test_nodes_without_slices_count_as_the_scheduler_counts_them(
     assert pending["default/research-gpu-slice"]["reason"] == (
         "0/3 nodes are available: 3 cannot allocate all claims."
     )
+
+
+def test_fair_sharing_from_tenants_and_kueue_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/platform/fair-sharing.yaml on one whole A100 and seven MIG devices: gpu-pool's
+    whole-GPU guarantees (1 + 2) exceed the one GPU; Kueue's objects as ``allot render``
+    makes them, with legal-ai's ClusterQueue edited, research-ai's in v1beta2, and a stale
+    allot-managed ClusterQueue of a tenant gone."""
+    from allot.cluster.render import read_platform, render
+
+    platform = list(yaml.safe_load_all(SHARING_PLATFORM.read_text()))
+    fleet = _documents(
+        "nvidia/a100-40gb-x1-whole-gpu.yaml", "nvidia/a100-40gb-static-mig-7x1g5gb.yaml"
+    )
+    slices = [d for d in fleet if d["kind"] == "ResourceSlice"]
+    rendered = {f.path: f.objects for f in render(read_platform(platform))}["30-kueue.yaml"]
+    queues = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "ClusterQueue"}
+    legal = queues["legal-ai"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    legal["nominalQuota"] = "5"
+    research = queues["research-ai"]
+    research["apiVersion"] = "kueue.x-k8s.io/v1beta2"
+    research["spec"]["cohortName"] = research["spec"].pop("cohort")
+    research["spec"]["flavorFungibility"] = {"whenCanBorrow": "MayStopSearch"}  # a default
+    stale = {**queues["legal-ai"], "metadata": {**queues["legal-ai"]["metadata"], "name": "old"}}
+    code, report = _doctor(_dump(tmp_path, platform + slices + rendered + [stale]), capsys)
+    assert code == 1
+    problems = [(p["problem"], p.get("resource")) for p in report["fairSharing"]]
+    assert problems == [
+        ("overcommitted", "gpu-whole"),
+        ("overcommitted", "gpuMemory"),
+        ("clusterQueueDiffers", None),
+        ("clusterQueueWithoutTenant", None),
+    ]
+    whole, _, differs, without = (p["message"] for p in report["fairSharing"])
+    assert whole.startswith(
+        "cohort gpu-pool: guarantees of gpu-whole sum to 8 (old 5, legal-ai 2, research-ai 1) "
+        "but the published devices hold 1 device(s)"
+    )
+    assert differs == (
+        "ClusterQueue legal-ai differs from Tenant legal-ai in spec.resourceGroups "
+        "(allot apply makes them match)"
+    )
+    assert without == (
+        "ClusterQueue old is managed by allot but no fair-sharing Tenant has that name"
+    )
+
+
+def test_fair_sharing_without_kueue_reports_only_the_guarantees(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    platform = list(yaml.safe_load_all(SHARING_PLATFORM.read_text()))
+    fleet = _documents("nvidia/a100-40gb-static-mig-7x1g5gb.yaml")
+    slices = [d for d in fleet if d["kind"] == "ResourceSlice"]
+    _, report = _doctor(_dump(tmp_path, platform + slices), capsys)
+    assert [p["resource"] for p in report["fairSharing"]] == ["gpu-whole", "gpuMemory"]

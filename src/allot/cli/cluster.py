@@ -58,11 +58,11 @@ def load_platform(path: Path) -> Any:
 
 def run_render(args: argparse.Namespace) -> int:
     try:
-        platform = load_platform(args.file)
+        files = render(load_platform(args.file))
     except PlatformFileError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for path in write(render(platform), args.out):
+    for path in write(files, args.out):
         print(path)
     return 0
 
@@ -100,6 +100,9 @@ def run_apply(args: argparse.Namespace) -> int:
         _print_report(err.report, dry_run=False)
         print(f"error: {err} (the objects above were applied; nothing after)", file=sys.stderr)
         return 1
+    except PlatformFileError as err:  # a Tenant sharing a class the cluster lacks
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

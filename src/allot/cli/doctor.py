@@ -67,6 +67,8 @@ LIVE_KINDS = [
     ("v1", "Node", None),
     ("v1", "ConfigMap", "allot-system"),
     ("allot.dev/v1alpha1", "Tenant", None),
+    ("kueue.x-k8s.io/v1beta1", "ClusterQueue", None),  # when Kueue is installed
+    ("kueue.x-k8s.io/v1beta1", "Cohort", None),
 ]
 
 
@@ -82,7 +84,7 @@ def _live_objects(args: argparse.Namespace) -> list[Any]:
             try:
                 items = client.list(api_version, kind, namespace=namespace)
             except KubeNotFound:
-                continue  # a kind this cluster does not serve (Tenant without the CRD)
+                continue  # a kind this cluster does not serve (Tenant without the CRD, no Kueue)
             documents += [{"apiVersion": api_version, "kind": kind, **item} for item in items]
         return documents
     finally:

@@ -5,8 +5,9 @@ quotas, Tenants, the PrometheusRule) by server-side apply under field manager ``
 An object whose live state already holds everything rendered is left alone (so a second
 apply changes nothing). Objects labelled ``app.kubernetes.io/managed-by: allot`` that are
 no longer rendered are deleted afterwards, most dependent first. A kind the cluster does
-not serve (a PrometheusRule without the Prometheus Operator) is reported and skipped; any
-other failure stops the run, and the report says exactly what was applied before it.
+not serve (a PrometheusRule without the Prometheus Operator, Kueue's queues without Kueue)
+is reported and skipped, with what to install; any other failure stops the run, and the
+report says exactly what was applied before it.
 ``plan`` computes the same actions without writing, with a unified diff per change, for
 ``--dry-run``. Uses only :mod:`allot.kube`.
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from allot.cluster.kueue import KUEUE_API, KUEUE_KINDS
 from allot.cluster.render import OUTPUT_ORDER
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
@@ -36,7 +38,12 @@ PRUNABLE = [
     ("v1", "ResourceQuota"),
     ("allot.dev/v1alpha1", "Tenant"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
+    *((KUEUE_API, kind) for kind in KUEUE_KINDS),
 ]
+KUEUE_MISSING = (
+    "Kueue is not installed: the cluster does not serve {api}; install Kueue 0.14 or later "
+    "and apply again for fair sharing"
+)
 
 
 class ApplyError(Exception):
@@ -129,7 +136,8 @@ def _planned(client: Client, obj: Obj) -> Action:
         live = client.get(obj["apiVersion"], obj["kind"], name, namespace or None)
     except KubeNotFound as err:
         if "does not serve" in str(err) or "no matches for kind" in str(err):
-            return Action("skip", obj["kind"], namespace, name, note=str(err))
+            note = KUEUE_MISSING.format(api=KUEUE_API) if obj["kind"] in KUEUE_KINDS else str(err)
+            return Action("skip", obj["kind"], namespace, name, note=note)
         return Action("create", obj["kind"], namespace, name, diff=_diff({}, obj, name))
     projected = _project(live, obj)
     if projected == obj:

@@ -20,6 +20,11 @@ anything else is reported as skipped, never silently ignored. The report has fiv
   or Tenant object), including those created before a policy existed or before the class
   was revoked; an allocated claim among them (``allocated: true``) still holds devices
   through the revoked class until its pods end;
+* fair sharing: guarantees of a cohort past what the published devices hold (from the
+  Tenants, and from Kueue's ClusterQueues that no Tenant renders), and, where Kueue's
+  ClusterQueues are present (``kueue.x-k8s.io`` v1beta1 or v1beta2), Tenants whose
+  ClusterQueue is missing or differs from what ``allot render`` makes of them, and
+  allot-managed ClusterQueues no sharing Tenant explains;
 * capacity per class and per pool.
 
 Pure: objects in, a :class:`Report` out; the CLI reads the cluster or the file.
@@ -38,9 +43,12 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36
 from allot.api.kinds import decode
 from allot.api.meta import selector_matches
+from allot.api.tenancy import Tenant
 from allot.cel import SelectorCompiler
+from allot.cluster import kueue
 from allot.lint.allocations import stale_allocations
 from allot.lint.catalogue import CatalogueLinter
+from allot.lint.sharing import overcommitments
 from allot.ops import views
 from allot.ops.capacity import CapacityView
 from allot.registry.resources import by_kind
@@ -52,7 +60,17 @@ from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL
 from allot.types import Obj
 
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
-READ_KINDS = (*DRA_KINDS, "Pod", "Namespace", "Node", "ConfigMap", "Tenant")
+READ_KINDS = (
+    *DRA_KINDS,
+    "Pod",
+    "Namespace",
+    "Node",
+    "ConfigMap",
+    "Tenant",
+    "ClusterQueue",
+    "Cohort",
+)
+KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
 EXPLAINED_NODES = 3
 V1BETA1_REQUEST_FIELDS = (
     "deviceClassName",
@@ -72,13 +90,14 @@ class Report:
     lint: list[Obj] = field(default_factory=list)
     stale: list[Obj] = field(default_factory=list)
     violations: list[Obj] = field(default_factory=list)
+    sharing: list[Obj] = field(default_factory=list)
     capacity: Obj = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> int:
         incomplete = [p for p in self.capacity.get("pools", []) if not p.get("complete", True)]
-        found = self.pending + self.lint + self.stale + self.violations
+        found = self.pending + self.lint + self.stale + self.violations + self.sharing
         return len(found) + len(incomplete)
 
     def to_json(self) -> Obj:
@@ -89,6 +108,7 @@ class Report:
             "lint": self.lint,
             "staleAllocations": self.stale,
             "entitlementViolations": self.violations,
+            "fairSharing": self.sharing,
             "capacity": self.capacity,
             "skipped": self.skipped,
         }
@@ -123,11 +143,21 @@ def _converted(document: Obj) -> Obj | None:
     kind, version = document.get("kind"), str(document.get("apiVersion") or "")
     if kind not in READ_KINDS:
         return None
+    if kind in ("ClusterQueue", "Cohort"):
+        return _kueue_v1beta1(document) if version in KUEUE_VERSIONS else None
     if version in ("resource.k8s.io/v1beta2", "resource.k8s.io/v1"):
         return {**document, "apiVersion": "resource.k8s.io/v1"}
     if version == "resource.k8s.io/v1beta1":
         return _from_v1beta1(document)
     return document
+
+
+def _kueue_v1beta1(document: Obj) -> Obj:
+    """v1beta2's ``cohortName`` is v1beta1's ``cohort``; the rest allot reads is alike."""
+    spec = dict(document.get("spec") or {})
+    if "cohortName" in spec:
+        spec["cohort"] = spec.pop("cohortName")
+    return {**document, "apiVersion": kueue.KUEUE_API, "spec": spec}
 
 
 def _from_v1beta1(document: Obj) -> Obj:
@@ -187,6 +217,7 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
         )
     ]
     report.violations = _violations(by_kind_)
+    report.sharing = _sharing(by_kind_, models, linter)
     report.capacity = _capacity(objects, now, compiler)
     report.summary["pendingClaims"] = len(report.pending)
     return report
@@ -289,6 +320,76 @@ def _entitlements(objects: dict[str, list[Obj]]) -> dict[str, set[str]]:
     return found
 
 
+def _sharing(objects: dict[str, list[Obj]], models: dict[str, Any], linter: Any) -> list[Obj]:
+    tenants = [Tenant.model_validate(t) for t in objects["Tenant"]]
+    sharing = {t.metadata.name or "": t for t in tenants if t.spec.sharing is not None}
+    queues = {q["metadata"]["name"]: q for q in objects["ClusterQueue"]}
+    unexplained = [q for name, q in sorted(queues.items()) if name not in sharing]
+    found = [
+        {"problem": "overcommitted", "cohort": o.cohort, "resource": o.resource,
+         "message": o.message()}
+        for o in overcommitments(
+            list(sharing.values()) + [_as_tenant(q) for q in unexplained], linter,
+            models["classes"],
+        )
+    ]  # fmt: skip
+    if not queues:
+        return found  # Kueue absent, or nothing of it in the dump
+    for name, tenant in sorted(sharing.items()):
+        found += _queue_problems(name, kueue.cluster_queue(tenant), queues.get(name))
+    for queue in unexplained:
+        labels = queue["metadata"].get("labels") or {}
+        if labels.get("app.kubernetes.io/managed-by") == "allot":
+            name = queue["metadata"]["name"]
+            message = (
+                f"ClusterQueue {name} is managed by allot but no fair-sharing Tenant has that name"
+            )
+            found.append({"problem": "clusterQueueWithoutTenant", "message": message})
+    return found
+
+
+def _queue_problems(name: str, wanted: Obj, live: Obj | None) -> list[Obj]:
+    if live is None:
+        message = f"Tenant {name} shares devices but Kueue has no ClusterQueue {name} (allot apply)"
+        return [{"problem": "clusterQueueMissing", "message": message}]
+    spec = live.get("spec") or {}
+    fields = [k for k, v in wanted["spec"].items() if _projected(spec.get(k), v) != v]
+    if not fields:
+        return []
+    message = (
+        f"ClusterQueue {name} differs from Tenant {name} in spec.{', spec.'.join(fields)} "
+        "(allot apply makes them match)"
+    )
+    return [{"problem": "clusterQueueDiffers", "message": message}]
+
+
+def _projected(live: Any, wanted: Any) -> Any:
+    """What of ``live`` ``wanted`` speaks about (Kueue's defaults and status left out)."""
+    if isinstance(live, dict) and isinstance(wanted, dict):
+        return {k: _projected(live[k], v) for k, v in wanted.items() if k in live}
+    if isinstance(live, list) and isinstance(wanted, list) and len(live) == len(wanted):
+        return [_projected(a, b) for a, b in zip(live, wanted, strict=True)]
+    return live
+
+
+def _as_tenant(queue: Obj) -> Tenant:
+    """A ClusterQueue's allot-mapped quotas (``allot.dev/<class>``) as a sharing Tenant."""
+    spec = queue.get("spec") or {}
+    shares = [
+        {
+            "name": r["name"].removeprefix(kueue.RESOURCE_PREFIX),
+            "guaranteed": r.get("nominalQuota", "0"),
+        }
+        for group in spec.get("resourceGroups") or []
+        for flavor in group.get("flavors") or []
+        for r in flavor.get("resources") or []
+        if str(r.get("name", "")).startswith(kueue.RESOURCE_PREFIX)
+    ]
+    sharing = {"cohort": spec.get("cohort"), "deviceClasses": shares}
+    return Tenant.model_validate({"metadata": {"name": queue["metadata"]["name"]},
+                                  "spec": {"sharing": sharing}})  # fmt: skip
+
+
 def _classes_named(kind: str, obj: Obj) -> set[str]:
     spec = obj.get("spec") or {}
     if kind == "ResourceClaimTemplate":
@@ -372,6 +473,8 @@ def render_report(report: Report) -> str:
             f"{violation['object']} ({violation['kind']}, tenant {violation['tenant']}): class "
             f"{violation['deviceClass']} is outside its entitlement ({entitled}){held}"
         )
+    lines.append(f"\n== Fair sharing ({len(report.sharing)})")
+    lines += [entry["message"] for entry in report.sharing]
     lines.append("\n== Capacity per class")
     for row in report.capacity["classes"]:
         counts = f"{row['devices']} device(s), {row['allocated']} allocated, {row['free']} free"

@@ -11,13 +11,18 @@ gives byte-identical files, for GitOps):
 * ``03-entitlement-policies.yaml``: the two ValidatingAdmissionPolicies;
 * ``10-tenant-<name>.yaml``: the Tenant, its params ConfigMap, bindings and ResourceQuota;
 * ``20-prometheusrule.yaml``: the alert rules;
+* ``30-kueue.yaml``: for fair-sharing tenants, Kueue's Cohorts, ResourceFlavor,
+  WorkloadPriorityClasses, ClusterQueues and LocalQueues (:mod:`allot.cluster.kueue`);
+* ``kueue/configuration.yaml``: the Kueue Configuration fragment mapping the shared
+  DeviceClasses to resources (merged by hand into Kueue's own configuration);
 * ``vcluster/<name>.yaml``: the tenant's vCluster values (filtered DeviceClass sync, claim
   and template sync).
 
 Every object carries ``app.kubernetes.io/managed-by: allot`` so ``allot apply`` can prune
 what it no longer renders. These are the same objects the embedded platform enforces
-(:mod:`allot.tenancy.entitlement`). Pure but for :func:`write`; used by ``allot render``
-and ``allot apply``.
+(:mod:`allot.tenancy.entitlement`). A Tenant sharing a class the catalogue (the file's, and
+the cluster's for ``apply``) lacks or does not entitle it to is refused, as the API server
+refuses it. Pure but for :func:`write`; used by ``allot render`` and ``allot apply``.
 """
 
 from __future__ import annotations
@@ -29,13 +34,16 @@ from typing import Any
 
 import yaml
 
-from allot.api.kinds import decode
+from allot.api.kinds import decode, kind_info
 from allot.api.resource_v1 import DeviceClass
 from allot.api.tenancy import Tenant, entitlement_selector
+from allot.cluster import kueue
 from allot.cluster.crd import tenant_crd
 from allot.ops.rules import AlertSettings, prometheus_rule
+from allot.statuses import invalid_message
 from allot.tenancy import entitlement, names
 from allot.types import Obj
+from allot.validation.tenancy import validate_sharing_classes, validate_tenant
 
 MANAGED_BY = dict(entitlement.MANAGED_BY)
 OUTPUT_ORDER = (
@@ -48,6 +56,7 @@ OUTPUT_ORDER = (
     "ResourceQuota",
     "Tenant",
     "PrometheusRule",
+    *kueue.KUEUE_KINDS,
 )
 
 
@@ -110,7 +119,9 @@ def render(
     cluster_classes: list[Obj] | None = None,
 ) -> list[RenderedFile]:
     """The files; ``cluster_classes`` (a live cluster's DeviceClasses, for ``apply``) join
-    the catalogue when entitlements are computed, as the tenant controller computes them."""
+    the catalogue when entitlements are computed, as the tenant controller computes them.
+    Raises PlatformFileError for a Tenant the API server would refuse."""
+    check_shares(platform, cluster_classes)
     class_objects = [_managed(_clean(c.to_wire())) for c in platform.classes]
     rendered_names = {c["metadata"]["name"] for c in class_objects}
     known = class_objects + [
@@ -152,8 +163,51 @@ def render(
             [_managed(prometheus_rule(settings or AlertSettings()))],
         )
     )
+    files += _kueue_files(platform.tenants)
     files += [_vcluster_values(t) for t in platform.tenants]
     return files
+
+
+def check_shares(platform: Platform, cluster_classes: list[Obj] | None = None) -> None:
+    """Refuse Tenants sharing classes the catalogue lacks or does not entitle them to."""
+    catalogue: dict[str, Any] = {
+        c["metadata"]["name"]: c["metadata"].get("labels") for c in cluster_classes or []
+    }
+    catalogue |= {c.metadata.name or "": c.metadata.labels for c in platform.classes}
+    for tenant in platform.tenants:
+        errors = validate_tenant(tenant) or validate_sharing_classes(tenant, catalogue)
+        if errors:
+            info = kind_info(tenant)
+            raise PlatformFileError(invalid_message(info, tenant.metadata.name or "", errors))
+
+
+def _kueue_files(tenants: list[Tenant]) -> list[RenderedFile]:
+    objects = kueue.kueue_objects(tenants)
+    if not objects:
+        return []
+    try:
+        config = kueue.configuration(tenants)
+    except kueue.KueueRenderError as err:
+        raise PlatformFileError(str(err)) from None
+    return [
+        RenderedFile(
+            "30-kueue.yaml",
+            "Fair sharing on Kueue (kueue.x-k8s.io/v1beta1; install Kueue 0.14 or later first):\n"
+            "a ClusterQueue per sharing tenant (nominalQuota = guaranteed) in its cohort, a\n"
+            "LocalQueue named default in its namespace, the default priorities as\n"
+            "WorkloadPriorityClasses. gpuMemory shares have no Kueue equivalent and are not\n"
+            "rendered. Needs the mappings of kueue/configuration.yaml.",
+            objects,
+        ),
+        RenderedFile(
+            "kueue/configuration.yaml",
+            "Merge into Kueue's Configuration (ConfigMap kueue-system/kueue-manager-config,\n"
+            "key controller_manager_config.yaml), then restart kueue-controller-manager:\n"
+            "each shared DeviceClass counted as the resource its ClusterQueues name, and\n"
+            "the resources allot's shares do not count excluded from quota.",
+            [config],
+        ),
+    ]
 
 
 def tenant_files(tenants: list[Tenant], classes: list[Obj]) -> list[RenderedFile]:

@@ -1,8 +1,9 @@
 """Judging manifests as the API server would on create, and printing like kubectl.
 
 For every document: decode strictly, apply defaults, validate (with Namespaces from the same
-input supplying the admin-access label), and record a :class:`Verdict` holding either the
-accepted object or the ``Status`` the API server would return. What the API server does
+input supplying the admin-access label, and its DeviceClasses, when there are any, the
+catalogue a fair-sharing Tenant's shares must name), and record a :class:`Verdict` holding
+either the accepted object or the ``Status`` the API server would return. What the API server does
 to a new object before validating it is done too (a Job's generated selector, with a
 placeholder uid; a Service's cluster IP). Kinds that Kubernetes serves but allot does not
 (Ingresses, RBAC...) are reported as skipped, not failed.
@@ -20,12 +21,14 @@ from allot.api.base import ApiModel
 from allot.api.errors import ApiError
 from allot.api.kinds import decode, kind_info, lookup
 from allot.api.meta import Status
+from allot.api.tenancy import Tenant
 from allot.cel import SelectorCompiler
 from allot.manifests.documents import Document
 from allot.registry.kinds import Preparation, rules_for, strategies
 from allot.statuses import InvalidObjectError, hints, to_status
 from allot.validation.objects import apply_defaults, validate_create
 from allot.validation.resource import ResourceContext
+from allot.validation.tenancy import validate_sharing_classes
 
 UPSTREAM_GROUPS_NOT_SERVED = (
     "networking.k8s.io/",
@@ -78,7 +81,19 @@ def judge(documents: list[Document], compiler: SelectorCompiler | None = None) -
     context = ResourceContext(
         compiler=compiler, namespace_labels=namespaces.get if namespaces else None
     )
-    return [_judge_one(document, context) for document in documents]
+    catalogue = _catalogue(documents)
+    return [_judge_one(document, context, catalogue) for document in documents]
+
+
+def _catalogue(documents: list[Document]) -> dict[str, Any]:
+    """DeviceClass name -> labels, from the input (empty: the catalogue is unknown)."""
+    found: dict[str, Any] = {}
+    for document in documents:
+        content = document.content
+        metadata = content.get("metadata")
+        if content.get("kind") == "DeviceClass" and isinstance(metadata, dict):
+            found[str(metadata.get("name"))] = metadata.get("labels")
+    return found
 
 
 def _namespace_labels(documents: list[Document]) -> dict[str, dict[str, str]]:
@@ -92,7 +107,7 @@ def _namespace_labels(documents: list[Document]) -> dict[str, dict[str, str]]:
     return labels
 
 
-def _judge_one(document: Document, context: ResourceContext) -> Verdict:
+def _judge_one(document: Document, context: ResourceContext, catalogue: dict[str, Any]) -> Verdict:
     content = document.content
     api_version = str(content.get("apiVersion", ""))
     kind = str(content.get("kind", ""))
@@ -113,6 +128,8 @@ def _judge_one(document: Document, context: ResourceContext) -> Verdict:
         f"{info.kind.lower()}.{info.group}/{name}" if info.group else f"{info.kind.lower()}/{name}"
     )
     errors = validate_create(obj, context, rules)
+    if not errors and catalogue and isinstance(obj, Tenant):
+        errors = validate_sharing_classes(obj, catalogue)
     if errors:
         status = to_status(InvalidObjectError(info, name, errors))
         return Verdict(document, Outcome.INVALID, summary, status, obj)

@@ -9,6 +9,13 @@ cluster's ResourceSlices publish. A Tenant write warns the same way about the cl
 selector entitles it to. A cluster that publishes no device is not checked (there is
 nothing to compare with yet), nor are the writes of the platform's own controllers.
 
+A Tenant in fair-sharing mode is also judged against the catalogue here, the one plugin
+that reads it: a share of a DeviceClass that does not exist or that the tenant is not
+entitled to is refused (422, with the share's field path, as validation would if it knew
+the catalogue), and guarantees that sum past what the published devices hold are accepted
+with a warning (as Kueue accepts any nominal quota), one per cohort and resource
+(:mod:`allot.lint.sharing`).
+
 A class is checked once per kind of device its selectors can tell apart, not once per
 device (:mod:`allot.lint.shapes`): on a fleet of identical nodes the cost is a pass over
 the published devices' JSON plus a few CEL evaluations. Registered by
@@ -25,15 +32,19 @@ from allot.api.tenancy import TENANCY_GROUP, Tenant, entitlement_selector
 from allot.cel import SelectorCompiler
 from allot.lint.catalogue import SUGGESTION_NAMES, CatalogueLinter, Finding
 from allot.lint.shapes import Shapes, group, read_names
+from allot.lint.sharing import cohort_of, overcommitments
 from allot.registry.admission import AdmissionRequest
 from allot.registry.resources import by_kind
+from allot.statuses import InvalidObjectError
 from allot.store import Store, WatchEvent
+from allot.validation.tenancy import validate_sharing_classes
 
 WARNED_CODES = ("no-match", "selector-error", "whole-matches-partitions")
 DETAILS_SHOWN = 3
 KEPT_GROUPINGS = 16
 SLICES = by_kind("ResourceSlice").store
 CLASSES = by_kind("DeviceClass").store
+TENANTS = by_kind("Tenant").store
 _LINE_BREAKS = re.compile(r"\s*[\r\n\t]+\s*")
 
 
@@ -57,11 +68,47 @@ class CatalogueWarnings:
         if kind == "DeviceClass" and isinstance(request.object, resourceapi.DeviceClass):
             return self._class_warnings(request.cluster, [request.object], "")
         if kind == "Tenant" and group == TENANCY_GROUP and isinstance(request.object, Tenant):
+            catalogue = self._catalogue(request.cluster)
+            errors = validate_sharing_classes(request.object, catalogue)
+            if errors:
+                raise InvalidObjectError(request.resource.info, request.name, errors)
             classes = self._entitled(request.cluster, request.object)
-            return self._class_warnings(
+            warnings = self._class_warnings(
                 request.cluster, classes, f"tenant {request.name} is entitled to "
             )
+            return warnings + self._sharing_warnings(request.cluster, request.object)
         return []
+
+    def _catalogue(self, cluster: str) -> dict[str, dict[str, str] | None]:
+        items, _ = self.store.list_objects(cluster, CLASSES, shared=True)
+        return {item["metadata"]["name"]: item["metadata"].get("labels") for item in items}
+
+    def _sharing_warnings(self, cluster: str, tenant: Tenant) -> list[str]:
+        """Guarantees of the tenant's cohort, with this write, past the devices."""
+        if tenant.spec.sharing is None:
+            return []
+        name, cohort = tenant.metadata.name, cohort_of(tenant)
+        stored, _ = self.store.list_objects(cluster, TENANTS, shared=True)
+        members = [tenant] + [
+            model
+            for item in stored
+            if item["metadata"]["name"] != name
+            and cohort_of(model := Tenant.model_validate(item)) == cohort
+        ]
+        items, _ = self.store.list_objects(cluster, CLASSES, shared=True)
+        classes = [resourceapi.DeviceClass.model_validate(item) for item in items]
+        expressions = [s.cel.expression for c in classes for s in c.spec.selectors or [] if s.cel]
+        names = read_names(e for e in expressions if e)
+        shapes = self.shapes(cluster, names | {"memory"} if names is not None else None)
+        if not shapes.views:
+            return []
+        linter = CatalogueLinter(
+            [], [], compiler=self.compiler, views=shapes.views, weights=shapes.weights
+        )
+        return [
+            f"tenant {name}: {found.message()}"
+            for found in overcommitments(members, linter, classes)
+        ]
 
     def _class_warnings(
         self, cluster: str, classes: list[resourceapi.DeviceClass], prefix: str

@@ -3,20 +3,47 @@
 A tenant's name becomes a URL prefix, a cluster name and the host namespace
 ``tenant-<name>``, so it must be a DNS label short enough for that namespace and may not
 be ``host``. vCluster ``patches`` are not implemented, so a non-empty list is refused with
-that reason rather than silently ignored. Called from :mod:`allot.validation.objects`.
+that reason rather than silently ignored. ``spec.sharing`` (fair sharing) follows the rules
+Kueue's ClusterQueue webhook and CRD apply to the same numbers (negative amounts, a lending
+limit above the guarantee, limits without a cohort, a cohort that is no DNS-1123
+subdomain), with Kueue's texts where the meaning is the same; a tenant uses fair sharing or
+hard device quotas, not both. Which classes exist is not known here:
+:func:`validate_sharing_classes` takes the catalogue from its caller (the API server's
+admission, ``allot validate`` and ``allot render`` on a platform file). Called from
+:mod:`allot.validation.objects`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from allot.api import tenancy
-from allot.api.meta import LabelSelector
+from allot.api.meta import LabelSelector, selector_matches
 from allot.api.quantity import Quantity
-from allot.validation.field import ErrorList, Path, forbidden, invalid, not_supported
+from allot.validation.field import (
+    ErrorList,
+    Path,
+    duplicate,
+    forbidden,
+    invalid,
+    not_found,
+    not_supported,
+    required,
+)
+from allot.validation.names import is_dns1123_subdomain
 
 TENANT_NAMESPACE_PREFIX = "tenant-"
 MAX_TENANT_NAME = 63 - len(TENANT_NAMESPACE_PREFIX)
 RESERVED_NAMES = ("host",)
 OPERATORS = ["DoesNotExist", "Exists", "In", "NotIn"]
+RECLAIM_POLICIES = ["Any", "LowerPriority", "Never"]
+WITHIN_TENANT_POLICIES = ["LowerPriority", "Never"]
+DEVICE_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+DEVICE_QUOTA_PREFIX = "requests.deviceclass.resource.kubernetes.io/"
+NEGATIVE = "must be greater than or equal to 0"  # apimachinery's IsNegativeErrorMsg
+WITHOUT_COHORT = "must be nil when cohort is empty"  # Kueue's ClusterQueue webhook
+ABOVE_GUARANTEE = "must be less than or equal to guaranteed"
+INT32 = (-(2**31), 2**31 - 1)
 
 
 def validate_tenant(tenant: tenancy.Tenant) -> ErrorList:
@@ -55,6 +82,138 @@ def validate_tenant(tenant: tenancy.Tenant) -> ErrorList:
                     Path("spec").child("quota", "hard").key(key),
                     str(value),
                     "must be greater than or equal to 0",
+                )
+            )
+    errors += validate_sharing(spec, Path("spec").child("sharing"))
+    return errors
+
+
+def device_quota_keys(quota: tenancy.TenantQuota | None) -> list[str]:
+    """The hard-quota fields that count devices (which fair sharing replaces)."""
+    if quota is None:
+        return []
+    keys = [
+        f"spec.quota.hard[{key}]"
+        for key in quota.hard or {}
+        if key.endswith(DEVICE_QUOTA_SUFFIX) or key.startswith(DEVICE_QUOTA_PREFIX)
+    ]
+    return (["spec.quota.gpuMemory"] if quota.gpu_memory is not None else []) + keys
+
+
+def validate_sharing(spec: tenancy.TenantSpec, path: Path) -> ErrorList:
+    sharing = spec.sharing
+    if sharing is None:
+        return []
+    errors: ErrorList = []
+    hard = device_quota_keys(spec.quota)
+    if hard:
+        errors.append(
+            forbidden(
+                path,
+                f"may not be set together with device quotas ({', '.join(hard)}): a tenant "
+                "uses one mode, fair sharing or hard quotas",
+            )
+        )
+    in_cohort = bool(sharing.cohort)
+    if sharing.cohort:
+        errors += [
+            invalid(path.child("cohort"), sharing.cohort, message)
+            for message in is_dns1123_subdomain(sharing.cohort)
+        ]
+    seen: set[str] = set()
+    for position, share in enumerate(sharing.device_classes or []):
+        item = path.child("deviceClasses").index(position)
+        if not share.name:
+            errors.append(required(item.child("name"), ""))
+        elif share.name in seen:
+            errors.append(duplicate(item.child("name"), share.name))
+        seen.add(share.name or "")
+        errors += validate_shared_amount(share, item, in_cohort, whole=True)
+    if sharing.gpu_memory is not None:
+        errors += validate_shared_amount(
+            sharing.gpu_memory, path.child("gpuMemory"), in_cohort, whole=False
+        )
+    errors += _validate_priority(sharing.default_priority, path.child("defaultPriority"))
+    errors += _validate_preemption(sharing.preemption, path.child("preemption"))
+    return errors
+
+
+def validate_shared_amount(
+    amount: tenancy.SharedAmount, path: Path, in_cohort: bool, *, whole: bool
+) -> ErrorList:
+    """Kueue's checks of a flavor's ``ResourceQuota``, in its order, on allot's names;
+    ``whole``: the amounts count devices, so they must be integers."""
+    guaranteed, borrowing, lending = amount.guaranteed, amount.borrowing_limit, amount.lending_limit
+    errors = _amount(guaranteed, path.child("guaranteed"), whole)
+    if borrowing is not None:
+        errors += _cohort_limit(borrowing, path.child("borrowingLimit"), in_cohort)
+        errors += _amount(borrowing, path.child("borrowingLimit"), whole)
+    if lending is not None:
+        errors += _amount(lending, path.child("lendingLimit"), whole)
+        errors += _cohort_limit(lending, path.child("lendingLimit"), in_cohort)
+        if lending.compare(guaranteed or Quantity(0)) > 0:
+            errors.append(invalid(path.child("lendingLimit"), str(lending), ABOVE_GUARANTEE))
+    return errors
+
+
+def _amount(value: Quantity | None, path: Path, whole: bool) -> ErrorList:
+    if value is None:
+        return []
+    if value.sign() < 0:
+        return [invalid(path, str(value), NEGATIVE)]
+    if whole and not value.is_integer():
+        return [invalid(path, str(value), "must be an integer")]
+    return []
+
+
+def _cohort_limit(value: Quantity, path: Path, in_cohort: bool) -> ErrorList:
+    return [] if in_cohort else [invalid(path, str(value), WITHOUT_COHORT)]
+
+
+def _validate_priority(priority: int | None, path: Path) -> ErrorList:
+    """Kueue's WorkloadPriorityClass ``value`` is an int32."""
+    low, high = INT32
+    if priority is None or low <= priority <= high:
+        return []
+    return [invalid(path, priority, f"must be between {low} and {high}, inclusive")]
+
+
+def _validate_preemption(preemption: tenancy.SharingPreemption | None, path: Path) -> ErrorList:
+    if preemption is None:
+        return []
+    errors: ErrorList = []
+    reclaim, within = preemption.reclaim_within_cohort, preemption.within_tenant
+    if reclaim is not None and reclaim not in RECLAIM_POLICIES:
+        errors.append(not_supported(path.child("reclaimWithinCohort"), reclaim, RECLAIM_POLICIES))
+    if within is not None and within not in WITHIN_TENANT_POLICIES:
+        errors.append(not_supported(path.child("withinTenant"), within, WITHIN_TENANT_POLICIES))
+    return errors
+
+
+def validate_sharing_classes(
+    tenant: tenancy.Tenant, classes: Mapping[str, Mapping[str, str] | None]
+) -> ErrorList:
+    """Shares of classes the catalogue lacks (``classes``: name -> labels) or the tenant's
+    selector does not entitle it to. Needs the catalogue, so its callers run it."""
+    sharing = tenant.spec.sharing
+    if sharing is None:
+        return []
+    selector = tenancy.entitlement_selector(tenant.spec)
+    wire = selector.to_wire() if selector is not None else None
+    errors: ErrorList = []
+    for position, share in enumerate(sharing.device_classes or []):
+        if not share.name:
+            continue
+        path = Path("spec").child("sharing", "deviceClasses").index(position).child("name")
+        if share.name not in classes:
+            errors.append(not_found(path, share.name, "no DeviceClass of this name"))
+        elif not selector_matches(wire, dict(classes[share.name] or {})):
+            errors.append(
+                invalid(
+                    path,
+                    share.name,
+                    "the tenant is not entitled to this DeviceClass (its deviceClassSelector "
+                    "does not select it)",
                 )
             )
     return errors

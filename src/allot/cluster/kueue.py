@@ -1,0 +1,181 @@
+"""Kueue objects for fair-sharing Tenants: the same policy on a real cluster.
+
+The embedded platform admits a sharing tenant's workloads itself; on a real cluster Kueue
+does it, from objects rendered here (``kueue.x-k8s.io/v1beta1``, served by Kueue 0.14 and
+later; deprecated but served since 0.15, where v1beta2 is stored):
+
+* a ``Cohort`` per cohort name (no quota of its own: the members' quotas are the pool);
+* one ``ResourceFlavor``, ``allot-devices``, with no node labels: DRA picks the devices,
+  the flavor only names the quota;
+* a ``ClusterQueue`` per sharing tenant, named after it: the cohort, a ``namespaceSelector``
+  on the ``allot.dev/tenant`` label of its host namespace, one resource group covering its
+  shared DeviceClasses (as the resource names of the configuration's mappings), with
+  ``nominalQuota`` = ``guaranteed`` and the two limits; ``preemption`` from the tenant's
+  (``withinTenant`` is Kueue's ``withinClusterQueue``), both written out because Kueue's
+  defaults (``Never``) differ from allot's;
+* a ``LocalQueue`` named ``default`` in the host namespace, so Kueue's LocalQueueDefaulting
+  (beta, on since 0.12) queues workloads that name no queue;
+* a ``WorkloadPriorityClass`` per tenant default priority (``allot-priority-<n>``): Kueue
+  has no per-queue default, so workloads opt in with ``kueue.x-k8s.io/priority-class``;
+* the Configuration fragment (``resources.deviceClassMappings``, one class per resource),
+  a file to merge into Kueue's ``kueue-manager-config``, like the vCluster values.
+
+GPU-memory shares are not rendered: Kueue's device-class mappings count devices (its
+counter sources, v1beta2 only, charge a published counter instead of counting, and one
+class maps to one resource), so ``gpuMemory`` has no Kueue equivalent. Pure; used by
+:mod:`allot.cluster.render`.
+"""
+
+from __future__ import annotations
+
+from allot.api.tenancy import SharedAmount, Tenant
+from allot.tenancy import entitlement, names
+from allot.types import Obj
+
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
+CONFIG_API = "config.kueue.x-k8s.io/v1beta1"
+KUEUE_KINDS = ("Cohort", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
+FLAVOR = "allot-devices"
+LOCAL_QUEUE = "default"
+RESOURCE_PREFIX = "allot.dev/"
+MAX_MAPPINGS = 16  # Kueue's Configuration validation
+MAX_RESOURCE_NAME = 63  # the name part of a qualified name
+DEFAULT_RECLAIM = "Any"
+DEFAULT_WITHIN_TENANT = "LowerPriority"
+EXCLUDED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+"""What allot's shares do not count; Kueue refuses workloads asking for resources their
+ClusterQueue does not cover, unless the Configuration excludes them."""
+
+
+class KueueRenderError(ValueError):
+    """The tenants' shares cannot be expressed as Kueue objects."""
+
+
+def sharing_tenants(tenants: list[Tenant]) -> list[Tenant]:
+    return [t for t in tenants if t.spec.sharing is not None]
+
+
+def resource_name(device_class: str) -> str:
+    """The Kueue resource a DeviceClass is counted as (a qualified name)."""
+    if len(device_class) > MAX_RESOURCE_NAME:
+        raise KueueRenderError(
+            f"DeviceClass {device_class}: a name longer than {MAX_RESOURCE_NAME} characters "
+            "cannot be a Kueue resource name"
+        )
+    return RESOURCE_PREFIX + device_class
+
+
+def priority_class_name(value: int) -> str:
+    return f"allot-priority-{value}" if value >= 0 else f"allot-priority-minus-{-value}"
+
+
+def shared_classes(tenants: list[Tenant]) -> list[str]:
+    found = {
+        share.name
+        for tenant in sharing_tenants(tenants)
+        for share in (tenant.spec.sharing.device_classes if tenant.spec.sharing else None) or []
+        if share.name
+    }
+    return sorted(found)
+
+
+def kueue_objects(tenants: list[Tenant]) -> list[Obj]:
+    """Every Kueue object for the sharing tenants, in apply order (none without any)."""
+    members = sharing_tenants(tenants)
+    if not members:
+        return []
+    cohorts = sorted(
+        {t.spec.sharing.cohort for t in members if t.spec.sharing and t.spec.sharing.cohort}
+    )
+    priorities = sorted({_default_priority(t) for t in members})
+    objects = [_object("Cohort", name, {"spec": {}}) for name in cohorts]
+    objects.append(_object("ResourceFlavor", FLAVOR, {"spec": {}}))
+    objects += [_priority_class(value) for value in priorities]
+    objects += [cluster_queue(t) for t in members]
+    objects += [local_queue(t) for t in members]
+    return objects
+
+
+def configuration(tenants: list[Tenant]) -> Obj:
+    """The Configuration fragment: each shared class mapped to its resource."""
+    classes = shared_classes(tenants)
+    if len(classes) > MAX_MAPPINGS:
+        raise KueueRenderError(
+            f"{len(classes)} DeviceClasses are shared; Kueue maps at most {MAX_MAPPINGS}"
+        )
+    mappings = [{"name": resource_name(c), "deviceClassNames": [c]} for c in classes]
+    return {
+        "apiVersion": CONFIG_API,
+        "kind": "Configuration",
+        "resources": {
+            "excludeResourcePrefixes": list(EXCLUDED_RESOURCES),
+            "deviceClassMappings": mappings,
+        },
+    }
+
+
+def cluster_queue(tenant: Tenant) -> Obj:
+    sharing = tenant.spec.sharing
+    assert sharing is not None
+    name = tenant.metadata.name or ""
+    shares = sorted((s for s in sharing.device_classes or [] if s.name), key=lambda s: s.name or "")
+    preemption = sharing.preemption
+    spec: Obj = {}
+    if sharing.cohort:
+        spec["cohort"] = sharing.cohort
+    spec["namespaceSelector"] = {"matchLabels": {names.TENANT_LABEL: name}}
+    spec["queueingStrategy"] = "BestEffortFIFO"
+    if shares:
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": [resource_name(s.name or "") for s in shares],
+                "flavors": [
+                    {
+                        "name": FLAVOR,
+                        "resources": [_quota(resource_name(s.name or ""), s) for s in shares],
+                    }
+                ],
+            }
+        ]
+    spec["preemption"] = {
+        "reclaimWithinCohort": (preemption.reclaim_within_cohort if preemption else None)
+        or DEFAULT_RECLAIM,
+        "withinClusterQueue": (preemption.within_tenant if preemption else None)
+        or DEFAULT_WITHIN_TENANT,
+    }
+    return _object("ClusterQueue", name, {"spec": spec})
+
+
+def local_queue(tenant: Tenant) -> Obj:
+    name = tenant.metadata.name or ""
+    queue = _object("LocalQueue", LOCAL_QUEUE, {"spec": {"clusterQueue": name}})
+    queue["metadata"]["namespace"] = names.host_namespace(name)
+    return queue
+
+
+def _quota(resource: str, share: SharedAmount) -> Obj:
+    quota: Obj = {"name": resource, "nominalQuota": str(share.guaranteed or "0")}
+    if share.borrowing_limit is not None:
+        quota["borrowingLimit"] = str(share.borrowing_limit)
+    if share.lending_limit is not None:
+        quota["lendingLimit"] = str(share.lending_limit)
+    return quota
+
+
+def _default_priority(tenant: Tenant) -> int:
+    sharing = tenant.spec.sharing
+    return (sharing.default_priority if sharing else None) or 0
+
+
+def _priority_class(value: int) -> Obj:
+    wpc = _object("WorkloadPriorityClass", priority_class_name(value), {"value": value})
+    wpc["description"] = (
+        "The default priority of allot tenants; label workloads "
+        f"kueue.x-k8s.io/priority-class: {priority_class_name(value)}"
+    )
+    return wpc
+
+
+def _object(kind: str, name: str, body: Obj) -> Obj:
+    metadata = {"name": name, "labels": dict(entitlement.MANAGED_BY)}
+    return {"apiVersion": KUEUE_API, "kind": kind, "metadata": metadata, **body}
