@@ -43,9 +43,13 @@ def _context(compiler: SelectorCompiler, labels: dict[str, str] | None) -> Resou
 def test_validation_scenario(scenario: dict[str, Any], compiler: SelectorCompiler) -> None:
     obj = kinds.decode(_expand(scenario["object"]))
     apply_defaults(obj, rules_for(obj))
-    errors = validate_create(
-        obj, _context(compiler, scenario.get("namespaceLabels")), rules_for(obj)
-    )
+    context = _context(compiler, scenario.get("namespaceLabels"))
+    if "old" in scenario:  # an update of that stored object
+        old = kinds.decode(_expand(scenario["old"]))
+        apply_defaults(old, rules_for(old))
+        errors = validate_update(obj, old, context, rules_for(obj))
+    else:
+        errors = validate_create(obj, context, rules_for(obj))
     assert [str(e) for e in errors] == scenario["errors"]
 
 

@@ -135,6 +135,12 @@ class PodResourceClaim(ApiModel):
     resource_claim_template_name: str | None = None
 
 
+class PodSchedulingGate(ApiModel):
+    """A gate that holds the pod back from scheduling until someone removes it."""
+
+    name: str | None = None
+
+
 class PodSpec(ApiModel):
     volumes: list[JsonObject] | None = None
     init_containers: list[Container] | None = None
@@ -173,7 +179,7 @@ class PodSpec(ApiModel):
     set_hostname_as_fqdn: bool | None = Field(default=None, alias="setHostnameAsFQDN")
     os: JsonObject | None = None
     host_users: bool | None = None
-    scheduling_gates: list[JsonObject] | None = None
+    scheduling_gates: list[PodSchedulingGate] | None = None
     resource_claims: list[PodResourceClaim] | None = None
     resources: ResourceRequirements | None = None
 

@@ -24,6 +24,11 @@ And a namespace may be entitled to some classes only (a tenant's, given as
 scheduled, so a claim created before its class was revoked is never allocated or shared
 through it; the pod is retried when an entitlement changes.
 
+A pod with scheduling gates is not considered at all (upstream's SchedulingGates
+PreEnqueue plugin): no status write, no Event, not parked; the API server gave it
+``PodScheduled=False``/``SchedulingGated`` at creation, and the update that removes its
+last gate is a pod event, which queues it.
+
 A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
 message and a ``FailedScheduling`` Event, and is parked until slices, classes, nodes or
 claims change. Slices, classes and allocated state come from the platform's DRA index
@@ -173,8 +178,9 @@ class Scheduler:
             pod is None
             or (pod.get("spec") or {}).get("nodeName")
             or pod["metadata"].get("deletionTimestamp")
+            or (pod.get("spec") or {}).get("schedulingGates")
         ):
-            return
+            return  # a gated pod waits for its gates' removal, which is a pod event
         try:
             claims = self._claims(pod)
             placement = self._place(pod, claims)

@@ -113,7 +113,7 @@ class Handlers:
         )
         warnings += self.admission.admit(request)
         obj = model.to_wire()
-        self._initial_status(resource, obj)
+        self._initial_status(resource, obj, rfc3339(self.clock()))
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
         self._record_manager(obj, options.field_manager, operation)
@@ -298,6 +298,14 @@ class Handlers:
             raise Conflict(
                 f'Operation cannot be fulfilled on pods/binding "{target.name}": pod '
                 f'{target.name} is already assigned to node "{assigned}"',
+                resource="pods",
+                name=target.name or "",
+                plural="pods/binding",
+            )
+        if (current.get("spec") or {}).get("schedulingGates"):
+            raise Conflict(
+                f'Operation cannot be fulfilled on pods/binding "{target.name}": pod '
+                f"{target.name} has non-empty .spec.schedulingGates",
                 resource="pods",
                 name=target.name or "",
                 plural="pods/binding",
@@ -495,12 +503,16 @@ class Handlers:
         return preparation.assigned
 
     @staticmethod
-    def _initial_status(resource: ServedResource, obj: Obj) -> None:
+    def _initial_status(resource: ServedResource, obj: Obj, now: str) -> None:
+        """The kind's status of a new object; the conditions it sets date from now."""
         if resource.custom:
             return
         prepare = strategy(resource.kind).initial_status
-        if prepare is not None:
-            prepare(obj)
+        if prepare is None:
+            return
+        prepare(obj)
+        for condition in (obj.get("status") or {}).get("conditions") or []:
+            condition.setdefault("lastTransitionTime", now)
 
     @staticmethod
     def _model(obj: Obj, resource: ServedResource) -> Any:

@@ -70,6 +70,11 @@ class TenantGuard:
         self.handlers = handlers
         self.directory = directory
 
+    def _gated(self, tenant: str) -> bool:
+        """A fair-sharing tenant's twins are created gated: the dry run creates the same."""
+        entry = self.directory.get(tenant)
+        return entry is not None and entry.tenant.spec.sharing is not None
+
     def admit(self, request: AdmissionRequest) -> list[str]:
         entry = self.directory.get(request.cluster)
         if entry is None or request.internal:
@@ -170,7 +175,7 @@ class TenantGuard:
             return  # the pods' own names are checked when they are created
 
     def _dry_run_pod(self, pod: Obj, tenant: str) -> None:
-        twin = to_host("Pod", pod, tenant)
+        twin = to_host("Pod", pod, tenant, self._gated(tenant))
         target = Target(by_kind("Pod"), names.host_namespace(tenant), None, "")
         options = WriteOptions(field_manager="", field_validation="Ignore", dry_run=True)
         try:
@@ -250,7 +255,7 @@ class TenantGuard:
         if not wire["metadata"].get("name"):
             wire["metadata"]["name"] = "preflight"
         try:
-            twin = to_host(request.resource.kind, wire, tenant)
+            twin = to_host(request.resource.kind, wire, tenant, self._gated(tenant))
         except names.NameTooLong as err:
             path = Path("metadata").child("name")
             raise InvalidObjectError(

@@ -40,10 +40,12 @@ from allot.tenancy import generated, names, nodes
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.translate import (
     claim_status_to_tenant,
+    kept_gates,
     pod_status_to_tenant,
     same_content,
     tenant_object_name,
     to_host,
+    with_host_keys,
 )
 from allot.types import Obj
 
@@ -75,6 +77,11 @@ class TenantSync:
 
     def context(self, tenant: str) -> ControllerContext:
         return ControllerContext(tenant, self.host.store, self.host.handlers, self.host.clock)
+
+    def gated(self, tenant: str) -> bool:
+        """Whether the tenant's pod twins wait for admission (fair-sharing mode)."""
+        entry = self.directory.get(tenant)
+        return entry is not None and entry.tenant.spec.sharing is not None
 
     # ------------------------------------------------------------------ events
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -356,6 +363,8 @@ class TenantSync:
         if recorded != twin["metadata"].get("uid"):
             obj = self._record_twin(ctx, kind, obj, twin)
         self._status_back(ctx, kind, obj, twin)
+        if kind == "Pod" and twin["metadata"].get("deletionTimestamp"):
+            self._follow_termination(ctx, obj, twin)
 
     def _delete_twin(
         self, ctx: ControllerContext, kind: str, obj: Obj | None, twin: Obj | None
@@ -379,6 +388,19 @@ class TenantSync:
                 ctx.delete(kind, metadata.get("namespace", ""), metadata["name"], options)
             except Conflict:
                 return  # another pod of that name by now
+
+    @staticmethod
+    def _follow_termination(ctx: ControllerContext, obj: Obj, twin: Obj) -> None:
+        """A twin the host deletes gracefully (an eviction, a preemption) makes its tenant
+        pod ``Terminating`` with the same grace period, after its last status (a
+        ``DisruptionTarget`` condition) was copied; the tenant pod goes with the twin."""
+        metadata = obj["metadata"]
+        grace = twin["metadata"].get("deletionGracePeriodSeconds")
+        options: Obj = {"preconditions": {"uid": metadata.get("uid")}}
+        if grace is not None:
+            options["gracePeriodSeconds"] = grace
+        with contextlib.suppress(NotFound, Conflict):
+            ctx.delete("Pod", metadata.get("namespace", ""), metadata["name"], options)
 
     @staticmethod
     def _record_twin(ctx: ControllerContext, kind: str, obj: Obj, twin: Obj) -> Obj:
@@ -415,7 +437,8 @@ class TenantSync:
                 except names.NameTooLong:
                     continue
                 if self.host.peek(kind, namespace, twin_name) is None:
-                    pending.append((self.host.resource(kind), to_host(kind, obj, tenant)))
+                    twin = to_host(kind, obj, tenant, self.gated(tenant))
+                    pending.append((self.host.resource(kind), twin))
         return pending
 
     def _create_twin(self, ctx: ControllerContext, tenant: str, kind: str, obj: Obj) -> Obj | None:
@@ -429,7 +452,9 @@ class TenantSync:
             self._held.discard((tenant, metadata.get("namespace", ""), metadata["name"]))
         key = (tenant, kind, metadata.get("namespace", ""), metadata["name"])
         try:
-            created = self.host.create(kind, to_host(kind, obj, tenant), MANAGER)
+            created = self.host.create(
+                kind, to_host(kind, obj, tenant, self.gated(tenant)), MANAGER
+            )
         except AlreadyExists:
             return None
         except (AdmissionDenied, InvalidObjectError) as refused:
@@ -464,12 +489,24 @@ class TenantSync:
         return ""
 
     def _update_twin(self, kind: str, obj: Obj, twin: Obj, tenant: str) -> None:
-        desired = to_host(kind, obj, tenant)
-        if same_content(kind, twin, desired):
+        """Labels and annotations follow the tenant's (keeping what the host added); a
+        pod twin loses the gates the tenant removed from its pod. Nothing else of a pod's
+        spec is compared: the admission controller's removal of the admission gate stays."""
+        desired = with_host_keys(twin, to_host(kind, obj, tenant))
+        gates = kept_gates(twin, obj) if kind == "Pod" else None
+        same_gates = gates is None or gates == (
+            (twin.get("spec") or {}).get("schedulingGates") or []
+        )
+        if same_content(kind, twin, desired) and same_gates:
             return
         updated = clone_document(twin)
         updated["metadata"]["labels"] = desired["metadata"]["labels"]
         updated["metadata"]["annotations"] = desired["metadata"]["annotations"]
+        if not same_gates:
+            if gates:
+                updated["spec"]["schedulingGates"] = gates
+            else:
+                updated["spec"].pop("schedulingGates", None)
         try:
             self.host.update(kind, updated, MANAGER)
         except (AdmissionDenied, InvalidObjectError, NotFound):

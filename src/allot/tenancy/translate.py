@@ -3,11 +3,17 @@
 Toward the host (``to_host``): the name and namespace translated (see
 :mod:`allot.tenancy.names`), the tenant's labels and annotations carried, the platform's
 ``allot.dev/tenant`` and ``allot.dev/tenant-namespace`` labels and the tenant-name/uid
-annotations added, and a pod's ``spec.resourceClaims`` references rewritten. The tenant
+annotations added, and a pod's ``spec.resourceClaims`` references rewritten; the twin of a
+pod of a tenant in fair-sharing mode also carries the scheduling gate
+``allot.dev/admission`` after the tenant's own gates, which the host's admission controller
+removes when the pod's workload is admitted (the tenant's pod itself is not gated). The tenant
 object's ``ownerReferences`` name tenant objects (a ReplicaSet, a Job) the host does not
 have, so the twin carries none (the host's garbage collector would otherwise delete it as
 an orphan, as vCluster drops them too); its controller is recorded as
-``allot.dev/tenant-owner: <Kind>/<name>`` for host-side views. Back to the
+``allot.dev/tenant-owner: <Kind>/<name>`` for host-side views. What the host adds to a
+twin after its creation (``allot.dev/`` labels and annotations the sync does not write,
+such as ``allot.dev/admitted-at``) is kept by ``with_host_keys``, so the sync never takes
+it back. Back to the
 tenant (``claim_status_to_tenant``, ``pod_status_to_tenant``): host names in
 ``reservedFor`` and ``resourceClaimStatuses`` mapped back. Pure; used by the guard and
 the sync.
@@ -22,10 +28,15 @@ from allot.tenancy import names
 from allot.types import Obj
 
 HOST_ONLY_POD_FIELDS = ("nodeName",)
+ADMISSION_GATE = "allot.dev/admission"
+"""The scheduling gate of a fair-sharing tenant's pod twins, until their workload is admitted."""
+SYNC_LABELS = frozenset({names.TENANT_LABEL, names.TENANT_NAMESPACE_LABEL})
+SYNC_ANNOTATIONS = frozenset({names.NAME_ANNOTATION, names.UID_ANNOTATION, names.OWNER_ANNOTATION})
 
 
-def to_host(kind: str, obj: Obj, tenant: str) -> Obj:
-    """The host twin of a tenant object (no status: the host owns it)."""
+def to_host(kind: str, obj: Obj, tenant: str, gated: bool = False) -> Obj:
+    """The host twin of a tenant object (no status: the host owns it); ``gated``: a pod
+    twin waits for admission (its tenant is in fair-sharing mode)."""
     metadata = obj["metadata"]
     namespace = metadata.get("namespace") or "default"
     twin: Obj = {
@@ -36,8 +47,38 @@ def to_host(kind: str, obj: Obj, tenant: str) -> Obj:
     spec = clone_document(obj.get("spec") or {})
     if kind == "Pod":
         spec = _host_pod_spec(spec, namespace)
+        if gated and all(
+            g.get("name") != ADMISSION_GATE for g in spec.get("schedulingGates") or []
+        ):
+            spec["schedulingGates"] = [
+                *(spec.get("schedulingGates") or []),
+                {"name": ADMISSION_GATE},
+            ]
     twin["spec"] = spec
     return twin
+
+
+def kept_gates(twin: Obj, tenant_pod: Obj) -> list[Obj]:
+    """The twin's scheduling gates that still stand: the tenant's own that its pod still
+    has, and the admission gate while the host has not removed it. Gates are only ever
+    removed (validation), so this never adds one back."""
+    wanted = {g.get("name") for g in (tenant_pod.get("spec") or {}).get("schedulingGates") or []}
+    wanted.add(ADMISSION_GATE)
+    gates = (twin.get("spec") or {}).get("schedulingGates") or []
+    return [g for g in gates if g.get("name") in wanted]
+
+
+def with_host_keys(twin: Obj, desired: Obj) -> Obj:
+    """``desired``'s metadata plus the ``allot.dev/`` labels and annotations the host
+    wrote on the twin itself (the sync's own keys follow ``desired``)."""
+    metadata = {**desired["metadata"]}
+    for field, own in (("labels", SYNC_LABELS), ("annotations", SYNC_ANNOTATIONS)):
+        values = dict(metadata.get(field) or {})
+        for key, value in (twin["metadata"].get(field) or {}).items():
+            if key.startswith(names.PLATFORM_PREFIX) and key not in own:
+                values.setdefault(key, value)
+        metadata[field] = values
+    return {**desired, "metadata": metadata}
 
 
 def _host_metadata(metadata: Obj, namespace: str, tenant: str) -> Obj:
@@ -78,7 +119,8 @@ def _host_pod_spec(spec: Obj, namespace: str) -> Obj:
 
 
 def same_content(kind: str, twin: Obj, desired: Obj) -> bool:
-    """Whether the host twin already carries what the tenant object asks for."""
+    """Whether the host twin already carries what the tenant object asks for (a pod's
+    spec is the host's once created, but for gates: see ``kept_gates``)."""
     if (twin["metadata"].get("labels") or {}) != desired["metadata"]["labels"]:
         return False
     if (twin["metadata"].get("annotations") or {}) != desired["metadata"]["annotations"]:

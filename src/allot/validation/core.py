@@ -2,7 +2,9 @@
 
 Pods: claim references (``spec.resourceClaims`` one-of, names, container
 ``resources.claims`` pointing at existing entries), containers with names and images,
-restart policy, and container resource amounts as ``ValidateResourceRequirements``: none
+restart policy, scheduling gates (qualified names, no duplicates; no ``nodeName`` while any
+remain; on update gates may only be removed, as ``validateOnlyDeletedSchedulingGates``),
+and container resource amounts as ``ValidateResourceRequirements``: none
 negative; extended resources (``nvidia.com/gpu``, and, stricter than upstream, a
 DeviceClass's implicit ``deviceclass.resource.kubernetes.io/<class>``) whole, with a limit,
 and a request equal to it, since quota charges requests and the scheduler allocates them.
@@ -22,6 +24,7 @@ from allot.validation.field import (
     ErrorList,
     Path,
     duplicate,
+    forbidden,
     invalid,
     not_found,
     not_supported,
@@ -58,6 +61,45 @@ def validate_pod_spec(spec: corev1.PodSpec, path: Path) -> ErrorList:
             invalid(path.child("nodeName"), spec.node_name, msg)
             for msg in names.is_dns1123_subdomain(spec.node_name)
         ]
+    errors += _validate_scheduling_gates(spec.scheduling_gates or [], path.child("schedulingGates"))
+    return errors
+
+
+def validate_pod(pod: corev1.Pod) -> ErrorList:
+    """A pod's spec, and no ``nodeName`` while scheduling gates remain (upstream checks it
+    in ``ValidatePodCreate``; an update cannot get there, gates are never added)."""
+    errors = validate_pod_spec(pod.spec, Path("spec"))
+    if pod.spec.node_name and pod.spec.scheduling_gates:
+        detail = "cannot be set until all schedulingGates have been cleared"
+        errors.append(forbidden(Path("spec").child("nodeName"), detail))
+    return errors
+
+
+def validate_pod_update(new: corev1.Pod, old: corev1.Pod) -> ErrorList:
+    """What an update of a pod may not do (the rest of ``ValidatePodUpdate``'s immutability
+    is not ported, see the conformance ledger): add or rename a scheduling gate."""
+    known = {gate.name for gate in old.spec.scheduling_gates or []}
+    path = Path("spec").child("schedulingGates")
+    return [
+        forbidden(
+            path.index(index).child("name"),
+            f"only deletion is allowed, but found new scheduling gate '{gate.name or ''}'",
+        )
+        for index, gate in enumerate(new.spec.scheduling_gates or [])
+        if gate.name not in known
+    ]
+
+
+def _validate_scheduling_gates(gates: list[corev1.PodSchedulingGate], path: Path) -> ErrorList:
+    """``validateSchedulingGates``: each name a qualified name, none twice."""
+    errors: ErrorList = []
+    seen: set[str] = set()
+    for index, gate in enumerate(gates):
+        name = gate.name or ""
+        errors += [invalid(path.index(index), name, msg) for msg in names.is_qualified_name(name)]
+        if name in seen:
+            errors.append(duplicate(path.index(index), name))
+        seen.add(name)
     return errors
 
 

@@ -1,4 +1,8 @@
-"""Pod: ``kubectl get pods`` columns, a new pod's status, upstream's pod defaulting."""
+"""Pod: ``kubectl get pods`` columns, a new pod's status, upstream's pod defaulting.
+
+A pod created with scheduling gates starts with ``PodScheduled=False`` reason
+``SchedulingGated`` (the pod strategy's ``applySchedulingGatedCondition``), and the STATUS
+column says ``SchedulingGated`` while that condition stands, as kubectl's printer does."""
 
 from __future__ import annotations
 
@@ -9,11 +13,13 @@ from allot.registry.kinds import KindStrategy, Preparation, QuotaEvaluator, Tabl
 from allot.registry.kinds.columns import AGE, NAME, age, column
 from allot.types import Obj
 from allot.validation import core, objects
-from allot.validation.field import Path
 from allot.validation.objects import KindRules
 
 if TYPE_CHECKING:
     from allot.registry.quota import Charging, Usage
+
+SCHEDULING_GATED = "SchedulingGated"
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 
 def _pod_cells(obj: Obj, now: dt.datetime) -> list[Any]:
@@ -23,6 +29,11 @@ def _pod_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     ready = sum(1 for s in statuses if s.get("ready"))
     restarts = sum(int(s.get("restartCount") or 0) for s in statuses)
     reason = status.get("reason") or status.get("phase") or "Pending"
+    if any(
+        c.get("type") == "PodScheduled" and c.get("reason") == SCHEDULING_GATED
+        for c in status.get("conditions") or []
+    ):
+        reason = SCHEDULING_GATED
     for container in statuses:
         state = container.get("state") or {}
         if state.get("waiting", {}).get("reason"):
@@ -59,8 +70,18 @@ def _service_account(obj: Obj, preparation: Preparation) -> None:
 
 
 def _pending(obj: Obj) -> None:
-    """A client's status is dropped, as upstream's ``PrepareForCreate`` does."""
+    """A client's status is dropped, as upstream's ``PrepareForCreate`` does; a gated pod
+    says so in its ``PodScheduled`` condition (the handler dates it)."""
     obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    if (obj.get("spec") or {}).get("schedulingGates"):
+        obj["status"]["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": SCHEDULING_GATED,
+                "message": GATED_MESSAGE,
+            }
+        ]
 
 
 def _usage(obj: Obj, charging: Charging) -> Usage:
@@ -83,7 +104,8 @@ STRATEGIES = (
         subresources=("status", "log", "binding"),
         rules=KindRules(
             defaults=objects.default_pod,
-            validate=lambda obj, context: core.validate_pod_spec(obj.spec, Path("spec")),
+            validate=lambda obj, context: core.validate_pod(obj),
+            validate_update=lambda new, old, context: core.validate_pod_update(new, old),
         ),
         initial_status=_pending,
         prepare_create=_service_account,
