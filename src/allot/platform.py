@@ -123,7 +123,7 @@ def build(
     scheduler = Scheduler(
         context,
         placement,
-        _memory_limit(directory),
+        tenant_memory_limit(directory),
         ops.metrics.allocator_seconds.observe,
         entitlements,
         index,
@@ -233,14 +233,17 @@ def _tenant_logs(directory: TenantDirectory) -> Callable[[str, str, str], tuple[
     return source
 
 
-def _memory_limit(directory: TenantDirectory) -> Callable[[str], tuple[str, Quantity] | None]:
-    """The GPU-memory quota of the tenant that owns a host namespace."""
+def tenant_memory_limit(directory: TenantDirectory) -> Callable[[str], tuple[str, Quantity] | None]:
+    """The GPU-memory quota of the tenant that owns a host namespace (none in fair-sharing
+    mode: GPU memory is then a share the admission controller counts, not a hard limit)."""
 
     def limit(namespace: str) -> tuple[str, Quantity] | None:
         tenant = names.tenant_of_namespace(namespace)
         entry = directory.get(tenant) if tenant else None
         quota = entry.tenant.spec.quota if entry else None
         if entry is None or quota is None or quota.gpu_memory is None:
+            return None
+        if entry.tenant.spec.sharing is not None:
             return None
         return f"tenant {entry.name!r}", quota.gpu_memory
 

@@ -21,7 +21,8 @@ ConfigMap per tenant (in ``allot-system``, which tenants cannot write):
 
 Each tenant gets a binding per policy that selects its host namespace by the
 platform-set ``allot.dev/tenant`` label, with ``parameterNotFoundAction: Deny``, and a
-ResourceQuota when it has device quotas. The objects are valid for a real 1.36 API server
+ResourceQuota when it has quotas (in fair-sharing mode, only the keys that do not count
+devices). The objects are valid for a real 1.36 API server
 (``allot render`` writes the same ones). Pure; used by the tenant controller.
 """
 
@@ -32,12 +33,15 @@ from allot.api.meta import selector_matches
 from allot.api.tenancy import Tenant, entitlement_selector
 from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL, host_namespace
 from allot.types import Obj
+from allot.validation.names import is_dra_extended_resource_name
 
 CLAIMS_POLICY = "allot-tenant-claims"
 PODS_POLICY = "allot-tenant-pods"
 QUOTA_NAME = "tenant-quota"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "allot"}
 EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+REQUESTS_PREFIX = "requests."
 
 _CLAIM_CLASSES = (
     "variables.requests.all(r, has(r.exactly) ? r.exactly.deviceClassName in variables.allowed"
@@ -337,8 +341,22 @@ def binding(tenant: str, policy: str) -> Obj:
     }
 
 
+def is_device_quota_key(key: str) -> bool:
+    """Whether a ResourceQuota key counts devices: ``<class>.deviceclass.resource.k8s.io/
+    devices``, or ``requests.<name>`` of a DRA extended resource (``nvidia.com/gpu``, a
+    class's implicit ``deviceclass.resource.kubernetes.io/<class>``)."""
+    if key.endswith(DEVICES_SUFFIX):
+        return True
+    requested = key.removeprefix(REQUESTS_PREFIX)
+    return requested != key and is_dra_extended_resource_name(requested)
+
+
 def quota(tenant: Tenant) -> Obj | None:
-    hard = tenant.spec.quota.hard if tenant.spec.quota else None
+    """The tenant's ResourceQuota; a tenant in fair-sharing mode gets only its non-device
+    keys (its devices are admitted by queue, not refused by quota), none when none is left."""
+    hard = dict(tenant.spec.quota.hard or {}) if tenant.spec.quota else {}
+    if tenant.spec.sharing is not None:
+        hard = {key: value for key, value in hard.items() if not is_device_quota_key(key)}
     if not hard:
         return None
     return {

@@ -383,11 +383,31 @@ class TenantSync:
                 return
         if obj is not None and kind == "Pod":
             metadata = obj["metadata"]
+            obj = self._terminal(ctx, obj)
             options = {"gracePeriodSeconds": 0, "preconditions": {"uid": metadata.get("uid")}}
             try:
                 ctx.delete(kind, metadata.get("namespace", ""), metadata["name"], options)
             except Conflict:
                 return  # another pod of that name by now
+
+    @staticmethod
+    def _terminal(ctx: ControllerContext, pod: Obj) -> Obj:
+        """A bound tenant pod whose twin was stopped ends ``Failed`` before it goes, as the
+        kubelet gives a deleted pod a terminal phase: a Job (its finalizer keeps the pod
+        until counted) then judges it by its conditions (``DisruptionTarget``), and with
+        ``podReplacementPolicy: Failed`` or a failure policy replaces it."""
+        status = pod.get("status") or {}
+        if not (pod.get("spec") or {}).get("nodeName") or status.get("phase") in (
+            "Succeeded",
+            "Failed",
+        ):
+            return pod
+        try:
+            return ctx.update_status(
+                "Pod", {**pod, "status": {**status, "phase": "Failed"}}, MANAGER
+            )
+        except (NotFound, Conflict):
+            return pod
 
     @staticmethod
     def _follow_termination(ctx: ControllerContext, obj: Obj, twin: Obj) -> None:
