@@ -56,8 +56,12 @@ def tenant_object(name: str, sharing: Obj, quota: Obj | None = None) -> Obj:
     spec: Obj = {"deviceClassSelector": NVIDIA, "sharing": sharing}
     if quota:
         spec["quota"] = quota
-    return {"apiVersion": "allot.dev/v1alpha1", "kind": "Tenant", "metadata": {"name": name},
-            "spec": spec}
+    return {
+        "apiVersion": "allot.dev/v1alpha1",
+        "kind": "Tenant",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 async def prepare(api: Platform, tenants: list[Obj]) -> None:
@@ -91,9 +95,15 @@ def template(name: str, device_class: str, count: int = 1) -> Obj:
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"spec": {"devices": {"requests": [
-            {"name": "g", "exactly": {"deviceClassName": device_class, "count": count}}
-        ]}}},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {"name": "g", "exactly": {"deviceClassName": device_class, "count": count}}
+                    ]
+                }
+            }
+        },
     }
 
 

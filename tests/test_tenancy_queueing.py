@@ -46,7 +46,9 @@ from tests.queueing_platform import (
 )
 
 Obj = dict[str, Any]
-DEMAND = yaml.safe_load((Path(__file__).parent / "scenarios" / "fair-sharing-demand.yaml").read_text())
+DEMAND = yaml.safe_load(
+    (Path(__file__).parent / "scenarios" / "fair-sharing-demand.yaml").read_text()
+)
 EXTENDED_CLASS = {
     "apiVersion": "resource.k8s.io/v1",
     "kind": "DeviceClass",
@@ -75,13 +77,19 @@ def _seed_index() -> DraIndex:
 
 def _case_pod(number: int, item: Obj) -> Obj:
     claims = [
-        {"name": entry, ("resourceClaimName" if ref.startswith("claim:") else
-                         "resourceClaimTemplateName"): ref.split(":", 1)[1]}
+        {
+            "name": entry,
+            (
+                "resourceClaimName" if ref.startswith("claim:") else "resourceClaimTemplateName"
+            ): ref.split(":", 1)[1],
+        }
         for entry, ref in item.get("claims") or []
     ]
     container = {"name": "c", "image": "x", "resources": {"requests": item.get("requests") or {}}}
-    return {"metadata": {"name": f"p{number}"},
-            "spec": {"resourceClaims": claims, "containers": [container]}}
+    return {
+        "metadata": {"name": f"p{number}"},
+        "spec": {"resourceClaims": claims, "containers": [container]},
+    }
 
 
 @pytest.mark.parametrize("case", DEMAND["cases"], ids=lambda c: c["name"])
@@ -90,10 +98,12 @@ def test_demand(case: Obj) -> None:
         ("ResourceClaim", name): {"spec": {"devices": {"requests": requests}}}
         for name, requests in (case.get("claims") or {}).items()
     }
-    objects.update({
-        ("ResourceClaimTemplate", name): {"spec": {"spec": {"devices": {"requests": requests}}}}
-        for name, requests in (case.get("templates") or {}).items()
-    })
+    objects.update(
+        {
+            ("ResourceClaimTemplate", name): {"spec": {"spec": {"devices": {"requests": requests}}}}
+            for name, requests in (case.get("templates") or {}).items()
+        }
+    )
     pods = [_case_pod(n, item) for n, item in enumerate(case["pods"])]
     demand, missing = workload_demand(
         pods,
@@ -114,8 +124,9 @@ def test_class_memory_follows_the_catalogue() -> None:
     memory = ClassMemory(index)
     assert memory.largest("gpu-ext") == 40 * 2**30
     narrowed = {**EXTENDED_CLASS, "metadata": {"name": "gpu-ext", "resourceVersion": "2"}}
-    narrowed["spec"] = {"selectors": [{"cel": {
-        "expression": "device.attributes['gpu.nvidia.com'].type == 'mig'"}}]}
+    narrowed["spec"] = {
+        "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].type == 'mig'"}}]
+    }
     index.put_class(narrowed)
     assert memory.largest("gpu-ext") == 4864 * 2**20
     assert "example.com/gpu" not in memory.extended_names()
@@ -130,7 +141,9 @@ RESEARCH = tenant_object(
 )
 
 
-def _run(scenario: Callable[[Platform], Awaitable[None]], tmp_path: Path, tenants: list[Obj]) -> None:
+def _run(
+    scenario: Callable[[Platform], Awaitable[None]], tmp_path: Path, tenants: list[Obj]
+) -> None:
     async def main() -> None:
         api = await start(tmp_path / "data")
         try:
@@ -148,11 +161,15 @@ def test_a_borrower_is_preempted_when_the_lender_reclaims(tmp_path: Path) -> Non
         write(api, "research-ai", pod("train", "t", {names.PRIORITY_KEY: "5"}))
         await settle(api)
         borrowed = twin(api, "research-ai", "train")
-        assert borrowed is not None and borrowed["spec"].get("nodeName") == "a100-whole-pool-0"
+        assert borrowed is not None
+        assert borrowed["spec"].get("nodeName") == "a100-whole-pool-0"
         assert "schedulingGates" not in borrowed["spec"]
         assert ADMITTED_AT in borrowed["metadata"]["annotations"]
-        reserved = condition(tenant(api, "research-ai").get("Pod", "default", "train"), "QuotaReserved")
-        assert reserved is not None and reserved["status"] == "True"
+        reserved = condition(
+            tenant(api, "research-ai").get("Pod", "default", "train"), "QuotaReserved"
+        )
+        assert reserved is not None
+        assert reserved["status"] == "True"
         books = api.queueing.state.books
         assert books is not None
         assert books.standing("research-ai", "gpu-whole") == Standing(0, 1, 1, 0)
@@ -169,14 +186,20 @@ def test_a_borrower_is_preempted_when_the_lender_reclaims(tmp_path: Path) -> Non
         )
         assert f"Preempted: {reason}" in events(api, "research-ai", "default", "train")
         reclaimed = twin(api, "legal-ai", "infer")
-        assert reclaimed is not None and reclaimed["spec"].get("nodeName") == "a100-whole-pool-0"
+        assert reclaimed is not None
+        assert reclaimed["spec"].get("nodeName") == "a100-whole-pool-0"
         told = events(api, "legal-ai", "default", "infer")
         assert (
             "Pending: waiting for preemption: evicting research-ai/default/pod/train "
             "(research-ai) to admit legal-ai/default/pod/infer"
         ) in told
-        assert any(e.startswith("Preempting: Preempting pod train of tenant research-ai") for e in told)
-        assert "QuotaReserved: Quota reserved for pod infer in legal-ai: 1 gpu-whole, 40Gi gpuMemory" in told
+        assert any(
+            e.startswith("Preempting: Preempting pod train of tenant research-ai") for e in told
+        )
+        assert (
+            "QuotaReserved: Quota reserved for pod infer in legal-ai: 1 gpu-whole, 40Gi gpuMemory"
+            in told
+        )
         counts = api.queueing.state.tenants
         assert (counts["research-ai"].preempted, counts["legal-ai"].admitted) == (1, 1)
 
@@ -197,7 +220,8 @@ def test_the_preempted_pod_carries_disruption_target_to_the_tenant(tmp_path: Pat
         write(api, "legal-ai", pod("infer", "t"))
         await settle(api, 6)
         mine = tenant(api, "research-ai").get("Pod", "default", "train")
-        assert mine is not None and mine["metadata"].get("deletionTimestamp")
+        assert mine is not None
+        assert mine["metadata"].get("deletionTimestamp")
         target = condition(mine, "DisruptionTarget")
         assert target is not None
         assert (target["status"], target["reason"]) == ("True", "PreemptionByAllot")
@@ -207,17 +231,24 @@ def test_the_preempted_pod_carries_disruption_target_to_the_tenant(tmp_path: Pat
 
 
 def test_a_workload_waits_with_the_engines_message_and_one_event(tmp_path: Path) -> None:
-    capped = tenant_object("research-ai", {"cohort": "pool", "deviceClasses": [
-        {"name": "gpu-slice", "guaranteed": "2"},
-        {"name": "gpu-whole", "guaranteed": "0", "borrowingLimit": "0"},
-    ]})
+    capped = tenant_object(
+        "research-ai",
+        {
+            "cohort": "pool",
+            "deviceClasses": [
+                {"name": "gpu-slice", "guaranteed": "2"},
+                {"name": "gpu-whole", "guaranteed": "0", "borrowingLimit": "0"},
+            ],
+        },
+    )
 
     async def scenario(api: Platform) -> None:
         write(api, "research-ai", template("t", "gpu-whole"))
         write(api, "research-ai", pod("train", "t"))
         await settle(api)
         held = twin(api, "research-ai", "train")
-        assert held is not None and not held["spec"].get("nodeName")
+        assert held is not None
+        assert not held["spec"].get("nodeName")
         assert held["spec"]["schedulingGates"] == [{"name": "allot.dev/admission"}]
         message = (
             "waiting for quota: needs 1 gpu-whole; research-ai has 0 of 0 guaranteed free, "
@@ -226,13 +257,19 @@ def test_a_workload_waits_with_the_engines_message_and_one_event(tmp_path: Path)
         )
         mine = tenant(api, "research-ai").get("Pod", "default", "train")
         assert condition(mine, "QuotaReserved") == {
-            "type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message,
+            "type": "QuotaReserved",
+            "status": "False",
+            "reason": "Pending",
+            "message": message,
             "lastTransitionTime": condition(mine, "QuotaReserved")["lastTransitionTime"],  # type: ignore[index]
         }
         write(api, "research-ai", pod("other", "t"))  # another pass, the same message
         await settle(api)
-        pending = [e for e in host(api).list("Event", names.host_namespace("research-ai"))
-                   if e["reason"] == "Pending" and e["involvedObject"]["name"] == held["metadata"]["name"]]
+        pending = [
+            e
+            for e in host(api).list("Event", names.host_namespace("research-ai"))
+            if e["reason"] == "Pending" and e["involvedObject"]["name"] == held["metadata"]["name"]
+        ]
         assert [e.get("count") for e in pending] == [1]
         assert api.queueing.state.tenants["research-ai"].waiting == 2
         assert api.queueing.state.waiting["research-ai/default/pod/train"].message == message
@@ -251,12 +288,18 @@ def test_a_gang_is_admitted_all_or_nothing(tmp_path: Path) -> None:
         assert len(pods) == 3
         assert all(p["spec"].get("schedulingGates") for p in pods)
         waiting = api.queueing.state.waiting["legal-ai/default/job/wide"]
-        assert waiting.message.startswith("waiting for quota: needs 3 gpu-slice; legal-ai has 2 of 2")
+        assert waiting.message.startswith(
+            "waiting for quota: needs 3 gpu-slice; legal-ai has 2 of 2"
+        )
         write(api, "legal-ai", job("pair", "s", 2))
         await settle(api)
-        pair = [p for p in host(api).list("Pod", names.host_namespace("legal-ai"))
-                if p["metadata"]["annotations"].get(names.OWNER_ANNOTATION) == "Job/pair"]
-        assert len(pair) == 2 and all(p["spec"].get("nodeName") for p in pair)
+        pair = [
+            p
+            for p in host(api).list("Pod", names.host_namespace("legal-ai"))
+            if p["metadata"]["annotations"].get(names.OWNER_ANNOTATION) == "Job/pair"
+        ]
+        assert len(pair) == 2
+        assert all(p["spec"].get("nodeName") for p in pair)
         stamps = {p["metadata"]["annotations"][ADMITTED_AT] for p in pair}
         assert len(stamps) == 1  # admitted together, in one pass
 
@@ -276,7 +319,8 @@ def test_a_gang_waits_for_its_pods(tmp_path: Path) -> None:
         write(api, "legal-ai", job("wide", "s", 3))
         await settle(api)
         pods = host(api).list("Pod", names.host_namespace("legal-ai"))
-        assert len(pods) == 2 and all(p["spec"].get("schedulingGates") for p in pods)
+        assert len(pods) == 2
+        assert all(p["spec"].get("schedulingGates") for p in pods)
         assert api.queueing.state.waiting["legal-ai/default/job/wide"].message == (
             "waiting for 1 more pod(s) of Job default/wide: a gang is admitted all together "
             "(2 of 3 exist)"
@@ -298,7 +342,8 @@ def test_higher_priority_preempts_lower_within_a_tenant(tmp_path: Path) -> None:
             "legal-ai (priority 10 over 0)"
         ) in events(api, "legal-ai", "default", "low")
         high = twin(api, "legal-ai", "high")
-        assert high is not None and high["spec"].get("nodeName")
+        assert high is not None
+        assert high["spec"].get("nodeName")
 
     _run(scenario, tmp_path, [LEGAL, RESEARCH])
 
@@ -319,10 +364,15 @@ def test_admission_survives_a_restart(tmp_path: Path) -> None:
         again = await start(tmp_path / "data")
         await settle(again)
         after = twin(again, "research-ai", "first")
-        assert before is not None and after is not None
-        assert after["metadata"]["annotations"][ADMITTED_AT] == before["metadata"]["annotations"][ADMITTED_AT]
+        assert before is not None
+        assert after is not None
+        assert (
+            after["metadata"]["annotations"][ADMITTED_AT]
+            == before["metadata"]["annotations"][ADMITTED_AT]
+        )
         second = twin(again, "research-ai", "second")
-        assert second is not None and second["spec"].get("schedulingGates")
+        assert second is not None
+        assert second["spec"].get("schedulingGates")
         assert again.queueing.state.tenants["research-ai"].admitted == 1
         await stop(again)
 

@@ -288,9 +288,7 @@ class QueueingController:
     # ------------------------------------------------------------------ writes
     def _admit(self, group: PodGroup, workload: Workload) -> None:
         now = self.host.clock()
-        message = f"Quota reserved for {group.what} in {group.tenant}: " + _amounts(
-            workload.demand
-        )
+        message = f"Quota reserved for {group.what} in {group.tenant}: " + _amounts(workload.demand)
         for pod in group.gated_pods():
             self._ungate(pod, now, message)
 
