@@ -26,6 +26,7 @@ from allot.fairshare.books import Standing
 from allot.platform import Platform
 from allot.tenancy import names
 from allot.tenancy.demand import ClassMemory, workload_demand
+from allot.tenancy.explain import ADMISSION, CAPACITY, PREEMPTION, QUOTA, Explanation, explain_twin
 from allot.tenancy.queueing import ADMITTED_AT
 from tests.queueing_platform import (
     CLASSES,
@@ -377,3 +378,57 @@ def test_admission_survives_a_restart(tmp_path: Path) -> None:
         await stop(again)
 
     asyncio.run(main())
+
+
+# ------------------------------------------------------------------------ explain
+def _host_pod(name: str, conditions: list[Obj], **spec: Any) -> Obj:
+    return {
+        "metadata": {
+            "name": f"{name}.default",
+            "namespace": "tenant-research-ai",
+            "labels": {names.TENANT_LABEL: "research-ai", names.TENANT_NAMESPACE_LABEL: "default"},
+            "annotations": {names.NAME_ANNOTATION: name},
+        },
+        "spec": spec,
+        "status": {"conditions": conditions},
+    }
+
+
+GATED = {"schedulingGates": [{"name": "allot.dev/admission"}]}
+
+
+def test_explain_names_quota_preemption_and_capacity() -> None:
+    quota = "waiting for quota: needs 1 gpu-whole; research-ai has 0 of 0 guaranteed free"
+    waiting = _host_pod(
+        "w", [{"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": quota}],
+        **GATED,
+    )  # fmt: skip
+    assert explain_twin(waiting, []) == Explanation(QUOTA, quota)
+
+    preempting = (
+        "waiting for preemption: evicting research-ai/default/pod/v (research-ai) to admit "
+        "legal-ai/default/pod/infer"
+    )
+    reclaimer = _host_pod(
+        "infer", [{"type": "QuotaReserved", "status": "False", "message": preempting}], **GATED
+    )
+    victim = _host_pod("v", [{
+        "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByAllot",
+        "message": "Preempted by allot: ... for legal-ai/default/pod/infer",
+    }])  # fmt: skip
+    victim["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    bystander = _host_pod("b", [])
+    explained = explain_twin(reclaimer, [victim, bystander])
+    assert explained == Explanation(PREEMPTION, preempting, ["research-ai default/v (terminating)"])
+    assert "research-ai default/v (terminating)" in explained.text("pod default/infer")
+
+    unschedulable = _host_pod("u", [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "0/3 nodes are available: 3 cannot allocate all claims.",
+    }])  # fmt: skip
+    assert explain_twin(unschedulable, []) == Explanation(
+        CAPACITY, "Unschedulable: 0/3 nodes are available: 3 cannot allocate all claims."
+    )
+    assert explain_twin(_host_pod("n", [], **GATED), []).waits_for == ADMISSION
+    running = explain_twin(_host_pod("r", [], nodeName="a100-whole-pool-0"), [])
+    assert not running.pending
