@@ -35,6 +35,9 @@ SHARING = {
     "deviceClasses": [{"name": "gpu-whole", "guaranteed": "1"}],
 }
 TWIN = names.host_name("pod-a", "default")
+HELD = {"deviceClasses": [{"name": c, "guaranteed": "0"} for c in ("gpu-whole", "gpu-slice")]}
+"""Sharing whose queue admits nothing (no guarantee, no cohort to borrow from): the tests
+below play the admission controller's part by hand."""
 
 
 def _condition(pod: Obj, kind: str) -> Obj:
@@ -71,7 +74,7 @@ def _share(api: Platform, tenant: str = TENANT, hard: dict[str, str] | None = No
     host, _ = _contexts(api)
     obj = host.get("Tenant", "", tenant)
     assert obj is not None
-    obj["spec"]["sharing"] = SHARING
+    obj["spec"]["sharing"] = HELD
     if hard is not None:
         obj["spec"]["quota"] = {"hard": hard}
     host.update("Tenant", obj, "test")

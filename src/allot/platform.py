@@ -4,7 +4,9 @@
 (the write path, with its admission chain assembled here, in one place), the
 :class:`ApiServer` that serves it, and the host control plane (resourceclaim
 controller, scheduler, node agent with a simulated or process runtime, quota status) and
-tenancy (the tenant controller, the sync, the tenant clusters' admission guard, the
+tenancy (the tenant controller, the sync, the fair-sharing admission controller whose
+read model ``Platform.queueing.state`` the operations layer reads, the tenant clusters'
+admission guard, the
 entitlement re-checks of revoked classes in the scheduler and host admission, logs of
 tenant pods served from their host twins) registered to start with the server; and the
 host's DRA index (:mod:`allot.dra`), fed from store events ahead of the controllers and
@@ -58,6 +60,7 @@ from allot.tenancy import names
 from allot.tenancy.controller import TenantController
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.guard import TenantGuard
+from allot.tenancy.queueing import QueueingController
 from allot.tenancy.revocation import Entitlements, RevokedClaimsAdmission
 from allot.tenancy.sync import TenantSync
 
@@ -73,6 +76,7 @@ class Platform:
     controllers: ControllerManager
     operations: Operations
     scheduler: Scheduler
+    queueing: QueueingController
 
 
 def build(
@@ -124,10 +128,12 @@ def build(
         entitlements,
         index,
     )
+    queueing = QueueingController(context, directory, index)
     manager = ControllerManager(
         [
             TenantController(registry, context, directory),
             sync,
+            queueing,
             QuotaStatus(context),
             ClaimController(context, pods.holds),
             scheduler,
@@ -139,7 +145,7 @@ def build(
     )
     registry.store.add_listener(manager.on_event)
     _start_with_server(server, manager, ops)
-    return Platform(registry, server, manager, ops, scheduler)
+    return Platform(registry, server, manager, ops, scheduler, queueing)
 
 
 def _workload_controllers(

@@ -27,9 +27,9 @@ pytestmark = pytest.mark.slow
 TENANT = "research-ai"
 HOST_NS = names.host_namespace(TENANT)
 TWIN = names.host_name("trainer", "default")
-SHARING = {
-    "sharing": {"cohort": "gpu-pool", "deviceClasses": [{"name": "gpu-slice", "guaranteed": "1"}]}
-}
+SHARING = {"sharing": {"deviceClasses": [{"name": "gpu-slice", "guaranteed": "0"}]}}
+"""A queue that admits nothing (no guarantee, no cohort): the test plays the admission
+controller's part by hand (the host admin's patch, ``evict_pod``)."""
 TEMPLATE = {
     "apiVersion": "resource.k8s.io/v1",
     "kind": "ResourceClaimTemplate",

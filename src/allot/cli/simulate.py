@@ -3,7 +3,10 @@
 ``simulate`` places each step's claims and prints a table (or ``-o json``); with
 ``--explain`` it adds why each failed step did not fit. ``explain`` prints only the
 explanations. Exit status: 0 when every step was allocated, 1 when one stayed pending or
-failed, 2 for an unreadable scenario.
+failed, 2 for an unreadable scenario. ``allot explain pod/NAME`` (or ``resourceclaim/NAME``)
+with ``--tenant`` instead asks the running platform why a tenant's pod (or the pods of a
+claim) waits: for quota, for a preemption in progress, or for capacity
+(:mod:`allot.tenancy.explain`); the platform is reached only on that path.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from allot.allocator.placement import PLACEMENTS
+from allot.cli.options import add_data_dir
 from allot.manifests.documents import ManifestError, read_sources
 from allot.simulation.explain import RequestExplanation, explain_step, render_text
 from allot.simulation.report import to_json, to_text
@@ -43,11 +47,33 @@ def register(subparsers: Any) -> None:
         "the candidates and why each device was rejected.",
     )
     _common(explain)
+    explain.add_argument(
+        "--tenant", help="for pod/NAME or resourceclaim/NAME: the tenant the object is in"
+    )
+    explain.add_argument(
+        "-n", "--namespace", default="default", help="the tenant namespace of pod/NAME"
+    )
+    add_data_dir(explain)
     explain.set_defaults(run=run_explain)
 
 
+def live_target(text: str) -> tuple[str, str] | None:
+    """``("Pod", name)`` or ``("ResourceClaim", name)`` for ``pod/NAME``-like text."""
+    kind, separator, name = text.partition("/")
+    kinds = {"pod": "Pod", "pods": "Pod", "po": "Pod", "resourceclaim": "ResourceClaim"}
+    kinds["resourceclaims"] = "ResourceClaim"
+    if not separator or not name or kind.lower() not in kinds:
+        return None
+    return kinds[kind.lower()], name
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("scenario", metavar="SCENARIO", help="YAML or JSON file, or -")
+    parser.add_argument(
+        "scenario",
+        metavar="SCENARIO",
+        help="YAML or JSON file, or - (explain: also pod/NAME or resourceclaim/NAME of a "
+        "running platform's tenant)",
+    )
     parser.add_argument(
         "-o", "--output", choices=["text", "json"], default="text", help="report format"
     )
@@ -104,6 +130,11 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
+    target = live_target(args.scenario)
+    if target is not None and not Path(args.scenario).exists():
+        from allot.cli.pending import explain_live  # reaches the platform: loaded only here
+
+        return explain_live(args, *target)
     simulation = _load(args)
     if simulation is None:
         return 2

@@ -131,7 +131,7 @@ def claim_devices(
     """A claim's device keys; ``extended_names`` maps class name to extendedResourceName,
     ``owner_usage`` is what the owning pod was charged (for its extended-resource claim)."""
     charged: Usage = Counter()
-    for name, count in _devices_per_class(claim).items():
+    for name, count in devices_per_class(claim).items():
         charged[f"{name}.deviceclass.resource.k8s.io/devices"] += count
         keys = [f"{QUOTA_REQUESTS_PREFIX}{DEVICE_CLASS_RESOURCE_PREFIX}{name}"]
         if name in extended_names:
@@ -143,7 +143,7 @@ def claim_devices(
     return charged
 
 
-def _devices_per_class(claim: Obj) -> Usage:
+def devices_per_class(claim: Obj) -> Usage:
     per_class: Usage = Counter()
     for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
         if request.get("exactly"):

@@ -26,6 +26,10 @@ HOST_NAME_ANNOTATION = "allot.dev/host-name"  # on a tenant claim: the generated
 HOST_UID_ANNOTATION = "allot.dev/host-uid"  # on a tenant object: the uid of its host twin
 OWNER_ANNOTATION = "allot.dev/tenant-owner"  # on a twin: its tenant object's controller
 PLATFORM_NAMESPACE = "allot-system"
+GANG_KEY = "allot.dev/gang"  # a tenant's pods ask to be admitted together
+PRIORITY_KEY = "allot.dev/priority"  # a tenant's workload priority in fair-sharing mode
+TENANT_KEYS = frozenset({GANG_KEY, PRIORITY_KEY})
+"""The ``allot.dev/`` keys tenants may set themselves: fair-sharing admission reads them."""
 MAX_HOST_NAME = 253
 
 
@@ -64,10 +68,11 @@ def tenant_name(translated: str) -> tuple[str, str]:
 
 
 def reserved_keys(metadata: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(``labels`` or ``annotations``, key) of the ``allot.dev/`` keys in ``metadata``."""
+    """(``labels`` or ``annotations``, key) of the ``allot.dev/`` keys in ``metadata``
+    that only the platform sets (all but :data:`TENANT_KEYS`)."""
     return [
         (field, str(key))
         for field in ("labels", "annotations")
         for key in metadata.get(field) or {}
-        if str(key).startswith(PLATFORM_PREFIX)
+        if str(key).startswith(PLATFORM_PREFIX) and str(key) not in TENANT_KEYS
     ]

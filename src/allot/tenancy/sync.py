@@ -74,6 +74,8 @@ class TenantSync:
         self.errors: dict[tuple[str, str, str, str], str] = {}
         # (tenant, slice) -> what the mirrored slice was computed from, to skip recomputing
         self._slice_inputs: dict[tuple[str, str], tuple[object, ...]] = {}
+        # (tenant, namespace, name) -> the conditions of a pod twin when it was removed
+        self._last_conditions: dict[tuple[str, str, str], list[Obj]] = {}
 
     def context(self, tenant: str) -> ControllerContext:
         return ControllerContext(tenant, self.host.store, self.host.handlers, self.host.clock)
@@ -84,6 +86,18 @@ class TenantSync:
         return entry is not None and entry.tenant.spec.sharing is not None
 
     # ------------------------------------------------------------------ events
+    def observe(self, event: WatchEvent) -> None:
+        """A pod twin removed on the host leaves its last conditions (a preemption's
+        ``DisruptionTarget``), which its tenant pod gets as it ends (``_terminal``), even
+        when the node agent removed the twin before the sync saw it terminating."""
+        if event.cluster != HOST_CLUSTER or event.resource != "pods" or event.type != "DELETED":
+            return
+        tenant = names.tenant_of_namespace(event.object["metadata"].get("namespace", ""))
+        origin = tenant_object_name(event.object)
+        conditions = (event.object.get("status") or {}).get("conditions")
+        if tenant is not None and origin is not None and conditions:
+            self._last_conditions[(tenant, *origin)] = list(conditions)
+
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster == HOST_CLUSTER:
             return self._host_keys(event)
@@ -383,7 +397,10 @@ class TenantSync:
                 return
         if obj is not None and kind == "Pod":
             metadata = obj["metadata"]
-            obj = self._terminal(ctx, obj)
+            last = self._last_conditions.pop(
+                (ctx.cluster, metadata.get("namespace", ""), metadata["name"]), []
+            )
+            obj = self._terminal(ctx, obj, last)
             options = {"gracePeriodSeconds": 0, "preconditions": {"uid": metadata.get("uid")}}
             try:
                 ctx.delete(kind, metadata.get("namespace", ""), metadata["name"], options)
@@ -391,21 +408,24 @@ class TenantSync:
                 return  # another pod of that name by now
 
     @staticmethod
-    def _terminal(ctx: ControllerContext, pod: Obj) -> Obj:
+    def _terminal(ctx: ControllerContext, pod: Obj, last: list[Obj]) -> Obj:
         """A bound tenant pod whose twin was stopped ends ``Failed`` before it goes, as the
         kubelet gives a deleted pod a terminal phase: a Job (its finalizer keeps the pod
         until counted) then judges it by its conditions (``DisruptionTarget``), and with
-        ``podReplacementPolicy: Failed`` or a failure policy replaces it."""
-        status = pod.get("status") or {}
-        if not (pod.get("spec") or {}).get("nodeName") or status.get("phase") in (
-            "Succeeded",
-            "Failed",
-        ):
+        ``podReplacementPolicy: Failed`` or a failure policy replaces it. ``last``: the
+        twin's conditions when it was removed, which the tenant pod gets where it lacks them."""
+        status = dict(pod.get("status") or {})
+        known = {c.get("type") for c in status.get("conditions") or []}
+        missing = [c for c in last if c.get("type") not in known]
+        if missing:
+            status["conditions"] = [*(status.get("conditions") or []), *missing]
+        bound = bool((pod.get("spec") or {}).get("nodeName"))
+        if bound and status.get("phase") not in ("Succeeded", "Failed"):
+            status["phase"] = "Failed"
+        elif not missing:
             return pod
         try:
-            return ctx.update_status(
-                "Pod", {**pod, "status": {**status, "phase": "Failed"}}, MANAGER
-            )
+            return ctx.update_status("Pod", {**pod, "status": status}, MANAGER)
         except (NotFound, Conflict):
             return pod
 

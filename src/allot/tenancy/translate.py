@@ -75,7 +75,7 @@ def with_host_keys(twin: Obj, desired: Obj) -> Obj:
     for field, own in (("labels", SYNC_LABELS), ("annotations", SYNC_ANNOTATIONS)):
         values = dict(metadata.get(field) or {})
         for key, value in (twin["metadata"].get(field) or {}).items():
-            if key.startswith(names.PLATFORM_PREFIX) and key not in own:
+            if key.startswith(names.PLATFORM_PREFIX) and key not in own | names.TENANT_KEYS:
                 values.setdefault(key, value)
         metadata[field] = values
     return {**desired, "metadata": metadata}
@@ -85,13 +85,13 @@ def _host_metadata(metadata: Obj, namespace: str, tenant: str) -> Obj:
     labels = {
         k: v
         for k, v in (metadata.get("labels") or {}).items()
-        if not k.startswith(names.PLATFORM_PREFIX)
+        if not k.startswith(names.PLATFORM_PREFIX) or k in names.TENANT_KEYS
     }
     labels.update({names.TENANT_LABEL: tenant, names.TENANT_NAMESPACE_LABEL: namespace})
     annotations = {
         k: v
         for k, v in (metadata.get("annotations") or {}).items()
-        if not k.startswith(names.PLATFORM_PREFIX)
+        if (not k.startswith(names.PLATFORM_PREFIX) or k in names.TENANT_KEYS)
         and k != "kubectl.kubernetes.io/last-applied-configuration"
     }
     annotations[names.NAME_ANNOTATION] = metadata["name"]

@@ -1,0 +1,81 @@
+"""``allot explain pod/NAME --tenant T``: why a tenant's pod (or a claim's pods) waits.
+
+Reads the host twins from the running platform (``allot.cli.up.platform_client``) and
+prints :func:`allot.tenancy.explain.explain_twin`'s answer: waiting for quota, for a
+preemption in progress (with the pods being evicted), or for capacity. Imported by
+:mod:`allot.cli.simulate` only for such a target, so a scenario's ``allot explain`` never
+loads the client. Exit status: 0 when nothing waits, 1 when something does or the platform
+is not running, 2 for bad usage (no ``--tenant``, no such pod or claim).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from allot.cli.up import platform_client
+from allot.kube.client import Client
+from allot.kube.errors import KubeError, KubeNotFound
+from allot.tenancy import names
+from allot.tenancy.explain import explain_twin
+from allot.types import Obj
+
+
+def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
+    if not args.tenant:
+        print(f"error: {kind.lower()}/{name} needs --tenant (the tenant it is in)", file=sys.stderr)
+        return 2
+    host_ns = names.host_namespace(args.tenant)
+    try:
+        client = platform_client(args.data_dir)
+        pods = client.list("v1", "Pod", host_ns)
+        twins = _twins(client, kind, names.host_name(name, args.namespace), host_ns, pods)
+        neighbours = _cohort_pods(client)
+    except KubeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if twins is None:
+        print(
+            f"error: {kind.lower()} {args.namespace}/{name} of tenant {args.tenant} has no "
+            "host twin (not synced yet, or no such object)",
+            file=sys.stderr,
+        )
+        return 2
+    pending = False
+    for twin in twins:
+        explanation = explain_twin(twin, neighbours)
+        shown = (twin["metadata"].get("annotations") or {}).get(names.NAME_ANNOTATION)
+        print(explanation.text(f"pod {args.namespace}/{shown} of tenant {args.tenant}"))
+        pending = pending or explanation.pending
+    if not twins:
+        print(f"no pod uses resourceclaim {args.namespace}/{name} of tenant {args.tenant}")
+    return 1 if pending else 0
+
+
+def _twins(
+    client: Client, kind: str, host_name: str, host_ns: str, pods: list[Obj]
+) -> list[Obj] | None:
+    """The host pods to explain: the pod's twin, or the pods using the claim's twin."""
+    if kind == "Pod":
+        found = [p for p in pods if p["metadata"]["name"] == host_name]
+        return found or None
+    try:
+        client.get("resource.k8s.io/v1", "ResourceClaim", host_name, host_ns)
+    except KubeNotFound:
+        return None
+    return [p for p in pods if _uses(p, host_name)]
+
+
+def _uses(pod: Obj, claim: str) -> bool:
+    entries = (pod.get("spec") or {}).get("resourceClaims") or []
+    statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    return any(e.get("resourceClaimName") == claim for e in [*entries, *statuses])
+
+
+def _cohort_pods(client: Client) -> list[Obj]:
+    """Every tenant's host pods (victims of a preemption are in other tenants')."""
+    return [
+        p
+        for p in client.list("v1", "Pod", None, label_selector=names.TENANT_LABEL)
+        if names.tenant_of_namespace(p["metadata"].get("namespace", ""))
+    ]

@@ -1,0 +1,108 @@
+"""Why a pending pod (or the pods of a claim) of a running platform does not run yet.
+
+``allot explain pod/NAME --tenant T`` reads the pod's host twin and answers one of: it
+waits for quota (fair sharing: the admission controller's ``QuotaReserved=False``
+message, device by device), for a preemption in progress (the message, and the pods being
+evicted for it, which still hold the quota until they are gone), for capacity (admitted,
+or not gated at all, but not scheduled: the scheduler's ``PodScheduled`` reason and
+message), or not at all (bound to a node). Pure: the CLI (:mod:`allot.cli.simulate`)
+fetches the objects and prints the :class:`Explanation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from allot.controllers.eviction import DISRUPTION_TARGET
+from allot.tenancy import names
+from allot.tenancy.queueing import PREEMPTION_REASON, QUOTA_RESERVED
+from allot.tenancy.translate import ADMISSION_GATE
+from allot.types import Obj
+
+WAITING_FOR_PREEMPTION = "waiting for preemption:"
+
+QUOTA = "quota"
+PREEMPTION = "preemption"
+CAPACITY = "capacity"
+ADMISSION = "admission"
+RUNNING = "running"
+
+
+@dataclass
+class Explanation:
+    """What the pod waits for (:data:`QUOTA`, :data:`PREEMPTION`, :data:`CAPACITY`,
+    :data:`ADMISSION`) or :data:`RUNNING`, the message that says it, and for a preemption
+    the pods being evicted (``tenant namespace/name``)."""
+
+    waits_for: str
+    message: str
+    evicting: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> bool:
+        return self.waits_for != RUNNING
+
+    def text(self, what: str) -> str:
+        heads = {
+            QUOTA: "waits for quota",
+            PREEMPTION: "waits for preemption in progress",
+            CAPACITY: "is admitted and waits for capacity",
+            ADMISSION: "waits for the fair-sharing admission controller",
+            RUNNING: "is not pending",
+        }
+        lines = [f"{what} {heads[self.waits_for]}:", f"  {self.message}"]
+        if self.evicting:
+            lines.append("being evicted for it (they hold the quota until they are gone):")
+            lines += [f"  {victim}" for victim in self.evicting]
+        return "\n".join(lines)
+
+
+def condition(pod: Obj, kind: str) -> Obj | None:
+    for item in (pod.get("status") or {}).get("conditions") or []:
+        if item.get("type") == kind:
+            return dict(item)
+    return None
+
+
+def explain_twin(twin: Obj, pods: Iterable[Obj]) -> Explanation:
+    """Why host pod ``twin`` is not running; ``pods``: the host pods of the tenants of its
+    cohort (where victims of its preemption are)."""
+    node = (twin.get("spec") or {}).get("nodeName")
+    if node:
+        phase = (twin.get("status") or {}).get("phase") or "Pending"
+        return Explanation(RUNNING, f"bound to node {node} ({phase})")
+    gates = [g.get("name") for g in (twin.get("spec") or {}).get("schedulingGates") or []]
+    reserved = condition(twin, QUOTA_RESERVED)
+    if ADMISSION_GATE in gates:
+        if reserved is None or reserved.get("status") == "True":
+            return Explanation(ADMISSION, "no admission pass has judged it yet")
+        message = reserved.get("message") or ""
+        if message.startswith(WAITING_FOR_PREEMPTION):
+            return Explanation(PREEMPTION, message, _victims(message, pods))
+        return Explanation(QUOTA, message)
+    scheduled = condition(twin, "PodScheduled") or {}
+    reason = scheduled.get("reason") or "not scheduled yet"
+    message = scheduled.get("message") or "the scheduler has not judged it yet"
+    if gates:
+        return Explanation(CAPACITY, f"scheduling gates {', '.join(map(str, gates))} remain")
+    return Explanation(CAPACITY, f"{reason}: {message}")
+
+
+def _victims(message: str, pods: Iterable[Obj]) -> list[str]:
+    """The pods preempted for the workload the message names (``... to admit KEY``)."""
+    _, _, key = message.rpartition(" to admit ")
+    found = []
+    for pod in pods:
+        target = condition(pod, DISRUPTION_TARGET)
+        if target is None or target.get("reason") != PREEMPTION_REASON:
+            continue
+        if not key or key not in (target.get("message") or ""):
+            continue
+        metadata = pod["metadata"]
+        tenant = names.tenant_of_namespace(metadata.get("namespace", "")) or "host"
+        name = (metadata.get("annotations") or {}).get(names.NAME_ANNOTATION) or metadata["name"]
+        namespace = (metadata.get("labels") or {}).get(names.TENANT_NAMESPACE_LABEL, "")
+        state = "terminating" if metadata.get("deletionTimestamp") else "marked"
+        found.append(f"{tenant} {namespace}/{name} ({state})")
+    return sorted(found)
