@@ -175,7 +175,13 @@ def test_a_borrower_is_preempted_when_the_lender_reclaims(tmp_path: Path) -> Non
         assert books is not None
         assert books.standing("research-ai", "gpu-whole") == Standing(0, 1, 1, 0)
         assert books.standing("legal-ai", "gpu-whole") == Standing(1, 0, 0, 1)
-        assert api.queueing.state.idle("pool", "gpu-whole") == 0
+        shown = api.queueing.state.summary()
+        assert shown.cohorts == {"pool": {"gpu-slice": 2, "gpu-whole": 0}}
+        assert shown.tenants["research-ai"].resources["gpu-whole"] == Standing(0, 1, 1, 0)
+        assert (shown.tenants["research-ai"].admitted, shown.tenants["research-ai"].waiting) == (
+            1,
+            0,
+        )
 
         write(api, "legal-ai", template("t", "gpu-whole"))
         write(api, "legal-ai", pod("infer", "t"))
@@ -203,6 +209,11 @@ def test_a_borrower_is_preempted_when_the_lender_reclaims(tmp_path: Path) -> Non
         )
         counts = api.queueing.state.tenants
         assert (counts["research-ai"].preempted, counts["legal-ai"].admitted) == (1, 1)
+        assert api.queueing.state.summary().preempted == {"legal-ai": 0, "research-ai": 1}
+        capacity = api.operations.capacity_document()["sharing"]
+        rows = {(r["tenant"], r["resource"]): r for r in capacity["tenants"]}
+        assert rows[("research-ai", "gpu-whole")]["preempted"] == 1
+        assert rows[("legal-ai", "gpu-whole")]["used"] == "1"
 
     _run(scenario, tmp_path, [LEGAL, RESEARCH])
 

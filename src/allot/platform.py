@@ -117,7 +117,16 @@ def build(
     server.log_source = _tenant_logs(directory)
     sync = TenantSync(context, directory, index)
     registry.quota.pending = sync.pending_twins
-    ops = Operations(registry, context, directory, sync, alert_settings or AlertSettings(), index)
+    queueing = QueueingController(context, directory, index)
+    ops = Operations(
+        registry,
+        context,
+        directory,
+        sync,
+        alert_settings or AlertSettings(),
+        index,
+        queueing.state.summary,
+    )
     server.host_endpoints.update(ops.endpoints())
     server.pages.extend(dashboard_routes(registry, ops))
     scheduler = Scheduler(
@@ -128,7 +137,6 @@ def build(
         entitlements,
         index,
     )
-    queueing = QueueingController(context, directory, index)
     manager = ControllerManager(
         [
             TenantController(registry, context, directory),

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
@@ -41,6 +41,7 @@ from allot.dra import DraIndex
 from allot.fairshare.books import Books, show
 from allot.fairshare.cycle import Decision, Eviction, Waiting, admission_cycle
 from allot.fairshare.model import GPU_MEMORY, Queue, Workload, queues_from_tenants
+from allot.fairshare.report import SharingSummary, cohort_idle, tenant_reports
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
 from allot.store import WatchEvent
@@ -113,37 +114,36 @@ class TenantCounts:
 
 @dataclass
 class QueueingState:
-    """The last pass, for ``allot top``, the dashboard, ``/metrics`` and ``allot explain``.
+    """The last pass, for ``allot top``, the dashboard, ``/metrics`` and the alert rules.
 
     ``books.standing(tenant, resource)`` gives guaranteed, used, borrowed and lent
     (resources: DeviceClass names and ``gpuMemory``); ``tenants`` the admitted and
     waiting workloads and the preemptions suffered; ``waiting`` why each waiting workload
-    waits (by key); ``idle(cohort, resource)`` what the cohort's guarantees leave unused."""
+    waits (by key); :meth:`summary` all of it as the operations layer shows it."""
 
     books: Books | None = None
     tenants: dict[str, TenantCounts] = field(default_factory=dict)
     waiting: dict[str, Waiting] = field(default_factory=dict)
+    workloads: list[Workload] = field(default_factory=list)
+    """The workloads of the last pass, as it left them (its admissions included)."""
     passes: int = 0
 
     def counts(self, tenant: str) -> TenantCounts:
         return self.tenants.setdefault(tenant, TenantCounts())
 
-    def cohorts(self) -> dict[str, list[str]]:
-        """Cohort name -> its member tenants (tenants alone are left out)."""
-        found: dict[str, list[str]] = {}
-        for name, queue in sorted((self.books.queues if self.books else {}).items()):
-            if queue.cohort:
-                found.setdefault(queue.cohort, []).append(name)
-        return found
-
-    def idle(self, cohort: str, resource: str) -> int:
-        """The cohort's guaranteed amount of ``resource`` nobody uses (borrowers count)."""
-        members = self.cohorts().get(cohort, [])
-        if self.books is None or not members:
-            return 0
-        guaranteed = sum(self.books.share(m, resource).guaranteed for m in members)
-        used = sum(self.books.usage(m, resource) for m in members)
-        return max(0, guaranteed - used)
+    def summary(self) -> SharingSummary:
+        if self.books is None:
+            return SharingSummary()
+        reports = {
+            tenant: replace(
+                report,
+                admitted=self.counts(tenant).admitted,
+                waiting=self.counts(tenant).waiting,
+            )
+            for tenant, report in tenant_reports(self.books, self.workloads).items()
+        }
+        preempted = {tenant: counts.preempted for tenant, counts in self.tenants.items()}
+        return SharingSummary(reports, cohort_idle(self.books), preempted)
 
 
 class QueueingController:
@@ -195,7 +195,7 @@ class QueueingController:
         for group, message in blocked:
             self._wait(group, message)
         self._finish_admitted(groups, workloads)
-        self._record(queues, groups, decision, blocked)
+        self._record(queues, groups, workloads.values(), decision, blocked)
 
     def _workloads(
         self, groups: list[PodGroup], queues: dict[str, Queue]
@@ -356,12 +356,18 @@ class QueueingController:
         self,
         queues: dict[str, Queue],
         groups: list[PodGroup],
+        workloads: Iterable[Workload],
         decision: Decision,
         blocked: list[tuple[PodGroup, str]],
     ) -> None:
         state = self.state
         state.books = decision.books
         state.passes += 1
+        now = self.host.clock().timestamp()
+        admitted_now = {w.key for w in decision.admitted}
+        state.workloads = [
+            replace(w, admitted_at=now) if w.key in admitted_now else w for w in workloads
+        ]
         state.waiting = dict(decision.waiting)
         for group, message in blocked:
             state.waiting[group.key] = Waiting("quota", message)
