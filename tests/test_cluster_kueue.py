@@ -117,6 +117,7 @@ def test_the_configuration_maps_each_shared_class(files: dict[str, list[Any]]) -
     assert config == {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1",
         "kind": "Configuration",
+        "metrics": {"enableClusterQueueResources": True},
         "resources": {
             "excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage", "pods"],
             "deviceClassMappings": [

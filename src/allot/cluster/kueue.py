@@ -17,7 +17,9 @@ later; deprecated but served since 0.15, where v1beta2 is stored):
   (beta, on since 0.12) queues workloads that name no queue;
 * a ``WorkloadPriorityClass`` per tenant default priority (``allot-priority-<n>``): Kueue
   has no per-queue default, so workloads opt in with ``kueue.x-k8s.io/priority-class``;
-* the Configuration fragment (``resources.deviceClassMappings``, one class per resource),
+* the Configuration fragment (``resources.deviceClassMappings``, one class per resource,
+  and ``metrics.enableClusterQueueResources``, the quota and usage gauges the
+  ``TenantBelowGuarantee`` rule reads),
   a file to merge into Kueue's ``kueue-manager-config``, like the vCluster values.
 
 GPU-memory shares are not rendered: Kueue's device-class mappings count devices (its
@@ -107,6 +109,7 @@ def configuration(tenants: list[Tenant]) -> Obj:
     return {
         "apiVersion": CONFIG_API,
         "kind": "Configuration",
+        "metrics": {"enableClusterQueueResources": True},  # TenantBelowGuarantee reads them
         "resources": {
             "excludeResourcePrefixes": list(EXCLUDED_RESOURCES),
             "deviceClassMappings": mappings,
