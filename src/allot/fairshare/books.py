@@ -37,6 +37,9 @@ class Books:
     def __init__(self, queues: Mapping[str, Queue], admitted: Iterable[Workload]) -> None:
         self.queues = queues
         self.used: dict[str, Counter[str]] = {name: Counter() for name in queues}
+        self._pool_used: Counter[tuple[str, str]] = Counter()
+        """What each cohort's members draw from its pool, by (cohort key, resource): kept
+        as workloads come and go, so a fit check does not sum the members."""
         self.members: dict[str, list[str]] = {}
         for name in sorted(queues):
             self.members.setdefault(self._cohort_key(name), []).append(name)
@@ -52,15 +55,30 @@ class Books:
         return f"cohort:{cohort}" if cohort else f"tenant:{tenant}"
 
     def add(self, workload: Workload) -> None:
-        self.used.setdefault(workload.tenant, Counter()).update(workload.demand)
+        self._change(workload, 1)
 
     def remove(self, workload: Workload) -> None:
-        self.used[workload.tenant].subtract(workload.demand)
+        self._change(workload, -1)
+
+    def _change(self, workload: Workload, sign: int) -> None:
+        tenant = workload.tenant
+        used = self.used.setdefault(tenant, Counter())
+        if tenant not in self.queues:  # no queue, no pool: only its usage is counted
+            used.update({r: sign * n for r, n in workload.demand.items()})
+            return
+        cohort = self._cohort_key(tenant)
+        for resource, demand in workload.demand.items():
+            before = used[resource]
+            used[resource] = before + sign * demand
+            self._pool_used[cohort, resource] += self._from_pool(
+                tenant, resource, before + sign * demand
+            ) - self._from_pool(tenant, resource, before)
 
     def copy(self) -> Books:
         twin = Books.__new__(Books)
         twin.queues, twin.members, twin._governed = self.queues, self.members, self._governed
         twin.used = {name: Counter(used) for name, used in self.used.items()}
+        twin._pool_used = Counter(self._pool_used)
         return twin
 
     # --- the arithmetic ---------------------------------------------------------------
@@ -75,7 +93,8 @@ class Books:
         return self.queues[tenant].share(resource)
 
     def usage(self, tenant: str, resource: str) -> int:
-        return self.used.get(tenant, Counter()).get(resource, 0)
+        used = self.used.get(tenant)
+        return used.get(resource, 0) if used is not None else 0
 
     def borrowed(self, tenant: str, resource: str) -> int:
         return max(0, self.usage(tenant, resource) - self.share(tenant, resource).guaranteed)
@@ -87,10 +106,7 @@ class Books:
         return sum(self.share(m, resource).lendable for m in self.cohort_members(tenant))
 
     def pool_used(self, tenant: str, resource: str) -> int:
-        return sum(
-            self._from_pool(m, resource, self.usage(m, resource))
-            for m in self.cohort_members(tenant)
-        )
+        return self._pool_used[self._cohort_key(tenant), resource]
 
     def needed(self, workload: Workload) -> dict[str, int]:
         """The workload's demand of governed resources (the only ones counted)."""
