@@ -31,7 +31,7 @@ def victims(
     workload in this pass, counted on as gone."""
     queue = books.queues[waiting.tenant]
     candidates = _Candidates(books, waiting, admitted, leaving)
-    trial = books.copy()
+    trial = books  # copied at the first removal: most waiting work evicts nothing
     chosen: list[Workload] = []
     taken: set[str] = set()
     needed = set(books.needed(waiting))
@@ -51,6 +51,8 @@ def victims(
                 and not trial.borrows_any(candidate.tenant, needed)
             ):
                 continue  # no longer borrows what is needed
+            if trial is books:
+                trial = books.copy()
             trial.remove(candidate)
             chosen.append(candidate)
             taken.add(candidate.key)
