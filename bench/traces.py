@@ -8,8 +8,8 @@ tenants bursting: utilization >= 90% under fair sharing, and every tenant's p95 
 work inside its guarantee <= the reclaim grace period + one admission period (the
 simulator's scheduling time). Then ``admission_cycle`` alone on a synthetic state of 8
 tenants in a cohort sharing 1,000 GPUs, all admitted, with 1,000 pending workloads:
-workloads admitted per second while 100 slots free up per pass (target >= 500/s). Each figure is printed
-with its target and their ratio (above 1: met).
+workloads admitted per second while 100 slots free up per pass (target >= 500/s). Each
+figure is printed with its target and their ratio (above 1: met).
 """
 
 from __future__ import annotations
