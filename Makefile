@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.operations
 	$(BIN)/python -m bench.doctor
 	$(BIN)/python -m bench.startup
+	$(BIN)/python -m bench.traces
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -80,6 +80,15 @@ def test_simulate_imports_no_server_client_or_tls() -> None:
     assert _heavy(modules) == []
 
 
+def test_simulate_trace_imports_no_server_client_or_tls() -> None:
+    trace = REPO / "tests" / "scenarios" / "trace-reclaim.yaml"
+    fleet = EXAMPLES / "traces" / "fleet-100.yaml"
+    code, modules = _loaded("simulate", "--trace", str(trace), "--fleet", str(fleet))
+    assert code == 0
+    assert "allot.simulation.traces" in modules
+    assert _heavy(modules) == []
+
+
 def test_validate_imports_no_server_client_or_tls() -> None:
     fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
     code, modules = _loaded("validate", str(fixture))

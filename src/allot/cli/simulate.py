@@ -1,7 +1,8 @@
 """``allot simulate SCENARIO`` and ``allot explain SCENARIO``: what-if allocation runs.
 
 ``simulate`` places each step's claims and prints a table (or ``-o json``); with
-``--explain`` it adds why each failed step did not fit. ``explain`` prints only the
+``--explain`` it adds why each failed step did not fit; with ``--trace`` it runs a
+workload trace instead (:mod:`allot.cli.trace`). ``explain`` prints only the
 explanations. Exit status: 0 when every step was allocated, 1 when one stayed pending or
 failed, 2 for an unreadable scenario. ``allot explain pod/NAME`` (or ``resourceclaim/NAME``)
 with ``--tenant`` instead asks the running platform why a tenant's pod (or the pods of a
@@ -35,9 +36,25 @@ def register(subparsers: Any) -> None:
         description="Run a scenario {features, objects, steps} through allot's port of the "
         "Kubernetes 1.36 DRA allocator.",
     )
-    _common(simulate)
+    _common(simulate, scenario_optional=True)
     simulate.add_argument(
         "--explain", action="store_true", help="say why each failed step did not fit"
+    )
+    simulate.add_argument(
+        "--trace",
+        metavar="TRACE",
+        help="instead of a scenario: run a workload trace (tenants, timed gangs) under hard "
+        "quotas and under fair sharing, and compare",
+    )
+    simulate.add_argument(
+        "--fleet", metavar="FLEET", help="with --trace: the fleet file (as `allot up --fleet`)"
+    )
+    simulate.add_argument(
+        "--reclaim-grace",
+        type=float,
+        metavar="SECONDS",
+        help="with --trace: how long an evicted workload keeps its devices (default: the "
+        "trace's reclaimGraceSeconds, else 30)",
     )
     simulate.set_defaults(run=run_simulate)
     explain = subparsers.add_parser(
@@ -67,10 +84,11 @@ def live_target(text: str) -> tuple[str, str] | None:
     return kinds[kind.lower()], name
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, *, scenario_optional: bool = False) -> None:
     parser.add_argument(
         "scenario",
         metavar="SCENARIO",
+        nargs="?" if scenario_optional else None,
         help="YAML or JSON file, or - (explain: also pod/NAME or resourceclaim/NAME of a "
         "running platform's tenant)",
     )
@@ -117,6 +135,16 @@ def _explanations(
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    if args.trace is not None or args.fleet is not None:
+        if args.scenario is not None or args.explain:
+            print("error: --trace takes no SCENARIO and no --explain", file=sys.stderr)
+            return 2
+        from allot.cli.trace import run_trace
+
+        return run_trace(args)
+    if args.scenario is None:
+        print("error: give a SCENARIO file, or --trace TRACE --fleet FLEET", file=sys.stderr)
+        return 2
     simulation = _load(args)
     if simulation is None:
         return 2

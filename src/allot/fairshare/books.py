@@ -37,30 +37,65 @@ class Books:
     def __init__(self, queues: Mapping[str, Queue], admitted: Iterable[Workload]) -> None:
         self.queues = queues
         self.used: dict[str, Counter[str]] = {name: Counter() for name in queues}
+        self._pool_used: Counter[tuple[str, str]] = Counter()
+        """What each cohort's members draw from its pool, by (cohort key, resource): kept
+        as workloads come and go, so a fit check does not sum the members."""
+        self._cohort_of = {
+            name: f"cohort:{q.cohort}" if q.cohort else f"tenant:{name}"
+            for name, q in queues.items()
+        }
         self.members: dict[str, list[str]] = {}
         for name in sorted(queues):
-            self.members.setdefault(self._cohort_key(name), []).append(name)
+            self.members.setdefault(self._cohort_of[name], []).append(name)
         self._governed = {
             cohort: {r for member in names for r in queues[member].shares}
             for cohort, names in self.members.items()
         }
+        # Shares and pool capacities only depend on the queues: worked out once, shared
+        # with every copy.
+        self._shares: dict[tuple[str, str], Share] = {}
+        self._capacity: dict[tuple[str, str], int] = {}
         for workload in admitted:
-            self.add(workload)
+            self.used.setdefault(workload.tenant, Counter()).update(workload.demand)
+        for tenant, used in self.used.items():
+            if tenant in queues:
+                for resource, amount in used.items():
+                    key = (self._cohort_of[tenant], resource)
+                    self._pool_used[key] += self._from_pool(tenant, resource, amount)
 
     def _cohort_key(self, tenant: str) -> str:
-        cohort = self.queues[tenant].cohort
-        return f"cohort:{cohort}" if cohort else f"tenant:{tenant}"
+        return self._cohort_of[tenant]
 
     def add(self, workload: Workload) -> None:
-        self.used.setdefault(workload.tenant, Counter()).update(workload.demand)
+        self._change(workload, 1)
 
     def remove(self, workload: Workload) -> None:
-        self.used[workload.tenant].subtract(workload.demand)
+        self._change(workload, -1)
+
+    def _change(self, workload: Workload, sign: int) -> None:
+        tenant = workload.tenant
+        used = self.used.setdefault(tenant, Counter())
+        if tenant not in self.queues:  # no queue, no pool: only its usage is counted
+            used.update({r: sign * n for r, n in workload.demand.items()})
+            return
+        cohort = self._cohort_key(tenant)
+        for resource, demand in workload.demand.items():
+            before = used[resource]
+            used[resource] = before + sign * demand
+            self._pool_used[cohort, resource] += self._from_pool(
+                tenant, resource, before + sign * demand
+            ) - self._from_pool(tenant, resource, before)
 
     def copy(self) -> Books:
         twin = Books.__new__(Books)
         twin.queues, twin.members, twin._governed = self.queues, self.members, self._governed
+        twin._cohort_of, twin._shares, twin._capacity = (
+            self._cohort_of,
+            self._shares,
+            self._capacity,
+        )
         twin.used = {name: Counter(used) for name, used in self.used.items()}
+        twin._pool_used = Counter(self._pool_used)
         return twin
 
     # --- the arithmetic ---------------------------------------------------------------
@@ -72,10 +107,14 @@ class Books:
         return self.members[self._cohort_key(tenant)]
 
     def share(self, tenant: str, resource: str) -> Share:
-        return self.queues[tenant].share(resource)
+        found = self._shares.get((tenant, resource))
+        if found is None:
+            found = self._shares[tenant, resource] = self.queues[tenant].share(resource)
+        return found
 
     def usage(self, tenant: str, resource: str) -> int:
-        return self.used.get(tenant, Counter()).get(resource, 0)
+        used = self.used.get(tenant)
+        return used.get(resource, 0) if used is not None else 0
 
     def borrowed(self, tenant: str, resource: str) -> int:
         return max(0, self.usage(tenant, resource) - self.share(tenant, resource).guaranteed)
@@ -84,13 +123,15 @@ class Books:
         return max(0, used - self.share(tenant, resource).reserved)
 
     def pool_capacity(self, tenant: str, resource: str) -> int:
-        return sum(self.share(m, resource).lendable for m in self.cohort_members(tenant))
+        key = (self._cohort_of[tenant], resource)
+        found = self._capacity.get(key)
+        if found is None:
+            members = self.cohort_members(tenant)
+            found = self._capacity[key] = sum(self.share(m, resource).lendable for m in members)
+        return found
 
     def pool_used(self, tenant: str, resource: str) -> int:
-        return sum(
-            self._from_pool(m, resource, self.usage(m, resource))
-            for m in self.cohort_members(tenant)
-        )
+        return self._pool_used[self._cohort_key(tenant), resource]
 
     def needed(self, workload: Workload) -> dict[str, int]:
         """The workload's demand of governed resources (the only ones counted)."""

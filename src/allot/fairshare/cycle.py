@@ -53,14 +53,17 @@ class Decision:
 def admission_cycle(queues: Mapping[str, Queue], workloads: Sequence[Workload]) -> Decision:
     """Admit, evict and explain, for the workloads of tenants that have a queue."""
     mine = [w for w in workloads if w.tenant in queues]
-    admitted = [w for w in mine if w.admitted]
-    books = Books(queues, admitted)
+    admitted: dict[str, list[Workload]] = {}
+    for workload in mine:
+        if workload.admitted:
+            admitted.setdefault(workload.tenant, []).append(workload)
+    books = Books(queues, (w for ws in admitted.values() for w in ws))
     decision = Decision(books=books)
-    leaving = {w.key for w in admitted if w.evicting}
+    leaving = {w.key: w for ws in admitted.values() for w in ws if w.evicting}
     for workload in sorted((w for w in mine if not w.admitted), key=_order(books)):
         if books.fits(workload):
             books.add(workload)
-            admitted.append(workload)
+            admitted.setdefault(workload.tenant, []).append(workload)
             decision.admitted.append(workload)
             continue
         chosen = victims(books, workload, admitted, leaving)
@@ -68,7 +71,7 @@ def admission_cycle(queues: Mapping[str, Queue], workloads: Sequence[Workload]) 
             decision.waiting[workload.key] = Waiting(QUOTA, books.why_not(workload))
             continue
         fresh = [v for v in chosen if v.key not in leaving]
-        leaving.update(v.key for v in fresh)
+        leaving.update((v.key, v) for v in fresh)
         for victim in fresh:
             decision.evictions.append(Eviction(victim, workload, _evicted_for(victim, workload)))
         decision.waiting[workload.key] = Waiting(

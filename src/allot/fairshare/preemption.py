@@ -13,59 +13,113 @@ Pure; used by :mod:`allot.fairshare.cycle`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from allot.fairshare.books import Books
 from allot.fairshare.model import Workload
 
 
 def victims(
-    books: Books, waiting: Workload, admitted: Sequence[Workload], leaving: Collection[str]
+    books: Books,
+    waiting: Workload,
+    admitted: Mapping[str, Sequence[Workload]],
+    leaving: Mapping[str, Workload],
 ) -> list[Workload] | None:
-    """The workloads to evict for ``waiting`` to fit (those in ``leaving``, already being
-    evicted or chosen by another waiting workload in this pass, are counted on as gone),
-    or ``None`` when no allowed set of evictions makes it fit."""
+    """The workloads to evict for ``waiting`` to fit, or ``None`` when no allowed set of
+    evictions makes it fit. ``admitted`` holds the admitted workloads by tenant;
+    ``leaving`` (by key) those already being evicted or chosen by another waiting
+    workload in this pass, counted on as gone."""
     queue = books.queues[waiting.tenant]
-    own, others = _candidates(books, waiting, admitted, leaving)
-    trial = books.copy()
+    candidates = _Candidates(books, waiting, admitted, leaving)
+    trial = books  # copied at the first removal: most waiting work evicts nothing
     chosen: list[Workload] = []
+    taken: set[str] = set()
     needed = set(books.needed(waiting))
-    gone = [w for w in own + others if w.key in leaving]
-    for candidate in gone + others + own + others:
-        if candidate in chosen:
+    for group in (candidates.gone, candidates.others, candidates.own, candidates.others):
+        if group == candidates.others and (
+            queue.reclaim_within_cohort == "Never" or not trial.within_guarantee(waiting)
+        ):
+            # Removing other tenants' work leaves this verdict as it is, so in this pass
+            # only workloads already leaving would qualify, and `gone` took them all.
             continue
-        if candidate.key not in leaving and candidate.tenant != waiting.tenant:
-            if queue.reclaim_within_cohort == "Never" or not trial.within_guarantee(waiting):
+        for candidate in group():
+            if candidate.key in taken:
                 continue
-            if not trial.borrows_any(candidate.tenant, needed):
-                continue
-        trial.remove(candidate)
-        chosen.append(candidate)
-        if trial.fits(waiting):
-            return _fewest(trial, waiting, chosen, leaving)
+            if (
+                candidate.key not in leaving
+                and candidate.tenant != waiting.tenant
+                and not trial.borrows_any(candidate.tenant, needed)
+            ):
+                continue  # no longer borrows what is needed
+            if trial is books:
+                trial = books.copy()
+            trial.remove(candidate)
+            chosen.append(candidate)
+            taken.add(candidate.key)
+            if trial.fits(waiting):
+                return _fewest(trial, waiting, chosen, leaving)
     return None
 
 
-def _candidates(
-    books: Books, waiting: Workload, admitted: Sequence[Workload], leaving: Collection[str]
-) -> tuple[list[Workload], list[Workload]]:
-    queue = books.queues[waiting.tenant]
-    lower = queue.reclaim_within_cohort == "LowerPriority"
-    members = set(books.cohort_members(waiting.tenant)) - {waiting.tenant}
-    own = [
-        w
-        for w in admitted
-        if w.tenant == waiting.tenant
-        and (w.key in leaving or (queue.within_tenant != "Never" and w.priority < waiting.priority))
-    ]
-    others = [
-        w
-        for w in admitted
-        if w.tenant in members and (w.key in leaving or not lower or w.priority < waiting.priority)
-    ]
-    own.sort(key=lambda w: (w.priority, *_newest(w)))
-    others.sort(key=lambda w: (w.priority, not _keeps(books, w), *_newest(w)))
-    return own, others
+class _Candidates:
+    """The waiting workload's possible victims, in the order they are tried; the other
+    tenants' are gathered and sorted only when a pass may take them (a borrower that
+    cannot reclaim never pays for sorting the cohort's admitted work)."""
+
+    def __init__(
+        self,
+        books: Books,
+        waiting: Workload,
+        admitted: Mapping[str, Sequence[Workload]],
+        leaving: Mapping[str, Workload],
+    ) -> None:
+        self.books, self.waiting, self.admitted, self.leaving = books, waiting, admitted, leaving
+        self.queue = books.queues[waiting.tenant]
+        self.members = [m for m in books.cohort_members(waiting.tenant) if m != waiting.tenant]
+        self._own: list[Workload] | None = None
+        self._others: list[Workload] | None = None
+
+    def own(self) -> list[Workload]:
+        """Its tenant's admitted work it may preempt (lower priority) or that is leaving."""
+        if self._own is None:
+            lower_ok = self.queue.within_tenant != "Never"
+            self._own = sorted(
+                (
+                    w
+                    for w in self.admitted.get(self.waiting.tenant, ())
+                    if w.key in self.leaving or (lower_ok and w.priority < self.waiting.priority)
+                ),
+                key=lambda w: (w.priority, *_newest(w)),
+            )
+        return self._own
+
+    def others(self) -> list[Workload]:
+        """Other members' admitted work, as ``reclaimWithinCohort`` allows."""
+        if self._others is None:
+            lower = self.queue.reclaim_within_cohort == "LowerPriority"
+            self._others = sorted(
+                (
+                    w
+                    for member in self.members
+                    for w in self.admitted.get(member, ())
+                    if w.key in self.leaving or not lower or w.priority < self.waiting.priority
+                ),
+                key=self._other_order,
+            )
+        return self._others
+
+    def gone(self) -> list[Workload]:
+        """The candidates already leaving: own first, then the other members', each in
+        the order of its group."""
+        own = [w for w in self.own() if w.key in self.leaving]
+        members = set(self.members)
+        others = sorted(
+            (w for w in self.leaving.values() if w.tenant in members), key=self._other_order
+        )
+        return own + others
+
+    def _other_order(self, workload: Workload) -> tuple[int, bool, float, float, str]:
+        return (workload.priority, not _keeps(self.books, workload), *_newest(workload))
 
 
 def _newest(workload: Workload) -> tuple[float, float, str]:
