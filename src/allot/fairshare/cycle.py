@@ -60,24 +60,33 @@ def admission_cycle(queues: Mapping[str, Queue], workloads: Sequence[Workload]) 
     books = Books(queues, (w for ws in admitted.values() for w in ws))
     decision = Decision(books=books)
     leaving = {w.key: w for ws in admitted.values() for w in ws if w.evicting}
+    claimed: set[str] = set()
     for workload in sorted((w for w in mine if not w.admitted), key=_order(books)):
         if books.fits(workload):
             books.add(workload)
             admitted.setdefault(workload.tenant, []).append(workload)
             decision.admitted.append(workload)
             continue
-        chosen = victims(books, workload, admitted, leaving)
+        chosen = victims(books, workload, admitted, leaving, claimed)
         if chosen is None:
-            decision.waiting[workload.key] = Waiting(QUOTA, books.why_not(workload))
+            shared = victims(books, workload, admitted, leaving) if claimed else None
+            if shared is None:
+                decision.waiting[workload.key] = Waiting(QUOTA, books.why_not(workload))
+            else:  # only what others' evictions free would make it fit: wait for those
+                awaited = [v for v in shared if v.key in claimed or v.key in leaving]
+                decision.waiting[workload.key] = _waiting_on(workload, awaited)
             continue
+        claimed.update(v.key for v in chosen)
         fresh = [v for v in chosen if v.key not in leaving]
         leaving.update((v.key, v) for v in fresh)
         for victim in fresh:
             decision.evictions.append(Eviction(victim, workload, _evicted_for(victim, workload)))
-        decision.waiting[workload.key] = Waiting(
-            PREEMPTION, _waits_for(workload, chosen), tuple(v.key for v in chosen)
-        )
+        decision.waiting[workload.key] = _waiting_on(workload, chosen)
     return decision
+
+
+def _waiting_on(workload: Workload, chosen: Sequence[Workload]) -> Waiting:
+    return Waiting(PREEMPTION, _waits_for(workload, chosen), tuple(v.key for v in chosen))
 
 
 def _order(books: Books) -> Callable[[Workload], tuple[bool, float, int, float, str]]:

@@ -7,7 +7,9 @@ cohort members' workloads while they borrow a resource it needs (``reclaimWithin
 tenants' (lower priority first, then those whose eviction leaves their tenant at or above
 its guarantee, then the most recently admitted, then the newest); then the tenant's own.
 Victims are taken one by one until the workload fits; a borrower is skipped once it no
-longer borrows what is needed; finally every victim not needed is given back.
+longer borrows what is needed; finally every victim not needed is given back. What one
+waiting workload counts on in a pass is not another's to count on, so two reclaimers
+evict for both instead of waiting on the same victims and one of them preempting again.
 Pure; used by :mod:`allot.fairshare.cycle`.
 """
 
@@ -24,13 +26,15 @@ def victims(
     waiting: Workload,
     admitted: Mapping[str, Sequence[Workload]],
     leaving: Mapping[str, Workload],
+    claimed: Collection[str] = (),
 ) -> list[Workload] | None:
     """The workloads to evict for ``waiting`` to fit, or ``None`` when no allowed set of
     evictions makes it fit. ``admitted`` holds the admitted workloads by tenant;
-    ``leaving`` (by key) those already being evicted or chosen by another waiting
-    workload in this pass, counted on as gone."""
+    ``leaving`` (by key) those already being evicted, counted on as gone; ``claimed``
+    those another waiting workload counts on in this pass, which are not candidates (what
+    they free is that workload's)."""
     queue = books.queues[waiting.tenant]
-    candidates = _Candidates(books, waiting, admitted, leaving)
+    candidates = _Candidates(books, waiting, admitted, leaving, claimed)
     trial = books  # copied at the first removal: most waiting work evicts nothing
     chosen: list[Workload] = []
     taken: set[str] = set()
@@ -72,8 +76,10 @@ class _Candidates:
         waiting: Workload,
         admitted: Mapping[str, Sequence[Workload]],
         leaving: Mapping[str, Workload],
+        claimed: Collection[str],
     ) -> None:
         self.books, self.waiting, self.admitted, self.leaving = books, waiting, admitted, leaving
+        self.claimed = claimed
         self.queue = books.queues[waiting.tenant]
         self.members = [m for m in books.cohort_members(waiting.tenant) if m != waiting.tenant]
         self._own: list[Workload] | None = None
@@ -87,7 +93,8 @@ class _Candidates:
                 (
                     w
                     for w in self.admitted.get(self.waiting.tenant, ())
-                    if w.key in self.leaving or (lower_ok and w.priority < self.waiting.priority)
+                    if w.key not in self.claimed
+                    and (w.key in self.leaving or (lower_ok and w.priority < self.waiting.priority))
                 ),
                 key=lambda w: (w.priority, *_newest(w)),
             )
@@ -102,7 +109,8 @@ class _Candidates:
                     w
                     for member in self.members
                     for w in self.admitted.get(member, ())
-                    if w.key in self.leaving or not lower or w.priority < self.waiting.priority
+                    if w.key not in self.claimed
+                    and (w.key in self.leaving or not lower or w.priority < self.waiting.priority)
                 ),
                 key=self._other_order,
             )
@@ -114,7 +122,8 @@ class _Candidates:
         own = [w for w in self.own() if w.key in self.leaving]
         members = set(self.members)
         others = sorted(
-            (w for w in self.leaving.values() if w.tenant in members), key=self._other_order
+            (w for w in self.leaving.values() if w.tenant in members and w.key not in self.claimed),
+            key=self._other_order,
         )
         return own + others
 
