@@ -5,7 +5,9 @@ guarantee before those that would borrow; among borrowers, tenants borrowing the
 fraction of a pool first (fair sharing of what is idle); then higher priority; then first
 come. Each is admitted if it fits (:class:`~allot.fairshare.books.Books`); otherwise it
 may evict others (:mod:`allot.fairshare.preemption`), and waits with a message that says
-for what: quota, or evictions in progress. The pass is a pure function of the queues and
+for what: quota, or evictions in progress. A victim belongs to the first waiting workload
+that counts on it in the pass; a later one that would fit only with such victims waits for
+them without evicting more (``preemption.awaited``). The pass is a pure function of the queues and
 workloads, so the platform's controller and the trace simulator decide alike and a test
 can replay any pass. Used by :mod:`allot.tenancy.queueing` and :mod:`allot.simulation`.
 """
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 
 from allot.fairshare.books import Books
 from allot.fairshare.model import Queue, Workload
-from allot.fairshare.preemption import victims
+from allot.fairshare.preemption import Leaving, VictimOrder, awaited, victims
 
 QUOTA = "quota"
 PREEMPTION = "preemption"
@@ -59,27 +61,32 @@ def admission_cycle(queues: Mapping[str, Queue], workloads: Sequence[Workload]) 
             admitted.setdefault(workload.tenant, []).append(workload)
     books = Books(queues, (w for ws in admitted.values() for w in ws))
     decision = Decision(books=books)
-    leaving = {w.key: w for ws in admitted.values() for w in ws if w.evicting}
-    claimed: set[str] = set()
+    order = VictimOrder(books, admitted)
+    leaving = Leaving(order.key)
+    for workload in (w for ws in admitted.values() for w in ws if w.evicting):
+        leaving.add(workload)
+    claimed: dict[str, Workload] = {}
     for workload in sorted((w for w in mine if not w.admitted), key=_order(books)):
         if books.fits(workload):
             books.add(workload)
             admitted.setdefault(workload.tenant, []).append(workload)
+            order.changed(workload.tenant)
             decision.admitted.append(workload)
             continue
-        chosen = victims(books, workload, admitted, leaving, claimed)
+        chosen = victims(order, workload, leaving, claimed)
         if chosen is None:
-            shared = victims(books, workload, admitted, leaving) if claimed else None
+            shared = awaited(books, workload, list(claimed.values())) if claimed else None
             if shared is None:
                 decision.waiting[workload.key] = Waiting(QUOTA, books.why_not(workload))
             else:  # only what others' evictions free would make it fit: wait for those
-                awaited = [v for v in shared if v.key in claimed or v.key in leaving]
-                decision.waiting[workload.key] = _waiting_on(workload, awaited)
+                decision.waiting[workload.key] = _waiting_on(workload, shared)
             continue
-        claimed.update(v.key for v in chosen)
-        fresh = [v for v in chosen if v.key not in leaving]
-        leaving.update((v.key, v) for v in fresh)
-        for victim in fresh:
+        for victim in chosen:
+            claimed[victim.key] = victim
+            if victim.key in leaving:
+                leaving.claim(victim)
+                continue
+            leaving.add(victim, claimed=True)
             decision.evictions.append(Eviction(victim, workload, _evicted_for(victim, workload)))
         decision.waiting[workload.key] = _waiting_on(workload, chosen)
     return decision
