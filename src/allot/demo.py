@@ -22,7 +22,11 @@
    devices and tenants; the logs show a whole A100 and ``MIG 1g.5gb Device 0``.
 7. A denied escape (legal-ai claims the slice class) and an exhausted quota (a fifth
    slice for research-ai), with their messages.
-8. Operations: the second slice claim, which no pod uses, stays pending and raises an alert
+8. Fair sharing: the platform team moves both tenants from hard quotas to guaranteed
+   shares in one cohort; legal-ai goes idle, research-ai borrows its A100 for a Job; when
+   legal-ai's pod comes back it reclaims the GPU: research-ai's pod is preempted
+   (``PreemptionByAllot``), legal-ai's runs, and the Job's new pod waits, saying why.
+9. Operations: the second slice claim, which no pod uses, stays pending and raises an alert
    (the demo lowers the threshold from 5 minutes to 3 seconds), beside the quota and
    capacity alerts (collected while the walkthrough ran and printed in their own section,
    not between kubectl's lines); the audit log of the walkthrough and usage per tenant.
@@ -36,6 +40,7 @@ Run from the repository root.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import subprocess
@@ -160,6 +165,7 @@ def _platform(data: Path, alerts: AlertLines, keep: bool) -> None:
         _controllers(data)
         _payoff(data, host)
         _refusals(data)
+        _fair_sharing(data, host)
         _operations(data, alerts)
         if keep:
             _keep_running(server, data)
@@ -231,6 +237,59 @@ def _refusals(data: Path) -> None:
     for number in range(2, 6):
         claim = EXTRA_SLICE.replace("NUMBER", str(number))
         _as(data, "research-ai", "create", "-f", "-", stdin=claim)
+
+
+WAITING = (
+    "custom-columns=POD:.metadata.name,"
+    "WAITING:.status.conditions[?(@.type=='QuotaReserved')].message"
+)
+ENTITLED_BOTH = {
+    "matchExpressions": [
+        {"key": "gpu.platform/tenant", "operator": "In", "values": ["legal-ai", "research-ai"]}
+    ]
+}
+SHARING = {
+    "legal-ai": {"cohort": "gpu-pool", "deviceClasses": [{"name": "gpu-whole", "guaranteed": "1"}]},
+    "research-ai": {
+        "cohort": "gpu-pool",
+        "deviceClasses": [
+            {"name": "gpu-slice", "guaranteed": "4"},
+            {"name": "gpu-whole", "guaranteed": "0", "borrowingLimit": "1"},
+        ],
+    },
+}
+
+
+def _fair_sharing(data: Path, host: Path) -> None:
+    print("\n=== Fair sharing: the platform team puts both teams in one cohort (issue 17)")
+    for tenant, sharing in SHARING.items():
+        spec: dict[str, object] = {"quota": None, "sharing": sharing}
+        if tenant == "research-ai":  # may now borrow the A100 class too
+            spec["deviceClassSelector"] = ENTITLED_BOTH
+        patch = json.dumps({"spec": spec}, separators=(",", ":"))
+        _kubectl(host, "patch", "tenant", tenant, "--type", "merge", "-p", patch)
+    print("\n=== legal-ai goes idle for the night: its guaranteed A100 is lent to the cohort")
+    _as(data, "legal-ai", "delete", "deployment/contract-search", "pod/contract-summarizer")
+    print("\n=== research-ai borrows it for a training run (a Job asking for a whole GPU)")
+    _as(data, "research-ai", "apply", "-f", "examples/tenancy/research-ai-borrow.yaml")
+    _as(data, "research-ai", "wait", "--for=condition=Ready", "pod", "-l",
+        "job-name=night-training", "--timeout=60s")  # fmt: skip
+    _allot(
+        "The cohort: research-ai borrows legal-ai's A100",
+        ["top", "--once", "--data-dir", str(data)],
+    )
+    print("\n=== Morning: legal-ai wants its A100 back; its pod reclaims the guarantee")
+    _as(data, "legal-ai", "apply", "-f", "examples/tenancy/legal-ai-workload.yaml")
+    _as(data, "legal-ai", "wait", "--for=condition=Ready", "pod/contract-summarizer",
+        "--timeout=90s")  # fmt: skip
+    _as(data, "legal-ai", "get", "events", "--field-selector",
+        "involvedObject.name=contract-summarizer", "--sort-by=.lastTimestamp")  # fmt: skip
+    print("\n=== research-ai's side: its pod was preempted; the Job's new pod waits for quota")
+    _as(data, "research-ai", "get", "events", "--field-selector", "reason=Preempted")
+    _as(data, "research-ai", "get", "pods", "-l", "job-name=night-training")
+    _as(data, "research-ai", "wait", "--for=condition=QuotaReserved=False", "pod", "-l",
+        "job-name=night-training", "--timeout=30s")  # fmt: skip
+    _as(data, "research-ai", "get", "pods", "-l", "job-name=night-training", "-o", WAITING)
 
 
 def _operations(data: Path, alerts: AlertLines) -> None:
