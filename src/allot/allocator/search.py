@@ -44,7 +44,7 @@ from allot.allocator.requests import (
 )
 from allot.allocator.state import AllocatedState, DeviceID, device_id_text
 from allot.allocator.trace import Reason, Rejection, Tracer
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
 from allot.api.quantity import Quantity

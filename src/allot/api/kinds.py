@@ -103,7 +103,7 @@ KINDS: tuple[KindInfo, ...] = (
         "resource_v1",
     ),
     _built_in("v1", "Pod", "pods", True, "subdomain", "core_v1"),
-    _built_in("v1", "Node", "nodes", False, "subdomain", "core_v1"),
+    _built_in("v1", "Node", "nodes", False, "subdomain", "core_v1_nodes"),
     _built_in("v1", "Namespace", "namespaces", False, "label", "core_v1"),
     _built_in("v1", "Event", "events", True, "subdomain", "core_v1"),
     _built_in("v1", "ConfigMap", "configmaps", True, "subdomain", "core_v1"),

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from allot.api.base import ApiModel, SortedMap, Time
-from allot.api.core_v1 import NodeSelector
+from allot.api.core_v1_nodes import NodeSelector
 from allot.api.meta import Condition, ListMeta, ObjectMeta
 from allot.api.quantity import Quantity
 

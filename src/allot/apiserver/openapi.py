@@ -25,6 +25,7 @@ from allot.registry.descriptions import FIELD_DESCRIPTIONS
 _MODULE_PREFIX = {
     "allot.api.resource_v1": "io.k8s.api.resource.v1",
     "allot.api.core_v1": "io.k8s.api.core.v1",
+    "allot.api.core_v1_nodes": "io.k8s.api.core.v1",
     "allot.api.apps_v1": "io.k8s.api.apps.v1",
     "allot.api.batch_v1": "io.k8s.api.batch.v1",
     "allot.api.autoscaling_v1": "io.k8s.api.autoscaling.v1",
