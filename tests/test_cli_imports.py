@@ -138,6 +138,13 @@ def test_validate_imports_no_server_client_or_tls() -> None:
     assert _heavy(modules) == []
 
 
+def test_validate_imports_no_store_engine() -> None:
+    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
+    _, modules = _loaded("validate", str(fixture))
+    assert "allot.statuses" in modules  # maps store errors, without the store itself
+    assert sorted(modules & {"allot.store.objects", "sqlite3", "asyncio"}) == []
+
+
 def test_doctor_from_a_dump_imports_no_kubernetes_client(tmp_path: Path) -> None:
     dump = tmp_path / "dump.json"
     dump.write_text(json.dumps(DUMP))
