@@ -4,7 +4,8 @@ allocator build a dozen models instead of core/v1's sixty (start-up, issue 15).
 :mod:`allot.api.core_v1` re-exports every class, so ``corev1.Node`` is this ``Node``.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: pydantic would compile every field's string
+# annotation when the class is built; real ones cut a third of that (start-up, issue 15).
 
 from typing import Any, Literal
 
