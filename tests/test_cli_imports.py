@@ -145,6 +145,15 @@ def test_validate_imports_no_store_engine() -> None:
     assert sorted(modules & {"allot.store.objects", "sqlite3", "asyncio"}) == []
 
 
+def test_validate_of_dra_objects_loads_only_their_strategies() -> None:
+    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
+    _, modules = _loaded("validate", str(fixture))
+    assert "allot.registry.kinds.resourceslices" in modules
+    workloads = {"allot.registry.kinds.pods", "allot.registry.kinds.deployments"}
+    workloads |= {"allot.validation.apps", "allot.validation.batch", "allot.api.apps_v1"}
+    assert sorted(modules & (workloads | {"allot.api.batch_v1", "allot.api.core_v1"})) == []
+
+
 def test_doctor_from_a_dump_imports_no_kubernetes_client(tmp_path: Path) -> None:
     dump = tmp_path / "dump.json"
     dump.write_text(json.dumps(DUMP))

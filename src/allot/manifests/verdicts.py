@@ -24,7 +24,7 @@ from allot.api.meta import Status
 from allot.api.tenancy import Tenant
 from allot.cel import SelectorCompiler
 from allot.manifests.documents import Document
-from allot.registry.kinds import Preparation, rules_for, strategies
+from allot.registry.kinds import Preparation, find_strategy, rules_for
 from allot.statuses import InvalidObjectError, hints, to_status
 from allot.validation.objects import apply_defaults, validate_create
 from allot.validation.resource import ResourceContext
@@ -143,7 +143,7 @@ DRY_RUN_UID = "00000000-0000-4000-8000-000000000000"
 def _prepared(content: dict[str, Any]) -> dict[str, Any]:
     """The document as the kind's ``prepare_create`` leaves it (a copy)."""
     served = _served_kind(content)
-    known = strategies().get(served) if served else None
+    known = find_strategy(served) if served else None
     if known is None or known.prepare_create is None:
         return content
     prepared = copy.deepcopy(content)
