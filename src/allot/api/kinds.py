@@ -1,11 +1,13 @@
 """The kinds allot serves, and strict decoding of wire documents into them.
 
 One table says, per kind, its group/version, plural resource name, scope, name rule and
-model. :func:`decode` turns a parsed JSON/YAML document into a model the way the API
-server's strict decoder does: unknown fields become ``unknown field "spec.foo"`` (all of
-them, in document order), wrongly typed values name the field and the expected type, and
-a v1beta1-shaped DRA request under ``resource.k8s.io/v1`` gets a hint on how to fix it.
-Used by the manifests layer, the API server and the tests.
+model, named ``module:Class`` and imported when first used (a command that decodes only
+nodes and slices builds no workload, admission or tenancy model). :func:`decode` turns a
+parsed JSON/YAML document into a model the way the API server's strict decoder does:
+unknown fields become ``unknown field "spec.foo"`` (all of them, in document order),
+wrongly typed values name the field and the expected type, and a v1beta1-shaped DRA
+request under ``resource.k8s.io/v1`` gets a hint on how to fix it. Used by the manifests
+layer, the API server and the tests.
 """
 
 from __future__ import annotations
