@@ -161,6 +161,9 @@ def test_doctor_from_a_dump_imports_no_kubernetes_client(tmp_path: Path) -> None
     assert code in (0, 1)
     assert "allot.cluster.doctor" in modules
     assert _heavy(modules) == []
+    # the served resources it stores the dump under load only their own strategies
+    workloads = {"allot.registry.kinds.deployments", "allot.registry.kinds.jobs"}
+    assert sorted(modules & (workloads | {"allot.api.apps_v1", "allot.api.batch_v1"})) == []
 
 
 @pytest.mark.parametrize("command", ["simulate", "validate", "doctor"])
