@@ -151,6 +151,7 @@ def test_validate_of_dra_objects_loads_only_their_strategies() -> None:
     assert "allot.registry.kinds.resourceslices" in modules
     workloads = {"allot.registry.kinds.pods", "allot.registry.kinds.deployments"}
     workloads |= {"allot.validation.apps", "allot.validation.batch", "allot.api.apps_v1"}
+    workloads |= {"allot.api.tenancy", "allot.validation.tenancy"}  # only a Tenant needs them
     assert sorted(modules & (workloads | {"allot.api.batch_v1", "allot.api.core_v1"})) == []
 
 
