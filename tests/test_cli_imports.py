@@ -110,49 +110,12 @@ def test_simulate_trace_imports_no_server_client_or_tls() -> None:
     assert _heavy(modules) == []
 
 
-def test_simulate_of_a_json_fleet_loads_no_lazy_module(tmp_path: Path) -> None:
-    scenario = tmp_path / "fleet.json"
-    scenario.write_text(json.dumps(startup.scenario(2, dynamic_mig=False, claims=0)))
-    code, modules = _loaded("simulate", str(scenario))
-    assert code == 0
-    assert "allot.api.resource_v1" in modules
-    assert sorted(modules & set(LAZY)) == []
-
-
-def test_a_decoded_workload_loads_its_model_on_first_use() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", DECODE_DEPLOYMENT],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-    )
-    assert done.stdout.split() == ["False", "True", "Deployment", "apps"]
-
-
 def test_validate_imports_no_server_client_or_tls() -> None:
     fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
     code, modules = _loaded("validate", str(fixture))
     assert code == 0
     assert "allot.manifests.verdicts" in modules
     assert _heavy(modules) == []
-
-
-def test_validate_imports_no_store_engine() -> None:
-    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
-    _, modules = _loaded("validate", str(fixture))
-    assert "allot.statuses" in modules  # maps store errors, without the store itself
-    assert sorted(modules & {"allot.store.objects", "sqlite3", "asyncio"}) == []
-
-
-def test_validate_of_dra_objects_loads_only_their_strategies() -> None:
-    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
-    _, modules = _loaded("validate", str(fixture))
-    assert "allot.registry.kinds.resourceslices" in modules
-    workloads = {"allot.registry.kinds.pods", "allot.registry.kinds.deployments"}
-    workloads |= {"allot.validation.apps", "allot.validation.batch", "allot.api.apps_v1"}
-    workloads |= {"allot.api.tenancy", "allot.validation.tenancy"}  # only a Tenant needs them
-    assert sorted(modules & (workloads | {"allot.api.batch_v1", "allot.api.core_v1"})) == []
 
 
 def test_doctor_from_a_dump_imports_no_kubernetes_client(tmp_path: Path) -> None:
@@ -181,3 +144,40 @@ def test_the_command_table_names_what_each_module_registers(module: str) -> None
     parser = build_parser(COMMANDS[module][0])
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert [tuple(a.choices) for a in actions] == [COMMANDS[module]]
+
+
+def test_simulate_of_a_json_fleet_loads_no_lazy_module(tmp_path: Path) -> None:
+    scenario = tmp_path / "fleet.json"
+    scenario.write_text(json.dumps(startup.scenario(2, dynamic_mig=False, claims=0)))
+    code, modules = _loaded("simulate", str(scenario))
+    assert code == 0
+    assert "allot.api.resource_v1" in modules
+    assert sorted(modules & set(LAZY)) == []
+
+
+def test_a_decoded_workload_loads_its_model_on_first_use() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", DECODE_DEPLOYMENT],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert done.stdout.split() == ["False", "True", "Deployment", "apps"]
+
+
+def test_validate_imports_no_store_engine() -> None:
+    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
+    _, modules = _loaded("validate", str(fixture))
+    assert "allot.statuses" in modules  # maps store errors, without the store itself
+    assert sorted(modules & {"allot.store.objects", "sqlite3", "asyncio"}) == []
+
+
+def test_validate_of_dra_objects_loads_only_their_strategies() -> None:
+    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
+    _, modules = _loaded("validate", str(fixture))
+    assert "allot.registry.kinds.resourceslices" in modules
+    workloads = {"allot.registry.kinds.pods", "allot.registry.kinds.deployments"}
+    workloads |= {"allot.validation.apps", "allot.validation.batch", "allot.api.apps_v1"}
+    workloads |= {"allot.api.tenancy", "allot.validation.tenancy"}  # only a Tenant needs them
+    assert sorted(modules & (workloads | {"allot.api.batch_v1", "allot.api.core_v1"})) == []
