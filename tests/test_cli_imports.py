@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from allot.cli.main import COMMANDS, build_parser
+from bench import startup
 from tests.conftest import EXAMPLES, REPO
 
 HEAVY = (
@@ -32,6 +33,19 @@ HEAVY = (
     "allot.cli.up",
     "allot.cli.cluster",
 )
+LAZY = (
+    "yaml",
+    "allot.api.apps_v1",
+    "allot.api.batch_v1",
+    "allot.api.autoscaling_v1",
+    "allot.api.admission_v1",
+    "allot.api.apiextensions_v1",
+    "allot.api.tenancy",
+    "allot.cel.compiler",
+)
+"""Loaded on first use only (issue 15): the workload, admission, CRD and tenancy models when
+a document of their kind is decoded, PyYAML for the first YAML document, the CEL compiler
+for the first selector. A JSON scenario of nodes and slices without claims needs none."""
 PROBE = """
 import contextlib, io, json, sys
 from allot.cli.main import main
@@ -41,6 +55,13 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
     except SystemExit as exited:  # --help
         code = exited.code
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+DECODE_DEPLOYMENT = """
+import sys
+from allot.api import kinds
+print("allot.api.apps_v1" in sys.modules)
+obj = kinds.decode({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})
+print("allot.api.apps_v1" in sys.modules, type(obj).__name__, kinds.kind_info(obj).group)
 """
 DUMP = {
     "apiVersion": "v1",
@@ -104,6 +125,9 @@ def test_doctor_from_a_dump_imports_no_kubernetes_client(tmp_path: Path) -> None
     assert code in (0, 1)
     assert "allot.cluster.doctor" in modules
     assert _heavy(modules) == []
+    # the served resources it stores the dump under load only their own strategies
+    workloads = {"allot.registry.kinds.deployments", "allot.registry.kinds.jobs"}
+    assert sorted(modules & (workloads | {"allot.api.apps_v1", "allot.api.batch_v1"})) == []
 
 
 @pytest.mark.parametrize("command", ["simulate", "validate", "doctor"])
@@ -120,3 +144,40 @@ def test_the_command_table_names_what_each_module_registers(module: str) -> None
     parser = build_parser(COMMANDS[module][0])
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert [tuple(a.choices) for a in actions] == [COMMANDS[module]]
+
+
+def test_simulate_of_a_json_fleet_loads_no_lazy_module(tmp_path: Path) -> None:
+    scenario = tmp_path / "fleet.json"
+    scenario.write_text(json.dumps(startup.scenario(2, dynamic_mig=False, claims=0)))
+    code, modules = _loaded("simulate", str(scenario))
+    assert code == 0
+    assert "allot.api.resource_v1" in modules
+    assert sorted(modules & set(LAZY)) == []
+
+
+def test_a_decoded_workload_loads_its_model_on_first_use() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", DECODE_DEPLOYMENT],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert done.stdout.split() == ["False", "True", "Deployment", "apps"]
+
+
+def test_validate_imports_no_store_engine() -> None:
+    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
+    _, modules = _loaded("validate", str(fixture))
+    assert "allot.statuses" in modules  # maps store errors, without the store itself
+    assert sorted(modules & {"allot.store.objects", "sqlite3", "asyncio"}) == []
+
+
+def test_validate_of_dra_objects_loads_only_their_strategies() -> None:
+    fixture = EXAMPLES / "nvidia" / "a100-40gb-x1-whole-gpu.yaml"
+    _, modules = _loaded("validate", str(fixture))
+    assert "allot.registry.kinds.resourceslices" in modules
+    workloads = {"allot.registry.kinds.pods", "allot.registry.kinds.deployments"}
+    workloads |= {"allot.validation.apps", "allot.validation.batch", "allot.api.apps_v1"}
+    workloads |= {"allot.api.tenancy", "allot.validation.tenancy"}  # only a Tenant needs them
+    assert sorted(modules & (workloads | {"allot.api.batch_v1", "allot.api.core_v1"})) == []

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from allot.api import core_v1 as corev1
-from allot.api import kinds
+from allot.api import kinds, tenancy
 from allot.api import meta as metav1
 from allot.api import resource_v1 as resourceapi
 from allot.api.base import ApiModel
@@ -226,3 +226,25 @@ def test_every_model_builds_its_deferred_schema() -> None:
     for model in models:
         model.model_rebuild()
         assert model.__pydantic_complete__, model.__name__
+
+
+@pytest.mark.parametrize("info", kinds.KINDS, ids=lambda info: info.kind)
+def test_each_built_in_kind_names_its_model_and_is_found_from_it(info: kinds.KindInfo) -> None:
+    assert isinstance(info.model_source, str)  # imported on first use, not with the table
+    assert info.model.__name__ == info.kind
+    assert info.model.__module__.startswith("allot.api.")
+    sample = info.model.model_construct()
+    assert kinds.kind_info(sample) is info
+    assert kinds.lookup(info.api_version, info.kind) is info
+
+
+def test_the_table_spells_the_tenancy_group_as_the_tenancy_models_do() -> None:
+    assert (kinds.TENANCY_GROUP, kinds.TENANCY_VERSION) == (
+        tenancy.TENANCY_GROUP,
+        tenancy.TENANCY_VERSION,
+    )
+
+
+def test_a_model_outside_the_table_has_no_kind_info() -> None:
+    with pytest.raises(KeyError):
+        kinds.kind_info(metav1.Status())

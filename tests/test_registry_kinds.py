@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import pkgutil
+
+import pytest
 
 from allot.api.kinds import KINDS
-from allot.registry.kinds import strategies, strategy, table_for
+from allot.registry import kinds as kindstrategies
+from allot.registry.kinds import find_strategy, strategies, strategy, table_for
 from allot.registry.resources import by_kind
 
 NOW = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
@@ -17,6 +22,22 @@ def test_every_served_kind_has_exactly_one_strategy() -> None:
         details = strategy(info.kind)
         assert details.singular == info.kind.lower()
         assert by_kind(info.kind).subresources == details.subresources
+
+
+def test_each_strategy_module_declares_the_kinds_the_lazy_table_gives_it() -> None:
+    helpers = {"columns", "workloadcolumns"}
+    names = {m.name for m in pkgutil.iter_modules(kindstrategies.__path__)} - helpers
+    assert set(kindstrategies._MODULES.values()) == names
+    for name in names:
+        module = importlib.import_module(f"allot.registry.kinds.{name}")
+        declared = {each.kind for each in module.STRATEGIES}
+        assert declared == {k for k, m in kindstrategies._MODULES.items() if m == name}
+
+
+def test_a_kind_that_is_not_built_in_has_no_strategy() -> None:
+    assert find_strategy("Widget") is None
+    with pytest.raises(KeyError):
+        strategy("Widget")
 
 
 def test_tables_have_a_cell_per_column() -> None:

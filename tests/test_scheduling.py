@@ -212,3 +212,23 @@ def test_a_full_node_still_takes_admin_access_and_already_allocated_claims() -> 
     assert admin.results[0].devices is not None
     again = place([first], nodes, allocator, state, memo=memo)
     assert (again.node, again.results) == (nodes[0], [])
+
+
+def test_slices_without_a_name_keep_their_own_device_views() -> None:
+    """Slices published with ``generateName`` carry no name: each still has its own views,
+    found again by identity (not by scanning every slice, issue 15's 100-node start-up)."""
+    device = resourceapi.Device(name="gpu-0")
+    nameless = [
+        resource_slice({"name": f"s{i}", "node": f"node-{i}", "pool": f"pool-{i}", "devices": []})
+        for i in range(3)
+    ]
+    for slice_ in nameless:
+        slice_.metadata.name = None
+        slice_.spec.devices = [device]
+    allocator = Allocator(nameless, [device_class("class-a", "driver-a")])
+    views = [allocator.view(s, device) for s in nameless]
+    assert len({id(v) for v in views}) == 3
+    assert [allocator.view(s, device) for s in nameless] == views
+    allocator.put_slice(nameless[0])  # replaced under the name "" it now has
+    assert allocator.view(nameless[1], device) is views[1]
+    assert allocator.view(nameless[0], device) is not views[0]  # its views went with it

@@ -7,7 +7,7 @@ Terms are ORed, requirements inside a term ANDed; ``matchExpressions`` read node
 from __future__ import annotations
 
 from allot.allocator.errors import AllocationError
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 
 
 def node_selector_matches(selector: corev1.NodeSelector, node: corev1.Node) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 
 PLACEMENTS = ("first-fit", "pack")
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from allot.allocator.errors import AllocationError
 from allot.allocator.nodes import node_selector_matches
 from allot.allocator.state import DeviceID
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import Features
 from allot.api.quantity import Quantity

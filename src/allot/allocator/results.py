@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from allot.allocator.errors import AllocationError
 from allot.allocator.requests import ClaimData, RequestData
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 from allot.api import resource_v1 as resourceapi
 
 if TYPE_CHECKING:

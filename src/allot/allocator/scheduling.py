@@ -35,7 +35,7 @@ from allot.allocator.pools import NodePools
 from allot.allocator.requests import needs_in_use_devices
 from allot.allocator.search import Allocator
 from allot.allocator.state import AllocatedState, DeviceID
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 from allot.api import resource_v1 as resourceapi
 
 CANNOT_ALLOCATE = "cannot allocate all claims"

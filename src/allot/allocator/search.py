@@ -44,7 +44,7 @@ from allot.allocator.requests import (
 )
 from allot.allocator.state import AllocatedState, DeviceID, device_id_text
 from allot.allocator.trace import Reason, Rejection, Tracer
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
 from allot.api.quantity import Quantity
@@ -125,6 +125,8 @@ class Allocator:
         self.shared: dict[SliceKey, resourceapi.ResourceSlice] = {}
         self.by_pool: dict[PoolKey, dict[SliceKey, resourceapi.ResourceSlice]] = {}
         self._views: dict[SliceKey, dict[str, DeviceView]] = {}
+        # id(slice) -> its key: slices published with generateName have no name to look up
+        self._keys: dict[int, SliceKey] = {}
         self._pools: dict[NodeKey, NodePools] = {}
         self._pool_users: dict[PoolKey, set[NodeKey]] = {}
         # selector key -> id(view) -> verdict; views are dropped with their slice
@@ -169,6 +171,7 @@ class Allocator:
 
     def _add_slice(self, key: SliceKey, slice_: resourceapi.ResourceSlice) -> None:
         self._slices[key] = slice_
+        self._keys.setdefault(id(slice_), key)
         if slice_.spec.node_name and not slice_.spec.shared_counters:
             self.on_node.setdefault(slice_.spec.node_name, {})[key] = slice_
         else:
@@ -183,6 +186,8 @@ class Allocator:
         else:
             self.shared.pop(key, None)
         self.by_pool.get(pool_key(old), {}).pop(key, None)
+        if self._keys.get(id(old)) == key:
+            del self._keys[id(old)]
         views = self._views.pop(key, {})
         if views:
             gone = [id(v) for v in views.values()]
@@ -225,17 +230,15 @@ class Allocator:
         return key
 
     def view(self, slice_: resourceapi.ResourceSlice, device: resourceapi.Device) -> DeviceView:
-        name = slice_.metadata.name or ""
-        key: SliceKey = name if self._slices.get(name) is slice_ else self._key_of(slice_)
+        key = self._keys.get(id(slice_))
+        if key is None or self._slices.get(key) is not slice_:  # one object under two keys
+            key = next(k for k, s in self._slices.items() if s is slice_)
         views = self._views.setdefault(key, {})
         view = views.get(device.name or "")
         if view is None:
             view = self.new_view(slice_, device)
             views[device.name or ""] = view
         return view
-
-    def _key_of(self, slice_: resourceapi.ResourceSlice) -> SliceKey:
-        return next(k for k, s in self._slices.items() if s is slice_)
 
     def pools_for(self, node: corev1.Node) -> list[Pool]:
         return self.node_pools(node).pools

@@ -1,6 +1,9 @@
 """``core/v1`` kinds the platform needs: Pod, Node, Namespace, Event, ConfigMap, Service,
 ServiceAccount, Secret, and the pod template the workload kinds embed.
 
+Node and node selection are defined in :mod:`allot.api.core_v1_nodes` and re-exported here:
+the allocator and ``allot simulate`` import that small module alone (start-up, issue 15).
+
 The Pod is typed where DRA and scheduling read it (``spec.resourceClaims``, container
 ``resources.claims``, ``nodeName``, node selection, tolerations, ``status.resourceClaimStatuses``
 and the extended-resource claim status). Deeply nested parts that allot only carries
@@ -16,6 +19,17 @@ from typing import Any, Literal
 from pydantic import Field
 
 from allot.api.base import ApiModel, MicroTime, SortedMap, Time
+from allot.api.core_v1_nodes import Node as Node
+from allot.api.core_v1_nodes import NodeAddress as NodeAddress
+from allot.api.core_v1_nodes import NodeCondition as NodeCondition
+from allot.api.core_v1_nodes import NodeList as NodeList
+from allot.api.core_v1_nodes import NodeSelector as NodeSelector
+from allot.api.core_v1_nodes import NodeSelectorRequirement as NodeSelectorRequirement
+from allot.api.core_v1_nodes import NodeSelectorTerm as NodeSelectorTerm
+from allot.api.core_v1_nodes import NodeSpec as NodeSpec
+from allot.api.core_v1_nodes import NodeStatus as NodeStatus
+from allot.api.core_v1_nodes import NodeSystemInfo as NodeSystemInfo
+from allot.api.core_v1_nodes import Taint as Taint
 from allot.api.meta import Condition, ListMeta, ObjectMeta
 from allot.api.quantity import Quantity
 
@@ -25,21 +39,6 @@ IntOrString = int | str
 
 
 # ------------------------------------------------------------------ node selection
-class NodeSelectorRequirement(ApiModel):
-    key: str | None = None
-    operator: str | None = None
-    values: list[str] | None = None
-
-
-class NodeSelectorTerm(ApiModel):
-    match_expressions: list[NodeSelectorRequirement] | None = None
-    match_fields: list[NodeSelectorRequirement] | None = None
-
-
-class NodeSelector(ApiModel):
-    node_selector_terms: list[NodeSelectorTerm] | None = None
-
-
 class PreferredSchedulingTerm(ApiModel):
     weight: int | None = None
     preference: NodeSelectorTerm | None = None
@@ -64,13 +63,6 @@ class Toleration(ApiModel):
     value: str | None = None
     effect: str | None = None
     toleration_seconds: int | None = None
-
-
-class Taint(ApiModel):
-    key: str | None = None
-    value: str | None = None
-    effect: str | None = None
-    time_added: Time | None = None
 
 
 # ----------------------------------------------------------------------- containers
@@ -290,64 +282,6 @@ class PodTemplateSpec(ApiModel):
     spec: PodSpec | None = None
 
 
-# ------------------------------------------------------------------------------ Node
-class NodeAddress(ApiModel):
-    type: str | None = None
-    address: str | None = None
-
-
-class NodeCondition(ApiModel):
-    type: str | None = None
-    status: str | None = None
-    last_heartbeat_time: Time | None = None
-    last_transition_time: Time | None = None
-    reason: str | None = None
-    message: str | None = None
-
-
-class NodeSystemInfo(ApiModel):
-    machine_id: str | None = Field(default=None, alias="machineID")
-    system_uuid: str | None = Field(default=None, alias="systemUUID")
-    boot_id: str | None = Field(default=None, alias="bootID")
-    kernel_version: str | None = None
-    os_image: str | None = None
-    container_runtime_version: str | None = None
-    kubelet_version: str | None = None
-    kube_proxy_version: str | None = None
-    operating_system: str | None = None
-    architecture: str | None = None
-    swap: JsonObject | None = None
-
-
-class NodeSpec(ApiModel):
-    pod_cidr: str | None = Field(default=None, alias="podCIDR")
-    pod_cidrs: list[str] | None = Field(default=None, alias="podCIDRs")
-    provider_id: str | None = Field(default=None, alias="providerID")
-    unschedulable: bool | None = None
-    taints: list[Taint] | None = None
-
-
-class NodeStatus(ApiModel):
-    capacity: SortedMap[Quantity] | None = None
-    allocatable: SortedMap[Quantity] | None = None
-    phase: str | None = None
-    conditions: list[NodeCondition] | None = None
-    addresses: list[NodeAddress] | None = None
-    daemon_endpoints: JsonObject | None = None
-    node_info: NodeSystemInfo | None = None
-    images: list[JsonObject] | None = None
-    features: JsonObject | None = None
-    runtime_handlers: list[JsonObject] | None = None
-
-
-class Node(ApiModel):
-    api_version: Literal["v1"] = "v1"
-    kind: Literal["Node"] = "Node"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: NodeSpec = Field(default_factory=NodeSpec)
-    status: NodeStatus | None = None
-
-
 # ------------------------------------------------------------------- Namespace etc.
 class NamespaceSpec(ApiModel):
     finalizers: list[str] | None = None
@@ -444,13 +378,6 @@ class PodList(ApiModel):
     kind: Literal["PodList"] = "PodList"
     metadata: ListMeta = Field(default_factory=ListMeta)
     items: list[Pod] = Field(default_factory=list)
-
-
-class NodeList(ApiModel):
-    api_version: Literal["v1"] = "v1"
-    kind: Literal["NodeList"] = "NodeList"
-    metadata: ListMeta = Field(default_factory=ListMeta)
-    items: list[Node] = Field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- Service

@@ -1,28 +1,25 @@
 """The kinds allot serves, and strict decoding of wire documents into them.
 
 One table says, per kind, its group/version, plural resource name, scope, name rule and
-model. :func:`decode` turns a parsed JSON/YAML document into a model the way the API
-server's strict decoder does: unknown fields become ``unknown field "spec.foo"`` (all of
-them, in document order), wrongly typed values name the field and the expected type, and
-a v1beta1-shaped DRA request under ``resource.k8s.io/v1`` gets a hint on how to fix it.
-Used by the manifests layer, the API server and the tests.
+model, named ``module:Class`` and imported when first used (a command that decodes only
+nodes and slices builds no workload, admission or tenancy model). :func:`decode` turns a
+parsed JSON/YAML document into a model the way the API server's strict decoder does:
+unknown fields become ``unknown field "spec.foo"`` (all of them, in document order),
+wrongly typed values name the field and the expected type, and a v1beta1-shaped DRA
+request under ``resource.k8s.io/v1`` gets a hint on how to fix it. Used by the manifests
+layer, the API server and the tests.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 from pydantic import ValidationError
 
-from allot.api import admission_v1 as admissionapi
-from allot.api import apiextensions_v1 as extensionsapi
-from allot.api import apps_v1 as appsapi
-from allot.api import batch_v1 as batchapi
-from allot.api import core_v1 as corev1
-from allot.api import resource_v1 as resourceapi
-from allot.api import tenancy
 from allot.api.base import ApiModel
 from allot.api.errors import (
     DecodeError,
@@ -43,7 +40,15 @@ class KindInfo:
     plural: str
     namespaced: bool
     name_rule: str  # "subdomain" or "label"
-    model: type[ApiModel]
+    model_source: type[ApiModel] | str
+    """The model class, or ``"module:Class"`` for a built-in kind: its module is imported
+    when :attr:`model` is first read, so a command that decodes nodes and slices never
+    builds the workload, admission or tenancy models (issue 15, start-up)."""
+
+    @property
+    def model(self) -> type[ApiModel]:
+        source = self.model_source
+        return _import_model(source) if isinstance(source, str) else source
 
     @property
     def api_version(self) -> str:
@@ -60,116 +65,92 @@ class KindInfo:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
+@cache
+def _import_model(source: str) -> type[ApiModel]:
+    module, _, name = source.partition(":")
+    return cast(type[ApiModel], getattr(importlib.import_module(module), name))
+
+
+TENANCY_GROUP = "allot.dev"
+TENANCY_VERSION = "v1alpha1"
+""":data:`allot.api.tenancy.TENANCY_GROUP` and ``TENANCY_VERSION``, spelled here so the
+table needs no model module (a test checks that they agree)."""
+
+
+def _built_in(
+    api_version: str, kind: str, plural: str, namespaced: bool, name_rule: str, module: str
+) -> KindInfo:
+    """A built-in kind whose model is the class ``kind`` of ``allot.api.<module>``."""
+    group, _, version = api_version.rpartition("/")
+    source = f"allot.api.{module}:{kind}"
+    return KindInfo(group, version, kind, plural, namespaced, name_rule, source)
+
+
 KINDS: tuple[KindInfo, ...] = (
-    KindInfo(
-        "resource.k8s.io",
-        "v1",
-        "DeviceClass",
-        "deviceclasses",
-        False,
-        "subdomain",
-        resourceapi.DeviceClass,
+    _built_in(
+        "resource.k8s.io/v1", "DeviceClass", "deviceclasses", False, "subdomain", "resource_v1"
     ),
-    KindInfo(
-        "resource.k8s.io",
-        "v1",
-        "ResourceSlice",
-        "resourceslices",
-        False,
-        "subdomain",
-        resourceapi.ResourceSlice,
+    _built_in(
+        "resource.k8s.io/v1", "ResourceSlice", "resourceslices", False, "subdomain", "resource_v1"
     ),
-    KindInfo(
-        "resource.k8s.io",
-        "v1",
-        "ResourceClaim",
-        "resourceclaims",
-        True,
-        "subdomain",
-        resourceapi.ResourceClaim,
+    _built_in(
+        "resource.k8s.io/v1", "ResourceClaim", "resourceclaims", True, "subdomain", "resource_v1"
     ),
-    KindInfo(
-        "resource.k8s.io",
-        "v1",
+    _built_in(
+        "resource.k8s.io/v1",
         "ResourceClaimTemplate",
         "resourceclaimtemplates",
         True,
         "subdomain",
-        resourceapi.ResourceClaimTemplate,
+        "resource_v1",
     ),
-    KindInfo("", "v1", "Pod", "pods", True, "subdomain", corev1.Pod),
-    KindInfo("", "v1", "Node", "nodes", False, "subdomain", corev1.Node),
-    KindInfo("", "v1", "Namespace", "namespaces", False, "label", corev1.Namespace),
-    KindInfo("", "v1", "Event", "events", True, "subdomain", corev1.Event),
-    KindInfo("", "v1", "ConfigMap", "configmaps", True, "subdomain", corev1.ConfigMap),
-    KindInfo("", "v1", "ResourceQuota", "resourcequotas", True, "subdomain", corev1.ResourceQuota),
-    KindInfo("", "v1", "Service", "services", True, "label", corev1.Service),
-    KindInfo(
-        "", "v1", "ServiceAccount", "serviceaccounts", True, "subdomain", corev1.ServiceAccount
-    ),
-    KindInfo("", "v1", "Secret", "secrets", True, "subdomain", corev1.Secret),
-    KindInfo("apps", "v1", "Deployment", "deployments", True, "subdomain", appsapi.Deployment),
-    KindInfo("apps", "v1", "ReplicaSet", "replicasets", True, "subdomain", appsapi.ReplicaSet),
-    KindInfo("apps", "v1", "StatefulSet", "statefulsets", True, "label", appsapi.StatefulSet),
-    KindInfo(
-        "apps",
-        "v1",
-        "ControllerRevision",
-        "controllerrevisions",
-        True,
-        "subdomain",
-        appsapi.ControllerRevision,
-    ),
-    KindInfo("batch", "v1", "Job", "jobs", True, "subdomain", batchapi.Job),
-    KindInfo("batch", "v1", "CronJob", "cronjobs", True, "subdomain", batchapi.CronJob),
-    KindInfo(
-        "admissionregistration.k8s.io",
-        "v1",
+    _built_in("v1", "Pod", "pods", True, "subdomain", "core_v1"),
+    _built_in("v1", "Node", "nodes", False, "subdomain", "core_v1_nodes"),
+    _built_in("v1", "Namespace", "namespaces", False, "label", "core_v1"),
+    _built_in("v1", "Event", "events", True, "subdomain", "core_v1"),
+    _built_in("v1", "ConfigMap", "configmaps", True, "subdomain", "core_v1"),
+    _built_in("v1", "ResourceQuota", "resourcequotas", True, "subdomain", "core_v1"),
+    _built_in("v1", "Service", "services", True, "label", "core_v1"),
+    _built_in("v1", "ServiceAccount", "serviceaccounts", True, "subdomain", "core_v1"),
+    _built_in("v1", "Secret", "secrets", True, "subdomain", "core_v1"),
+    _built_in("apps/v1", "Deployment", "deployments", True, "subdomain", "apps_v1"),
+    _built_in("apps/v1", "ReplicaSet", "replicasets", True, "subdomain", "apps_v1"),
+    _built_in("apps/v1", "StatefulSet", "statefulsets", True, "label", "apps_v1"),
+    _built_in("apps/v1", "ControllerRevision", "controllerrevisions", True, "subdomain", "apps_v1"),
+    _built_in("batch/v1", "Job", "jobs", True, "subdomain", "batch_v1"),
+    _built_in("batch/v1", "CronJob", "cronjobs", True, "subdomain", "batch_v1"),
+    _built_in(
+        "admissionregistration.k8s.io/v1",
         "ValidatingAdmissionPolicy",
         "validatingadmissionpolicies",
         False,
         "subdomain",
-        admissionapi.ValidatingAdmissionPolicy,
+        "admission_v1",
     ),
-    KindInfo(
-        "admissionregistration.k8s.io",
-        "v1",
+    _built_in(
+        "admissionregistration.k8s.io/v1",
         "ValidatingAdmissionPolicyBinding",
         "validatingadmissionpolicybindings",
         False,
         "subdomain",
-        admissionapi.ValidatingAdmissionPolicyBinding,
+        "admission_v1",
     ),
-    KindInfo(
-        tenancy.TENANCY_GROUP,
-        tenancy.TENANCY_VERSION,
-        "Tenant",
-        "tenants",
-        False,
-        "label",
-        tenancy.Tenant,
-    ),
-    KindInfo(
-        "apiextensions.k8s.io",
-        "v1",
+    _built_in(f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Tenant", "tenants", False, "label", "tenancy"),
+    _built_in(
+        "apiextensions.k8s.io/v1",
         "CustomResourceDefinition",
         "customresourcedefinitions",
         False,
         "subdomain",
-        extensionsapi.CustomResourceDefinition,
+        "apiextensions_v1",
     ),
-    KindInfo(
-        tenancy.TENANCY_GROUP,
-        tenancy.TENANCY_VERSION,
-        "Alert",
-        "alerts",
-        False,
-        "subdomain",
-        tenancy.Alert,
+    _built_in(
+        f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Alert", "alerts", False, "subdomain", "tenancy"
     ),
 )
 _BY_GVK = {(info.api_version, info.kind): info for info in KINDS}
-_BY_MODEL = {info.model: info for info in KINDS}
+_BY_SOURCE = {cast(str, info.model_source): info for info in KINDS}
+_BY_MODEL: dict[type[ApiModel], KindInfo] = {}
 
 V1BETA_REQUEST_FIELDS = (
     "deviceClassName",
@@ -188,7 +169,12 @@ SERVED_ELSEWHERE = {
 
 
 def kind_info(obj: ApiModel) -> KindInfo:
-    return _BY_MODEL[type(obj)]
+    model = type(obj)
+    info = _BY_MODEL.get(model)
+    if info is None:
+        info = _BY_SOURCE[f"{model.__module__}:{model.__qualname__}"]
+        _BY_MODEL[model] = info
+    return info
 
 
 def register_kind(info: KindInfo) -> None:
@@ -245,7 +231,7 @@ def decode(document: Any) -> ApiModel:
     info = lookup(api_version, kind)
     if len(json.dumps(document, separators=(",", ":"), default=str)) > MAX_REQUEST_BODY_BYTES:
         raise ObjectTooLargeError(MAX_REQUEST_BODY_BYTES)
-    if info.model is corev1.Secret:
+    if info.kind == "Secret" and not info.group:
         _check_secret_data(document, info)
     try:
         return info.model.model_validate(document)
@@ -260,6 +246,8 @@ def _check_secret_data(document: dict[str, Any], info: KindInfo) -> None:
     data = document.get("data")
     if not isinstance(data, dict):
         return
+    from allot.api import core_v1 as corev1  # only Secrets need it (start-up, issue 15)
+
     for value in data.values():
         problem = corev1.base64_error(value) if isinstance(value, str) else None
         if problem is not None:

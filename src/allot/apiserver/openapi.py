@@ -25,6 +25,7 @@ from allot.registry.descriptions import FIELD_DESCRIPTIONS
 _MODULE_PREFIX = {
     "allot.api.resource_v1": "io.k8s.api.resource.v1",
     "allot.api.core_v1": "io.k8s.api.core.v1",
+    "allot.api.core_v1_nodes": "io.k8s.api.core.v1",
     "allot.api.apps_v1": "io.k8s.api.apps.v1",
     "allot.api.batch_v1": "io.k8s.api.batch.v1",
     "allot.api.autoscaling_v1": "io.k8s.api.autoscaling.v1",
@@ -67,7 +68,7 @@ way are listed."""
 
 @functools.lru_cache(maxsize=1)
 def _components() -> dict[str, Any]:
-    models: list[type[BaseModel]] = [r.info.model for r in resources.RESOURCES]
+    models: list[type[BaseModel]] = [r.info.model for r in resources.built_in_resources()]
     models.append(Scale)
     _, schema = models_json_schema(
         [(m, "validation") for m in models],
@@ -92,7 +93,7 @@ def _components() -> dict[str, Any]:
                     patch_meta["x-kubernetes-patch-merge-key"] = key
                 schema["properties"][field].update(patch_meta)
     renamed[SCALE]["x-kubernetes-group-version-kind"] = [dict(SCALE_GVK)]
-    for resource in resources.RESOURCES:
+    for resource in resources.built_in_resources():
         entry = renamed[_schema_name(resource.info.model)]
         entry["x-kubernetes-group-version-kind"] = [
             {"group": resource.group, "kind": resource.kind, "version": resource.version}

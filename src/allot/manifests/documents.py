@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from allot.api.errors import yaml_error_text
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 STDIN_NAME = "STDIN"
@@ -38,13 +40,12 @@ class Document:
         return f'"{self.source}" (document {self.index + 1})'
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys like Kubernetes' strict decoder."""
-
-
 def _construct_mapping(
-    loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False
+    loader: yaml.SafeLoader | yaml.CSafeLoader, node: yaml.MappingNode, deep: bool = False
 ) -> dict[Any, Any]:
+    """A mapping, or a ``duplicate field`` error like Kubernetes' strict decoder."""
+    import yaml
+
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -53,10 +54,31 @@ def _construct_mapping(
                 None, None, f'duplicate field "{key}"', key_node.start_mark
             )
         seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep=deep)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+@cache
+def _strict_loaders() -> tuple[type[yaml.CSafeLoader] | None, type[yaml.SafeLoader]]:
+    """The strict loaders: libyaml's (None when PyYAML was built without it) and PyYAML's
+    own. Both construct with the same Python constructor, so they read the same values;
+    only their error texts differ, and those come from PyYAML's (:func:`_parse_yaml`).
+    YAML is imported here, on the first YAML document: a JSON scenario never loads it."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    if not hasattr(yaml, "CSafeLoader"):
+        return None, StrictLoader
+
+    class StrictCLoader(yaml.CSafeLoader):
+        pass
+
+    StrictCLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
+    )
+    return StrictCLoader, StrictLoader
 
 
 def read_sources(paths: list[str]) -> list[Document]:
@@ -111,8 +133,16 @@ def _parse_json(text: str, source: str) -> list[Any]:
 
 
 def _parse_yaml(text: str, source: str) -> list[Any]:
+    import yaml
+
+    fast, exact = _strict_loaders()
+    if fast is not None:
+        try:
+            return list(yaml.load_all(text, Loader=fast))
+        except yaml.YAMLError:
+            pass  # read again by PyYAML's parser, whose error text allot has always given
     try:
-        return list(yaml.load_all(text, Loader=_StrictLoader))
+        return list(yaml.load_all(text, Loader=exact))
     except yaml.MarkedYAMLError as err:
         raise ManifestError(f'error parsing "{source}": {yaml_error_text(err)}') from None
     except yaml.YAMLError as err:

@@ -21,14 +21,13 @@ from allot.api.base import ApiModel
 from allot.api.errors import ApiError
 from allot.api.kinds import decode, kind_info, lookup
 from allot.api.meta import Status
-from allot.api.tenancy import Tenant
 from allot.cel import SelectorCompiler
 from allot.manifests.documents import Document
-from allot.registry.kinds import Preparation, rules_for, strategies
+from allot.registry.kinds import Preparation, find_strategy, rules_for
 from allot.statuses import InvalidObjectError, hints, to_status
+from allot.validation.field import ErrorList
 from allot.validation.objects import apply_defaults, validate_create
 from allot.validation.resource import ResourceContext
-from allot.validation.tenancy import validate_sharing_classes
 
 UPSTREAM_GROUPS_NOT_SERVED = (
     "networking.k8s.io/",
@@ -128,12 +127,21 @@ def _judge_one(document: Document, context: ResourceContext, catalogue: dict[str
         f"{info.kind.lower()}.{info.group}/{name}" if info.group else f"{info.kind.lower()}/{name}"
     )
     errors = validate_create(obj, context, rules)
-    if not errors and catalogue and isinstance(obj, Tenant):
-        errors = validate_sharing_classes(obj, catalogue)
+    if not errors and catalogue and info.kind == "Tenant":
+        errors = _sharing_errors(obj, catalogue)
     if errors:
         status = to_status(InvalidObjectError(info, name, errors))
         return Verdict(document, Outcome.INVALID, summary, status, obj)
     return Verdict(document, Outcome.VALID, summary, None, obj)
+
+
+def _sharing_errors(obj: ApiModel, catalogue: dict[str, Any]) -> ErrorList:
+    """A fair-sharing Tenant's shares against the input's DeviceClasses. The tenancy model
+    and rules are imported here: only a Tenant needs them (start-up, issue 15)."""
+    from allot.api.tenancy import Tenant
+    from allot.validation.tenancy import validate_sharing_classes
+
+    return validate_sharing_classes(obj, catalogue) if isinstance(obj, Tenant) else []
 
 
 DRY_RUN_UID = "00000000-0000-4000-8000-000000000000"
@@ -143,7 +151,7 @@ DRY_RUN_UID = "00000000-0000-4000-8000-000000000000"
 def _prepared(content: dict[str, Any]) -> dict[str, Any]:
     """The document as the kind's ``prepare_create`` leaves it (a copy)."""
     served = _served_kind(content)
-    known = strategies().get(served) if served else None
+    known = find_strategy(served) if served else None
     if known is None or known.prepare_create is None:
         return content
     prepared = copy.deepcopy(content)

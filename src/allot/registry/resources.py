@@ -70,9 +70,23 @@ def _served(info: KindInfo) -> ServedResource:
     )
 
 
-RESOURCES: tuple[ServedResource, ...] = tuple(_served(info) for info in KINDS)
-_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
-_BY_KIND = {r.kind: r for r in RESOURCES}
+_INFO_BY_PATH = {(info.group, info.version, info.plural): info for info in KINDS}
+_INFO_BY_KIND = {info.kind: info for info in KINDS}
+_BUILT_IN: dict[str, ServedResource] = {}
+"""Built-in resources by kind, each made when first looked up: its strategy module (and so
+its validators and model) is imported then, not with this module (start-up, issue 15)."""
+
+
+def _built_in(info: KindInfo) -> ServedResource:
+    served = _BUILT_IN.get(info.kind)
+    if served is None:
+        served = _BUILT_IN[info.kind] = _served(info)
+    return served
+
+
+def built_in_resources() -> list[ServedResource]:
+    """Every built-in resource, in the order of :data:`allot.api.kinds.KINDS`."""
+    return [_built_in(info) for info in KINDS]
 
 
 _CUSTOM: dict[tuple[str, str, str], ServedResource] = {}
@@ -88,15 +102,16 @@ def unregister_custom(group: str, version: str, plural: str) -> None:
 
 
 def all_resources(*, custom: bool = True) -> list[ServedResource]:
-    return [*RESOURCES, *(_CUSTOM.values() if custom else ())]
+    return [*built_in_resources(), *(_CUSTOM.values() if custom else ())]
 
 
 def lookup(group: str, version: str, plural: str) -> ServedResource | None:
-    return _BY_PATH.get((group, version, plural)) or _CUSTOM.get((group, version, plural))
+    info = _INFO_BY_PATH.get((group, version, plural))
+    return _built_in(info) if info is not None else _CUSTOM.get((group, version, plural))
 
 
 def by_kind(kind: str) -> ServedResource:
-    return _BY_KIND[kind]
+    return _built_in(_INFO_BY_KIND[kind])
 
 
 def group_versions(*, custom: bool = True) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ from allot.allocator import AllocatedState, Allocator
 from allot.allocator.placement import check_placement
 from allot.allocator.requests import claim_label
 from allot.allocator.scheduling import PlacementMemo, missing_class, place
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.simulation.scenario import Scenario, Step
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allot.allocator.requests import claim_label
-from allot.api import core_v1 as corev1
+from allot.api import core_v1_nodes as corev1
 from allot.api import kinds
 from allot.api import resource_v1 as resourceapi
 from allot.api.errors import ApiError

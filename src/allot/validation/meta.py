@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from allot.api.core_v1 import NodeSelector, NodeSelectorRequirement
+from allot.api.core_v1_nodes import NodeSelector, NodeSelectorRequirement
 from allot.api.meta import ObjectMeta
 from allot.validation import names
 from allot.validation.field import (

@@ -13,6 +13,7 @@ admission chain and ``allot validate`` (rules), quota and :mod:`allot.apiserver.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -92,86 +93,72 @@ def _custom_rules() -> KindRules:
 CUSTOM_RULES = _custom_rules()
 
 
-def _strategies() -> dict[str, KindStrategy]:
-    from allot.registry.kinds import (
-        admissionpolicies,
-        alerts,
-        configmaps,
-        controllerrevisions,
-        crds,
-        cronjobs,
-        deployments,
-        deviceclasses,
-        events,
-        jobs,
-        namespaces,
-        nodes,
-        pods,
-        replicasets,
-        resourceclaims,
-        resourceclaimtemplates,
-        resourcequotas,
-        resourceslices,
-        secrets,
-        serviceaccounts,
-        services,
-        statefulsets,
-        tenants,
-    )
-
-    modules = (
-        deviceclasses,
-        resourceslices,
-        resourceclaims,
-        resourceclaimtemplates,
-        pods,
-        nodes,
-        namespaces,
-        events,
-        configmaps,
-        crds,
-        resourcequotas,
-        admissionpolicies,
-        tenants,
-        alerts,
-        services,
-        serviceaccounts,
-        secrets,
-        deployments,
-        replicasets,
-        statefulsets,
-        controllerrevisions,
-        jobs,
-        cronjobs,
-    )
-    found: dict[str, KindStrategy] = {}
-    for module in modules:
-        for strategy in module.STRATEGIES:
-            if strategy.kind in found:
-                raise ValueError(f"two strategies for kind {strategy.kind}")
-            found[strategy.kind] = strategy
-    return found
-
+_MODULES: dict[str, str] = {
+    "DeviceClass": "deviceclasses",
+    "ResourceSlice": "resourceslices",
+    "ResourceClaim": "resourceclaims",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
+    "Pod": "pods",
+    "Node": "nodes",
+    "Namespace": "namespaces",
+    "Event": "events",
+    "ConfigMap": "configmaps",
+    "CustomResourceDefinition": "crds",
+    "ResourceQuota": "resourcequotas",
+    "ValidatingAdmissionPolicy": "admissionpolicies",
+    "ValidatingAdmissionPolicyBinding": "admissionpolicies",
+    "Tenant": "tenants",
+    "Alert": "alerts",
+    "Service": "services",
+    "ServiceAccount": "serviceaccounts",
+    "Secret": "secrets",
+    "Deployment": "deployments",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "ControllerRevision": "controllerrevisions",
+    "Job": "jobs",
+    "CronJob": "cronjobs",
+}
+"""The module of this package that declares each built-in kind's strategy. A module is
+imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
+loads neither the workload nor the admission validators and models (start-up, issue 15)."""
 
 _BY_KIND: dict[str, KindStrategy] = {}
 
 
+def _load(module_name: str) -> None:
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    for each in module.STRATEGIES:
+        if _MODULES.get(each.kind) != module_name or each.kind in _BY_KIND:
+            raise ValueError(f"strategy for kind {each.kind} declared in {module_name}")
+        _BY_KIND[each.kind] = each
+
+
+def find_strategy(kind: str) -> KindStrategy | None:
+    """A built-in kind's strategy (its module imported on first use); None for other kinds."""
+    module_name = _MODULES.get(kind)
+    if module_name is not None and kind not in _BY_KIND:
+        _load(module_name)
+    return _BY_KIND.get(kind)
+
+
 def strategies() -> dict[str, KindStrategy]:
-    """Every built-in kind's strategy, by kind (loaded on first use)."""
-    if not _BY_KIND:
-        _BY_KIND.update(_strategies())
-    return _BY_KIND
+    """Every built-in kind's strategy, by kind, in the order of :data:`_MODULES`."""
+    return {kind: strategy(kind) for kind in _MODULES}
 
 
 def strategy(kind: str) -> KindStrategy:
-    return strategies()[kind]
+    known = find_strategy(kind)
+    if known is None:
+        raise KeyError(kind)
+    return known
 
 
 def rules_for(obj: ApiModel) -> KindRules:
     """The validation rules of a decoded object's kind (a custom object's: its schema)."""
     if isinstance(obj, CustomObject):
         return CUSTOM_RULES
-    known = strategies().get(kind_info(obj).kind)
+    known = find_strategy(kind_info(obj).kind)
     return known.rules if known else KindRules()
 
 
