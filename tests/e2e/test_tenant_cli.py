@@ -170,6 +170,15 @@ def test_the_demo_runs_the_walkthrough() -> None:
     assert "job.batch/sweep condition met" in out  # the tenant's Indexed Job completed
     assert all(f"trial {index}" in out for index in range(3))
     assert 'deployment "contract-search" successfully rolled out' in out
+    sharing = out[out.index("=== Fair sharing") : out.index("=== Alerts raised")]
+    assert "pod/contract-summarizer condition met" in sharing  # legal-ai reclaimed its A100
+    assert "Preempted by allot: tenant legal-ai reclaims its guaranteed share" in sharing
+    assert "waiting for quota: needs 1 gpu-whole; research-ai has 0 of 0" in sharing
+    assert any(
+        line.replace("│", " ").split()[:6]
+        == ["research-ai", "gpu-pool", "gpu-whole", "0", "1", "1"]
+        for line in sharing.splitlines()
+    )  # the borrowed A100 in allot top
     assert "(platform stopped; nothing left running)" in out
     sections = [line for line in out.splitlines() if line.startswith("=== ")]
     order = [
