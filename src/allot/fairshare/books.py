@@ -47,16 +47,20 @@ class Books:
         self.members: dict[str, list[str]] = {}
         for name in sorted(queues):
             self.members.setdefault(self._cohort_of[name], []).append(name)
-        self._governed = {
-            cohort: {r for member in names for r in queues[member].shares}
+        classes = {
+            cohort: {r for m in names for r in queues[m].shares if r != GPU_MEMORY}
             for cohort, names in self.members.items()
+        }
+        self._governed = {
+            name: classes[self._cohort_of[name]] | ({GPU_MEMORY} & set(q.shares))
+            for name, q in queues.items()
         }
         # Shares and pool capacities only depend on the queues: worked out once, shared
         # with every copy.
         self._shares: dict[tuple[str, str], Share] = {}
         self._capacity: dict[tuple[str, str], int] = {}
         for workload in admitted:
-            self.used.setdefault(workload.tenant, Counter()).update(workload.demand)
+            self.used.setdefault(workload.tenant, Counter()).update(self._counted(workload))
         for tenant, used in self.used.items():
             if tenant in queues:
                 for resource, amount in used.items():
@@ -79,12 +83,19 @@ class Books:
             used.update({r: sign * n for r, n in workload.demand.items()})
             return
         cohort = self._cohort_key(tenant)
-        for resource, demand in workload.demand.items():
+        for resource, demand in self._counted(workload).items():
             before = used[resource]
             used[resource] = before + sign * demand
             self._pool_used[cohort, resource] += self._from_pool(
                 tenant, resource, before + sign * demand
             ) - self._from_pool(tenant, resource, before)
+
+    def _counted(self, workload: Workload) -> Mapping[str, int]:
+        """What of its demand is counted: the resources governed for its tenant."""
+        governed = self._governed.get(workload.tenant)
+        if governed is None:
+            return workload.demand
+        return {r: n for r, n in workload.demand.items() if r in governed}
 
     def copy(self) -> Books:
         twin = Books.__new__(Books)
@@ -100,8 +111,11 @@ class Books:
 
     # --- the arithmetic ---------------------------------------------------------------
     def governed(self, tenant: str) -> set[str]:
-        """The resources the tenant's cohort (or the tenant alone) has shares of."""
-        return self._governed[self._cohort_key(tenant)]
+        """The resources counted for the tenant: every DeviceClass its cohort (or the
+        tenant alone) has shares of, and GPU memory when the tenant itself has a share of
+        it (GPU memory caps the tenants that ask for the cap; a member without one is not
+        held back by another's)."""
+        return self._governed[tenant]
 
     def cohort_members(self, tenant: str) -> list[str]:
         return self.members[self._cohort_key(tenant)]
@@ -225,8 +239,18 @@ class Books:
             )
         return text + "; " + self._pool_words(tenant, resource, cohort)
 
-    def _pool_words(self, tenant: str, resource: str, cohort: str) -> str:
+    def lends(self, tenant: str, resource: str) -> int:
+        """What the cohort would lend the tenant beyond its guarantee now: the pool's room
+        less what of it is the tenant's own guarantee."""
+        share = self.share(tenant, resource)
         spare = self.pool_capacity(tenant, resource) - self.pool_used(tenant, resource)
+        own = self.guaranteed_free(tenant, resource) - max(
+            0, share.reserved - self.usage(tenant, resource)
+        )
+        return max(0, spare - own)
+
+    def _pool_words(self, tenant: str, resource: str, cohort: str) -> str:
+        spare = self.lends(tenant, resource)
         others = [m for m in self.cohort_members(tenant) if m != tenant]
         lenders = [
             f"{m} lends at most {show(resource, self.share(m, resource).lendable)}"

@@ -1,9 +1,10 @@
 """The engine's inputs: one queue per tenant, the workloads waiting or admitted in it.
 
 Amounts are integers: devices of a DeviceClass, or bytes for :data:`GPU_MEMORY`. A
-resource is *governed* in a cohort when some member declares a share of it; a member
-without an entry for a governed resource has nothing guaranteed and lends nothing, but may
-borrow. Resources nobody governs are not counted at all. Built from Tenant objects by
+DeviceClass is *governed* in a cohort when some member declares a share of it; a member
+without an entry for it has nothing guaranteed and lends nothing, but may borrow. GPU
+memory is governed for the tenants that declare a share of it (a cap they ask for, which
+holds no one else back). What is not governed is not counted at all. Built from Tenant objects by
 :func:`queues_from_tenants`; used by every other module of the package.
 """
 

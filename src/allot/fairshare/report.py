@@ -66,13 +66,14 @@ def cohort_idle(books: Books) -> dict[str, dict[str, int]]:
         if queue.cohort is None or queue.cohort in idle:
             continue
         members = books.cohort_members(tenant)
+        governed = set().union(*(books.governed(m) for m in members))
         idle[queue.cohort] = {
             r: max(
                 0,
                 sum(books.share(m, r).guaranteed for m in members)
                 - sum(books.usage(m, r) for m in members),
             )
-            for r in sorted(books.governed(tenant))
+            for r in sorted(governed)
         }
     return idle
 
