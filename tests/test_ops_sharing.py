@@ -71,6 +71,8 @@ def test_top_and_the_dashboard_show_the_same_rows() -> None:
         for line in text.splitlines()
         if "research" in line
     )
+    memory_row = next(line for line in text.splitlines() if "gpuMemory" in line and "80Gi" in line)
+    assert memory_row.replace("│", " ").split() == ["gpuMemory", "80Gi", "40Gi", "0", "0"]
     panel = _sharing(document)
     assert "<td>research</td><td>pool</td><td>a100</td><td>1</td><td>2</td><td>1</td>" in panel
     assert "<td>gpuMemory</td><td>40Gi</td>" in panel

@@ -227,10 +227,14 @@ def _sharing_tables(sharing: Obj) -> list[Table]:
     shares = Table("TENANT", "COHORT", "RESOURCE", "GUARANTEED", "USED", "BORROWED", "LENT",
                    "ADMITTED", "WAITING", "PREEMPTED", title="Fair sharing",
                    title_justify="left")  # fmt: skip
+    previous = None
     for row in sharing["tenants"]:
-        shares.add_row(row["tenant"], row["cohort"] or "-", row["resource"], row["guaranteed"],
-                       row["used"], row["borrowed"], row["lent"], str(row["admitted"]),
-                       str(row["waiting"]), str(row["preempted"]))  # fmt: skip
+        first = row["tenant"] != previous  # workload counts are the tenant's, shown once
+        previous = row["tenant"]
+        counts = [str(row[k]) if first else "" for k in ("admitted", "waiting", "preempted")]
+        shares.add_row(row["tenant"] if first else "", (row["cohort"] or "-") if first else "",
+                       row["resource"], row["guaranteed"], row["used"], row["borrowed"],
+                       row["lent"], *counts)  # fmt: skip
     idle = Table("COHORT", "RESOURCE", "IDLE", title="Cohorts", title_justify="left")
     for row in sharing.get("cohorts") or []:
         idle.add_row(row["cohort"], row["resource"], row["idle"])

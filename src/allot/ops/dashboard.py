@@ -340,7 +340,12 @@ def _tenants(document: Obj) -> str:
 
 def _sharing(document: Obj) -> str:
     sharing = document.get("sharing") or {}
-    rows = [[html.escape(str(r[k])) for k in _SHARING_KEYS] for r in sharing.get("tenants") or []]
+    rows, previous = [], None
+    for row in sharing.get("tenants") or []:
+        first = row["tenant"] != previous  # the tenant's own columns, on its first row
+        previous = row["tenant"]
+        shown = [k if first or k not in _PER_TENANT else "" for k in _SHARING_KEYS]
+        rows.append([html.escape(str(row[k])) if k else "" for k in shown])
     headers = ["Tenant", "Cohort", "Resource", "Guaranteed", "Used", "Borrowed", "Lent",
                "Admitted", "Waiting", "Preempted"]  # fmt: skip
     shares = _table(headers, rows, "No tenant uses fair sharing.")
@@ -351,6 +356,7 @@ def _sharing(document: Obj) -> str:
     return shares + (_table(["Cohort", "Resource", "Idle"], idle, "") if idle else "")
 
 
+_PER_TENANT = ("tenant", "cohort", "admitted", "waiting", "preempted")
 _SHARING_KEYS = ("tenant", "cohort", "resource", "guaranteed", "used", "borrowed", "lent",
                  "admitted", "waiting", "preempted")  # fmt: skip
 
