@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from allot.api.documents import clone_document
 from allot.registry.admission import CONTROLLER_USER
@@ -21,6 +21,9 @@ from allot.registry.resources import ServedResource, by_kind
 from allot.store import Store
 from allot.store.errors import AlreadyExists, NotFound
 from allot.types import Obj, rfc3339
+
+RECENT_EVENTS = 4096
+"""Events remembered for counting repeats (client-go's correlator keeps as many)."""
 
 
 @dataclass
@@ -33,6 +36,9 @@ class ControllerContext:
     """Who the writes are admitted as: the platform's own controllers by default; a
     tenant's workload controllers write as the tenant's service accounts, so its cluster's
     admission (the tenant guard, quotas) judges them as any tenant write."""
+    _recent_events: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    """Digest of (namespace, reason, message, object uid) -> the Event recorded for it."""
+    _last_event_stamp: int = field(default=0, init=False, repr=False)
 
     def resource(self, kind: str) -> ServedResource:
         return by_kind(kind)
@@ -140,25 +146,42 @@ class ControllerContext:
     def event(
         self, involved: Obj, event_type: str, reason: str, message: str, component: str
     ) -> None:
-        """Record an Event (or bump the count of an identical recent one)."""
+        """Record an Event, or bump the count of the identical one recorded before (as
+        client-go's correlator does, remembered in memory). A new Event is named
+        ``<object>.<hex nanoseconds>`` as client-go names them, so the name order is the
+        order they happened in: ``kubectl describe`` keeps it among events of one second."""
         metadata = involved["metadata"]
         namespace = metadata.get("namespace") or "default"
-        now = rfc3339(self.clock())
-        digest = hashlib.sha1(f"{reason}/{message}/{metadata.get('uid')}".encode()).hexdigest()
-        name = f"{metadata['name']}.{digest[:16]}"[:253]
-        recorded = self.peek("Event", namespace, name)  # most events are new: no copy
+        moment = self.clock()
+        now = rfc3339(moment)
+        digest = hashlib.sha1(
+            f"{namespace}/{reason}/{message}/{metadata.get('uid')}".encode()
+        ).hexdigest()
+        known = self._recent_events.get(digest)
+        recorded = self.peek("Event", namespace, known) if known else None
         if recorded is not None:
             existing = clone_document(recorded)
             existing["count"] = int(existing.get("count") or 1) + 1
             existing["lastTimestamp"] = now
             self.update("Event", existing, component)
             return
+        name = f"{metadata['name'][:236]}.{self._event_stamp(moment):x}"
         event = event_object(involved, event_type, reason, message, component, now)
         event["metadata"] = {"name": name, "namespace": namespace}
         try:
             self.create("Event", event, component)
         except AlreadyExists:
             return
+        self._recent_events[digest] = name
+        if len(self._recent_events) > RECENT_EVENTS:
+            del self._recent_events[next(iter(self._recent_events))]
+
+    def _event_stamp(self, moment: dt.datetime) -> int:
+        """Nanoseconds of ``moment``, made strictly increasing (a fixed clock in tests, or
+        two events in one tick, still get distinct names in order)."""
+        stamp = max(int(moment.timestamp() * 1_000_000) * 1000, self._last_event_stamp + 1)
+        self._last_event_stamp = stamp
+        return stamp
 
 
 def event_object(
