@@ -82,6 +82,27 @@ def test_pending_claim_fires_after_the_threshold_and_tenants_override_it() -> No
     assert len(evaluate(_inputs(snapshot, tenants=quick), AlertSettings())) == 2
 
 
+def test_a_released_claim_is_pending_since_its_release() -> None:
+    snapshot = _snapshot([_claim("a", "legal", 30)])  # created 30 minutes ago
+    released = {("tenant-legal", "a.default"): NOW - dt.timedelta(minutes=1)}
+    assert _rules(_inputs(snapshot, pending_since=released)) == []
+    found = evaluate(_inputs(snapshot), AlertSettings())
+    assert "pending for 1800s" in found[0].message
+
+
+def test_the_manager_counts_pending_time_from_a_release(tmp_path: Path) -> None:
+    api = build(tmp_path / "data", clock=FakeClock())
+    try:
+        manager = api.operations.alerts
+        held = _claim("a", "legal", 30, allocated=True)
+        assert manager._released(_snapshot([held])) == {}
+        later = _snapshot([_claim("a", "legal", 30)])
+        assert manager._released(later) == {("tenant-legal", "a.default"): NOW}
+        assert manager._released(_snapshot([])) == {}  # gone: forgotten
+    finally:
+        api.registry.close()
+
+
 def test_a_class_with_no_free_device_fires() -> None:
     claim = _claim("a", "legal", 1, allocated=True)
     allocated = {("gpu.nvidia.com", "p1", d): claim for d in ("gpu-0", "gpu-1")}

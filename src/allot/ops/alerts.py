@@ -15,6 +15,7 @@ stall requests and watch streams. Started by :mod:`allot.platform`.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -51,6 +52,8 @@ class AlertManager:
         self.sync_errors = sync_errors
         self.settings = settings
         self.firing: dict[str, Firing] = {}
+        self._allocated_before: set[tuple[str, str]] = set()
+        self._pending_since: dict[tuple[str, str], dt.datetime] = {}
         self._loaded = False
         self._under_way: Iterator[None] | None = None
 
@@ -114,6 +117,23 @@ class AlertManager:
         self.firing = found
 
     # --------------------------------------------------------------- inputs
+    def _released(self, snapshot: Snapshot) -> dict[tuple[str, str], dt.datetime]:
+        """Since when each pending claim seen allocated before has been pending again: a
+        claim's pending time counts from its release, not its creation."""
+        seen = set()
+        for claim in snapshot.claims:
+            key = (claim.namespace, claim.name)
+            seen.add(key)
+            if claim.allocated:
+                self._allocated_before.add(key)
+                self._pending_since.pop(key, None)
+            elif key in self._allocated_before:
+                self._pending_since.setdefault(key, snapshot.now)
+        self._allocated_before &= seen
+        for key in [k for k in self._pending_since if k not in seen]:
+            del self._pending_since[key]
+        return dict(self._pending_since)
+
     def _inputs(self, snapshot: Snapshot) -> RuleInputs:
         quotas = tenant_quotas(self.host)
         nodes = {n["metadata"]["name"] for n in self.host.list("Node")}
@@ -126,6 +146,7 @@ class AlertManager:
             self.pending_reason,
             tenant_entitlements(self.host),
             self.sharing().tenants,
+            self._released(snapshot),
         )
 
     def pending_reason(self, claim: ClaimInfo) -> str:

@@ -26,6 +26,7 @@ reasons and the clock; the same rules render as a PrometheusRule for real cluste
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class RuleInputs:
     """Tenant -> the classes its params entitle it to now (tenants absent: not checked)."""
     sharing: Mapping[str, TenantReport] = field(default_factory=dict)
     """The fair-sharing tenants' reports after the last admission pass."""
+    pending_since: Mapping[tuple[str, str], dt.datetime] = field(default_factory=dict)
+    """(namespace, name) -> since when a claim is pending, when that is not its creation
+    (it was allocated, then released: a preempted pod's claim)."""
 
 
 def evaluate(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
@@ -99,9 +103,10 @@ def _pending_claims(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]
     found = []
     now = inputs.snapshot.now
     for claim in inputs.snapshot.pending():
-        if claim.created is None:
+        since = inputs.pending_since.get((claim.namespace, claim.name), claim.created)
+        if since is None:
             continue
-        age = (now - claim.created).total_seconds()
+        age = (now - since).total_seconds()
         threshold = pending_threshold(inputs.tenants.get(claim.tenant), settings)
         if age <= threshold:
             continue
