@@ -87,3 +87,27 @@ def test_a_misspelled_flag_shows_the_usage_of_its_command(
     err = capsys.readouterr().err
     assert err.startswith(usage)
     assert err.endswith(f": error: unrecognized arguments: {unknown}\n")
+
+
+COMMANDS = {path.split()[-1] for path, _, _ in ENTRIES}
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[_label(e) for e in ENTRIES])
+def test_help_describes_only_its_own_command(entry: Entry) -> None:
+    path, _, action = entry
+    own = path.split()[-1]
+    others = {c for c in COMMANDS - {own} if f"({c}: " in (action.help or "")}
+    assert not others, f"help speaks of another command: {others}"
+
+
+def test_simulate_and_explain_describe_their_own_scenario_argument(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    helps = {}
+    for command in ("simulate", "explain"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        helps[command] = " ".join(capsys.readouterr().out.split())
+    assert "SCENARIO YAML or JSON file, or -" in helps["simulate"]
+    assert "pod/NAME" not in helps["simulate"]
+    assert "or pod/NAME or resourceclaim/NAME of a running platform's tenant" in helps["explain"]

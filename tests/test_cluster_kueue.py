@@ -92,8 +92,14 @@ def test_cluster_queues_carry_the_shares(files: dict[str, list[Any]]) -> None:
         "preemption": {"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "Never"},
     }
     legal = queues["legal-ai"]["spec"]
+    # legal-ai has no mig-1g.10gb share but may borrow research-ai's: covered at 0
+    assert legal["resourceGroups"][0]["coveredResources"] == [
+        "allot.dev/gpu-whole",
+        "allot.dev/mig-1g.10gb",
+    ]
     assert legal["resourceGroups"][0]["flavors"][0]["resources"] == [
-        {"name": "allot.dev/gpu-whole", "nominalQuota": "2", "lendingLimit": "1"}
+        {"name": "allot.dev/gpu-whole", "nominalQuota": "2", "lendingLimit": "1"},
+        {"name": "allot.dev/mig-1g.10gb", "nominalQuota": "0"},
     ]
     # allot's defaults written out: Kueue's own are Never for both
     assert legal["preemption"] == {
@@ -117,15 +123,67 @@ def test_the_configuration_maps_each_shared_class(files: dict[str, list[Any]]) -
     assert config == {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1",
         "kind": "Configuration",
+        "featureGates": {"KueueDRAIntegration": True},
         "metrics": {"enableClusterQueueResources": True},
         "resources": {
-            "excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage", "pods"],
+            "excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage"],
             "deviceClassMappings": [
                 {"name": "allot.dev/gpu-whole", "deviceClassNames": ["gpu-whole"]},
                 {"name": "allot.dev/mig-1g.10gb", "deviceClassNames": ["mig-1g.10gb"]},
             ],
         },
     }
+
+
+def test_the_configuration_file_says_its_exclusions_are_global(
+    documents: list[dict[str, Any]],
+) -> None:
+    [config] = [f for f in render(read_platform(documents)) if f.path == "kueue/configuration.yaml"]
+    first = config.text().splitlines()[0]
+    assert first.startswith("# GLOBAL: excludeResourcePrefixes (cpu, memory, ephemeral-storage)")
+    assert "# feature gate the mappings need: KueueDRAIntegration (Kueue 0.18+)" in config.text()
+
+
+def _sharing(name: str, cohort: str | None, *classes: str) -> dict[str, Any]:
+    sharing: dict[str, Any] = {"deviceClasses": [{"name": c, "guaranteed": "1"} for c in classes]}
+    if cohort:
+        sharing["cohort"] = cohort
+    return {
+        "apiVersion": "allot.dev/v1alpha1",
+        "kind": "Tenant",
+        "metadata": {"name": name},
+        "spec": {"deviceClassSelector": {"matchLabels": {"gpu.platform/pool": "shared"}},
+                 "sharing": sharing},
+    }  # fmt: skip
+
+
+def test_a_queue_covers_its_cohorts_classes_and_no_other_cohorts(
+    documents: list[dict[str, Any]],
+) -> None:
+    classes = [d for d in documents if d["kind"] == "DeviceClass"]
+    tenants = [
+        _sharing("a", "one", "gpu-whole"),
+        _sharing("b", "one", "mig-1g.10gb"),
+        _sharing("c", "two", "gpu-whole"),
+        _sharing("d", None, "gpu-whole"),
+    ]
+    objects = next(f for f in render(read_platform(classes + tenants)) if f.path == "30-kueue.yaml")
+    queues = _by_kind(objects.objects, "ClusterQueue")
+    resources = {
+        name: q["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+        for name, q in queues.items()
+    }
+    whole, mig = "allot.dev/gpu-whole", "allot.dev/mig-1g.10gb"
+    assert resources == {
+        "a": [{"name": whole, "nominalQuota": "1"}, {"name": mig, "nominalQuota": "0"}],
+        "b": [{"name": whole, "nominalQuota": "0"}, {"name": mig, "nominalQuota": "1"}],
+        "c": [{"name": whole, "nominalQuota": "1"}],
+        "d": [{"name": whole, "nominalQuota": "1"}],
+    }
+    assert all(
+        q["spec"]["resourceGroups"][0]["coveredResources"] == [r["name"] for r in resources[n]]
+        for n, q in queues.items()
+    )
 
 
 def test_no_sharing_tenant_renders_no_kueue_file(documents: list[dict[str, Any]]) -> None:

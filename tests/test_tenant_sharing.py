@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from allot.api.tenancy import Tenant
 from allot.registry.clusters import Registry
 from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError, to_status
-from allot.validation.tenancy import validate_sharing_classes
+from allot.tenancy import entitlement
+from allot.validation.tenancy import device_quota_keys, validate_sharing_classes
 from tests.tenant_host import create
 
 GIB = 2**30
@@ -129,3 +132,26 @@ def test_another_cohort_does_not_count(host: Registry) -> None:
         {"name": "a100", "guaranteed": "2"}]}))  # fmt: skip
     mine = {"cohort": "pool", "deviceClasses": [{"name": "a100", "guaranteed": "2"}]}
     assert create(host, _tenant("research-ai", mine)).warnings == []
+
+
+QUOTA_KEYS = [
+    "pods", "count/jobs.batch", "count/resourceclaims.resource.k8s.io", "requests.cpu",
+    "limits.memory", "requests.storage", "hugepages-2Mi", "requests.example.kubernetes.io/x",
+    "a100.deviceclass.resource.k8s.io/devices", "requests.deviceclass.resource.kubernetes.io/a100",
+    "deviceclass.resource.kubernetes.io/a100", "requests.nvidia.com/gpu", "limits.nvidia.com/gpu",
+    "nvidia.com/gpu", "example.com/fpga", "requests.example.com/fpga",
+]  # fmt: skip
+DEVICE_KEYS = set(QUOTA_KEYS[8:])
+
+
+@given(st.sets(st.sampled_from(QUOTA_KEYS), min_size=1))
+def test_validation_refuses_exactly_the_keys_the_quota_builder_drops(keys: set[str]) -> None:
+    document = _tenant("t", {"cohort": "pool"})
+    document["spec"]["quota"] = {"hard": dict.fromkeys(sorted(keys), "1")}
+    tenant = Tenant.model_validate(document)
+    built = entitlement.quota(tenant)
+    kept = set(built["spec"]["hard"]) if built else set()
+    fields = device_quota_keys(tenant.spec.quota)
+    refused = {field.removeprefix("spec.quota.hard[")[:-1] for field in fields}
+    assert refused == keys & DEVICE_KEYS
+    assert kept == keys - DEVICE_KEYS

@@ -10,7 +10,7 @@ import io
 import json
 import time
 from collections.abc import Iterator
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -179,3 +179,29 @@ def test_a_borrower_waits_and_explain_says_for_what(sharing: Tenancy) -> None:
     explained = _explain(tenancy, "research-ai", "second")
     assert "waits for quota" in explained
     assert waiting in explained
+
+
+def _explain_error(tenancy: Tenancy, *argv: str) -> tuple[int, str]:
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = allot(["explain", *argv, "--data-dir", str(tenancy.data_dir)])
+    return code, err.getvalue().strip()
+
+
+def test_explain_of_an_unknown_tenant_names_the_tenants(sharing: Tenancy) -> None:
+    code, error = _explain_error(sharing, "pod/contract-summarizer", "--tenant", "nosuch")
+    assert code == 1
+    assert error == 'error: tenant "nosuch" not found (tenants: legal-ai, research-ai)'
+
+
+def test_explain_of_a_missing_pod_or_claim_fails_like_kubectl_get(sharing: Tenancy) -> None:
+    code, error = _explain_error(sharing, "pod/nosuch", "--tenant", "legal-ai")
+    assert code == 1
+    assert error == (
+        'error: pod "nosuch" not found in namespace default of tenant legal-ai '
+        "(or not synced to the host yet)"
+    )
+    claim = ("resourceclaim/nosuch", "--tenant", "legal-ai", "-n", "ml")
+    code, error = _explain_error(sharing, *claim)
+    assert code == 1
+    assert error.startswith('error: resourceclaim "nosuch" not found in namespace ml of tenant')

@@ -72,6 +72,22 @@ def test_invalid_amounts_are_refused_with_kueues_texts(platform: Cluster) -> Non
     assert f'{path}.lendingLimit: Invalid value: "2": must be nil when cohort is empty' in lines
 
 
+def test_a_hard_gpu_quota_patched_onto_a_sharing_tenant_is_refused(platform: Cluster) -> None:
+    shares = [{"name": "gpu-slice", "guaranteed": "1"}]
+    platform.kubectl("apply", "-f", "-", stdin=_tenant({"cohort": "pool", "deviceClasses": shares}))
+    patch = '{"spec":{"quota":{"hard":{"requests.nvidia.com/gpu":"1"}}}}'
+    result = platform.kubectl(
+        "patch", "tenant", "research-ai", "--type", "merge", "-p", patch, check=False
+    )
+    platform.kubectl("delete", "tenant", "research-ai")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        'The Tenant "research-ai" is invalid: spec.sharing: Forbidden: may not be set together '
+        "with device quotas (spec.quota.hard[requests.nvidia.com/gpu]): a tenant uses one "
+        "mode, fair sharing or hard quotas"
+    )
+
+
 def test_guarantees_past_the_devices_are_accepted_with_a_warning(platform: Cluster) -> None:
     shares = [{"name": "gpu-slice", "guaranteed": "1000"}]
     result = platform.kubectl(

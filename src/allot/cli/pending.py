@@ -4,8 +4,9 @@ Reads the host twins from the running platform (``allot.cli.up.platform_client``
 prints :func:`allot.tenancy.explain.explain_twin`'s answer: waiting for quota, for a
 preemption in progress (with the pods being evicted), or for capacity. Imported by
 :mod:`allot.cli.simulate` only for such a target, so a scenario's ``allot explain`` never
-loads the client. Exit status: 0 when nothing waits, 1 when something does or the platform
-is not running, 2 for bad usage (no ``--tenant``, no such pod or claim).
+loads the client. Exit status: 0 when nothing waits; 1 when something does, or the read
+fails as a ``kubectl get`` would (platform not running, no such tenant, pod or claim);
+2 for bad usage (no ``--tenant``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from allot.tenancy import names
 from allot.tenancy.explain import explain_twin
 from allot.types import Obj
 
+TENANT_API_VERSION = "allot.dev/v1alpha1"
+
 
 def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
     if not args.tenant:
@@ -28,6 +31,10 @@ def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
     host_ns = names.host_namespace(args.tenant)
     try:
         client = platform_client(args.data_dir)
+        missing = _missing_tenant(client, args.tenant)
+        if missing:
+            print(f"error: {missing}", file=sys.stderr)
+            return 1
         pods = client.list("v1", "Pod", host_ns)
         twins = _twins(client, kind, names.host_name(name, args.namespace), host_ns, pods)
         neighbours = _cohort_pods(client)
@@ -36,11 +43,11 @@ def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
         return 1
     if twins is None:
         print(
-            f"error: {kind.lower()} {args.namespace}/{name} of tenant {args.tenant} has no "
-            "host twin (not synced yet, or no such object)",
+            f'error: {kind.lower()} "{name}" not found in namespace {args.namespace} of tenant '
+            f"{args.tenant} (or not synced to the host yet)",
             file=sys.stderr,
         )
-        return 2
+        return 1
     pending = False
     for twin in twins:
         explanation = explain_twin(twin, neighbours)
@@ -50,6 +57,16 @@ def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
     if not twins:
         print(f"no pod uses resourceclaim {args.namespace}/{name} of tenant {args.tenant}")
     return 1 if pending else 0
+
+
+def _missing_tenant(client: Client, tenant: str) -> str | None:
+    """Why ``tenant`` cannot be explained (it does not exist: the tenants that do), or None."""
+    try:
+        client.get(TENANT_API_VERSION, "Tenant", tenant)
+    except KubeNotFound:
+        found = sorted(t["metadata"]["name"] for t in client.list(TENANT_API_VERSION, "Tenant"))
+        return f'tenant "{tenant}" not found (tenants: {", ".join(found) or "none"})'
+    return None
 
 
 def _twins(

@@ -63,7 +63,7 @@ def register(subparsers: Any) -> None:
         description="For every step of the scenario that does not fit: per node and request, "
         "the candidates and why each device was rejected.",
     )
-    _common(explain)
+    _common(explain, scenario_help=EXPLAIN_TARGET_HELP)
     explain.add_argument(
         "--tenant", help="for pod/NAME or resourceclaim/NAME: the tenant the object is in"
     )
@@ -84,13 +84,24 @@ def live_target(text: str) -> tuple[str, str] | None:
     return kinds[kind.lower()], name
 
 
-def _common(parser: argparse.ArgumentParser, *, scenario_optional: bool = False) -> None:
+SCENARIO_HELP = "YAML or JSON file, or -"
+EXPLAIN_TARGET_HELP = (
+    "YAML or JSON scenario file, or -, or pod/NAME or resourceclaim/NAME of a running "
+    "platform's tenant"
+)
+
+
+def _common(
+    parser: argparse.ArgumentParser,
+    *,
+    scenario_optional: bool = False,
+    scenario_help: str = SCENARIO_HELP,
+) -> None:
     parser.add_argument(
         "scenario",
         metavar="SCENARIO",
         nargs="?" if scenario_optional else None,
-        help="YAML or JSON file, or - (explain: also pod/NAME or resourceclaim/NAME of a "
-        "running platform's tenant)",
+        help=scenario_help,
     )
     parser.add_argument(
         "-o", "--output", choices=["text", "json"], default="text", help="report format"

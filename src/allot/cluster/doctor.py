@@ -336,7 +336,8 @@ def _sharing(objects: dict[str, list[Obj]], models: dict[str, Any], linter: Any)
     if not queues:
         return found  # Kueue absent, or nothing of it in the dump
     for name, tenant in sorted(sharing.items()):
-        found += _queue_problems(name, kueue.cluster_queue(tenant), queues.get(name))
+        covered = kueue.cohort_classes(tenant, list(sharing.values()))
+        found += _queue_problems(name, kueue.cluster_queue(tenant, covered), queues.get(name))
     for queue in unexplained:
         labels = queue["metadata"].get("labels") or {}
         if labels.get("app.kubernetes.io/managed-by") == "allot":

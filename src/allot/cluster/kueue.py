@@ -17,10 +17,24 @@ later; deprecated but served since 0.15, where v1beta2 is stored):
   (beta, on since 0.12) queues workloads that name no queue;
 * a ``WorkloadPriorityClass`` per tenant default priority (``allot-priority-<n>``): Kueue
   has no per-queue default, so workloads opt in with ``kueue.x-k8s.io/priority-class``;
-* the Configuration fragment (``resources.deviceClassMappings``, one class per resource,
+* the Configuration fragment (``resources.deviceClassMappings``, one class per resource;
+  ``featureGates: {KueueDRAIntegration: true}``, the gate the mappings need, named so
+  since Kueue 0.18, where it is on by default: 0.14 to 0.17 call it
+  ``DynamicResourceAllocation``, alpha and off, and 0.18 locks that old name off, 0.19
+  removes it, so either name stops the other versions at startup and the file's header
+  says which to use; ``resources.excludeResourcePrefixes`` for ``cpu``, ``memory`` and
+  ``ephemeral-storage``, needed because a ClusterQueue admits no workload asking for a
+  resource it does not cover and allot's shares cover devices only, but global: it stops
+  Kueue counting those resources for every ClusterQueue of the cluster, which the header
+  says too (``pods`` is counted only by queues that cover it, so it is not excluded);
   and ``metrics.enableClusterQueueResources``, the quota and usage gauges the
-  ``TenantBelowGuarantee`` rule reads),
-  a file to merge into Kueue's ``kueue-manager-config``, like the vCluster values.
+  ``TenantBelowGuarantee`` rule reads), a file to merge into Kueue's
+  ``kueue-manager-config``, like the vCluster values.
+
+Each ClusterQueue covers every class shared by a member of its cohort, at ``nominalQuota:
+"0"`` where the tenant has no share of it: the embedded platform lets a tenant borrow any
+class its cohort shares, and Kueue admits no workload needing a resource its
+ClusterQueue does not cover.
 
 GPU-memory shares are not rendered: Kueue's device-class mappings count devices (its
 counter sources, v1beta2 only, charge a published counter instead of counting, and one
@@ -30,7 +44,7 @@ class maps to one resource), so ``gpuMemory`` has no Kueue equivalent. Pure; use
 
 from __future__ import annotations
 
-from allot.api.tenancy import SharedAmount, Tenant
+from allot.api.tenancy import ClassShare, SharedAmount, Tenant
 from allot.tenancy import entitlement, names
 from allot.types import Obj
 
@@ -44,9 +58,14 @@ MAX_MAPPINGS = 16  # Kueue's Configuration validation
 MAX_RESOURCE_NAME = 63  # the name part of a qualified name
 DEFAULT_RECLAIM = "Any"
 DEFAULT_WITHIN_TENANT = "LowerPriority"
-EXCLUDED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
-"""What allot's shares do not count; Kueue refuses workloads asking for resources their
-ClusterQueue does not cover, unless the Configuration excludes them."""
+EXCLUDED_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+"""What every pod asks for and allot's shares do not count; Kueue refuses workloads asking
+for resources their ClusterQueue does not cover, unless the Configuration excludes them
+(for every ClusterQueue of the cluster). ``pods`` needs no exclusion: Kueue counts it only
+where a ClusterQueue covers it."""
+DRA_FEATURE_GATE = "KueueDRAIntegration"
+"""The gate ``deviceClassMappings`` need (Kueue 0.18+; ``DynamicResourceAllocation`` before)."""
+OLD_DRA_FEATURE_GATE = "DynamicResourceAllocation"
 
 
 class KueueRenderError(ValueError):
@@ -81,6 +100,17 @@ def shared_classes(tenants: list[Tenant]) -> list[str]:
     return sorted(found)
 
 
+def cohort_classes(tenant: Tenant, tenants: list[Tenant]) -> list[str]:
+    """The classes shared by any member of the tenant's cohort (its own alone without one):
+    what its ClusterQueue must cover to borrow as the embedded platform lets it."""
+    cohort = tenant.spec.sharing.cohort if tenant.spec.sharing else None
+    if not cohort:
+        return shared_classes([tenant])
+    return shared_classes(
+        [t for t in sharing_tenants(tenants) if t.spec.sharing and t.spec.sharing.cohort == cohort]
+    )
+
+
 def kueue_objects(tenants: list[Tenant]) -> list[Obj]:
     """Every Kueue object for the sharing tenants, in apply order (none without any)."""
     members = sharing_tenants(tenants)
@@ -93,7 +123,7 @@ def kueue_objects(tenants: list[Tenant]) -> list[Obj]:
     objects = [_object("Cohort", name, {"spec": {}}) for name in cohorts]
     objects.append(_object("ResourceFlavor", FLAVOR, {"spec": {}}))
     objects += [_priority_class(value) for value in priorities]
-    objects += [cluster_queue(t) for t in members]
+    objects += [cluster_queue(t, cohort_classes(t, members)) for t in members]
     objects += [local_queue(t) for t in members]
     return objects
 
@@ -109,6 +139,7 @@ def configuration(tenants: list[Tenant]) -> Obj:
     return {
         "apiVersion": CONFIG_API,
         "kind": "Configuration",
+        "featureGates": {DRA_FEATURE_GATE: True},
         "metrics": {"enableClusterQueueResources": True},  # TenantBelowGuarantee reads them
         "resources": {
             "excludeResourcePrefixes": list(EXCLUDED_RESOURCES),
@@ -117,11 +148,14 @@ def configuration(tenants: list[Tenant]) -> Obj:
     }
 
 
-def cluster_queue(tenant: Tenant) -> Obj:
+def cluster_queue(tenant: Tenant, covered: list[str]) -> Obj:
+    """The tenant's ClusterQueue, covering ``covered`` (its cohort's shared classes): its own
+    shares as quotas, ``nominalQuota: "0"`` and no limits for the others."""
     sharing = tenant.spec.sharing
     assert sharing is not None
     name = tenant.metadata.name or ""
-    shares = sorted((s for s in sharing.device_classes or [] if s.name), key=lambda s: s.name or "")
+    own = {s.name: s for s in sharing.device_classes or [] if s.name}
+    shares = [own.get(c) or ClassShare(name=c) for c in sorted(set(covered) | set(own))]
     preemption = sharing.preemption
     spec: Obj = {}
     if sharing.cohort:

@@ -201,10 +201,15 @@ def _kueue_files(tenants: list[Tenant]) -> list[RenderedFile]:
         ),
         RenderedFile(
             "kueue/configuration.yaml",
+            "GLOBAL: excludeResourcePrefixes (cpu, memory, ephemeral-storage) stops Kueue\n"
+            "counting those resources for EVERY ClusterQueue of the cluster, not only allot's\n"
+            "(needed: a ClusterQueue admits nothing asking for a resource it does not cover).\n"
             "Merge into Kueue's Configuration (ConfigMap kueue-system/kueue-manager-config,\n"
             "key controller_manager_config.yaml), then restart kueue-controller-manager:\n"
-            "each shared DeviceClass counted as the resource its ClusterQueues name, and\n"
-            "the resources allot's shares do not count excluded from quota.",
+            "each shared DeviceClass counted as the resource its ClusterQueues name, with the\n"
+            "feature gate the mappings need: KueueDRAIntegration (Kueue 0.18+). On Kueue 0.14\n"
+            "to 0.17 name it DynamicResourceAllocation instead; if the Deployment passes\n"
+            "--feature-gates, add the gate there and drop featureGates from this file.",
             [config],
         ),
     ]

@@ -22,8 +22,9 @@ ConfigMap per tenant (in ``allot-system``, which tenants cannot write):
 Each tenant gets a binding per policy that selects its host namespace by the
 platform-set ``allot.dev/tenant`` label, with ``parameterNotFoundAction: Deny``, and a
 ResourceQuota when it has quotas (in fair-sharing mode, only the keys that do not count
-devices). The objects are valid for a real 1.36 API server
-(``allot render`` writes the same ones). Pure; used by the tenant controller.
+devices: :func:`allot.validation.names.is_device_quota_key`, the definition validation
+uses too). The objects are valid for a real 1.36 API server (``allot render`` writes the
+same ones). Pure; used by the tenant controller.
 """
 
 from __future__ import annotations
@@ -33,15 +34,13 @@ from allot.api.meta import selector_matches
 from allot.api.tenancy import Tenant, entitlement_selector
 from allot.tenancy.names import PLATFORM_NAMESPACE, TENANT_LABEL, host_namespace
 from allot.types import Obj
-from allot.validation.names import is_dra_extended_resource_name
+from allot.validation.names import is_device_quota_key
 
 CLAIMS_POLICY = "allot-tenant-claims"
 PODS_POLICY = "allot-tenant-pods"
 QUOTA_NAME = "tenant-quota"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "allot"}
 EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
-DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
-REQUESTS_PREFIX = "requests."
 
 _CLAIM_CLASSES = (
     "variables.requests.all(r, has(r.exactly) ? r.exactly.deviceClassName in variables.allowed"
@@ -339,16 +338,6 @@ def binding(tenant: str, policy: str) -> Obj:
             "matchResources": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant}}},
         },
     }
-
-
-def is_device_quota_key(key: str) -> bool:
-    """Whether a ResourceQuota key counts devices: ``<class>.deviceclass.resource.k8s.io/
-    devices``, or ``requests.<name>`` of a DRA extended resource (``nvidia.com/gpu``, a
-    class's implicit ``deviceclass.resource.kubernetes.io/<class>``)."""
-    if key.endswith(DEVICES_SUFFIX):
-        return True
-    requested = key.removeprefix(REQUESTS_PREFIX)
-    return requested != key and is_dra_extended_resource_name(requested)
 
 
 def quota(tenant: Tenant) -> Obj | None:

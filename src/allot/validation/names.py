@@ -193,6 +193,11 @@ DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 """The implicit extended-resource name of a DeviceClass is this prefix + its name."""
 NATIVE_RESOURCE_NAMESPACE = "kubernetes.io/"
 QUOTA_REQUESTS_PREFIX = "requests."
+QUOTA_LIMITS_PREFIX = "limits."
+QUOTA_COUNT_PREFIX = "count/"
+"""``count/<resource>.<group>`` quota keys count objects (Kubernetes' object-count quota)."""
+DEVICE_CLASS_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+"""A DRA ResourceQuota key ``<class>.deviceclass.resource.k8s.io/devices`` counts devices."""
 
 
 def is_native_resource(name: str) -> bool:
@@ -213,3 +218,19 @@ def is_dra_extended_resource_name(name: str) -> bool:
     implicit name (``deviceclass.resource.kubernetes.io/<class>``). Such resources are
     charged by quota as ``requests.<name>`` and allocated by the scheduler through a claim."""
     return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
+
+
+def is_device_quota_key(key: str) -> bool:
+    """Whether a ResourceQuota key counts devices, from its name alone (no catalogue):
+    ``<class>.deviceclass.resource.k8s.io/devices``, or a DRA extended resource name
+    (:func:`is_dra_extended_resource_name`: ``nvidia.com/gpu``, a class's implicit
+    ``deviceclass.resource.kubernetes.io/<class>``) bare or after ``requests.`` or
+    ``limits.`` (``count/...`` keys count objects, not devices). The one definition:
+    Tenant validation refuses these keys next to ``spec.sharing`` and the tenant
+    controller leaves them out of a sharing tenant's quota."""
+    if key.endswith(DEVICE_CLASS_QUOTA_SUFFIX):
+        return True
+    for prefix in (QUOTA_REQUESTS_PREFIX, QUOTA_LIMITS_PREFIX):
+        if key.startswith(prefix):
+            return is_dra_extended_resource_name(key.removeprefix(prefix))
+    return not key.startswith(QUOTA_COUNT_PREFIX) and is_dra_extended_resource_name(key)

@@ -30,7 +30,7 @@ from allot.validation.field import (
     not_supported,
     required,
 )
-from allot.validation.names import is_dns1123_subdomain
+from allot.validation.names import is_device_quota_key, is_dns1123_subdomain
 
 TENANT_NAMESPACE_PREFIX = "tenant-"
 MAX_TENANT_NAME = 63 - len(TENANT_NAMESPACE_PREFIX)
@@ -38,8 +38,6 @@ RESERVED_NAMES = ("host",)
 OPERATORS = ["DoesNotExist", "Exists", "In", "NotIn"]
 RECLAIM_POLICIES = ["Any", "LowerPriority", "Never"]
 WITHIN_TENANT_POLICIES = ["LowerPriority", "Never"]
-DEVICE_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
-DEVICE_QUOTA_PREFIX = "requests.deviceclass.resource.kubernetes.io/"
 NEGATIVE = "must be greater than or equal to 0"  # apimachinery's IsNegativeErrorMsg
 WITHOUT_COHORT = "must be nil when cohort is empty"  # Kueue's ClusterQueue webhook
 ABOVE_GUARANTEE = "must be less than or equal to guaranteed"
@@ -89,14 +87,11 @@ def validate_tenant(tenant: tenancy.Tenant) -> ErrorList:
 
 
 def device_quota_keys(quota: tenancy.TenantQuota | None) -> list[str]:
-    """The hard-quota fields that count devices (which fair sharing replaces)."""
+    """The hard-quota fields that count devices (which fair sharing replaces): exactly
+    the keys the tenant controller leaves out of a sharing tenant's ResourceQuota."""
     if quota is None:
         return []
-    keys = [
-        f"spec.quota.hard[{key}]"
-        for key in quota.hard or {}
-        if key.endswith(DEVICE_QUOTA_SUFFIX) or key.startswith(DEVICE_QUOTA_PREFIX)
-    ]
+    keys = [f"spec.quota.hard[{key}]" for key in quota.hard or {} if is_device_quota_key(key)]
     return (["spec.quota.gpuMemory"] if quota.gpu_memory is not None else []) + keys
 
 
