@@ -63,7 +63,9 @@ class Replay:
         for workload in decision.admitted:
             self.workloads[workload.key] = replace(workload, admitted_at=self.time)
         for eviction in decision.evictions:
-            self.workloads[eviction.victim.key] = replace(eviction.victim, evicting=True)
+            self.workloads[eviction.victim.key] = replace(
+                eviction.victim, evicting=True, preempted_for=eviction.preemptor.key
+            )
         return decision
 
 
@@ -193,7 +195,9 @@ def test_random_traces_keep_the_invariants(
         for workload in decision.admitted:
             workloads[workload.key] = replace(workload, admitted_at=float(step))
         for eviction in decision.evictions:
-            workloads[eviction.victim.key] = replace(eviction.victim, evicting=True)
+            workloads[eviction.victim.key] = replace(
+                eviction.victim, evicting=True, preempted_for=eviction.preemptor.key
+            )
 
 
 def test_reports_show_standing_waiting_and_idle_cohort() -> None:

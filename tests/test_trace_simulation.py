@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from allot.cli.main import main
 from allot.driver.fleet import parse_fleet
@@ -192,3 +194,74 @@ def test_the_example_traces_parse(name: str) -> None:
     assert len(trace.queues) == 4
     assert trace.horizon == 8 * 3600
     assert len(trace.workloads) > 500
+
+
+# --- the reclaim promise on random traces ---------------------------------------------
+
+GRACE = 30.0
+GPUS = 8
+traces = st.fixed_dictionaries(
+    {
+        "guarantees": st.lists(st.integers(1, 4), min_size=1, max_size=2).filter(
+            lambda g: sum(g) <= GPUS
+        ),
+        "owners": st.lists(  # the guaranteed tenants' work: (arrival, pods, duration)
+            st.tuples(st.integers(0, 600), st.integers(1, 2), st.integers(10, 300)),
+            max_size=6,
+        ),
+        "borrower": st.lists(  # a tenant guaranteed nothing: (arrival, pods, duration, prio)
+            st.tuples(
+                st.integers(0, 600), st.integers(1, 4), st.integers(10, 600), st.integers(0, 2)
+            ),
+            min_size=1,
+            max_size=8,
+        ),
+    }
+)
+
+
+def _tenant(name: str, guaranteed: int) -> dict[str, Any]:
+    shares = [{"name": "gpu", "guaranteed": str(guaranteed)}]
+    return {"name": name, "sharing": {"cohort": "pool", "deviceClasses": shares}}
+
+
+def _random_trace(drawn: dict[str, Any]) -> dict[str, Any]:
+    """Tenants ``g0``, ``g1`` with guarantees, each asking at most its guarantee at any time
+    (its work runs one after another: each arrival after the previous one's end), and
+    ``borrower``, guaranteed nothing, borrowing whatever is idle."""
+    document = _document()
+    guarantees = drawn["guarantees"]
+    document["horizon"] = 3000
+    document["reclaimGraceSeconds"] = GRACE
+    document["tenants"] = [_tenant(f"g{i}", g) for i, g in enumerate(guarantees)]
+    document["tenants"].append(_tenant("borrower", 0))
+    workloads: list[dict[str, Any]] = []
+    ends = [0] * len(guarantees)
+    for index, (arrival, pods, duration) in enumerate(drawn["owners"]):
+        owner = index % len(guarantees)
+        start = max(arrival, ends[owner] + int(GRACE) + 5)  # sequential, with slack
+        ends[owner] = start + duration + int(GRACE) + 5
+        workloads.append({"name": f"o{index}", "tenant": f"g{owner}", "arrival": start,
+                          "pods": min(pods, guarantees[owner]), "devices": {"gpu": 1},
+                          "duration": duration})  # fmt: skip
+    for index, (arrival, pods, duration, priority) in enumerate(drawn["borrower"]):
+        workloads.append({"name": f"b{index}", "tenant": "borrower", "arrival": arrival,
+                          "pods": pods, "devices": {"gpu": 1}, "duration": duration,
+                          "priority": priority})  # fmt: skip
+    document["workloads"] = workloads
+    return document
+
+
+@settings(max_examples=80, deadline=None)
+@given(traces)
+def test_a_tenant_gets_its_guarantee_back_within_the_grace_period(drawn: dict[str, Any]) -> None:
+    """The reclaim promise: guarantees that fit the fleet, a tenant that never asks for more
+    than its guarantee, a borrower taking whatever is idle; on one node with one-device
+    pods (nothing fragments), the guaranteed tenant's work starts within the reclaim grace
+    period (plus the admission period that notices its end and the one that places it)."""
+    document = _random_trace(drawn)
+    fleet = {"pools": [{"name": "a", "nodes": 1, "gpu": "A100-SXM4-40GB", "gpusPerNode": GPUS}]}
+    result = simulate(parse_trace(document), _inventory(document, fleet), FAIR_SHARING)
+    for name, figures in result.tenants.items():
+        if name != "borrower":
+            assert all(wait <= GRACE + 2.0 for wait in figures.waits), figures

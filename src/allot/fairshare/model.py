@@ -78,6 +78,9 @@ class Workload:
     """``None`` while it waits."""
     evicting: bool = False
     """Admitted and being preempted: it holds its quota until its pods are gone."""
+    preempted_for: str | None = None
+    """While evicting: the key of the waiting workload it was evicted for, whose room it
+    frees (no other waiting workload counts on it while that one waits)."""
 
     @property
     def admitted(self) -> bool:

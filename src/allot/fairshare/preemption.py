@@ -44,6 +44,11 @@ class Leaving:
             entry = (self.order(workload), workload)
             bisect.insort(self.unclaimed.setdefault(workload.tenant, []), entry, key=itemgetter(0))
 
+    def release(self, workload: Workload) -> None:
+        """No longer counted on: a candidate for others again."""
+        entry = (self.order(workload), workload)
+        bisect.insort(self.unclaimed.setdefault(workload.tenant, []), entry, key=itemgetter(0))
+
     def claim(self, workload: Workload) -> None:
         """A waiting workload counts on it: it is no other's candidate in this pass."""
         entries = self.unclaimed.get(workload.tenant, [])
@@ -97,15 +102,20 @@ class VictimOrder:
 
 
 def victims(
-    order: VictimOrder, waiting: Workload, leaving: Leaving, claimed: Collection[str] = ()
+    order: VictimOrder,
+    waiting: Workload,
+    leaving: Leaving,
+    claimed: Collection[str] = (),
+    mine: Sequence[Workload] = (),
 ) -> list[Workload] | None:
     """The workloads to evict for ``waiting`` to fit, or ``None`` when no allowed set of
     evictions makes it fit. ``leaving``: workloads already being evicted, counted on as
     gone; ``claimed``: those another waiting workload counts on in this pass, which are
-    not candidates (what they free is that workload's)."""
+    not candidates (what they free is that workload's); ``mine``: those evicted for
+    ``waiting`` earlier, counted on first."""
     books = order.books
     queue = books.queues[waiting.tenant]
-    candidates = _Candidates(order, waiting, leaving, claimed)
+    candidates = _Candidates(order, waiting, leaving, claimed, mine)
     trial = books  # copied at the first removal: most waiting work evicts nothing
     chosen: list[Workload] = []
     taken: set[str] = set()
@@ -141,9 +151,15 @@ class _Candidates:
     produced lazily: the search usually stops after a few."""
 
     def __init__(
-        self, order: VictimOrder, waiting: Workload, leaving: Leaving, claimed: Collection[str]
+        self,
+        order: VictimOrder,
+        waiting: Workload,
+        leaving: Leaving,
+        claimed: Collection[str],
+        mine: Sequence[Workload],
     ) -> None:
         self.order, self.waiting, self.leaving, self.claimed = order, waiting, leaving, claimed
+        self.mine = mine
         self.queue = order.books.queues[waiting.tenant]
         self.members = [
             m for m in order.books.cohort_members(waiting.tenant) if m != waiting.tenant
@@ -172,8 +188,9 @@ class _Candidates:
                 yield w
 
     def gone(self, trial: Books, needed: set[str]) -> Iterator[Workload]:
-        """The candidates already leaving (and not claimed): own first, then the other
-        members'."""
+        """The candidates already leaving: those evicted for this workload, then the
+        unclaimed ones: own first, then the other members'."""
+        yield from self.mine
         for _, w in self.leaving.of(self.waiting.tenant):
             yield w
         members = [self.leaving.of(m) for m in self.members]

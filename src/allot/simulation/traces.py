@@ -180,7 +180,9 @@ class _Run:
                 self.figures[gang.spec.tenant].preemptions += 1
                 if gang.phase == RUNNING:
                     gang.phase = EVICTING
-                    gang.engine = replace(gang.engine, evicting=True)
+                    gang.engine = replace(
+                        gang.engine, evicting=True, preempted_for=eviction.preemptor.key
+                    )
                     self._push(now + self.trace.grace, EVICTED, gang.spec.key, gang.epoch)
                 else:  # admitted, not started: nothing to stop
                     self.claimed[gang.spec.tenant].subtract(gang.engine.demand)

@@ -158,6 +158,9 @@ class QueueingController:
         self.directory = directory
         self.memory = ClassMemory(index)
         self.state = QueueingState()
+        self.preempted_for: dict[str, str] = {}
+        """Evicted workload -> the workload it was evicted for (in memory: after a restart
+        a victim's room goes to whichever waiting workload comes first)."""
 
     # ------------------------------------------------------------------ events
     def sharing(self, tenant: str | None) -> bool:
@@ -224,6 +227,7 @@ class QueueingController:
                 created=group.created(),
                 admitted_at=group.admitted_at(),
                 evicting=group.evicting,
+                preempted_for=self.preempted_for.get(group.key) if group.evicting else None,
             )
         return workloads, blocked
 
@@ -330,6 +334,7 @@ class QueueingController:
                 component=MANAGER,
             )
         self.state.counts(victim.tenant).preempted += 1
+        self.preempted_for[victim.key] = preemptor.key
         text = (
             f"Preempting {victim.what} of tenant {victim.tenant} to admit {preemptor.what}: "
             + eviction.message
@@ -360,6 +365,8 @@ class QueueingController:
         decision: Decision,
         blocked: list[tuple[PodGroup, str]],
     ) -> None:
+        live = {g.key for g in groups}
+        self.preempted_for = {k: v for k, v in self.preempted_for.items() if k in live}
         state = self.state
         state.books = decision.books
         state.passes += 1
