@@ -1,5 +1,8 @@
 """Watch streams: one JSON event per line, flushed, as kubectl and the Python client read them.
 
+Events queued together are flushed together (one chunk of several lines), so a burst of
+writes costs one socket send per watcher, not one per event.
+
 Semantics (kubectl-protocol §3.5): without a resourceVersion (or ``0``) the stream starts with
 synthetic ADDED events for the current state; with ``N`` it replays retained events after
 ``N`` (410 Expired when they were compacted); ``sendInitialEvents=true`` ends the initial
@@ -242,9 +245,23 @@ class WatchStream:
                 event = await asyncio.wait_for(self.queue.get(), min(remaining, 1.0))
             except TimeoutError:
                 continue
-            if event is None:
-                return  # overflow: the client re-lists
-            if event.rv <= last_rv or not self._wanted(event.object):
-                continue
-            last_rv = event.rv
-            yield _line(event.type, self._render(event.object))
+            lines, last_rv, overflowed = self._drain(event, last_rv)
+            if lines:
+                yield b"".join(lines)
+            if overflowed:
+                return  # the client re-lists
+
+    def _drain(self, first: WatchEvent | None, last_rv: int) -> tuple[list[bytes], int, bool]:
+        """The lines of ``first`` and of every event already queued behind it (a burst of
+        events goes out in one write: the same bytes, far fewer socket sends), the newest
+        resourceVersion sent, and whether the queue overflowed."""
+        lines: list[bytes] = []
+        event = first
+        while event is not None:
+            if event.rv > last_rv and self._wanted(event.object):
+                last_rv = event.rv
+                lines.append(_line(event.type, self._render(event.object)))
+            if self.queue.empty():
+                return lines, last_rv, False
+            event = self.queue.get_nowait()
+        return lines, last_rv, True
