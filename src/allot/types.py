@@ -22,5 +22,19 @@ def utc_now() -> dt.datetime:
 
 
 def rfc3339(moment: dt.datetime) -> str:
-    """A time as Kubernetes writes ``metav1.Time``: UTC, whole seconds, ``Z``."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A time as Kubernetes writes ``metav1.Time``: UTC, whole seconds, ``Z``.
+
+    Every write stamps the current second several times (timestamps, managed fields,
+    conditions), so the last second's text is kept and reused (one tuple, replaced whole:
+    safe from any thread)."""
+    global _LAST_SECOND
+    whole = moment.replace(microsecond=0)
+    last = _LAST_SECOND
+    if last[0] == whole:
+        return last[1]
+    text = whole.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _LAST_SECOND = (whole, text)
+    return text
+
+
+_LAST_SECOND: tuple[dt.datetime | None, str] = (None, "")

@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from allot.types import rfc3339
+
 V = TypeVar("V")
 
 
@@ -75,7 +77,7 @@ def _parse_time(value: object) -> object:
 def _format_time(value: dt.datetime) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(value)
 
 
 def _format_micro_time(value: dt.datetime) -> str:
