@@ -41,6 +41,9 @@ def generate_name(pod: str, claim: str) -> str:
 
 class ClaimController:
     name = "resourceclaim"
+    watches = frozenset(
+        {"resourceclaims.resource.k8s.io", "pods"}
+    )  # the resources keys_for answers for
 
     def __init__(
         self, context: ControllerContext, holds: Callable[[str], bool] = lambda uid: False

@@ -47,6 +47,7 @@ BACKGROUND = {"propagationPolicy": "Background"}
 
 class CronJobController:
     name = "cronjob"
+    watches = frozenset({CRONJOBS, JOBS})  # the resources keys_for answers for
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts

@@ -49,6 +49,9 @@ MAX_INT32 = 2**31 - 1
 
 class DeploymentController:
     name = "deployment"
+    watches = frozenset(
+        {"deployments.apps", "replicasets.apps", "pods"}
+    )  # the resources keys_for answers for
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts

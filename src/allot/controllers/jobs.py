@@ -128,6 +128,7 @@ class _Sync:
 
 class JobController:
     name = "job"
+    watches = frozenset({JOBS, "pods"})  # the resources keys_for answers for
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts

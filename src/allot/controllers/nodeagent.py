@@ -93,6 +93,7 @@ class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
+    watches = frozenset({"pods"})  # the resources keys_for answers for
 
     def __init__(
         self,

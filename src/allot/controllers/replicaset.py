@@ -48,6 +48,7 @@ BURST_REPLICAS = 500
 
 class ReplicaSetController:
     name = "replicaset"
+    watches = frozenset({"replicasets.apps", "pods"})  # the resources keys_for answers for
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts

@@ -1,6 +1,7 @@
 """Running controllers inside the API server's event loop, driven by store events.
 
-Each controller maps store events to work keys and reconciles one key at a time; keys are
+Each controller maps store events to work keys (offered only the events of the resources
+it declares it watches) and reconciles one key at a time; keys are
 de-duplicated while queued, failures are retried with a growing delay, and a controller may
 park keys until something relevant changes (the scheduler's unschedulable pods). Running
 in the server's own loop means no locking: a reconcile reads and writes the store between
@@ -35,6 +36,10 @@ class RetryLater(Exception):
 
 
 class Controller(Protocol):
+    """A controller may also say which store resources its ``keys_for`` answers for, as
+    ``watches: frozenset[str]`` (store keys: ``pods``, ``replicasets.apps``): the manager
+    then offers it only those resources' events. Without it, every event is offered."""
+
     name: str
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -79,6 +84,7 @@ class ControllerManager:
     ) -> None:
         self.workers = [_Worker(c) for c in controllers]
         self.observers = [c for c in controllers if isinstance(c, ObservingController)]
+        self._routes: dict[str, list[_Worker]] = {}  # resource -> workers that watch it
         self._tasks: list[asyncio.Task[None]] = []
         self.observe = observe or (lambda controller, seconds: None)
 
@@ -87,9 +93,21 @@ class ControllerManager:
         controller that observes events sees it first; then each maps it to keys."""
         for observer in self.observers:
             observer.observe(event)
-        for worker in self.workers:
+        workers = self._routes.get(event.resource)
+        if workers is None:
+            workers = self._routes[event.resource] = self._watching(event.resource)
+        for worker in workers:
             for key in worker.controller.keys_for(event):
                 worker.add(key)
+
+    def _watching(self, resource: str) -> list[_Worker]:
+        """The workers whose controller watches ``resource`` (or declares nothing), in
+        order: a controller's ``keys_for`` is never offered an event it ignores."""
+        return [
+            worker
+            for worker in self.workers
+            if (watches := _watches(worker.controller)) is None or resource in watches
+        ]
 
     def start(self) -> None:
         for worker in self.workers:
@@ -141,3 +159,9 @@ class ControllerManager:
                 )
                 asyncio.get_running_loop().call_later(delay, worker.add, key)
             await asyncio.sleep(0)
+
+
+def _watches(controller: Controller) -> frozenset[str] | None:
+    """The store resources a controller declares it maps to keys; None: every resource."""
+    watches = getattr(controller, "watches", None)
+    return frozenset(watches) if watches is not None else None

@@ -66,10 +66,15 @@ MemoryLimit = Callable[[str], tuple[str, Quantity] | None]
 """namespace -> (whose limit, the limit), or None when the namespace has none."""
 BLOCKING = ("NoSchedule", "NoExecute")
 WAKE_RESOURCES = {"resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "nodes"}
+SCHEDULED = {"resourceclaims.resource.k8s.io", "pods"}
+"""The resources the scheduler maps to keys besides WAKE_RESOURCES and the entitlement's."""
 
 
 class Entitlement(Protocol):
     """Which classes a namespace may use now (implemented by tenancy, injected)."""
+
+    watched: frozenset[str]
+    """The store resources whose events ``changed`` may answer True for."""
 
     def refusal(self, claim: Obj) -> str:
         """Why ``claim`` may not be allocated or reserved now; "" when it may."""
@@ -105,6 +110,8 @@ class Scheduler:
         self.index = index if index is not None else self._own_index(context)
         self._feed = AllocatorFeed(self.index)
         self.entitlement = entitlement
+        self.watches = WAKE_RESOURCES | SCHEDULED | (entitlement.watched if entitlement else set())
+        """The resources keys_for answers for (the runtime offers only their events)."""
         self.observe_allocation = observe_allocation or (lambda seconds: None)
         self.placement = check_placement(placement)
         self.memory_limit = memory_limit

@@ -22,6 +22,7 @@ MANAGER = "serviceaccount-controller"
 
 class ServiceAccounts:
     name = "serviceaccount"
+    watches = frozenset({"namespaces", "serviceaccounts"})  # the resources keys_for answers for
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts

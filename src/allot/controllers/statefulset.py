@@ -60,6 +60,9 @@ ORDINAL = re.compile(r"^(.*)-([0-9]+)$")
 
 class StatefulSetController:
     name = "statefulset"
+    watches = frozenset(
+        {"statefulsets.apps", "pods", "controllerrevisions.apps"}
+    )  # the resources keys_for answers for
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts

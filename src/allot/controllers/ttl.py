@@ -43,6 +43,7 @@ def expires_at(job: Obj) -> dt.datetime | None:
 
 class TtlAfterFinishedController:
     name = "ttl-after-finished"
+    watches = frozenset({JOBS})  # the resources keys_for answers for
 
     def __init__(self, contexts: ClusterContexts) -> None:
         self.contexts = contexts

@@ -114,6 +114,7 @@ class AuditRecorder:
     """The controller that turns host claim changes into audit entries."""
 
     name = "audit"
+    watches = frozenset({CLAIMS})  # the resources keys_for answers for
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ CLASSES = "deviceclasses.resource.k8s.io"
 
 class TenantController:
     name = "tenants"
+    watches = frozenset({TENANTS, CLASSES})  # the resources keys_for answers for
 
     def __init__(
         self, registry: Registry, host: ControllerContext, directory: TenantDirectory

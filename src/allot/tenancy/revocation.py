@@ -29,6 +29,8 @@ from allot.types import Obj
 class Entitlements:
     """The entitlement of the tenant that owns a host namespace, read from its params."""
 
+    watched = frozenset({"namespaces", "configmaps"})  # what ``changed`` looks at
+
     def __init__(self, host: ControllerContext) -> None:
         self.host = host
 
