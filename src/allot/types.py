@@ -28,13 +28,16 @@ def rfc3339(moment: dt.datetime) -> str:
     conditions), so the last second's text is kept and reused (one tuple, replaced whole:
     safe from any thread)."""
     global _LAST_SECOND
-    whole = moment.replace(microsecond=0)
+    try:
+        second = moment.timestamp() // 1  # the instant's whole second (naive: local time)
+    except (OverflowError, ValueError, OSError):  # a naive time the platform cannot map
+        return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     last = _LAST_SECOND
-    if last[0] == whole:
+    if last[0] == second:
         return last[1]
-    text = whole.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _LAST_SECOND = (whole, text)
+    text = moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _LAST_SECOND = (second, text)
     return text
 
 
-_LAST_SECOND: tuple[dt.datetime | None, str] = (None, "")
+_LAST_SECOND: tuple[float, str] = (float("nan"), "")
