@@ -89,12 +89,14 @@ class ControllerContext:
         )
 
     def create(self, kind: str, obj: Obj, manager: str) -> Obj:
+        return clone_document(self._create_shared(kind, obj, manager))
+
+    def _create_shared(self, kind: str, obj: Obj, manager: str) -> Obj:
+        """Create ``obj``; the stored object comes back uncopied (read it, never modify)."""
         resource = by_kind(kind)
         namespace = obj["metadata"].get("namespace") if resource.namespaced else None
         target = Target(resource, namespace, None, "")
-        return clone_document(
-            self.handlers.create(self.cluster, target, obj, self._options(manager)).object
-        )
+        return self.handlers.create(self.cluster, target, obj, self._options(manager)).object
 
     def update(self, kind: str, obj: Obj, manager: str) -> Obj:
         return clone_document(
@@ -169,7 +171,7 @@ class ControllerContext:
         event = event_object(involved, event_type, reason, message, component, now)
         event["metadata"] = {"name": name, "namespace": namespace}
         try:
-            self.create("Event", event, component)
+            self._create_shared("Event", event, component)  # the result is not needed
         except AlreadyExists:
             return
         self._recent_events[digest] = name
