@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from allot.api.errors import StrictDecodingError
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
 from allot.registry.handlers import WriteOptions
@@ -92,6 +93,34 @@ def test_status_is_written_only_through_its_subresource(registry: Registry) -> N
     ).object
     assert status["status"] == {"replicas": 2, "readyReplicas": 2}
     assert status["metadata"]["generation"] == 2
+
+
+def test_a_status_write_decodes_its_status_strictly_and_keeps_the_stored_spec(
+    registry: Registry,
+) -> None:
+    """A ``/status`` write does not decode the stored spec again, yet its status is decoded
+    and validated as before: an unknown or mistyped status field is refused with its
+    path, ``Warn`` drops it with a warning, and the body's spec is ignored."""
+    deployment = next(d for d in documents() if d["kind"] == "Deployment")
+    created = create(registry, HOST_CLUSTER, deployment)
+    handlers, status_target = registry.handlers, target("Deployment", "web", "status")
+    body: Any = copy.deepcopy(created)
+    body["spec"]["replicas"] = 7
+    body["status"] = {"replicas": 2, "bogus": 1}
+    with pytest.raises(StrictDecodingError) as refused:
+        handlers.update(HOST_CLUSTER, status_target, body, OPTIONS)
+    assert 'unknown field "status.bogus"' in str(refused.value)
+    body["status"] = {"replicas": "two"}
+    with pytest.raises(StrictDecodingError) as mistyped:
+        handlers.update(HOST_CLUSTER, status_target, body, OPTIONS)
+    assert "status.replicas" in str(mistyped.value)
+    body["status"] = {"replicas": 2, "bogus": 1}
+    warn = WriteOptions("test", "Warn", False)
+    written = handlers.update(HOST_CLUSTER, status_target, body, warn)
+    assert written.warnings == ['unknown field "status.bogus"']
+    assert written.object["status"] == {"replicas": 2}
+    assert written.object["spec"] == created["spec"]
+    assert written.object["metadata"]["generation"] == created["metadata"]["generation"]
 
 
 def test_a_job_gets_its_generated_selector(registry: Registry) -> None:

@@ -210,8 +210,12 @@ def lookup(api_version: str, kind: str) -> KindInfo:
     return info
 
 
-def decode(document: Any) -> ApiModel:
-    """Decode one wire document strictly into its model."""
+def decode(document: Any, spec_of: ApiModel | None = None) -> ApiModel:
+    """Decode one wire document strictly into its model.
+
+    ``spec_of``: a decoded object whose ``spec`` the document is known to carry unchanged
+    (a ``/status`` write keeps the stored spec): that spec is taken as it is, shared, not
+    decoded again; everything else is decoded (and the size checked) as always."""
     if not isinstance(document, dict):
         raise UnknownKindError(
             "Object 'Kind' is missing in document: not a JSON object", api_version="", kind=""
@@ -233,7 +237,10 @@ def decode(document: Any) -> ApiModel:
         raise ObjectTooLargeError(MAX_REQUEST_BODY_BYTES)
     if info.kind == "Secret" and not info.group:
         _check_secret_data(document, info)
+    kept = getattr(spec_of, "spec", None) if "spec" in document else None
     try:
+        if kept is not None and type(spec_of) is info.model:
+            return info.model.model_validate({**document, "spec": kept})
         return info.model.model_validate(document)
     except ValidationError as err:
         problems = [_describe(error, info) for error in err.errors()]

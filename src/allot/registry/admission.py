@@ -101,10 +101,14 @@ class AdmissionChain:
         that decides the chain)."""
         self.hooks = list(plugins)
 
-    def decode(self, body: dict[str, Any], mode: str) -> tuple[ApiModel, list[str]]:
-        """Decode honouring ``fieldValidation``; returns the object and warnings."""
+    def decode(
+        self, body: dict[str, Any], mode: str, spec_of: ApiModel | None = None
+    ) -> tuple[ApiModel, list[str]]:
+        """Decode honouring ``fieldValidation``; returns the object and warnings.
+        ``spec_of``: the decoded object whose spec ``body`` carries unchanged (not decoded
+        again, see :func:`allot.api.kinds.decode`)."""
         try:
-            return decode(body), []
+            return decode(body, spec_of), []
         except StrictDecodingError as err:
             unknown = [p for p in err.problems if p.startswith("unknown field ")]
             if mode == "Strict" or len(unknown) != len(err.problems):

@@ -402,7 +402,11 @@ class Handlers:
         (not stored yet), and the warnings."""
         resource = target.resource
         new = self._merge_for_subresource(resource, target.subresource, current, body)
-        model, warnings = self.admission.decode(new, options.field_validation)
+        old_model = self._model(current, resource)
+        # a status write stores the current spec (as upstream's status strategies, which
+        # reset spec to the old object's): decoded just above, it is not decoded again
+        same_spec = old_model if target.subresource == "status" and not resource.custom else None
+        model, warnings = self.admission.decode(new, options.field_validation, same_spec)
         request = AdmissionRequest(
             cluster,
             Operation.UPDATE,
@@ -411,7 +415,7 @@ class Handlers:
             target.namespace or "",
             target.name or "",
             model,
-            self._model(current, resource),
+            old_model,
             options.dry_run,
             options.user,
         )
