@@ -10,6 +10,7 @@ group/version/plural from request paths. Called by the handlers, discovery and O
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from allot.api.kinds import KINDS, KindInfo
 from allot.registry.kinds import strategy
@@ -50,8 +51,9 @@ class ServedResource:
     def has_status(self) -> bool:
         return "status" in self.subresources
 
-    @property
+    @cached_property
     def store(self) -> Resource:
+        """The store's view of this resource (made once: every read and write asks)."""
         return Resource(self.group, self.plural, self.kind, self.namespaced)
 
     @property

@@ -30,6 +30,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from allot.api.documents import clone_document
@@ -53,7 +54,7 @@ class Resource:
     kind: str
     namespaced: bool
 
-    @property
+    @cached_property
     def key(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
