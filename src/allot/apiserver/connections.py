@@ -9,11 +9,17 @@ while the server waits for it, the connection is closed. A connection whose requ
 complete (a watch streaming to the client, a slow handler) is never closed by it, nor one
 whose reading the server paused because the handler has not consumed the body yet. Used
 by ``allot.apiserver.server`` as uvicorn's protocol class.
+
+The protocol also hands uvicorn a :class:`CoalescingTransport`: uvicorn writes a
+response's status line and headers, then its body, as separate writes, and over TLS each
+becomes its own record and socket send. The writes of one loop turn are now joined and
+sent once, at the end of that turn (the same bytes, in the same order).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Any
 
 import h11
@@ -27,7 +33,7 @@ class ReadDeadlineProtocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._read_deadline: asyncio.TimerHandle | None = None
-        super().connection_made(transport)
+        super().connection_made(CoalescingTransport(transport, asyncio.get_running_loop()))
         self._watch_reads()
 
     def data_received(self, data: bytes) -> None:
@@ -63,3 +69,75 @@ def with_read_timeout(seconds: float) -> type[ReadDeadlineProtocol]:
     """The protocol class with its own deadline (tests use short ones)."""
     attributes: dict[str, Any] = {"read_timeout": seconds}
     return type("ReadDeadlineProtocol", (ReadDeadlineProtocol,), attributes)
+
+
+class CoalescingTransport(asyncio.Transport):
+    """A transport whose writes within one loop turn go out as one write at its end;
+    closing sends what is held first, aborting drops it (as the transport's own buffer)."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._held:
+            self._loop.call_soon(self._flush)
+        self._held.append(bytes(data))
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def _flush(self) -> None:
+        held, self._held = self._held, []
+        if held and not self._transport.is_closing():
+            self._transport.write(b"".join(held))
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = []
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(len(d) for d in self._held)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
