@@ -89,6 +89,7 @@ class PlatformMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self._reconcile_series: dict[str, Histogram] = {}
         self.allocations = CounterMetric(
             "allot_device_allocations",
             "Devices allocated to claims, per tenant and device class.",
@@ -110,7 +111,12 @@ class PlatformMetrics:
             counter.labels(entry.tenant or HOST_TENANT, entry.device_class).inc()
 
     def observe_reconcile(self, controller: str, seconds: float) -> None:
-        self.reconcile_seconds.labels(controller=controller).observe(seconds)
+        series = self._reconcile_series.get(controller)
+        if series is None:  # one lookup per controller, not one per reconcile
+            series = self._reconcile_series[controller] = self.reconcile_seconds.labels(
+                controller=controller
+            )
+        series.observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
