@@ -152,7 +152,7 @@ class ClaimController:
             if latest is None:
                 return
             latest.setdefault("status", {})["resourceClaimStatuses"] = new_statuses
-            self.context.update_status("Pod", latest, MANAGER)
+            self.context.write_status("Pod", latest, MANAGER)
 
     def _claim_for(self, pod: Obj, pod_claim: Obj) -> str | None:
         namespace = pod["metadata"].get("namespace", "")
@@ -160,7 +160,7 @@ class ClaimController:
         orphan = self.generated.get((uid, pod_claim["name"]))
         if orphan is not None and self.context.peek("ResourceClaim", namespace, orphan):
             return orphan  # created by an earlier attempt whose pod update failed
-        template = self.context.get(
+        template = self.context.peek(  # read only: what the claim takes is copied
             "ResourceClaimTemplate", namespace, pod_claim["resourceClaimTemplateName"]
         )
         if template is None:
@@ -201,7 +201,7 @@ class ClaimController:
             "spec": clone_document((template.get("spec") or {}).get("spec") or {}),
         }
         claim["metadata"] = {k: v for k, v in claim["metadata"].items() if v is not None}
-        created = self.context.create("ResourceClaim", claim, MANAGER)
+        created = self.context.create_shared("ResourceClaim", claim, MANAGER)
         created_name: str = created["metadata"]["name"]
         self.generated[(uid, pod_claim["name"])] = created_name
         return created_name

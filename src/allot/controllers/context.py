@@ -89,9 +89,9 @@ class ControllerContext:
         )
 
     def create(self, kind: str, obj: Obj, manager: str) -> Obj:
-        return clone_document(self._create_shared(kind, obj, manager))
+        return clone_document(self.create_shared(kind, obj, manager))
 
-    def _create_shared(self, kind: str, obj: Obj, manager: str) -> Obj:
+    def create_shared(self, kind: str, obj: Obj, manager: str) -> Obj:
         """Create ``obj``; the stored object comes back uncopied (read it, never modify)."""
         resource = by_kind(kind)
         namespace = obj["metadata"].get("namespace") if resource.namespaced else None
@@ -119,6 +119,20 @@ class ControllerContext:
             self.handlers.update_with_status(
                 self.cluster, self._target(kind, obj), obj, self._options(manager)
             ).object
+        )
+
+    def write_status(self, kind: str, obj: Obj, manager: str) -> None:
+        """:meth:`update_status` for a caller that does not read the stored object back
+        (no copy of it is made)."""
+        self.handlers.update(
+            self.cluster, self._target(kind, obj, "status"), obj, self._options(manager)
+        )
+
+    def write_with_status(self, kind: str, obj: Obj, manager: str) -> None:
+        """:meth:`update_with_status` for a caller that does not read the stored object
+        back (no copy of it is made)."""
+        self.handlers.update_with_status(
+            self.cluster, self._target(kind, obj), obj, self._options(manager)
         )
 
     def bind(self, namespace: str, name: str, node: str) -> None:
@@ -171,7 +185,7 @@ class ControllerContext:
         event = event_object(involved, event_type, reason, message, component, now)
         event["metadata"] = {"name": name, "namespace": namespace}
         try:
-            self._create_shared("Event", event, component)  # the result is not needed
+            self.create_shared("Event", event, component)  # the result is not needed
         except AlreadyExists:
             return
         self._recent_events[digest] = name

@@ -184,7 +184,7 @@ class NodeAgent:
             self._fail_to_start(pod, str(err))
             return
         lifecycle.started_events(self.context, pod)
-        self.context.update_status("Pod", _running(pod, self.context.clock()), MANAGER)
+        self.context.write_status("Pod", _running(pod, self.context.clock()), MANAGER)
 
     def _published_of(
         self, pools: set[tuple[str, str]]

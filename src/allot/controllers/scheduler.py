@@ -451,9 +451,9 @@ class Scheduler:
             status["reservedFor"] = [*reserved, consumer]
         latest["status"] = status
         if protect:  # the finalizer, allocation and reservation in one write
-            self.context.update_with_status("ResourceClaim", latest, MANAGER)
+            self.context.write_with_status("ResourceClaim", latest, MANAGER)
         else:
-            self.context.update_status("ResourceClaim", latest, MANAGER)
+            self.context.write_status("ResourceClaim", latest, MANAGER)
 
     def _mark_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None:
         conditions = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
