@@ -114,11 +114,13 @@ class SimulatedRuntime:
         on_exit: ExitCallback,
         on_restart: RestartCallback,
     ) -> None:
-        if self.logs_dir is not None:
+        containers = pod["spec"].get("containers") or []
+        if self.logs_dir is not None and containers:
             key = _key(pod)
-            for spec in pod["spec"].get("containers") or []:
-                log = self.logs_dir / key[0] / key[1] / f"{spec['name']}.log"
-                log.parent.mkdir(parents=True, exist_ok=True)
+            directory = self.logs_dir / key[0] / key[1]
+            directory.mkdir(parents=True, exist_ok=True)  # once per pod, not per container
+            for spec in containers:
+                log = directory / f"{spec['name']}.log"
                 setup = setups.get(spec["name"]) or ContainerSetup()
                 log.write_text(simulated_log(spec, setup.devices))
         seconds = simulated_run_seconds(pod, self.job_seconds)
