@@ -295,21 +295,9 @@ class Handlers:
         current = self._current(cluster, target)
         assigned = (current.get("spec") or {}).get("nodeName")
         if assigned:
-            raise Conflict(
-                f'Operation cannot be fulfilled on pods/binding "{target.name}": pod '
-                f'{target.name} is already assigned to node "{assigned}"',
-                resource="pods",
-                name=target.name or "",
-                plural="pods/binding",
-            )
+            raise _binding_conflict(target, f'is already assigned to node "{assigned}"')
         if (current.get("spec") or {}).get("schedulingGates"):
-            raise Conflict(
-                f'Operation cannot be fulfilled on pods/binding "{target.name}": pod '
-                f"{target.name} has non-empty .spec.schedulingGates",
-                resource="pods",
-                name=target.name or "",
-                plural="pods/binding",
-            )
+            raise _binding_conflict(target, "has non-empty .spec.schedulingGates")
         request = AdmissionRequest(
             cluster,
             Operation.CREATE,
@@ -580,3 +568,14 @@ def _binding_field(body: Obj, name: str, expected: type, go_type: str) -> Any:
             f"Binding.{name} of type {go_type}"
         )
     return value
+
+
+def _binding_conflict(target: Target, why: str) -> Conflict:
+    """The API server's refusal of a binding: ``pods/binding "p": pod p <why>``."""
+    name = target.name or ""
+    return Conflict(
+        f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} {why}',
+        resource="pods",
+        name=name,
+        plural="pods/binding",
+    )
