@@ -177,3 +177,40 @@ def https(tenancy: Tenancy) -> httpx.Client:
         verify=ssl.create_default_context(cafile=server.endpoint.tls.ca_cert),
         timeout=30,
     )
+
+
+SLICE_TEMPLATE: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "slice"},
+    "spec": {
+        "spec": {
+            "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-slice"}}]}
+        }
+    },
+}
+"""A template of one MIG slice (``gpu-slice``), named ``slice``."""
+
+
+def slice_trainer(finalizers: list[str] | None = None) -> dict[str, Any]:
+    """Pod ``trainer`` with one claim from :data:`SLICE_TEMPLATE`; ``finalizers`` keep it
+    Terminating until a test has read what it needs."""
+    metadata: dict[str, Any] = {"name": "trainer"}
+    if finalizers:
+        metadata["finalizers"] = finalizers
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}],
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "python:3.12-slim",
+                    "resources": {"claims": [{"name": "gpu"}]},
+                }
+            ],
+        },
+    }

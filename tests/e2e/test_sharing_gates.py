@@ -21,7 +21,7 @@ from allot.driver.publisher import publish
 from allot.platform import Platform, build
 from allot.tenancy import names
 from tests.e2e.conftest import Cluster
-from tests.e2e.tenancy import CLASSES, SEEDS, Tenancy
+from tests.e2e.tenancy import CLASSES, SEEDS, SLICE_TEMPLATE, Tenancy, slice_trainer
 
 pytestmark = pytest.mark.slow
 TENANT = "research-ai"
@@ -30,32 +30,8 @@ TWIN = names.host_name("trainer", "default")
 SHARING = {"sharing": {"deviceClasses": [{"name": "gpu-slice", "guaranteed": "0"}]}}
 """A queue that admits nothing (no guarantee, no cohort): the test plays the admission
 controller's part by hand (the host admin's patch, ``evict_pod``)."""
-TEMPLATE = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "ResourceClaimTemplate",
-    "metadata": {"name": "slice"},
-    "spec": {
-        "spec": {
-            "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-slice"}}]}
-        }
-    },
-}
-TRAINER = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "trainer", "finalizers": ["example.com/keep"]},
-    "spec": {
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}],
-        "containers": [
-            {
-                "name": "train",
-                "image": "python:3.12-slim",
-                "resources": {"claims": [{"name": "gpu"}]},
-            }
-        ],
-    },
-}
+TEMPLATE = SLICE_TEMPLATE
+TRAINER = slice_trainer(["example.com/keep"])
 
 
 class Running:

@@ -15,37 +15,13 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.conftest import KUBECTL
-from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+from tests.e2e.tenancy import REPO, SLICE_TEMPLATE, Tenancy, seed_platform, slice_trainer
 
 pytestmark = pytest.mark.slow
 LEGAL = str(REPO / "examples/tenancy/legal-ai-workload.yaml")
 NODE = "a100-whole-pool-0"
-TEMPLATE = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "ResourceClaimTemplate",
-    "metadata": {"name": "slice"},
-    "spec": {
-        "spec": {
-            "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-slice"}}]}
-        }
-    },
-}
-TRAINER = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "trainer"},
-    "spec": {
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}],
-        "containers": [
-            {
-                "name": "train",
-                "image": "python:3.12-slim",
-                "resources": {"claims": [{"name": "gpu"}]},
-            }
-        ],
-    },
-}
+TEMPLATE = SLICE_TEMPLATE
+TRAINER = slice_trainer()
 
 
 @pytest.fixture(scope="module")
