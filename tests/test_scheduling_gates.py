@@ -25,7 +25,8 @@ from allot.store.errors import Conflict
 from allot.tenancy import entitlement, names
 from allot.tenancy.directory import TenantDirectory, TenantEntry
 from allot.tenancy.translate import ADMISSION_GATE
-from tests.test_tenancy_convergence import _claim, _pod, _settle
+from tests.queueing_platform import settle as _settle
+from tests.test_tenancy_convergence import _claim, _pod
 from tests.test_tenant_views import HOST_NS, TENANT, _as_tenant, _contexts, _events, _run
 
 Obj = dict[str, Any]

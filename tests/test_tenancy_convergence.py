@@ -26,7 +26,7 @@ from allot.controllers.context import ControllerContext
 from allot.driver.fleet import SEED_000_FLEET, expand, parse_fleet
 from allot.driver.publisher import device_classes, node_object
 from allot.driver.slices import node_slices
-from allot.platform import Platform, build
+from allot.platform import Platform
 from allot.registry.admission import AdmissionDenied
 from allot.registry.handlers import WriteOptions
 from allot.registry.requests import Target
@@ -36,6 +36,9 @@ from allot.store import Store
 from allot.store.errors import StoreError
 from allot.tenancy import generated, names
 from allot.tenancy.translate import tenant_object_name
+from tests.queueing_platform import settle as _settle
+from tests.queueing_platform import start as _start
+from tests.queueing_platform import stop as _stop
 
 Obj = dict[str, Any]
 CLASSES = Path(__file__).resolve().parents[1] / "examples" / "tenancy" / "platform-classes.yaml"
@@ -141,25 +144,6 @@ def _apply(api: Platform, operation: tuple[str, str, str], owner: dict[str, str]
             device_class["metadata"]["labels"]["gpu.platform/tenant"] = tenant
             host.update("DeviceClass", device_class, "test")
             owner["gpu-whole"] = tenant
-
-
-async def _settle(api: Platform) -> None:
-    for _ in range(3):
-        await api.controllers.idle(timeout=10)
-        await asyncio.sleep(0.02)
-
-
-async def _start(data: Path) -> Platform:
-    api = build(data)
-    for hook in api.server.startup_hooks:
-        await hook()
-    return api
-
-
-async def _stop(api: Platform) -> None:
-    for hook in api.server.shutdown_hooks:
-        await hook()
-    api.registry.close()
 
 
 async def _prepare(api: Platform) -> None:

@@ -27,7 +27,10 @@ from allot.registry.requests import Target
 from allot.registry.resources import by_kind
 from allot.tenancy import names, nodes
 from allot.tenancy.guard import pod_of_template, workload_template
-from tests.test_tenancy_convergence import _claim, _pod, _prepare, _settle, _start, _stop
+from tests.queueing_platform import settle as _settle
+from tests.queueing_platform import start as _start
+from tests.queueing_platform import stop as _stop
+from tests.test_tenancy_convergence import _claim, _pod, _prepare
 
 Obj = dict[str, Any]
 TENANT = "legal-ai"
