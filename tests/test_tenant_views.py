@@ -131,8 +131,8 @@ def test_the_kubelets_events_and_container_ids_on_host_and_tenant_pods() -> None
         assert on_host["Pulling"]["message"] == 'Pulling image "x"'
         assert on_host["Pulled"]["message"].startswith('Successfully pulled image "x" in 0s')
         assert "simulated" in on_host["Pulled"]["message"]
-        assert on_host["Created"]["message"] == "Created container: c"
-        assert on_host["Started"]["message"] == "Started container c"
+        assert on_host["Created"]["message"] == "Container created"
+        assert on_host["Started"]["message"] == "Container started"
         assert {e["source"]["component"] for r, e in on_host.items() if r != "Scheduled"} == {
             "kubelet"
         }

@@ -1,15 +1,16 @@
 """What the kubelet tells about a container's life: its events and its identifiers.
 
 ``kubectl describe pod`` shows the kubelet's events in order: ``Pulling`` and ``Pulled``
-for the image, ``Created`` and ``Started`` for each container, ``Killing`` when a pod is
-deleted gracefully; ``kubectl get pod -o yaml`` shows each container's ``containerID``
-and ``imageID``. allot runs no images (the simulated runtime runs nothing, the process
-runtime runs local commands), so the pull is simulated and said to be; the identifiers
-have the shapes containerd gives them (``containerd://<64 hex>``,
-``<image>@sha256:<64 hex>``), derived from the pod's uid, the container and its restart
-count, and the image's name, so they are stable across restarts of the platform. The
-texts follow the kubelet's (``pkg/kubelet/kuberuntime``, ``pkg/kubelet/images``). Used by
-the node agent.
+for an image the node does not hold yet (only ``Pulled``, "already present", for one it
+does, unless the pull policy is ``Always``), ``Created`` and ``Started`` for each
+container, ``Killing`` when a pod is deleted gracefully; ``kubectl get pod -o yaml`` shows
+each container's ``containerID`` and ``imageID``. allot runs no images (the simulated
+runtime runs nothing, the process runtime runs local commands), so the pull is simulated
+and said to be; the identifiers have the shapes containerd gives them (``containerd://<64
+hex>``, ``<image>@sha256:<64 hex>``), derived from the pod's uid, the container and its
+restart count, and the image's name, so they are stable across restarts of the platform.
+The texts follow the kubelet's (``pkg/kubelet/kuberuntime``, ``pkg/kubelet/images``). Used
+by the node agent.
 """
 
 from __future__ import annotations
@@ -43,21 +44,63 @@ def image_id(image: str) -> str:
     return f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
 
 
-def started_events(context: ControllerContext, pod: Obj) -> None:
-    """Pulling, Pulled, Created and Started for every container of a starting pod."""
+class NodeImages:
+    """The images each node holds, as a kubelet's image store would: an image is pulled
+    on a node once, later pods there find it present (unless their policy is
+    ``Always``). Kept in memory: after a restart of the platform a node pulls again."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, set[str]] = {}
+
+    def needs_pull(self, node: str, image: str, policy: str) -> bool:
+        """Whether the kubelet would pull: always for ``Always``, never for ``Never`` (allot
+        has every image), when absent for ``IfNotPresent``."""
+        if policy == "Never":
+            return False
+        return policy == "Always" or image not in self._held.get(node, set())
+
+    def hold(self, node: str, image: str) -> None:
+        self._held.setdefault(node, set()).add(image)
+
+
+def pull_policy(container: Obj) -> str:
+    """The container's ``imagePullPolicy``, or the one upstream defaults it to: ``Always``
+    for an image tagged ``latest`` or not tagged at all, ``IfNotPresent`` otherwise."""
+    policy = container.get("imagePullPolicy")
+    if policy:
+        return str(policy)
+    image = str(container.get("image") or "")
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.rsplit(":", 1)[1] if ":" in last else "latest"
+    return "Always" if tag == "latest" else "IfNotPresent"
+
+
+def started_events(context: ControllerContext, pod: Obj, images: NodeImages) -> None:
+    """For every container of a starting pod: ``Pulling`` and ``Pulled``, or only
+    ``Pulled`` when the node holds the image already; then ``Created`` and ``Started``."""
+    node = str(pod["spec"].get("nodeName") or "")
     for spec in pod["spec"].get("containers") or []:
-        image, name = spec.get("image", ""), spec["name"]
-        context.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', COMPONENT)
-        context.event(
-            pod,
-            "Normal",
-            "Pulled",
-            f'Successfully pulled image "{image}" in 0s (0s including waiting). Image size: '
-            f"0 bytes. {SIMULATED_PULL}",
-            COMPONENT,
-        )
-        context.event(pod, "Normal", "Created", f"Created container: {name}", COMPONENT)
-        context.event(pod, "Normal", "Started", f"Started container {name}", COMPONENT)
+        image = str(spec.get("image", ""))
+        if images.needs_pull(node, image, pull_policy(spec)):
+            context.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', COMPONENT)
+            context.event(
+                pod,
+                "Normal",
+                "Pulled",
+                f'Successfully pulled image "{image}" in 0s (0s including waiting). Image '
+                f"size: 0 bytes. {SIMULATED_PULL}",
+                COMPONENT,
+            )
+            images.hold(node, image)
+        else:
+            context.event(pod, "Normal", "Pulled", _PRESENT.format(image=image), COMPONENT)
+        context.event(pod, "Normal", "Created", "Container created", COMPONENT)
+        context.event(pod, "Normal", "Started", "Container started", COMPONENT)
+
+
+_PRESENT = 'Container image "{image}" already present on machine and can be accessed by the pod'
 
 
 def killing_events(context: ControllerContext, pod: Obj) -> None:

@@ -4,18 +4,18 @@ For every pod bound to a node, the agent asks the driver to prepare the pod's cl
 CDI-like spec per claim under ``<data-dir>/cdi``), hands the containers to the runtime
 (``allot.controllers.runtimes``: simulated, or real local processes with their devices'
 environment), records the kubelet's ``Pulling``/``Pulled``/``Created``/``Started`` events
-and container and image ids (:mod:`allot.controllers.lifecycle`; ``Killing`` when a running
-pod is deleted), moves the pod to ``Running`` with ready containers, ``Ready`` and
-``ContainersReady`` conditions, and when the containers exit to ``Succeeded`` or ``Failed``
-with their exit codes. A container that cannot start fails the pod with
-``ContainerCannotRun`` and a Warning event. Claims are unprepared when the pod finishes or
-is deleted. Deleting a running pod is graceful, as with the kubelet: the API server only
-marks it (``deletionTimestamp``), the agent has the runtime end every process of it
-(SIGTERM, the grace period, then SIGKILL to the whole tree), and only then deletes the
-object for good; a pod removed at once (its namespace deleted, a forced delete) has its
-processes ended all the same. The runtime's ``holds`` tells the resourceclaim controller
-which pods may still use their devices. A removed pod's logs and working directories go
-with it. Built by ``allot.platform``.
+(an image pulled once per node) and container and image ids
+(:mod:`allot.controllers.lifecycle`; ``Killing`` when a running pod is deleted), moves the
+pod to ``Running`` with ready containers, ``Ready`` and ``ContainersReady`` conditions,
+and when the containers exit to ``Succeeded`` or ``Failed`` with their exit codes. A
+container that cannot start fails the pod with ``ContainerCannotRun`` and a Warning event.
+Claims are unprepared when the pod finishes or is deleted. Deleting a running pod is
+graceful, as with the kubelet: the API server only marks it (``deletionTimestamp``), the
+agent has the runtime end every process of it (SIGTERM, the grace period, then SIGKILL to
+the whole tree), and only then deletes the object for good; a pod removed at once (its
+namespace deleted, a forced delete) has its processes ended all the same. The runtime's
+``holds`` tells the resourceclaim controller which pods may still use their devices. A
+removed pod's logs and working directories go with it. Built by ``allot.platform``.
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ class NodeAgent:
         self.preparer = preparer
         self.runtime = runtime
         self.driver_gates = dict(driver_gates or {})
+        self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -183,7 +184,7 @@ class NodeAgent:
         except ContainerStartError as err:
             self._fail_to_start(pod, str(err))
             return
-        lifecycle.started_events(self.context, pod)
+        lifecycle.started_events(self.context, pod, self.images)
         self.context.write_status("Pod", _running(pod, self.context.clock()), MANAGER)
 
     def _published_of(
