@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from bench.scheduler import DRIVER, _client, publish_nodes, with_platform
+from bench.scheduler import DRIVER, _client, publish_nodes, server_cpu_seconds, with_platform
 
 NODES, DEVICES = 110, 10
 TENANTS, IDLE_ROUNDS = 50, 50
@@ -223,7 +223,7 @@ def _load(url: str, ca: str, tokens: dict[str, str], host_token: str) -> tuple[f
         client.base_url = httpx.URL(f"{url}/clusters/{name}")
         clients.append(client)
         workers.append(threading.Thread(target=_tenant_load, args=(client, created, name)))
-    first = time.perf_counter()
+    first, cpu = time.perf_counter(), server_cpu_seconds()
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -240,6 +240,7 @@ def _load(url: str, ca: str, tokens: dict[str, str], host_token: str) -> tuple[f
         time.sleep(0.02)
         synced = {k: v for k, v in host_seen.items() if k.startswith("tenant-") and "/load-" in k}
     stop.set()
+    cpu = server_cpu_seconds() - cpu
     latencies = [
         visible[tenant][f"default/{claim}"] - when
         for key, when in created.items()
@@ -253,6 +254,11 @@ def _load(url: str, ca: str, tokens: dict[str, str], host_token: str) -> tuple[f
     for client in clients:
         client.close()
     p50, p99 = _percentiles(latencies)
+    print(
+        f"  load: platform process CPU {cpu:.1f} s, {cpu / total * 1e3:.1f} ms per claim and "
+        f"pod (all its threads; {total / cpu:,.0f} claims per CPU-second)",
+        flush=True,
+    )
     return p50, p99, total / (max(synced.values()) - first)
 
 

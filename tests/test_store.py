@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from allot.store import Resource, Store
 from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
@@ -191,3 +195,44 @@ def test_writes_of_one_loop_turn_commit_together(tmp_path: Path) -> None:
     assert committed == immediate
     store.close()
     assert Store(tmp_path / "state.db").current_rv() == immediate[-1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]), st.sampled_from(["x", "y", "z"]), st.booleans()
+        ),
+        max_size=30,
+    )
+)
+def test_a_namespaces_index_always_equals_a_filtered_scan(
+    steps: list[tuple[str, str, bool]],
+) -> None:
+    """Creates and deletes in random order: a namespace's index (``scan_namespace``, and
+    ``list_objects`` of one namespace) holds exactly what filtering every object gives."""
+    with tempfile.TemporaryDirectory() as directory:
+        store = _store(Path(directory))
+        for namespace in ("a", "b", "c"):
+            store.create("host", NAMESPACES, {"metadata": {"name": namespace}})
+        for namespace, name, create in steps:
+            if create:
+                with contextlib.suppress(AlreadyExists):
+                    store.create(
+                        "host",
+                        CLAIMS,
+                        {**_claim(name), "metadata": {"name": name, "namespace": namespace}},
+                    )
+            else:
+                with contextlib.suppress(NotFound):
+                    store.delete("host", CLAIMS, namespace, name)
+        everything = store.scan("host", CLAIMS)
+        for namespace in ("a", "b", "c", "default"):
+            wanted = sorted(
+                o["metadata"]["name"] for o in everything if o["metadata"]["namespace"] == namespace
+            )
+            indexed = store.scan_namespace("host", CLAIMS, namespace)
+            assert sorted(o["metadata"]["name"] for o in indexed) == wanted
+            listed, _ = store.list_objects("host", CLAIMS, namespace)
+            assert [o["metadata"]["name"] for o in listed] == wanted
+        store.close()

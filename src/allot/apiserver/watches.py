@@ -209,7 +209,8 @@ class WatchStream:
     async def stream(self) -> AsyncIterator[bytes]:
         self.loop = asyncio.get_running_loop()
         await self.store.committed()  # the history and listing below are committed state
-        self.store.add_listener(self._listen, committed=True)
+        scope = (self.request.cluster, self.request.resource.store.key)
+        self.store.add_listener(self._listen, committed=True, only=scope)
         try:
             try:
                 lines, last_rv = self.initial()

@@ -111,7 +111,7 @@ def _name(obj: Obj) -> str:
 
 def in_namespace(context: ControllerContext, kind: str, namespace: str) -> list[Obj]:
     """Every ``kind`` object of a namespace (read-only store dicts)."""
-    return [o for o in context.scan(kind) if o["metadata"].get("namespace") == namespace]
+    return context.scan_namespace(kind, namespace)
 
 
 def ready_since(pod: Obj) -> dt.datetime | None:

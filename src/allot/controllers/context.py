@@ -57,6 +57,10 @@ class ControllerContext:
         """Every stored object of a kind, unsorted and uncopied: read them, never modify."""
         return self.store.scan(self.cluster, by_kind(kind).store)
 
+    def scan_namespace(self, kind: str, namespace: str) -> list[Obj]:
+        """:meth:`scan` of one namespace, from the store's index of it."""
+        return self.store.scan_namespace(self.cluster, by_kind(kind).store, namespace)
+
     def owned_by(self, kind: str, owner: Obj) -> list[Obj]:
         """The stored ``kind`` objects that reference ``owner`` (by uid), uncopied: read
         them, never modify them."""

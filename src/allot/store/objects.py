@@ -100,6 +100,7 @@ class Store:
         """)
         self._objects: dict[ObjectKey, Obj] = {}
         self._by_resource: dict[tuple[str, str], dict[ObjectKey, Obj]] = {}
+        self._by_namespace: dict[tuple[str, str, str], dict[ObjectKey, Obj]] = {}
         # (cluster, owner uid) -> the keys of the objects that reference it, in write order
         self._by_owner: dict[tuple[str, str], dict[ObjectKey, None]] = {}
         # (cluster, resource, namespace) -> the objects no controller reference names
@@ -117,7 +118,8 @@ class Store:
             if FOREGROUND_FINALIZER in (obj["metadata"].get("finalizers") or [])
         }
         self._listeners: list[Listener] = []
-        self._committed_listeners: list[Listener] = []
+        # committed listeners by the (cluster, resource) they follow (None: every one)
+        self._committed_listeners: dict[tuple[str, str] | None, list[Listener]] = {}
         self._uncommitted: list[WatchEvent] = []  # for the committed listeners
         self._writes = 0
         self._rv = self._stored_rv()
@@ -129,6 +131,7 @@ class Store:
             self._unlink_owners(key, previous)
         self._objects[key] = obj
         self._by_resource.setdefault((key[0], key[1]), {})[key] = obj
+        self._by_namespace.setdefault(key[:3], {})[key] = obj
         for uid in _owner_uids(obj):
             self._by_owner.setdefault((key[0], uid), {})[key] = None
         if not _has_controller(obj):
@@ -139,6 +142,11 @@ class Store:
         if previous is not None:
             self._unlink_owners(key, previous)
         self._by_resource.get((key[0], key[1]), {}).pop(key, None)
+        in_namespace = self._by_namespace.get(key[:3])
+        if in_namespace is not None:
+            in_namespace.pop(key, None)
+            if not in_namespace:
+                del self._by_namespace[key[:3]]
 
     def _unlink_owners(self, key: ObjectKey, obj: Obj) -> None:
         orphans = self._orphans.get(key[:3])
@@ -229,11 +237,12 @@ class Store:
         rendering), saving a deep copy of every object; they must not be modified.
         """
         with self._lock:
-            items = [
-                obj if shared else clone_document(obj)
-                for (c, r, ns, _), obj in self._by_resource.get((cluster, resource.key), {}).items()
-                if c == cluster and r == resource.key and (namespace is None or ns == namespace)
-            ]
+            found = (
+                self._by_resource.get((cluster, resource.key), {})
+                if namespace is None
+                else self._by_namespace.get((cluster, resource.key, namespace), {})
+            )
+            items = [obj if shared else clone_document(obj) for obj in found.values()]
             rv = self.current_rv()
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         return items, rv
@@ -243,6 +252,11 @@ class Store:
         them, never modify them): for controllers that look for a few among many."""
         with self._lock:
             return list(self._by_resource.get((cluster, resource.key), {}).values())
+
+    def scan_namespace(self, cluster: str, resource: Resource, namespace: str) -> list[Obj]:
+        """:meth:`scan` of one namespace (from an index kept on every write)."""
+        with self._lock:
+            return list(self._by_namespace.get((cluster, resource.key, namespace), {}).values())
 
     def owned_by(self, cluster: str, resource: Resource, uid: str) -> list[Obj]:
         """The objects of a resource whose owner references name ``uid`` (from an index
@@ -296,16 +310,31 @@ class Store:
             for number, kind, body in rows
         ]
 
-    def add_listener(self, listener: Listener, *, committed: bool = False) -> None:
+    def add_listener(
+        self,
+        listener: Listener,
+        *,
+        committed: bool = False,
+        only: tuple[str, str] | None = None,
+    ) -> None:
         """Call ``listener`` after each write: at once (in-process caches, controllers), or
         with ``committed`` only once the write is committed (what leaves the process:
-        watch streams)."""
-        (self._committed_listeners if committed else self._listeners).append(listener)
+        watch streams), then for the writes of ``only`` = (cluster, resource key) alone if
+        given (a watch: a write is handed to its own resource's watches, not offered to
+        every watch of every cluster)."""
+        if committed:
+            self._committed_listeners.setdefault(only, []).append(listener)
+        else:
+            self._listeners.append(listener)
 
     def remove_listener(self, listener: Listener) -> None:
-        for listeners in (self._listeners, self._committed_listeners):
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        for scope, listeners in list(self._committed_listeners.items()):
             if listener in listeners:
                 listeners.remove(listener)
+                if not listeners:
+                    del self._committed_listeners[scope]
 
     def _forget_uncommitted(self) -> None:
         """The transaction was rolled back: its events are never handed over."""
@@ -316,8 +345,12 @@ class Store:
         """After a commit: the committed listeners get the events of what it held."""
         with self._lock:
             events, self._uncommitted = self._uncommitted, []
+        scoped = self._committed_listeners
         for event in events:
-            for listener in list(self._committed_listeners):
+            for listener in (
+                *scoped.get((event.cluster, event.resource), ()),
+                *scoped.get(None, ()),
+            ):
                 listener(event)
 
     # ------------------------------------------------------------------ writing

@@ -601,10 +601,8 @@ class TenantSync:
         host_ns = names.host_namespace(tenant)
         twins = [  # read in place: the sync runs on every pod event of the tenant
             t
-            for t in self.host.scan("Pod")
-            if t["metadata"].get("namespace") == host_ns
-            and (t.get("spec") or {}).get("nodeName")
-            and tenant_object_name(t) is not None
+            for t in self.host.scan_namespace("Pod", host_ns)
+            if (t.get("spec") or {}).get("nodeName") and tenant_object_name(t) is not None
         ]
         wanted = nodes.shown_nodes(entry.tenant.spec, twins, self.host.scan("Node"))
         for existing in ctx.scan("Node"):
