@@ -23,6 +23,8 @@ answers are exactly what ``Allocator.allocate`` would give. Pure: no I/O. Called
 
 from __future__ import annotations
 
+import itertools
+
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -104,6 +106,9 @@ class PlacementMemo:
         self._failed: dict[tuple[str, str], tuple[_Fingerprint, str]] = {}
         self._ordered: dict[tuple[int, str], tuple[Sequence[corev1.Node], list[corev1.Node]]] = {}
         self._all_full: dict[int, tuple[list[str], dict[str, str], str] | None] = {}
+        # per ordering (by id): the ordering, its policy and the names of its leading
+        # full nodes (a prefix that only grows while the state lives)
+        self._prefix: dict[int, tuple[list[corev1.Node], str, list[str]]] = {}
 
     def clear(self) -> None:
         self._owners = None
@@ -112,6 +117,7 @@ class PlacementMemo:
             memo.clear()
         self._ordered.clear()
         self._all_full.clear()
+        self._prefix.clear()
 
     def bind(self, allocator: Allocator, state: AllocatedState) -> None:
         owners = self._owners
@@ -124,7 +130,9 @@ class PlacementMemo:
             # node found full stays full: only the others are judged again.
             self._full = {name: True for name, full in self._full.items() if full}
             self._taken.clear()
-            self._ordered.clear()
+            # name order does not depend on the state; the other orders are made again
+            self._ordered = {k: v for k, v in self._ordered.items() if k[1] == "first-fit"}
+            self._prefix = {k: v for k, v in self._prefix.items() if v[1] == "first-fit"}
             self._all_full.clear()
 
     def is_full(self, node: corev1.Node) -> bool:
@@ -155,6 +163,18 @@ class PlacementMemo:
         ordered = order_nodes(nodes, policy, lambda n: allocator.free_devices(n, state))
         self._ordered[(id(nodes), policy)] = (nodes, ordered)
         return ordered
+
+    def full_prefix(self, ordered: list[corev1.Node], policy: str) -> list[str]:
+        """The names of the leading nodes of ``ordered`` (made by :meth:`ordered` for
+        ``policy``) that are full: first-fit fills nodes in order, so a pod need not try
+        the full ones one by one (they stay full while the state lives)."""
+        known = self._prefix.get(id(ordered))
+        if known is None or known[0] is not ordered:
+            known = self._prefix[id(ordered)] = (ordered, policy, [])
+        names = known[2]
+        while len(names) < len(ordered) and self.is_full(ordered[len(names)]):
+            names.append(ordered[len(names)].metadata.name or "")
+        return names
 
     def all_full(self, ordered: list[corev1.Node]) -> tuple[list[str], dict[str, str], str] | None:
         """When every node of ``ordered`` is full: the nodes tried, their reasons and the
@@ -281,12 +301,17 @@ def _try_nodes(
         for c in claims
         if c.status and c.status.allocation and c.status.allocation.node_selector is not None
     ]
+    start = 0
     if attempt.may_skip_full and not selectors and attempt.checks.node is None:
         every = attempt.memo.all_full(ordered)
         if every is not None:  # what the loop below would find, node by node
             answer.tried, answer.reasons, answer.message = list(every[0]), dict(every[1]), every[2]
             return
-    for node in ordered:
+        full = attempt.memo.full_prefix(ordered, policy)  # as the loop would find them
+        answer.tried.extend(full)
+        answer.reasons.update(dict.fromkeys(full, CANNOT_ALLOCATE))
+        start = len(full)
+    for node in itertools.islice(ordered, start, None):
         name = node.metadata.name or ""
         answer.tried.append(name)
         problem = attempt.checks.node(node) if attempt.checks.node else None
