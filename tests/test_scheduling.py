@@ -16,6 +16,7 @@ from allot.allocator import AllocatedState, AllocationError, Allocator, InvalidP
 from allot.allocator.placement import order_nodes
 from allot.allocator.scheduling import (
     CANNOT_ALLOCATE,
+    Checks,
     PlacementMemo,
     place,
     scheduler_message,
@@ -119,17 +120,25 @@ def pods(draw: st.DrawFn) -> list[Pod]:
     return result
 
 
+CORDONED = "node(s) were unschedulable"
+
+
 def _plain(
     claims: list[resourceapi.ResourceClaim],
     nodes: list[corev1.Node],
     allocator: Allocator,
     state: AllocatedState,
     policy: str,
+    cordoned: set[str],
 ) -> tuple[str | None, list[resourceapi.AllocationResult], dict[str, str], str]:
-    """(node, results, reasons, error) as trying each node in turn finds them."""
+    """(node, results, reasons, error) as trying each node in turn finds them (a cordoned
+    node is refused by the node check before its devices are looked at)."""
     reasons = {}
     for node in order_nodes(nodes, policy, lambda n: allocator.free_devices(n, state)):
         name = node.metadata.name or ""
+        if name in cordoned:
+            reasons[name] = CORDONED
+            continue
         try:
             results = allocator.allocate(node, claims, state)
         except InvalidPoolsError as err:
@@ -152,12 +161,14 @@ def _state(held: dict[int, list[resourceapi.AllocationResult]]) -> AllocatedStat
     return state
 
 
-@given(fleets(), pods(), st.sampled_from(["first-fit", "pack"]))
+@given(fleets(), pods(), st.sampled_from(["first-fit", "pack"]), st.sets(st.integers(0, 3)))
 def test_place_chooses_what_a_plain_loop_chooses(
-    slices: list[resourceapi.ResourceSlice], pending: list[Pod], policy: str
+    slices: list[resourceapi.ResourceSlice], pending: list[Pod], policy: str, off: set[int]
 ) -> None:
     names = sorted({s.spec.node_name or "" for s in slices})
     nodes = [corev1.Node.model_validate({"metadata": {"name": n}}) for n in names]
+    cordoned = {names[i] for i in off if i < len(names)}
+    checks = Checks(node=lambda n: CORDONED if n.metadata.name in cordoned else None)
     classes = [device_class("class-a", "driver-a")]
     shared = Allocator(slices, classes, new_share_id=lambda: "share")
     plain = Allocator(slices, classes, new_share_id=lambda: "share")
@@ -167,8 +178,10 @@ def test_place_chooses_what_a_plain_loop_chooses(
     for index, pod in enumerate(pending):
         if pod.frees is not None and held.pop(pod.frees, None) is not None:
             state, plain_state = _state(held), _state(held)
-        node, results, reasons, error = _plain(pod.claims, nodes, plain, plain_state, policy)
-        placement = place(pod.claims, nodes, shared, state, policy=policy, memo=memo)
+        node, results, reasons, error = _plain(
+            pod.claims, nodes, plain, plain_state, policy, cordoned
+        )
+        placement = place(pod.claims, nodes, shared, state, policy=policy, memo=memo, checks=checks)
         assert str(placement.error or "") == error
         if error:
             continue

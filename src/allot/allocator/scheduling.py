@@ -301,16 +301,12 @@ def _try_nodes(
         for c in claims
         if c.status and c.status.allocation and c.status.allocation.node_selector is not None
     ]
-    start = 0
     if attempt.may_skip_full and not selectors and attempt.checks.node is None:
         every = attempt.memo.all_full(ordered)
         if every is not None:  # what the loop below would find, node by node
             answer.tried, answer.reasons, answer.message = list(every[0]), dict(every[1]), every[2]
             return
-        full = attempt.memo.full_prefix(ordered, policy)  # as the loop would find them
-        answer.tried.extend(full)
-        answer.reasons.update(dict.fromkeys(full, CANNOT_ALLOCATE))
-        start = len(full)
+    start = _skip_full(answer, ordered, selectors, attempt, policy)
     for node in itertools.islice(ordered, start, None):
         name = node.metadata.name or ""
         answer.tried.append(name)
@@ -328,6 +324,34 @@ def _try_nodes(
                 return
         answer.reasons[name] = problem
     answer.message = scheduler_message(len(ordered), answer.reasons)
+
+
+def _skip_full(
+    answer: Placement,
+    ordered: list[corev1.Node],
+    selectors: list[corev1.NodeSelector],
+    attempt: _Attempt,
+    policy: str,
+) -> int:
+    """Record the leading full nodes of ``ordered`` as the loop over nodes would (the node
+    checks and claims' node selectors first, else "cannot allocate"), without asking the
+    allocator about each; how many they are."""
+    if not attempt.may_skip_full:
+        return 0
+    full = attempt.memo.full_prefix(ordered, policy)
+    check = attempt.checks.node
+    if check is None and not selectors:
+        answer.tried.extend(full)
+        answer.reasons.update(dict.fromkeys(full, CANNOT_ALLOCATE))
+        return len(full)
+    for node in itertools.islice(ordered, len(full)):
+        name = node.metadata.name or ""
+        answer.tried.append(name)
+        problem = check(node) if check else None
+        if problem is None and any(not node_selector_matches(s, node) for s in selectors):
+            problem = NOT_AVAILABLE
+        answer.reasons[name] = problem or CANNOT_ALLOCATE
+    return len(full)
 
 
 @dataclass

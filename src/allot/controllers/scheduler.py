@@ -117,6 +117,7 @@ class Scheduler:
         self.memory_limit = memory_limit
         self.parked: set[tuple[str, str, str]] = set()
         self._nodes: list[corev1.Node] | None = None
+        self._plain_problems: dict[str, str] | None = None  # see _node_check
         self._memo = PlacementMemo()  # forgets itself with a new allocator or state
 
     # ------------------------------------------------------------------ events
@@ -146,7 +147,7 @@ class Scheduler:
         if event.cluster != self.context.cluster or event.resource not in WAKE_RESOURCES:
             return
         if event.resource == "nodes":
-            self._nodes = None
+            self._nodes = self._plain_problems = None
         self._memo.clear()
 
     def _unpark(self) -> list[Hashable]:
@@ -342,6 +343,21 @@ class Scheduler:
             self._nodes = [corev1.Node.model_validate(n) for n in self.context.list("Node")]
         return self._nodes
 
+    def _node_check(self, pod: Obj) -> Callable[[corev1.Node], str | None] | None:
+        """The pod's node filter; for a pod without tolerations, node selector or required
+        affinity (most pods) the answer depends on the node alone, so it is worked out once
+        per node list, and is None when no node refuses such pods (placement then skips
+        full nodes without looking at them one by one)."""
+        node_filter = _NodeFilter(pod)
+        if not node_filter.plain:
+            return node_filter.problem
+        if self._plain_problems is None:
+            nodes = self._node_list()
+            found = {n.metadata.name or "": node_filter.problem(n) for n in nodes}
+            self._plain_problems = {name: p for name, p in found.items() if p is not None}
+        problems = self._plain_problems
+        return (lambda node: problems.get(node.metadata.name or "")) if problems else None
+
     def _allocator_for(self) -> Allocator:
         """The allocator over the index's slices and classes, updated in place with what
         changed since the last call."""
@@ -354,7 +370,7 @@ class Scheduler:
         models = [resourceapi.ResourceClaim.model_validate(c) for c in claims]
         namespace = pod["metadata"].get("namespace", "")
         checks = Checks(
-            node=_NodeFilter(pod).problem,
+            node=self._node_check(pod),
             results=lambda node, results: self._memory_problem(namespace, results),
             refusal=lambda: self._entitlement_refusal(claims),
             observe=self.observe_allocation,
@@ -512,6 +528,7 @@ class _NodeFilter:
             "requiredDuringSchedulingIgnoredDuringExecution"
         )
         self.required = corev1.NodeSelector.model_validate(required) if required else None
+        self.plain = not (self.tolerations or self.selector or self.required)
 
     def problem(self, node: corev1.Node) -> str | None:
         if node.spec.unschedulable:
