@@ -50,7 +50,8 @@ def test_cordoned_and_tainted_nodes_are_refused_until_the_taint_goes() -> None:
         host.create("Pod", _plain_pod("plain", "a"), "test")
         await settle(api)
         pod = host.get("Pod", "default", "plain")
-        assert pod is not None and not pod["spec"].get("nodeName")
+        assert pod is not None
+        assert not pod["spec"].get("nodeName")
         failed = _events(host, "default", "plain")["FailedScheduling"]["message"]
         assert failed.startswith(
             f"0/{len(names)} nodes are available: 1 node(s) had untolerated taint {{team: a}}, "
@@ -60,6 +61,7 @@ def test_cordoned_and_tainted_nodes_are_refused_until_the_taint_goes() -> None:
         _set_node(host, keep, taints=None)
         await settle(api)
         pod = host.get("Pod", "default", "plain")
-        assert pod is not None and pod["spec"].get("nodeName") == keep
+        assert pod is not None
+        assert pod["spec"].get("nodeName") == keep
 
     _run(scenario)

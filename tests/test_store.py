@@ -15,9 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from allot.statuses import to_status
 from allot.store import Resource, Store
-from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
-from allot.store.objects import WatchEvent
+from allot.store.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Expired,
+    NotFound,
+    TooLarge,
+)
+from allot.store.objects import MAX_OBJECT_BYTES, WatchEvent
 
 NAMESPACES = Resource("", "namespaces", "Namespace", False)
 CLAIMS = Resource("resource.k8s.io", "resourceclaims", "ResourceClaim", True)
@@ -236,3 +244,27 @@ def test_a_namespaces_index_always_equals_a_filtered_scan(
             listed, _ = store.list_objects("host", CLAIMS, namespace)
             assert [o["metadata"]["name"] for o in listed] == wanted
         store.close()
+
+
+def test_an_object_over_the_request_limit_is_refused_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    before = store.current_rv()
+    huge = _claim("huge", annotations={"note": "x" * MAX_OBJECT_BYTES})
+    with pytest.raises(TooLarge) as refused:
+        store.create("host", CLAIMS, huge)
+    status = to_status(refused.value)
+    assert (status.code, status.reason, status.message) == (
+        413,
+        "RequestEntityTooLarge",
+        "Request entity too large: limit is 3145728",
+    )
+    assert store.current_rv() == before
+    assert store.scan("host", CLAIMS) == []
+    small = store.create("host", CLAIMS, _claim("small"))
+    small["metadata"]["annotations"] = {"note": "x" * MAX_OBJECT_BYTES}
+    with pytest.raises(TooLarge):
+        store.update("host", CLAIMS, small)
+    assert "annotations" not in store.get("host", CLAIMS, "default", "small")["metadata"]
+    store.close()

@@ -165,6 +165,7 @@ _MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
     storeerrors.Conflict: _store("Conflict", 409),
     storeerrors.Expired: _store("Expired", 410),
     storeerrors.BadRequest: _store("BadRequest", 400),
+    storeerrors.TooLarge: _too_large,
     ObjectTooLargeError: _too_large,
     InvalidObjectError: _invalid,
     StrictDecodingError: _strict,

@@ -24,7 +24,6 @@ answers are exactly what ``Allocator.allocate`` would give. Pure: no I/O. Called
 from __future__ import annotations
 
 import itertools
-
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence

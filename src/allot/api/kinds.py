@@ -210,12 +210,14 @@ def lookup(api_version: str, kind: str) -> KindInfo:
     return info
 
 
-def decode(document: Any, spec_of: ApiModel | None = None) -> ApiModel:
+def decode(document: Any, spec_of: ApiModel | None = None, *, check_size: bool = True) -> ApiModel:
     """Decode one wire document strictly into its model.
 
     ``spec_of``: a decoded object whose ``spec`` the document is known to carry unchanged
     (a ``/status`` write keeps the stored spec): that spec is taken as it is, shared, not
-    decoded again; everything else is decoded (and the size checked) as always."""
+    decoded again; everything else is decoded (and the size checked) as always.
+    ``check_size=False``: the caller does not need the request limit checked here (the
+    registry, whose store checks what it stores; documents read back from a cluster)."""
     if not isinstance(document, dict):
         raise UnknownKindError(
             "Object 'Kind' is missing in document: not a JSON object", api_version="", kind=""
@@ -233,7 +235,9 @@ def decode(document: Any, spec_of: ApiModel | None = None) -> ApiModel:
             f"Object 'apiVersion' is missing in '{_preview(document)}'", api_version="", kind=kind
         )
     info = lookup(api_version, kind)
-    if len(json.dumps(document, separators=(",", ":"), default=str)) > MAX_REQUEST_BODY_BYTES:
+    if check_size and len(json.dumps(document, separators=(",", ":"), default=str)) > (
+        MAX_REQUEST_BODY_BYTES
+    ):
         raise ObjectTooLargeError(MAX_REQUEST_BODY_BYTES)
     if info.kind == "Secret" and not info.group:
         _check_secret_data(document, info)

@@ -108,7 +108,7 @@ class AdmissionChain:
         ``spec_of``: the decoded object whose spec ``body`` carries unchanged (not decoded
         again, see :func:`allot.api.kinds.decode`)."""
         try:
-            return decode(body, spec_of), []
+            return decode(body, spec_of, check_size=False), []  # the store checks it
         except StrictDecodingError as err:
             unknown = [p for p in err.problems if p.startswith("unknown field ")]
             if mode == "Strict" or len(unknown) != len(err.problems):
@@ -116,7 +116,7 @@ class AdmissionChain:
             info_model = _model_for(body)
             cleaned = strip_unknown(info_model, body) if info_model else body
             warnings = [] if mode == "Ignore" else unknown
-            return decode(cleaned), warnings
+            return decode(cleaned, check_size=False), warnings
 
     def admit(self, request: AdmissionRequest) -> list[str]:
         obj = request.object

@@ -7,7 +7,8 @@ Class tree::
     ├── AlreadyExists   409: create of an existing name
     ├── Conflict        409: stale resourceVersion (optimistic concurrency)
     ├── Expired         410: a watch asked for history the store no longer keeps
-    └── BadRequest      400: an impossible request (namespace mismatch, bad selector...)
+    ├── BadRequest      400: an impossible request (namespace mismatch, bad selector...)
+    └── TooLarge        413: an object whose stored form is over the request limit
 
 Only ``allot.statuses`` turns them into ``metav1.Status``; messages are upstream's texts.
 """
@@ -45,4 +46,8 @@ class Expired(StoreError):
 
 
 class BadRequest(StoreError):
+    pass
+
+
+class TooLarge(StoreError):
     pass

@@ -35,10 +35,14 @@ from pathlib import Path
 
 from allot.api.documents import clone_document
 from allot.store.commits import GroupCommit
-from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound
+from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound, TooLarge
 from allot.types import Clock, Obj, rfc3339, utc_now
 
 EVENT_RETENTION = 50_000
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
+"""The largest object stored (its JSON), as the API server's request limit: every write is
+checked here, where its JSON is made anyway, rather than serialized once more to measure
+it before admission (issue 15)."""
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 ObjectKey = tuple[str, str, str, str]  # cluster, resource, namespace, name
 FOREGROUND_FINALIZER = "foregroundDeletion"
@@ -639,6 +643,8 @@ class Store:
         rv = self._rv + 1
         obj["metadata"]["resourceVersion"] = str(rv)
         body = json.dumps(obj, separators=(",", ":"))
+        if len(body) > MAX_OBJECT_BYTES:
+            raise TooLarge(f"Request entity too large: limit is {MAX_OBJECT_BYTES}")
         commit_now = self._persist(
             rv,
             (cluster, resource, event_type, body),
