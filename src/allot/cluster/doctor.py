@@ -439,7 +439,8 @@ def _store_copy(store: Store, obj: Obj) -> None:
     if namespace and not store.namespace_exists("host", namespace):
         document = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         store.create("host", by_kind("Namespace").store, document)
-    store.create("host", by_kind(obj["kind"]).store, {**obj, "metadata": metadata})
+    copy = {**obj, "metadata": metadata}  # the store keeps it as it is: nothing changes it
+    store.create("host", by_kind(obj["kind"]).store, copy, owned=True, copy_result=False)
 
 
 def render_report(report: Report) -> str:

@@ -64,7 +64,10 @@ class Simulation:
             features=scenario.features,
             new_share_id=lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
         )
-        self.claims = {claim_label(c): c.model_copy(deep=True) for c in scenario.claims}
+        # the scenario's own claims: a claim placed here is replaced by a copy with its
+        # allocation (``_commit``), never changed in place (a deep copy of every claim cost
+        # ``allot doctor`` 1.9 s on 5,000 claims)
+        self.claims = {claim_label(c): c for c in scenario.claims}
         self.state = AllocatedState()
         self.memo = PlacementMemo()
         for label, claim in self.claims.items():
@@ -129,7 +132,8 @@ class Simulation:
         result.success, result.node = True, node
         for claim, allocation in zip(claims, allocations, strict=True):
             label = claim_label(claim)
-            claim.status = resourceapi.ResourceClaimStatus(allocation=allocation)
+            status = resourceapi.ResourceClaimStatus(allocation=allocation)
+            self.claims[label] = claim.model_copy(update={"status": status})
             self._record(label, allocation)
             result.results.append((label, allocation))
 
