@@ -309,13 +309,7 @@ def _try_nodes(
     for node in itertools.islice(ordered, start, None):
         name = node.metadata.name or ""
         answer.tried.append(name)
-        problem = attempt.checks.node(node) if attempt.checks.node else None
-        if (
-            problem is None
-            and selectors
-            and any(not node_selector_matches(s, node) for s in selectors)
-        ):
-            problem = NOT_AVAILABLE
+        problem = _node_problem(node, attempt.checks, selectors)
         if problem is None:
             problem, results = attempt.on(node)
             if problem is None:
@@ -338,19 +332,26 @@ def _skip_full(
     if not attempt.may_skip_full:
         return 0
     full = attempt.memo.full_prefix(ordered, policy)
-    check = attempt.checks.node
-    if check is None and not selectors:
+    if attempt.checks.node is None and not selectors:
         answer.tried.extend(full)
         answer.reasons.update(dict.fromkeys(full, CANNOT_ALLOCATE))
         return len(full)
     for node in itertools.islice(ordered, len(full)):
         name = node.metadata.name or ""
         answer.tried.append(name)
-        problem = check(node) if check else None
-        if problem is None and any(not node_selector_matches(s, node) for s in selectors):
-            problem = NOT_AVAILABLE
-        answer.reasons[name] = problem or CANNOT_ALLOCATE
+        answer.reasons[name] = _node_problem(node, attempt.checks, selectors) or CANNOT_ALLOCATE
     return len(full)
+
+
+def _node_problem(
+    node: corev1.Node, checks: Checks, selectors: list[corev1.NodeSelector]
+) -> str | None:
+    """Why ``node`` is refused before its devices are looked at: the caller's node check,
+    then the node selectors of claims already allocated; None when neither refuses it."""
+    problem = checks.node(node) if checks.node else None
+    if problem is None and any(not node_selector_matches(s, node) for s in selectors):
+        return NOT_AVAILABLE
+    return problem
 
 
 @dataclass
