@@ -22,6 +22,7 @@ from allot.types import Obj
 
 COMPONENT = "kubelet"
 SIMULATED_PULL = "(simulated: allot runs no images)"
+_PRESENT = 'Container image "{image}" already present on machine and can be accessed by the pod'
 
 
 def container_id(pod: Obj, container: str, restarts: int = 0) -> str:
@@ -98,9 +99,6 @@ def started_events(context: ControllerContext, pod: Obj, images: NodeImages) -> 
             context.event(pod, "Normal", "Pulled", _PRESENT.format(image=image), COMPONENT)
         context.event(pod, "Normal", "Created", "Container created", COMPONENT)
         context.event(pod, "Normal", "Started", "Container started", COMPONENT)
-
-
-_PRESENT = 'Container image "{image}" already present on machine and can be accessed by the pod'
 
 
 def killing_events(context: ControllerContext, pod: Obj) -> None:

@@ -6,11 +6,11 @@ de-duplicated while queued, failures are retried with a growing delay, and a con
 park keys until something relevant changes (the scheduler's unschedulable pods).
 
 A controller's turn of the loop reconciles its queued keys one after the other until the
-queue is empty or ``TURN_SECONDS`` have passed, then yields. One key per turn (as before
-issue 15's tenancy figures) let 50 clients' creates take nearly every turn: the queues
-grew while clients wrote, every twin, allocation and status came after the last create, and
-p99 create-to-visible under load equalled the whole run (19.5 s). Draining the queue
-finishes work already accepted before more is taken (p99 about 3 s), bounds how long a
+queue is empty or ``TURN_SECONDS`` have passed, then yields. With one key per turn, 50
+clients' creates took nearly every turn: the queues grew while clients wrote, every twin,
+allocation and status came after the last create, and p99 create-to-visible under load
+was the length of the whole burst (17-19 s in ``bench.tenancy``). Draining the queue
+finishes work already accepted before much more is taken (p99 2.2 s), bounds how long a
 request waits behind one controller, and lets a turn's writes share one commit. Running
 in the server's own loop means no locking: a reconcile reads and writes the store between
 two requests. Controllers write through the registry's handlers, so every change passes
