@@ -29,8 +29,9 @@ their own. Claims of host namespaces carry ``tenant="host"`` (a reserved tenant 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import (
@@ -44,6 +45,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from allot.api.quantity import Quantity
 from allot.fairshare.model import GPU_MEMORY
@@ -102,7 +104,7 @@ class PlatformMetrics:
             ["tenant", "class"],
             registry=self.registry,
         )
-        self.registry.register(_Collector(sources))
+        self.collector = _Collector(sources)  # rendered by ``exposition`` (see render)
 
     def count(self, entries: list[Entry]) -> None:
         """Audit entries as they are written: one allocation or release each."""
@@ -119,7 +121,11 @@ class PlatformMetrics:
         series.observe(seconds)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The scrape: the histograms and counters above through ``prometheus-client``,
+        then the snapshot's families (tens of thousands of samples on a large fleet)
+        through :func:`exposition`, the same text written without the library's
+        per-sample name checks (half the time of a 1,000-node scrape)."""
+        return generate_latest(self.registry) + exposition(self.collector.collect())
 
 
 class _Collector(Collector):
@@ -135,6 +141,57 @@ class _Collector(Collector):
         yield from _pools(snapshot)
         yield from _problems(self.sources.alerts(), self.sources.sync_errors())
         yield from _sharing(self.sources.sharing())
+
+
+_LEGACY_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_LEGACY_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+def exposition(families: Iterable[Metric]) -> bytes:
+    """Prometheus' text format for gauge and counter families, byte for byte what
+    ``generate_latest`` writes for them (a counter's name gets ``_total``, labels in name
+    order, values escaped, numbers as Go prints them); a family of another type, or with
+    a name outside the legacy character set, goes through ``generate_latest`` itself."""
+    out: list[str] = []
+    for family in families:
+        if family.type not in ("gauge", "counter") or not _plain_names(family):
+            out.append(generate_latest(_Single(family)).decode("utf-8"))
+            continue
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        out.append(f"# HELP {name} {help_text}\n# TYPE {name} {family.type}\n")
+        for sample in family.samples:
+            labels = ",".join(
+                f'{key}="{_escape_value(value)}"' for key, value in sorted(sample.labels.items())
+            )
+            body = f"{sample.name}{{{labels}}}" if labels else sample.name
+            out.append(f"{body} {floatToGoString(sample.value)}\n")  # type: ignore[no-untyped-call]
+    return "".join(out).encode("utf-8")
+
+
+def _plain_names(family: Metric) -> bool:
+    """No timestamps, and names and label names the text format takes as they are."""
+    names = {family.name} | {sample.name for sample in family.samples}
+    keys = {key for sample in family.samples for key in sample.labels}
+    return (
+        all(sample.timestamp is None for sample in family.samples)
+        and all(_LEGACY_NAME.match(name) for name in names)
+        and all(_LEGACY_LABEL.match(key) for key in keys)
+    )
+
+
+def _escape_value(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+class _Single(Collector):
+    """One family as a collector, for ``generate_latest``."""
+
+    def __init__(self, family: Metric) -> None:
+        self.family = family
+
+    def collect(self) -> Iterator[Metric]:
+        yield self.family
 
 
 def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
