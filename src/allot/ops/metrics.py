@@ -7,7 +7,8 @@ each controller's reconcile time (``controller="tenant-sync"`` is the sync), and
 of device allocations and releases (from the audit recorder). Prometheus' naming rules
 hold: base units in names, ``_total`` only on counters, no ``_created`` series, and each
 physical device counted once in ``allot_devices*`` so that ``sum()`` gives devices, with
-the per-class view as series of their own. Claims of host namespaces carry ``tenant="host"`` (a reserved tenant name).
+the per-class view as series of their own. Claims of host namespaces carry
+``tenant="host"`` (a reserved tenant name).
 
 * ``allot_devices``, ``allot_devices_allocated``, ``allot_devices_free`` ``{node,pool,driver}``;
 * ``allot_class_devices``, ``allot_class_devices_allocated``, ``allot_class_devices_free``
