@@ -7,6 +7,8 @@ run is repeatable.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,12 @@ import yaml
 from hypothesis import settings
 
 from allot.cel import SelectorCompiler
+from allot.controllers.context import ControllerContext
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
 
 REPO = Path(__file__).resolve().parent.parent
+NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 SCENARIOS = REPO / "tests" / "scenarios"
 EXAMPLES = REPO / "examples"
 
@@ -46,3 +52,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite the golden files under tests/golden from the current output",
     )
+
+
+@pytest.fixture
+def team_context(tmp_path: Path) -> Iterator[ControllerContext]:
+    """A host context on a fresh registry (no controllers) whose clock stands at
+    :data:`NOW`, with the namespace ``team`` created; the registry is closed after."""
+    registry = Registry(tmp_path, clock=lambda: NOW)
+    try:
+        context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, lambda: NOW)
+        context.create("Namespace", {"metadata": {"name": "team"}}, "test")
+        yield context
+    finally:
+        registry.close()

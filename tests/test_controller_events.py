@@ -3,35 +3,26 @@ listing order is the order they happened in, and repeats counted on one Event.""
 
 from __future__ import annotations
 
-import datetime as dt
-from pathlib import Path
-
 from allot.controllers import lifecycle
 from allot.controllers.context import ControllerContext
 from allot.controllers.lifecycle import NodeImages, pull_policy
-from allot.registry import HOST_CLUSTER
-from allot.registry.clusters import Registry
 
-NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 REASONS = ["Scheduled", "Pulling", "Pulled", "Created", "Started", "QuotaReserved", "Pending"]
 
 
-def test_events_of_one_second_list_in_the_order_they_happened(tmp_path: Path) -> None:
-    registry = Registry(tmp_path, clock=lambda: NOW)
-    try:
-        context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, lambda: NOW)
-        context.create("Namespace", {"metadata": {"name": "team"}}, "test")
-        pod = {"kind": "Pod", "apiVersion": "v1",
-               "metadata": {"name": "trainer", "namespace": "team", "uid": "u-1"}}  # fmt: skip
-        for reason in REASONS:
-            context.event(pod, "Normal", reason, f"{reason} happened", "test")
-        context.event(pod, "Normal", "Pulled", "Pulled happened", "test")  # a repeat
-        events = sorted(context.list("Event", "team"), key=lambda e: e["metadata"]["name"])
-        assert [e["reason"] for e in events] == REASONS
-        assert all(e["metadata"]["name"].startswith("trainer.") for e in events)
-        assert [e["count"] for e in events] == [1, 1, 2, 1, 1, 1, 1]
-    finally:
-        registry.close()
+def test_events_of_one_second_list_in_the_order_they_happened(
+    team_context: ControllerContext,
+) -> None:
+    context = team_context
+    pod = {"kind": "Pod", "apiVersion": "v1",
+           "metadata": {"name": "trainer", "namespace": "team", "uid": "u-1"}}  # fmt: skip
+    for reason in REASONS:
+        context.event(pod, "Normal", reason, f"{reason} happened", "test")
+    context.event(pod, "Normal", "Pulled", "Pulled happened", "test")  # a repeat
+    events = sorted(context.list("Event", "team"), key=lambda e: e["metadata"]["name"])
+    assert [e["reason"] for e in events] == REASONS
+    assert all(e["metadata"]["name"].startswith("trainer.") for e in events)
+    assert [e["count"] for e in events] == [1, 1, 2, 1, 1, 1, 1]
 
 
 def _started(
@@ -47,31 +38,27 @@ def _started(
     return [e["reason"] for e in sorted(events, key=lambda e: e["metadata"]["name"])]
 
 
-def test_an_image_is_pulled_once_per_node_unless_the_policy_says_always(tmp_path: Path) -> None:
-    registry = Registry(tmp_path, clock=lambda: NOW)
-    try:
-        context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, lambda: NOW)
-        context.create("Namespace", {"metadata": {"name": "team"}}, "test")
-        images = NodeImages()
-        pulled = ["Pulling", "Pulled", "Created", "Started"]
-        assert _started(context, images, "first", "node-a") == pulled
-        assert _started(context, images, "again", "node-a") == ["Pulled", "Created", "Started"]
-        present = next(
-            e for e in context.list("Event", "team") if e["involvedObject"]["name"] == "again"
-        )
-        assert present["message"] == (
-            'Container image "python:3.12-slim" already present on machine and can be '
-            "accessed by the pod"
-        )
-        assert _started(context, images, "other-node", "node-b") == pulled
-        assert _started(context, images, "always", "node-a", imagePullPolicy="Always") == pulled
-        assert _started(context, images, "never", "node-c", imagePullPolicy="Never") == [
-            "Pulled",
-            "Created",
-            "Started",
-        ]
-    finally:
-        registry.close()
+def test_an_image_is_pulled_once_per_node_unless_the_policy_says_always(
+    team_context: ControllerContext,
+) -> None:
+    context, images = team_context, NodeImages()
+    pulled = ["Pulling", "Pulled", "Created", "Started"]
+    assert _started(context, images, "first", "node-a") == pulled
+    assert _started(context, images, "again", "node-a") == ["Pulled", "Created", "Started"]
+    present = next(
+        e for e in context.list("Event", "team") if e["involvedObject"]["name"] == "again"
+    )
+    assert present["message"] == (
+        'Container image "python:3.12-slim" already present on machine and can be '
+        "accessed by the pod"
+    )
+    assert _started(context, images, "other-node", "node-b") == pulled
+    assert _started(context, images, "always", "node-a", imagePullPolicy="Always") == pulled
+    assert _started(context, images, "never", "node-c", imagePullPolicy="Never") == [
+        "Pulled",
+        "Created",
+        "Started",
+    ]
 
 
 def test_the_default_pull_policy_is_upstreams() -> None:

@@ -192,6 +192,22 @@ SLICE_TEMPLATE: dict[str, Any] = {
 """A template of one MIG slice (``gpu-slice``), named ``slice``."""
 
 
+def gpu_pod_spec(template: str, container: str = "train") -> dict[str, Any]:
+    """A pod spec with one claim (``gpu``) from the claim template ``template``, one
+    ``python:3.12-slim`` container using it, and the GPU nodes' taint tolerated."""
+    return {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+        "containers": [
+            {
+                "name": container,
+                "image": "python:3.12-slim",
+                "resources": {"claims": [{"name": "gpu"}]},
+            }
+        ],
+    }
+
+
 def slice_trainer(finalizers: list[str] | None = None) -> dict[str, Any]:
     """Pod ``trainer`` with one claim from :data:`SLICE_TEMPLATE`; ``finalizers`` keep it
     Terminating until a test has read what it needs."""
@@ -202,15 +218,5 @@ def slice_trainer(finalizers: list[str] | None = None) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
-        "spec": {
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}],
-            "containers": [
-                {
-                    "name": "train",
-                    "image": "python:3.12-slim",
-                    "resources": {"claims": [{"name": "gpu"}]},
-                }
-            ],
-        },
+        "spec": gpu_pod_spec("slice"),
     }

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.tenancy import Tenancy, seed_platform
+from tests.e2e.tenancy import Tenancy, gpu_pod_spec, seed_platform
 
 TIMEOUT = "--timeout=90s"
 
@@ -127,17 +127,7 @@ STATEFULSET_WITH_CLAIMS = [
             "selector": {"matchLabels": {"app": "trainer"}},
             "template": {
                 "metadata": {"labels": {"app": "trainer"}},
-                "spec": {
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}],
-                    "containers": [
-                        {
-                            "name": "train",
-                            "image": "python:3.12-slim",
-                            "resources": {"claims": [{"name": "gpu"}]},
-                        }
-                    ],
-                },
+                "spec": gpu_pod_spec("slice"),
             },
         },
     },

@@ -18,7 +18,7 @@ import yaml
 
 from allot.cli.main import main as allot
 from tests.e2e.conftest import running_platform
-from tests.e2e.tenancy import CLASSES, Tenancy
+from tests.e2e.tenancy import CLASSES, Tenancy, gpu_pod_spec
 
 pytestmark = pytest.mark.slow
 BOTH = {"matchExpressions": [
@@ -57,15 +57,8 @@ def _pod(name: str, keep: bool = False) -> dict[str, object]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
-        "spec": {
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "a100"}],
-            "containers": [
-                {"name": "main", "image": "python:3.12-slim",
-                 "resources": {"claims": [{"name": "gpu"}]}}
-            ],
-        },
-    }  # fmt: skip
+        "spec": gpu_pod_spec("a100", container="main"),
+    }
 
 
 @pytest.fixture(scope="module")

@@ -131,10 +131,8 @@ class WatchStream:
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def _listen(self, event: WatchEvent) -> None:
-        """Called by the store in the writer's thread (the loop's, or a controller's)."""
-        request = self.request
-        if event.cluster != request.cluster or event.resource != request.resource.store.key:
-            return
+        """Called by the store in the writer's thread (the loop's, or a controller's), for
+        the writes of this watch's cluster and resource only (see ``stream``)."""
         loop = self.loop
         if loop is None:
             return
