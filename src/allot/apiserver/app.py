@@ -38,6 +38,7 @@ from allot.apiserver.errors import (
 )
 from allot.apiserver.watches import (
     DEFAULT_TIMEOUT_SECONDS,
+    EventLines,
     WatchRequest,
     WatchSlots,
     WatchStream,
@@ -69,6 +70,8 @@ class ApiServer:
         self.registry = registry
         self.watch_slots = WatchSlots()
         self.stopping = asyncio.Event()
+        self.event_lines = EventLines()  # every watch's lines of recent events, made once
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop serving, once started
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         # GET endpoints beside the Kubernetes API, served for the host's token only
@@ -138,6 +141,7 @@ class ApiServer:
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Start the background work (controllers) with the server, stop it with it."""
+        self._loop = asyncio.get_running_loop()
         for hook in self.startup_hooks:
             await hook()
         try:
@@ -146,6 +150,15 @@ class ApiServer:
             self.stopping.set()
             for hook in self.shutdown_hooks:
                 await hook()
+
+    def request_stop(self) -> None:
+        """Tell the watch streams to end, from any thread (the serving loop sets the event
+        itself, so the streams waiting on it wake at once)."""
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(self.stopping.set)
+        else:
+            self.stopping.set()
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")
@@ -368,7 +381,9 @@ class ApiServer:
             as_table=_wants_table(request),
             include_object=query.get("includeObject", "Metadata"),
         )
-        stream = WatchStream(self.registry.store, watch, self.clock, self.stopping)
+        stream = WatchStream(
+            self.registry.store, watch, self.clock, self.stopping, self.event_lines
+        )
         self.watch_slots.take(cluster)
         lines = self.watch_slots.held(cluster, stream.stream())
         return StreamingResponse(lines, media_type="application/json")

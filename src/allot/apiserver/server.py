@@ -93,6 +93,7 @@ def _config(
         ssl_keyfile=str(endpoint.tls.server_key),
         lifespan="on",
         timeout_graceful_shutdown=2,
+        proxy_headers=False,  # loopback only: no proxy in front whose headers to trust
     )
 
 
@@ -184,7 +185,7 @@ class ServerThread:
         return self
 
     def stop(self) -> None:
-        self.api.stopping.set()
+        self.api.request_stop()
         self._server.should_exit = True
         self._thread.join(timeout=10)
         self.api.registry.close()

@@ -1,7 +1,9 @@
 """Watch streams: one JSON event per line, flushed, as kubectl and the Python client read them.
 
 Events queued together are flushed together (one chunk of several lines), so a burst of
-writes costs one socket send per watcher, not one per event.
+writes costs one socket send per watcher, not one per event; an event's line is made once
+for every watch of its resource (:class:`EventLines`). A stream waits on its queue alone:
+its timeout and the server's stop arrive there as signals.
 
 Semantics (kubectl-protocol §3.5): without a resourceVersion (or ``0``) the stream starts with
 synthetic ADDED events for the current state; with ``N`` it replays retained events after
@@ -20,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import enum
 import json
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -35,6 +38,7 @@ from allot.types import Obj
 DEFAULT_TIMEOUT_SECONDS = 1800
 QUEUE_LIMIT = 10_000
 MAX_WATCHES_PER_CLUSTER = 100
+RECENT_LINES = 1024
 
 
 @dataclass
@@ -112,6 +116,42 @@ def _line(event_type: str, obj: Obj) -> bytes:
     return (json.dumps({"type": event_type, "object": obj}, separators=(",", ":")) + "\n").encode()
 
 
+class _Signal(enum.Enum):
+    """What a stream's queue holds besides events."""
+
+    OVERFLOWED = "overflowed"  # the client reads too slowly: end, it re-lists
+    ENDED = "ended"  # the stream's timeout passed or the server stops
+
+
+class EventLines:
+    """The JSON line of each recent event, made once for every watch of its resource
+    (a hundred watchers of one resource share one serialization of each event). One per
+    API server; it keeps the lines of the last :data:`RECENT_LINES` events."""
+
+    def __init__(self) -> None:
+        self._lines: OrderedDict[tuple[int, str, str], tuple[WatchEvent, bytes]] = OrderedDict()
+
+    def line(self, event: WatchEvent, resource: ServedResource) -> bytes:
+        """The event as a plain (not Table) watch line, the object typed as ``resource``."""
+        key = (event.rv, resource.api_version, resource.kind)
+        cached = self._lines.get(key)
+        if cached is not None and cached[0] is event:
+            return cached[1]
+        line = _line(event.type, _typed(event.object, resource))
+        self._lines[key] = (event, line)
+        if len(self._lines) > RECENT_LINES:
+            self._lines.popitem(last=False)
+        return line
+
+
+def _typed(obj: Obj, resource: ServedResource) -> Obj:
+    """``obj`` with its apiVersion and kind (a new dict if it lacks them: the store's
+    object is never modified)."""
+    if "apiVersion" in obj and "kind" in obj:
+        return obj
+    return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+
+
 class WatchStream:
     """Subscribes to the store before reading history, so no event is lost in between."""
 
@@ -121,12 +161,14 @@ class WatchStream:
         request: WatchRequest,
         clock: Callable[[], dt.datetime],
         stopping: asyncio.Event,
+        lines: EventLines | None = None,
     ) -> None:
         self.store = store
         self.request = request
         self.clock = clock
         self.stopping = stopping
-        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        self.lines = lines or EventLines()
+        self.queue: asyncio.Queue[WatchEvent | _Signal] = asyncio.Queue()
         self.overflowed = False
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -150,14 +192,23 @@ class WatchStream:
             return
         if self.queue.qsize() >= QUEUE_LIMIT:
             self.overflowed = True
-            self.queue.put_nowait(None)
+            self.queue.put_nowait(_Signal.OVERFLOWED)
             return
         self.queue.put_nowait(event)
 
+    def _end(self) -> None:
+        """The stream's timeout passed or the server stops: the stream ends after what
+        is queued before this."""
+        self.queue.put_nowait(_Signal.ENDED)
+
+    def _event_line(self, event: WatchEvent) -> bytes:
+        if self.request.as_table:
+            return _line(event.type, self._render(event.object))
+        return self.lines.line(event, self.request.resource)
+
     def _render(self, obj: Obj) -> Obj:
         request = self.request
-        if "apiVersion" not in obj or "kind" not in obj:  # never modify the store's object
-            obj = {"apiVersion": request.resource.api_version, "kind": request.resource.kind, **obj}
+        obj = _typed(obj, request.resource)
         if not request.as_table:
             return obj
         return tables.table(
@@ -201,7 +252,7 @@ class WatchStream:
             return lines, rv
         start = int(version)
         events = self.store.events_since(request.cluster, request.resource.store, start)
-        lines = [_line(e.type, self._render(e.object)) for e in events if self._wanted(e.object)]
+        lines = [self._event_line(e) for e in events if self._wanted(e.object)]
         return lines, events[-1].rv if events else start
 
     async def stream(self) -> AsyncIterator[bytes]:
@@ -234,33 +285,35 @@ class WatchStream:
             self.store.remove_listener(self._listen)
 
     async def _live(self, last_rv: int) -> AsyncIterator[bytes]:
+        """Queued events until the timeout, the server's stop or an overflow. Both ends
+        are queued as signals (a timer and one waiter per stream), so waiting for an
+        event costs no timeout of its own."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.request.timeout_seconds
-        while not self.stopping.is_set():
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return
-            try:
-                event = await asyncio.wait_for(self.queue.get(), min(remaining, 1.0))
-            except TimeoutError:
-                continue
-            lines, last_rv, overflowed = self._drain(event, last_rv)
-            if lines:
-                yield b"".join(lines)
-            if overflowed:
-                return  # the client re-lists
+        timer = loop.call_later(self.request.timeout_seconds, self._end)
+        stopped = asyncio.ensure_future(self.stopping.wait())
+        stopped.add_done_callback(lambda _: self._end())
+        try:
+            while not self.stopping.is_set():
+                lines, last_rv, ended = self._drain(await self.queue.get(), last_rv)
+                if lines:
+                    yield b"".join(lines)
+                if ended:
+                    return  # timed out, stopped, or overflowed: then the client re-lists
+        finally:
+            timer.cancel()
+            stopped.cancel()
 
-    def _drain(self, first: WatchEvent | None, last_rv: int) -> tuple[list[bytes], int, bool]:
+    def _drain(self, first: WatchEvent | _Signal, last_rv: int) -> tuple[list[bytes], int, bool]:
         """The lines of ``first`` and of every event already queued behind it (a burst of
         events goes out in one write: the same bytes, far fewer socket sends), the newest
-        resourceVersion sent, and whether the queue overflowed."""
+        resourceVersion sent, and whether the stream ends (a signal came)."""
         lines: list[bytes] = []
-        event = first
-        while event is not None:
-            if event.rv > last_rv and self._wanted(event.object):
-                last_rv = event.rv
-                lines.append(_line(event.type, self._render(event.object)))
+        item = first
+        while isinstance(item, WatchEvent):
+            if item.rv > last_rv and self._wanted(item.object):
+                last_rv = item.rv
+                lines.append(self._event_line(item))
             if self.queue.empty():
                 return lines, last_rv, False
-            event = self.queue.get_nowait()
+            item = self.queue.get_nowait()
         return lines, last_rv, True
