@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from allot.apiserver.server import ServerThread
+from allot.apiserver.server import ServerThread, settle_heap
 from allot.platform import build
 
 NODES = int(os.environ.get("ALLOT_BENCH_NODES", "500"))
@@ -57,7 +57,9 @@ class _ProfiledServerThread(ServerThread):
 def _serve(data: Path, ready: Queue[tuple[str, str, str]], stop: Event) -> None:
     """Child process: the whole platform (API server and controllers), until told to stop."""
     thread = _ProfiledServerThread if PROFILE else ServerThread
-    with thread(data, api=build(data).server) as server:
+    api = build(data).server
+    settle_heap()  # as ``allot up`` does once the platform is built
+    with thread(data, api=api) as server:
         token = server.api.registry.tokens.ensure("host")
         ready.put((server.endpoint.url, str(server.endpoint.tls.ca_cert), token))
         stop.wait()

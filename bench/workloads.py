@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from allot.apiserver.server import ServerThread
+from allot.apiserver.server import ServerThread, settle_heap
 from allot.platform import build
 from bench.scheduler import PROFILE, _client, _ProfiledServerThread, publish_nodes, with_platform
 from bench.tenancy import NODES as SETUP_NODES
@@ -262,7 +262,9 @@ def _drive(data: Path, url: str, ca: str, token: str) -> None:
 def _serve(data: Path, ready: Queue[tuple[str, str, str]], stop: Event) -> None:
     """Child process: the platform, its simulated Job pods running JOB_SECONDS."""
     thread = _ProfiledServerThread if PROFILE else ServerThread
-    with thread(data, api=build(data, job_seconds=JOB_SECONDS).server) as server:
+    api = build(data, job_seconds=JOB_SECONDS).server
+    settle_heap()  # as ``allot up`` does once the platform is built
+    with thread(data, api=api) as server:
         token = server.api.registry.tokens.ensure("host")
         ready.put((server.endpoint.url, str(server.endpoint.tls.ca_cert), token))
         stop.wait()

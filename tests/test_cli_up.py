@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,19 @@ def test_unsandboxed_is_for_the_process_runtime_only(
     assert code == 2
     assert capsys.readouterr().err == "error: --unsandboxed applies to --runtime process only\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_serving_process_freezes_its_start_up_heap_and_collects_less_often() -> None:
+    """``settle_heap`` (called by ``allot up`` once the platform is built) in a process of
+    its own, as it changes the whole process's collector."""
+    script = (
+        "import gc; from allot.platform import build; import tempfile, pathlib;"
+        "from allot.apiserver.server import GC_THRESHOLDS, settle_heap;"
+        "build(pathlib.Path(tempfile.mkdtemp())); before = gc.get_freeze_count();"
+        "settle_heap();"
+        "print(gc.get_threshold() == GC_THRESHOLDS, gc.get_freeze_count() > before + 10000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["True", "True"]

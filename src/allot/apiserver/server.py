@@ -12,6 +12,7 @@ addresses are accepted.
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import threading
 import time
@@ -28,6 +29,9 @@ from allot.apiserver.security import TLSFiles, ensure_tls
 from allot.registry.clusters import Registry
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+GC_THRESHOLDS = (10_000, 20, 10)
+"""Cyclic collection of a serving process (see :func:`settle_heap`): the young generation is
+collected every 10,000 net allocations instead of 700."""
 
 
 @dataclass
@@ -97,6 +101,19 @@ def _config(
     )
 
 
+def settle_heap() -> None:
+    """Once the platform is built: what the process holds by now (modules, classes,
+    pydantic's schemas, the platform's state) lives until it ends, so it is collected once
+    and then left out of every later collection (``gc.freeze``), and the young generation
+    is collected less often (:data:`GC_THRESHOLDS`). In the scheduler benchmark this cut
+    the collector's time from 1.1 s to 0.35 s and its longest pause, which stops the whole
+    loop, from 227 ms to 82 ms. For a process that serves until it ends (``allot up``, the
+    benchmarks' platform process), never for tests that start many platforms in one."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def serve(
     data_dir: Path,
     host: str,
@@ -123,6 +140,7 @@ def serve(
         lock.record(endpoint.url)
         if announce is not None:
             announce(endpoint)
+        settle_heap()
         instance = uvicorn.Server(_config(server, endpoint, host, bound))
         if on_started is not None:
             threading.Thread(
