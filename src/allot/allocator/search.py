@@ -253,7 +253,9 @@ class Allocator:
                 *self.on_node.get(node.metadata.name or "", {}).values(),
                 *self.shared.values(),
             ]
-            by_pool = {k: list(v.values()) for k, v in self.by_pool.items()}
+            by_pool = {  # the candidates' pools only: every pool's would make it O(pools)
+                k: list(self.by_pool.get(k, {}).values()) for k in map(pool_key, candidates)
+            }
             cached = NodePools.of(gather_pools(node, candidates, by_pool, self.features, self.view))
             self._pools[key] = cached
             for slice_ in candidates:
