@@ -101,6 +101,20 @@ def _config(
     )
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling the watch streams to end when its shutdown begins (Ctrl-C):
+    an open watch (``kubectl get -w``) would otherwise hold the shutdown until uvicorn's
+    graceful timeout, since the streams hear of the stop only in the lifespan's end."""
+
+    def __init__(self, config: uvicorn.Config, api: ApiServer) -> None:
+        super().__init__(config)
+        self.api = api
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.api.stopping.set()
+        await super().shutdown(sockets)
+
+
 def settle_heap() -> None:
     """Once the platform is built: what the process holds by now (modules, classes,
     pydantic's schemas, the platform's state) lives until it ends, so it is collected once
@@ -141,7 +155,7 @@ def serve(
         if announce is not None:
             announce(endpoint)
         settle_heap()
-        instance = uvicorn.Server(_config(server, endpoint, host, bound))
+        instance = _Server(_config(server, endpoint, host, bound), server)
         if on_started is not None:
             threading.Thread(
                 target=_when_started,
@@ -186,7 +200,7 @@ class ServerThread:
         self.endpoint = prepare(self.api, "127.0.0.1", self.port)
         self.lock.record(self.endpoint.url)
         config = _config(self.api, self.endpoint, "127.0.0.1", self.port, read_timeout)
-        self._server = uvicorn.Server(config)
+        self._server = _Server(config, self.api)
         self._thread = threading.Thread(target=self._run, name="allot-apiserver", daemon=True)
 
     def _run(self) -> None:
