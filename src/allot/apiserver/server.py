@@ -2,11 +2,12 @@
 
 ``serve`` locks the data directory (one platform per directory, ``lock``), binds the port,
 builds the platform, prepares the data directory (CA, server certificate, tokens) and writes
-one kubeconfig per cluster with the port really bound (``--port 0`` picks a free one), then
-serves on that socket until interrupted. Nothing is written before the lock and the port are
-held, so a refused second start leaves the first one intact. ``ServerThread`` runs the same
-server in a background thread for tests and the demo, on a free port. Only loopback
-addresses are accepted.
+one kubeconfig per cluster with the port really bound (``--port 0`` picks a free one),
+settles the process's heap (``settle_heap``), then serves on that socket until interrupted;
+an interrupt ends the open watch streams first. Nothing is written before the lock and the
+port are held, so a refused second start leaves the first one intact. ``ServerThread`` runs
+the same server in a background thread for tests and the demo, on a free port. Only
+loopback addresses are accepted.
 """
 
 from __future__ import annotations
