@@ -16,7 +16,6 @@ import ssl
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -112,7 +111,8 @@ def test_port_zero_prints_the_real_port_and_kubeconfigs_use_it(tmp_path: Path) -
 
 def test_ctrl_c_ends_open_watches_at_once(tmp_path: Path) -> None:
     """A ``kubectl get -w`` left open does not hold ``allot up`` after Ctrl-C: the stream
-    ends as the shutdown begins, not at uvicorn's graceful timeout (2 s) a watch kept."""
+    ends as the shutdown begins, cleanly, rather than being cut off at uvicorn's graceful
+    timeout (2 s)."""
     with allot_up(tmp_path) as started:
         kubeconfig = yaml.safe_load((tmp_path / "kubeconfigs" / "host.yaml").read_text())
         cluster = kubeconfig["clusters"][0]["cluster"]
@@ -127,13 +127,12 @@ def test_ctrl_c_ends_open_watches_at_once(tmp_path: Path) -> None:
             ) as watch,
         ):
             assert watch.status_code == 200
-            began = time.monotonic()
             started.process.send_signal(signal.SIGINT)
-            assert list(watch.iter_lines()) == []  # the stream ends, nothing sent
+            # the stream ends whole (its last chunk sent): cut off at the graceful
+            # timeout instead, reading it raises "incomplete chunked read"
+            assert list(watch.iter_lines()) == []
             started.process.communicate(timeout=30)
-            stopped = time.monotonic() - began
     assert started.process.returncode == 0
-    assert stopped < 1.5  # not the graceful timeout's 2 s and more
 
 
 def test_a_second_up_on_the_same_data_dir_is_refused_and_changes_nothing(tmp_path: Path) -> None:
