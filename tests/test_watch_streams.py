@@ -89,8 +89,9 @@ def test_a_stream_ends_when_its_timeout_passes_after_sending_what_came_before(
 
 
 def test_a_stream_ends_when_another_thread_stops_the_server(tmp_path: Path) -> None:
-    """``ApiServer.request_stop`` sets the event in the serving loop from another thread;
-    the stream ends then (well before its 60 s timeout), having sent nothing."""
+    """The server's stop, asked from another thread and set in the serving loop (as
+    uvicorn's shutdown does): the stream ends then (well before its 60 s timeout), having
+    sent nothing."""
     store = _store(tmp_path)
 
     async def run() -> None:

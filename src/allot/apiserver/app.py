@@ -71,7 +71,6 @@ class ApiServer:
         self.watch_slots = WatchSlots()
         self.stopping = asyncio.Event()
         self.event_lines = EventLines()  # every watch's lines of recent events, made once
-        self._loop: asyncio.AbstractEventLoop | None = None  # the loop serving, once started
         self.startup_hooks: list[Callable[[], Awaitable[None]]] = []
         self.shutdown_hooks: list[Callable[[], Awaitable[None]]] = []
         # GET endpoints beside the Kubernetes API, served for the host's token only
@@ -141,7 +140,6 @@ class ApiServer:
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Start the background work (controllers) with the server, stop it with it."""
-        self._loop = asyncio.get_running_loop()
         for hook in self.startup_hooks:
             await hook()
         try:
@@ -150,15 +148,6 @@ class ApiServer:
             self.stopping.set()
             for hook in self.shutdown_hooks:
                 await hook()
-
-    def request_stop(self) -> None:
-        """Tell the watch streams to end, from any thread (the serving loop sets the event
-        itself, so the streams waiting on it wake at once)."""
-        loop = self._loop
-        if loop is not None and loop.is_running():
-            loop.call_soon_threadsafe(self.stopping.set)
-        else:
-            self.stopping.set()
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")

@@ -103,9 +103,10 @@ def _config(
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, telling the watch streams to end when its shutdown begins (Ctrl-C):
-    an open watch (``kubectl get -w``) would otherwise hold the shutdown until uvicorn's
-    graceful timeout, since the streams hear of the stop only in the lifespan's end."""
+    """uvicorn's server, telling the watch streams to end, in the serving loop, when its
+    shutdown begins (Ctrl-C, ``ServerThread.stop``): an open watch (``kubectl get -w``)
+    would otherwise hold the shutdown until uvicorn's graceful timeout, since the streams
+    hear of the stop only in the lifespan's end."""
 
     def __init__(self, config: uvicorn.Config, api: ApiServer) -> None:
         super().__init__(config)
@@ -218,8 +219,7 @@ class ServerThread:
         return self
 
     def stop(self) -> None:
-        self.api.request_stop()
-        self._server.should_exit = True
+        self._server.should_exit = True  # its shutdown ends the watch streams first
         self._thread.join(timeout=10)
         self.api.registry.close()
         self.lock.release()
