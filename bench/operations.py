@@ -7,8 +7,9 @@ The platform runs in a child process over HTTPS on loopback. Setup writes the fl
 the claims straight into the store (not what is measured: it skips validation so that it
 takes seconds, not minutes), then the server starts. Printed: the time to build the
 capacity cache (every device's classes evaluated once), the first scrape, the median of
-further scrapes and of dashboard page loads, each with the ratio to its target. Targets
-(issue 7): scrape under 500 ms, fleet view served under 1 s.
+further scrapes (with nothing changed, and each after a new claim) and of dashboard page
+loads, each with the ratio to its target. Targets (issue 7): scrape under 500 ms, fleet view
+served under 1 s.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from allot.apiserver.server import ServerThread
+from allot.apiserver.server import ServerThread, settle_heap
 from allot.driver.fleet import expand, parse_fleet
 from allot.driver.publisher import device_classes, node_object
 from allot.driver.slices import node_slices
@@ -97,6 +98,7 @@ def _serve(data: Path, ready: Queue[Any], stop: Event) -> None:
     api = build(data)
     started = time.perf_counter()
     api.operations.snapshot()
+    settle_heap()  # as ``allot up`` does once the platform is built
     ready.put(
         f"  capacity cache built in {time.perf_counter() - started:.1f} s (every device's "
         "classes evaluated once, at start)"
@@ -107,6 +109,21 @@ def _serve(data: Path, ready: Queue[Any], stop: Event) -> None:
         stop.wait()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         ready.put(f"  platform process peak memory: {rss:,.0f} MiB")
+
+
+def _new_claim(client: httpx.Client, index: int) -> None:
+    """A pending whole-GPU claim in a tenant namespace, through the API."""
+    client.post(
+        f"/apis/resource.k8s.io/v1/namespaces/{TENANTS[0]}/resourceclaims",
+        json={
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": f"scrape-{index}"},
+            "spec": {"devices": {"requests": [
+                {"name": "g", "exactly": {"deviceClassName": CLASS_OF["whole"]}}
+            ]}},
+        },
+    ).raise_for_status()  # fmt: skip
 
 
 def _timed(client: httpx.Client, path: str, **kwargs: Any) -> tuple[float, int]:
@@ -155,8 +172,20 @@ def _drive(url: str, ca: str, token: str) -> None:
         warm = [_timed(client, "/metrics")[0] for _ in range(10)]
         median = statistics.median(warm)
         print(
-            f"  /metrics scrape (warm, median of 10): {median * 1e3:,.0f} ms; target < "
-            f"{SCRAPE_TARGET * 1e3:.0f} ms -> ratio {median / SCRAPE_TARGET:.2f} of the budget",
+            f"  /metrics scrape (warm, nothing changed, median of 10): {median * 1e3:,.0f} ms; "
+            f"target < {SCRAPE_TARGET * 1e3:.0f} ms -> ratio {median / SCRAPE_TARGET:.2f} of "
+            "the budget",
+            flush=True,
+        )
+        changed = []
+        for index in range(10):
+            _new_claim(client, index)
+            changed.append(_timed(client, "/metrics")[0])
+        median = statistics.median(changed)
+        print(
+            f"  /metrics scrape after a claim was created (median of 10): {median * 1e3:,.0f} "
+            f"ms; target < {SCRAPE_TARGET * 1e3:.0f} ms -> ratio {median / SCRAPE_TARGET:.2f} "
+            "of the budget",
             flush=True,
         )
     with httpx.Client(base_url=url, verify=ca, timeout=120) as browser:

@@ -5,11 +5,13 @@ store for ``/metrics``, ``allot top``, the alert rules and the dashboard. What d
 change between snapshots is cached per ResourceSlice (by resourceVersion and the class
 catalogue's version): every device's classes, its memory and the counters it consumes,
 all read from the platform's DRA index (:mod:`allot.dra`; a view without one, such as
-``allot doctor``'s, refreshes its own from the store's listings). A snapshot then
-only walks the allocated devices and the claims. Pools follow the allocator's rules: the
-newest generation counts; a pool with fewer slices than ``resourceSliceCount`` is
-incomplete. A device is allocated when a claim's allocation names it (admin-access results
-excluded, as the allocator does); "free" counts unallocated devices, which for
+``allot doctor``'s, refreshes its own from the store's listings). What a snapshot derives
+from the slices and classes, and what it derives from the claims, is kept until the store
+counts a change to that collection (:meth:`allot.store.Store.changes`): a scrape of an idle
+fleet reuses both, and a changed claim walks only the claims. Pools follow the allocator's
+rules: the newest generation counts; a pool with fewer slices than ``resourceSliceCount``
+is incomplete. A device is allocated when a claim's allocation names it (admin-access
+results excluded, as the allocator does); "free" counts unallocated devices, which for
 partitionable devices is an upper bound (their shared counters are reported alongside).
 Pure computation over store reads; used by :mod:`allot.ops`.
 """
@@ -62,6 +64,7 @@ class SliceSummary:
     devices: list[DeviceInfo]
     counters: dict[tuple[str, str], int]  # (counter set, counter) -> total
     totals: Counter[RowKey] = field(default_factory=Counter)  # devices per row
+    physical: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # node, pool, driver
 
 
 @dataclass
@@ -106,14 +109,23 @@ class Snapshot:
     pools: list[PoolInfo]
     classes: list[str]
     summaries: list[SliceSummary] = field(default_factory=list)
+    # the summaries' totals added up, when the view has them (else the rows add them up)
+    physical_totals: Counter[tuple[str, str, str]] | None = None
+    class_totals: Counter[RowKey] | None = None
+    version: tuple[Any, ...] = ()
+    """Equal versions from one view mean equal contents but ``now``; () when unknown."""
 
     def device_rows(self) -> dict[RowKey, Counter[str]]:
         """(node, pool, driver, class) -> {total, allocated, free}, from the slices' cached
         totals and the allocated devices only."""
         rows: dict[RowKey, Counter[str]] = defaultdict(Counter)
-        for summary in self.summaries:
-            for key, count in summary.totals.items():
-                rows[key]["total"] += count
+        totals = self.class_totals
+        if totals is None:
+            totals = Counter()
+            for summary in self.summaries:
+                totals.update(summary.totals)
+        for key, count in totals.items():
+            rows[key]["total"] = count
         for device_key in self.allocated:
             device = self.devices.get(device_key)
             if device is not None:
@@ -127,9 +139,13 @@ class Snapshot:
         """(node, pool, driver) -> {total, allocated, free}: each device counted once,
         whichever classes select it."""
         rows: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
-        for summary in self.summaries:
-            for device in summary.devices:
-                rows[(device.node, device.pool, device.driver)]["total"] += 1
+        totals = self.physical_totals
+        if totals is None:
+            totals = Counter()
+            for summary in self.summaries:
+                totals.update((d.node, d.pool, d.driver) for d in summary.devices)
+        for key, count in totals.items():
+            rows[key]["total"] = count
         for device_key in self.allocated:
             held = self.devices.get(device_key)
             if held is not None:
@@ -148,6 +164,40 @@ class Snapshot:
         return [c for c in self.claims if not c.allocated]
 
 
+@dataclass
+class _Fleet:
+    """What a snapshot takes from the slices and classes alone, for as long as neither
+    collection changes (``key``: their change counts and the catalogue's version)."""
+
+    key: tuple[int, int, int]
+    pools: list[PoolInfo]
+    classes: list[str] = field(default_factory=list)
+    summaries: list[SliceSummary] = field(default_factory=list)
+    counters_total: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    physical_totals: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    class_totals: Counter[RowKey] = field(default_factory=Counter)
+
+    def add(self, summary: SliceSummary, driver: str, pool: str) -> None:
+        self.summaries.append(summary)
+        for (counter_set, counter), value in summary.counters.items():
+            self.counters_total[(driver, pool, counter_set, counter)] = value
+        self.physical_totals.update(summary.physical)
+        self.class_totals.update(summary.totals)
+
+
+@dataclass
+class _Holdings:
+    """What a snapshot takes from the claims, for as long as they and the fleet (whose
+    devices say what an allocation consumes) stay the same (``key``: the claims' change
+    count)."""
+
+    key: int
+    fleet: _Fleet | None
+    claims: list[ClaimInfo]
+    allocated: dict[DeviceKey, ClaimInfo]
+    counters_used: dict[tuple[str, str, str, str], int]
+
+
 class CapacityView:
     def __init__(
         self,
@@ -164,35 +214,66 @@ class CapacityView:
         self._own_index = index is None
         self._slices: dict[str, tuple[tuple[Any, ...], SliceSummary]] = {}
         self._index: dict[DeviceKey, DeviceInfo] = {}
+        self._known_fleet: _Fleet | None = None
+        self._known_holdings: _Holdings | None = None
 
     def snapshot(self, now: dt.datetime) -> Snapshot:
+        """The fleet at ``now``. What comes from the slices and classes, and what comes from
+        the claims, is each made again only when the store says that its collection changed
+        (an idle fleet's snapshot costs a few lookups; a claim's change walks the claims)."""
+        fleet = self._fleet()
+        held = self._holdings()
+        return Snapshot(
+            now,
+            self._index,
+            held.allocated,
+            fleet.counters_total,
+            held.counters_used,
+            held.claims,
+            fleet.pools,
+            fleet.classes,
+            fleet.summaries,
+            physical_totals=fleet.physical_totals,
+            class_totals=fleet.class_totals,
+            version=(fleet.key, held.key),
+        )
+
+    def _changes(self, kind: str) -> int:
+        return self.store.changes(self.cluster, by_kind(kind).store)
+
+    def _fleet(self) -> _Fleet:
+        key = (self._changes("DeviceClass"), self._changes("ResourceSlice"))
+        known = self._known_fleet
+        if known is not None and known.key == (*key, self.index.catalogue_version):
+            return known
         classes = self._list("DeviceClass")
         slices = self._current_slices()
         if self._own_index:
             self.index.refresh(slices=self._list("ResourceSlice"), classes=classes)
         catalogue = self.index.catalogue_version
         self._forget_gone({s["metadata"]["name"] for s in slices})
-        summaries = []
-        totals: dict[tuple[str, str, str, str], int] = {}
+        fleet = _Fleet((*key, catalogue), pools=self._pools(slices))
+        fleet.classes.extend(sorted(c["metadata"]["name"] for c in classes))
         for item in slices:
             summary = self._summary(item, catalogue)
-            summaries.append(summary)
-            spec = item["spec"]
-            for (counter_set, counter), value in summary.counters.items():
-                totals[(spec["driver"], spec["pool"]["name"], counter_set, counter)] = value
-        devices = self._index
+            fleet.add(summary, item["spec"]["driver"], item["spec"]["pool"]["name"])
+        self._known_fleet = fleet
+        return fleet
+
+    def _holdings(self) -> _Holdings:
+        key = self._changes("ResourceClaim")
+        known = self._known_holdings
+        if known is not None and known.key == key and known.fleet is self._known_fleet:
+            return known
         claims = [self._claim(c) for c in self._list("ResourceClaim")]
-        allocated = {key: claim for claim in claims for key in claim.devices}
+        allocated = {device: claim for claim in claims for device in claim.devices}
         used: Counter[tuple[str, str, str, str]] = Counter()
         for device_key in allocated:
-            held = devices.get(device_key)
+            held = self._index.get(device_key)
             for counter_set, counter, amount in held.consumes if held else ():
                 used[(device_key[0], device_key[1], counter_set, counter)] += amount
-        pools = self._pools(slices)
-        names_ = sorted(c["metadata"]["name"] for c in classes)
-        return Snapshot(
-            now, devices, allocated, totals, dict(used), claims, pools, names_, summaries
-        )
+        self._known_holdings = _Holdings(key, self._known_fleet, claims, allocated, dict(used))
+        return self._known_holdings
 
     def summarise_changed(self) -> Iterator[None]:
         """Bring the slice summaries up to date one changed slice per step, so that a caller
@@ -302,7 +383,8 @@ class CapacityView:
             for device in devices
             for device_class in device.classes or (NO_CLASS,)
         )
-        return SliceSummary(devices, counters, totals)
+        physical = Counter((device.node, device.pool, device.driver) for device in devices)
+        return SliceSummary(devices, counters, totals, physical)
 
     # ----------------------------------------------------------------- claims
     def _claim(self, claim: Obj) -> ClaimInfo:

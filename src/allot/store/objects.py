@@ -111,6 +111,8 @@ class Store:
         self._orphans: dict[tuple[str, str, str], dict[ObjectKey, None]] = {}
         self._bodies: dict[ObjectKey, str] = {}
         self._usage: dict[str, list[int]] = {}  # cluster -> [objects, bytes of their bodies]
+        # (cluster, resource) -> how many writes have changed its objects since the store opened
+        self._changes: dict[tuple[str, str], int] = {}
         for cluster, resource, namespace, name, body in self._db.execute(
             "SELECT cluster, resource, namespace, name, body FROM objects"
         ):
@@ -134,6 +136,7 @@ class Store:
         if previous is not None:
             self._unlink_owners(key, previous)
         self._objects[key] = obj
+        self._changed(key)
         self._by_resource.setdefault((key[0], key[1]), {})[key] = obj
         self._by_namespace.setdefault(key[:3], {})[key] = obj
         for uid in _owner_uids(obj):
@@ -145,12 +148,17 @@ class Store:
         previous = self._objects.pop(key, None)
         if previous is not None:
             self._unlink_owners(key, previous)
+            self._changed(key)
         self._by_resource.get((key[0], key[1]), {}).pop(key, None)
         in_namespace = self._by_namespace.get(key[:3])
         if in_namespace is not None:
             in_namespace.pop(key, None)
             if not in_namespace:
                 del self._by_namespace[key[:3]]
+
+    def _changed(self, key: ObjectKey) -> None:
+        collection = (key[0], key[1])
+        self._changes[collection] = self._changes.get(collection, 0) + 1
 
     def _unlink_owners(self, key: ObjectKey, obj: Obj) -> None:
         orphans = self._orphans.get(key[:3])
@@ -206,6 +214,13 @@ class Store:
     def _stored_rv(self) -> int:
         row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='events'").fetchone()
         return int(row[0]) if row else 0
+
+    def changes(self, cluster: str, resource: Resource) -> int:
+        """How many writes have changed the objects of ``resource`` in ``cluster`` since the
+        store opened: equal counts mean an unchanged collection, so a reader can keep what it
+        derived from it (the capacity snapshot behind ``/metrics``)."""
+        with self._lock:
+            return self._changes.get((cluster, resource.key), 0)
 
     def oldest_rv(self) -> int:
         row = self._db.execute("SELECT MIN(rv) FROM events").fetchone()
