@@ -175,15 +175,18 @@ class PlacementMemo:
             names.append(ordered[len(names)].metadata.name or "")
         return names
 
-    def all_full(self, ordered: list[corev1.Node]) -> tuple[list[str], dict[str, str], str] | None:
-        """When every node of ``ordered`` is full: the nodes tried, their reasons and the
-        message, as trying them one by one finds them; else None."""
+    def all_full(
+        self, ordered: list[corev1.Node], policy: str
+    ) -> tuple[list[str], dict[str, str], str] | None:
+        """When every node of ``ordered`` (made by :meth:`ordered` for ``policy``) is full:
+        the nodes tried, their reasons and the message, as trying them one by one finds
+        them; else None. Asks only about the first node after the known full prefix."""
         if id(ordered) not in self._all_full:
-            names = [n.metadata.name or "" for n in ordered]
             every = None
-            if all(self.is_full(n) for n in ordered):
-                reasons = dict.fromkeys(names, CANNOT_ALLOCATE)
-                every = (names, reasons, scheduler_message(len(names), reasons))
+            full = self.full_prefix(ordered, policy)
+            if len(full) == len(ordered):
+                reasons = dict.fromkeys(full, CANNOT_ALLOCATE)
+                every = (list(full), reasons, scheduler_message(len(full), reasons))
             self._all_full[id(ordered)] = every
         return self._all_full[id(ordered)]
 
@@ -301,7 +304,7 @@ def _try_nodes(
         if c.status and c.status.allocation and c.status.allocation.node_selector is not None
     ]
     if attempt.may_skip_full and not selectors and attempt.checks.node is None:
-        every = attempt.memo.all_full(ordered)
+        every = attempt.memo.all_full(ordered, policy)
         if every is not None:  # what the loop below would find, node by node
             answer.tried, answer.reasons, answer.message = list(every[0]), dict(every[1]), every[2]
             return
