@@ -46,11 +46,12 @@ from allot.api.meta import selector_matches
 from allot.api.tenancy import Tenant
 from allot.cel import SelectorCompiler
 from allot.cluster import kueue
+from allot.dra import DraIndex
 from allot.lint.allocations import stale_allocations
 from allot.lint.catalogue import CatalogueLinter
 from allot.lint.sharing import overcommitments
 from allot.ops import views
-from allot.ops.capacity import CapacityView
+from allot.ops.capacity import CapacityView, Snapshot
 from allot.registry.resources import by_kind
 from allot.simulation.explain import explain_step, render_text
 from allot.simulation.runner import Simulation
@@ -208,17 +209,27 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
     )
     report.pending = _pending(models)
     compiler = SelectorCompiler()  # one for the lint, the stale check and the capacity
-    linter = CatalogueLinter(models["classes"], models["slices"], compiler=compiler)
-    report.lint = [f.to_json() for f in linter.lint()]
-    report.stale = [
-        s.to_json()
-        for s in stale_allocations(
-            models["claims"], models["classes"], models["slices"], compiler=compiler
+    with tempfile.TemporaryDirectory() as scratch:
+        store, slice_names = _scratch_store(Path(scratch), objects)
+        # one DRA index for the lint and the capacity: each device's view built, and each
+        # class evaluated on it, once
+        index = DraIndex(compiler=compiler)
+        index.refresh(
+            slices=_listing(store, "ResourceSlice"), classes=_listing(store, "DeviceClass")
         )
-    ]
-    report.violations = _violations(by_kind_)
-    report.sharing = _sharing(by_kind_, models, linter)
-    report.capacity = _capacity(objects, now, compiler)
+        slices = [index.slices[name].model for name in slice_names]  # in the dump's order
+        linter = CatalogueLinter(models["classes"], slices, compiler=compiler, index=index)
+        report.lint = [f.to_json() for f in linter.lint()]
+        report.stale = [
+            s.to_json()
+            for s in stale_allocations(
+                models["claims"], models["classes"], models["slices"], compiler=compiler
+            )
+        ]
+        report.violations = _violations(by_kind_)
+        report.sharing = _sharing(by_kind_, models, linter)
+        report.capacity = _capacity(CapacityView(store, index=index).snapshot(now))
+        store.close()
     report.summary["pendingClaims"] = len(report.pending)
     return report
 
@@ -401,15 +412,26 @@ def _classes_named(kind: str, obj: Obj) -> set[str]:
     } | {a.get("deviceClassName", "") for r in requests for a in r.get("firstAvailable") or []}
 
 
-def _capacity(objects: list[Obj], now: dt.datetime, compiler: SelectorCompiler) -> Obj:
+def _scratch_store(directory: Path, objects: list[Obj]) -> tuple[Store, list[str]]:
+    """The dump's classes, slices and claims in a store of their own, for the platform's
+    capacity view and DRA index; and the slices' names there, in the dump's order (a
+    slice with only a ``generateName`` gets its name from the store)."""
+    store = Store(directory / "doctor.db", durable=False)
+    slice_names = []
+    for obj in objects:
+        if obj["kind"] in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
+            stored = _store_copy(store, obj)
+            if obj["kind"] == "ResourceSlice":
+                slice_names.append(stored["metadata"]["name"])
+    return store, slice_names
+
+
+def _listing(store: Store, kind: str) -> list[Obj]:
+    return store.list_objects("host", by_kind(kind).store, shared=True)[0]
+
+
+def _capacity(snapshot: Snapshot) -> Obj:
     """Per class and per pool, computed with the platform's own capacity view."""
-    with tempfile.TemporaryDirectory() as scratch:
-        store = Store(Path(scratch) / "doctor.db", durable=False)
-        for obj in objects:
-            if obj["kind"] in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
-                _store_copy(store, obj)
-        snapshot = CapacityView(store, compiler=compiler).snapshot(now)
-        store.close()
     classes: Counter[tuple[str, str]] = Counter()
     for (_, _, _, device_class), counts in snapshot.device_rows().items():
         for state in ("total", "allocated", "free"):
@@ -430,8 +452,9 @@ def _capacity(objects: list[Obj], now: dt.datetime, compiler: SelectorCompiler) 
     }  # fmt: skip
 
 
-def _store_copy(store: Store, obj: Obj) -> None:
-    """``obj`` in the scratch store (server-set fields dropped, its namespace created)."""
+def _store_copy(store: Store, obj: Obj) -> Obj:
+    """``obj`` in the scratch store (server-set fields dropped, its namespace created); the
+    stored object (read it, never modify it)."""
     metadata = {
         k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("resourceVersion", "uid")
     }
@@ -440,7 +463,7 @@ def _store_copy(store: Store, obj: Obj) -> None:
         document = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         store.create("host", by_kind("Namespace").store, document)
     copy = {**obj, "metadata": metadata}  # the store keeps it as it is: nothing changes it
-    store.create("host", by_kind(obj["kind"]).store, copy, owned=True, copy_result=False)
+    return store.create("host", by_kind(obj["kind"]).store, copy, owned=True, copy_result=False)
 
 
 def render_report(report: Report) -> str:

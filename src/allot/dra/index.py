@@ -24,7 +24,7 @@ from allot.api import claims as claims_api
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
 from allot.api.quantity import Quantity
-from allot.cel import CelError, DeviceView, SelectorCompiler
+from allot.cel import CompileError, DeviceView, EvaluationError, SelectorCompiler
 from allot.types import Obj
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
@@ -95,6 +95,16 @@ class SliceEntry:
         return entry
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A class's selectors on the devices of one slice: the devices they all accept, and
+    the devices one of them failed on (device -> the CEL runtime error's text), evaluated
+    as the allocator does (in order, stopping at the first that does not accept)."""
+
+    selected: frozenset[str]
+    errors: dict[str, str]
+
+
 @dataclass
 class ClassEntry:
     version: str
@@ -135,7 +145,7 @@ class DraIndex:
         self.claims: dict[str, ClaimEntry] = {}  # "namespace/name" -> entry
         self.catalogue_version = 0  # bumped on every class change
         self.freed_rv = -1  # the last event that freed allocated devices
-        self._verdicts: dict[str, dict[str, frozenset[str]]] = {}  # class -> slice -> devices
+        self._verdicts: dict[str, dict[str, Verdict]] = {}  # class -> slice -> verdict
         self._memory: dict[DeviceKey, int] | None = None
         self._state: AllocatedState | None = None
         self._readers: list[Changes] = []
@@ -266,25 +276,35 @@ class DraIndex:
     def selected(self, class_name: str, slice_name: str) -> frozenset[str]:
         """The devices of a slice that a class selects (a selector that does not compile
         or fails on a device does not select it); empty for unknown names."""
+        return self.verdict(class_name, slice_name).selected
+
+    def verdict(self, class_name: str, slice_name: str) -> Verdict:
+        """What a class's selectors say of each device of a slice, worked out once per
+        version of both: the devices selected, and those a selector failed on."""
         per_slice = self._verdicts.setdefault(class_name, {})
         cached = per_slice.get(slice_name)
         if cached is None:
             device_class, entry = self.classes.get(class_name), self.slices.get(slice_name)
-            cached = frozenset()
-            if device_class is not None and entry is not None:
-                cached = frozenset(
-                    name
-                    for name, view in entry.views.items()
-                    if self._matches(device_class.expressions, view)
-                )
-            per_slice[slice_name] = cached
+            cached = per_slice[slice_name] = (
+                self._judge(device_class.expressions, entry)
+                if device_class is not None and entry is not None
+                else Verdict(frozenset(), {})
+            )
         return cached
 
-    def _matches(self, expressions: tuple[str, ...], view: DeviceView) -> bool:
+    def _judge(self, expressions: tuple[str, ...], entry: SliceEntry) -> Verdict:
         try:
-            return all(self.compiler.compile(e, stored=True).matches(view) for e in expressions)
-        except CelError:
-            return False
+            selectors = [self.compiler.compile(e, stored=True) for e in expressions]
+        except CompileError:
+            return Verdict(frozenset(), {})  # selects nothing (lint reports the selector)
+        selected, errors = set(), {}
+        for name, view in entry.views.items():
+            try:
+                if all(selector.matches(view) for selector in selectors):
+                    selected.add(name)
+            except EvaluationError as err:
+                errors[name] = str(err)
+        return Verdict(frozenset(selected), errors)
 
     def classes_of(self, slice_name: str, device_name: str) -> tuple[str, ...]:
         """The classes selecting a device, by class name."""

@@ -11,6 +11,8 @@ This module evaluates each class on every published device and reports:
 - ``whole-matches-partitions``: a class that takes whole GPUs also takes MIG partitions.
 
 Where it can, a finding carries a corrected selector, checked against the same devices.
+Given a DRA index (:mod:`allot.dra`) that holds the slices and classes, it reads the
+index's device views and class verdicts instead of building and evaluating them again.
 Pure: callers pass decoded objects. Used by ``allot lint``, ``allot doctor`` and the API
 server's warnings on DeviceClass and Tenant writes (``allot.registry.classwarnings``).
 """
@@ -23,7 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from allot.api import resource_v1 as resourceapi
-from allot.cel import CompileError, DeviceView, EvaluationError, SelectorCompiler
+from allot.cel import CompiledSelector, CompileError, DeviceView, EvaluationError, SelectorCompiler
+from allot.dra import DraIndex
 
 TENANT_LABEL = "gpu.platform/tenant"
 SUGGESTION_NAMES = frozenset({"type"})
@@ -66,6 +69,39 @@ def device_views(slices: list[resourceapi.ResourceSlice]) -> list[DeviceView]:
     return [DeviceView(s.spec.driver or "", d) for s in slices for d in s.spec.devices or []]
 
 
+SliceGroup = tuple[str, list[tuple[str, DeviceView]]]  # a slice's name, its devices' views
+
+
+def _slice_groups(slices: list[resourceapi.ResourceSlice], index: DraIndex) -> list[SliceGroup]:
+    """Each slice's device views in order: the index's, for the slices it holds."""
+    groups = []
+    for slice_ in slices:
+        name = slice_.metadata.name or ""
+        entry = index.slices.get(name)
+        devices = slice_.spec.devices or []
+        if entry is not None and list(entry.views) == [d.name or "" for d in devices]:
+            groups.append((name, [(d.name or "", entry.views[d.name or ""]) for d in devices]))
+        else:
+            driver = slice_.spec.driver or ""
+            groups.append(("", [(d.name or "", DeviceView(driver, d)) for d in devices]))
+    return groups
+
+
+def _flat(groups: list[SliceGroup]) -> list[DeviceView]:
+    return [view for _, devices in groups for _, view in devices]
+
+
+def _evaluate(
+    selectors: list[CompiledSelector], views: list[DeviceView], result: ClassMatch
+) -> None:
+    for view in views:
+        try:
+            if all(s.matches(view) for s in selectors):
+                result.matched.append(view)
+        except EvaluationError as err:
+            result.errors.append((view, str(err)))
+
+
 def device_label(view: DeviceView) -> str:
     return f"{view.driver}/{view.name}"
 
@@ -80,12 +116,19 @@ class CatalogueLinter:
         compiler: SelectorCompiler | None = None,
         views: list[DeviceView] | None = None,
         weights: dict[int, int] | None = None,
+        index: DraIndex | None = None,
     ) -> None:
         """``views`` replaces ``slices`` for callers that bring their own device views;
         ``weights`` says how many devices a view stands for (by ``id``; default one), for
-        views that represent kinds of devices (``allot.lint.shapes``)."""
+        views that represent kinds of devices (``allot.lint.shapes``). ``index``: a DRA
+        index that holds these slices and classes (by name), whose device views and class
+        verdicts are read instead of built and evaluated again (``allot doctor``)."""
         self.classes = classes
-        self.views = views if views is not None else device_views(slices)
+        self.index = index if views is None else None
+        self._groups = _slice_groups(slices, self.index) if self.index is not None else None
+        if views is None:
+            views = device_views(slices) if self._groups is None else _flat(self._groups)
+        self.views = views
         self.weights = weights or {}
         self.tenant_label = tenant_label
         self.compiler = compiler or SelectorCompiler()
@@ -121,12 +164,27 @@ class CatalogueLinter:
             ]
         except CompileError:
             return result
-        for view in self.views:
-            try:
-                if all(s.matches(view) for s in selectors):
+        index, name = self.index, device_class.metadata.name or ""
+        known = index.classes.get(name) if index is not None else None
+        expressions = tuple(self.expressions(device_class))
+        if (
+            index is None
+            or self._groups is None
+            or known is None
+            or known.expressions != expressions
+        ):
+            _evaluate(selectors, self.views, result)  # a class the index does not hold
+            return result
+        for slice_name, devices in self._groups:
+            if not slice_name:  # a slice the index does not hold
+                _evaluate(selectors, [view for _, view in devices], result)
+                continue
+            verdict = index.verdict(name, slice_name)
+            for device, view in devices:
+                if device in verdict.selected:
                     result.matched.append(view)
-            except EvaluationError as err:
-                result.errors.append((view, str(err)))
+                elif device in verdict.errors:
+                    result.errors.append((view, verdict.errors[device]))
         return result
 
     def count_matches(self, expression: str) -> int:
