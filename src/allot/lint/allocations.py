@@ -100,19 +100,27 @@ class _Checker:
     ) -> None:
         self.classes = {c.metadata.name or "": c for c in classes}
         self.compiler = compiler
-        self.views: dict[DeviceKey, DeviceView] = {}
+        # the published devices; a device's CEL view is built when an allocation names it
+        self.devices: dict[DeviceKey, resourceapi.Device] = {}
         for slice_ in slices:
             driver = slice_.spec.driver or ""
             pool = slice_.spec.pool.name if slice_.spec.pool else ""
             for device in slice_.spec.devices or []:
-                self.views[(driver, pool or "", device.name or "")] = DeviceView(driver, device)
+                self.devices[(driver, pool or "", device.name or "")] = device
+        self.views: dict[DeviceKey, DeviceView] = {}
+
+    def view(self, key: DeviceKey) -> DeviceView | None:
+        view = self.views.get(key)
+        if view is None and key in self.devices:
+            view = self.views[key] = DeviceView(key[0], self.devices[key])
+        return view
 
     def reason(self, request: _Request, key: DeviceKey) -> str | None:
         """Why the device no longer fits the request, or None when it still does."""
         device_class = self.classes.get(request.device_class)
         if device_class is None:
             return f"class {request.device_class} no longer exists"
-        view = self.views.get(key)
+        view = self.view(key)
         if view is None:
             return None
         class_selectors = _expressions(device_class.spec.selectors)
