@@ -7,9 +7,11 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from allot.api.errors import QuantityError
 from allot.api.quantity import ERR_FORMAT_WRONG, ERR_SUFFIX, Quantity
+from allot.api.resource_v1 import DeviceCapacity
 
 CANONICAL = [
     ("0", "0"),
@@ -150,3 +152,18 @@ def test_ordering_agrees_with_exact_values(items: list[tuple[int, str]]) -> None
             assert quantities[i].compare(quantities[j]) == (exact[i] > exact[j]) - (
                 exact[i] < exact[j]
             )
+
+
+@pytest.mark.parametrize(
+    ("wire", "canonical"), [("40Gi", "40Gi"), (5, "5"), (1.5, "1500m"), (Quantity.parse("2"), "2")]
+)
+def test_a_model_takes_strings_json_numbers_and_quantities(wire: object, canonical: str) -> None:
+    assert str(DeviceCapacity.model_validate({"value": wire}).value) == canonical
+
+
+@pytest.mark.parametrize("wire", [True, [1], {"value": "1"}, "1Qi"])
+def test_a_model_refuses_other_values_with_the_reason(wire: object) -> None:
+    with pytest.raises(ValidationError) as raised:
+        DeviceCapacity.model_validate({"value": wire})
+    text = str(raised.value)
+    assert "quantity must be a string or a number" in text or ERR_FORMAT_WRONG in text

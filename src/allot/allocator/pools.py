@@ -32,16 +32,25 @@ ViewFactory = Callable[[resourceapi.ResourceSlice, resourceapi.Device], "DeviceV
 
 @dataclass
 class PoolDevice:
-    """One device of a pool, with everything the search needs to judge it."""
+    """One device of a pool, with everything the search needs to judge it. Its CEL view is
+    made when a selector first reads it: a pool's devices on other nodes are there only to
+    count the shared counters they consume (every node's pool with DynamicMIG)."""
 
     id: DeviceID
     slice: resourceapi.ResourceSlice
     device: resourceapi.Device
-    view: DeviceView
+    view_for: ViewFactory = field(repr=False, compare=False)
     is_multi_allocatable: bool = False
+    _view: DeviceView | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.is_multi_allocatable = bool(self.device.allow_multiple_allocations)
+
+    @property
+    def view(self) -> DeviceView:
+        if self._view is None:
+            self._view = self.view_for(self.slice, self.device)
+        return self._view
 
 
 @dataclass
@@ -222,9 +231,7 @@ def _build_pool(
     seen: set[str] = set()
     for slice_ in sorted(slices + others, key=lambda s: s.metadata.name or ""):
         for device in slice_.spec.devices or []:
-            entry = PoolDevice(
-                (key[0], key[1], device.name or ""), slice_, device, view_for(slice_, device)
-            )
+            entry = PoolDevice((key[0], key[1], device.name or ""), slice_, device, view_for)
             problem = _counter_problem(device, pool.counter_sets, features)
             if problem:
                 return _invalid(pool, problem)

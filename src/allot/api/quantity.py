@@ -173,18 +173,21 @@ class Quantity:
 
 def _coerce_quantity(value: object) -> Quantity:
     """Accept what Kubernetes' JSON decoder accepts: a string or a JSON number."""
-    if isinstance(value, Quantity):
-        return value
-    if isinstance(value, bool):
-        raise ValueError("quantity must be a string or a number")
-    if isinstance(value, int | float):
-        value = repr(value) if isinstance(value, float) else str(value)
-    if not isinstance(value, str):
-        raise ValueError("quantity must be a string or a number")
+    if type(value) is not str:  # nearly every quantity on the wire is a string
+        if isinstance(value, Quantity):
+            return value
+        value = _number_text(value)
     try:
         return Quantity.parse(value)
     except QuantityError as err:
         raise ValueError(str(err)) from None
+
+
+def _number_text(value: object) -> str:
+    """A JSON number as the text Kubernetes parses; anything else is refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("quantity must be a string or a number")
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 @functools.lru_cache(maxsize=65536)
