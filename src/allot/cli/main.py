@@ -38,8 +38,9 @@ BATCH_GC_THRESHOLDS = (100_000, 50, 100)
 """Commands that read their input, work and exit collect the young generation every
 100,000 net allocations instead of 700: decoding a large scenario or dump makes millions of
 objects that live until the end, and each collection walked them again (the 100-node
-DynamicMIG scenario's first claim: 7.7-9.0 s -> 4.7 s). Long-running commands keep the
-defaults until ``allot up``'s server settles its heap (``allot.apiserver.server``)."""
+DynamicMIG scenario's first claim: 7.7-9.0 s -> 4.7 s); the caller's thresholds come back
+when the command returns. Long-running commands keep the defaults until ``allot up``'s
+server settles its heap (``allot.apiserver.server``)."""
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -94,6 +95,21 @@ def _imports_kept() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def _collection_for(command: str) -> Iterator[None]:
+    """A batch command's collector thresholds for its run, the caller's again after it
+    (the demo and the tests run commands inside their own process)."""
+    if command not in BATCH_COMMANDS:
+        yield
+        return
+    previous = gc.get_threshold()
+    gc.set_threshold(*BATCH_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``allot``: with ``command``, only the module owning it is imported."""
     parser = argparse.ArgumentParser(
@@ -128,10 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command in BATCH_COMMANDS:
-        gc.set_threshold(*BATCH_GC_THRESHOLDS)
     try:
-        code: int = args.run(args)
+        with _collection_for(args.command):
+            code: int = args.run(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
