@@ -43,6 +43,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -313,8 +314,11 @@ def _keep_running(server: ServerThread, data: Path) -> None:
     print(f"  sign in with the host token: allot kubeconfig --token --data-dir {data}")
     for path in sorted((data / "kubeconfigs").glob("*.yaml")):
         print(f"  cluster {path.stem}: export KUBECONFIG={path}")
-    print("Ctrl-C stops it.", flush=True)
+    # Ctrl-C stops it even when the demo was started with SIGINT ignored (a background
+    # job of a script, a CI step), as ``allot up``'s server does for itself
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        print("Ctrl-C stops it.", flush=True)
         while True:
             time.sleep(1)
     except KeyboardInterrupt:

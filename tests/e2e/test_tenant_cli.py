@@ -200,10 +200,17 @@ def test_the_demo_runs_the_walkthrough() -> None:
     assert "/ui" not in out  # no URL of a dashboard that has stopped
 
 
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_the_demo_keeps_the_platform_and_dashboard_running_with_keep() -> None:
+    """Ctrl-C stops it, even started as a background job of a script or a CI step, which
+    inherits SIGINT ignored (and Python then installs no KeyboardInterrupt of its own)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "allot.demo", "--keep"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_ignore_interrupts,
     )  # fmt: skip
     assert process.stdout is not None
     try:
@@ -222,6 +229,11 @@ def test_the_demo_keeps_the_platform_and_dashboard_running_with_keep() -> None:
             assert "Sign in with the host cluster's token" in page.read().decode()
     finally:
         process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=30)
+        try:
+            out, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()  # leave nothing running behind a failure
+            process.communicate()
+            raise
     assert process.returncode == 0
     assert "(platform stopped; nothing left running)" in out
