@@ -64,22 +64,40 @@ def test_compiled_programs_are_cached_by_text(compiler: SelectorCompiler) -> Non
     assert compiler.compile('device.driver == "cache.example.com"') is first
 
 
-def test_results_of_an_unchanged_device_are_reused(compiler: SelectorCompiler) -> None:
+def test_results_are_reused_for_the_device_and_for_devices_reading_the_same(
+    compiler: SelectorCompiler,
+) -> None:
     selector = compiler.compile('device.attributes["dra.example.com"].n > 1')
     view = _device_view({"attributes": {"n": {"int": 2}}})
     assert selector.matches(view) is True
 
     class Exploding:
         def eval(self, activation: object) -> None:
-            raise AssertionError("re-evaluated a cached result")
+            raise AssertionError("re-evaluated a known result")
 
     selector.program = Exploding()
     try:
         assert selector.matches(view) is True
-        with pytest.raises(AssertionError):
-            selector.matches(_device_view({"attributes": {"n": {"int": 2}}}))
+        # another device whose n is also 2 (its other attributes differ): the same result
+        twin = _device_view({"attributes": {"n": {"int": 2}, "uuid": {"string": "other"}}})
+        assert selector.matches(twin) is True
+        # a device whose n differs, or is an int where this one has a string: evaluated
+        for attributes in ({"n": {"int": 3}}, {"n": {"string": "2"}}, {}):
+            with pytest.raises(AssertionError):
+                selector.matches(_device_view({"attributes": attributes}))
     finally:
         compiler._cache.clear()
+
+
+def test_expressions_reading_more_than_single_values_run_per_device(
+    compiler: SelectorCompiler,
+) -> None:
+    selector = compiler.compile('size(device.attributes["dra.example.com"]) == 1')
+    assert selector.reads is None
+    assert selector.matches(_device_view({"attributes": {"n": {"int": 2}}})) is True
+    assert selector.matches(_device_view({"attributes": {"n": {"int": 2}, "m": {"int": 1}}})) is (
+        False
+    )
 
 
 def test_runtime_errors_are_cached_too(compiler: SelectorCompiler) -> None:

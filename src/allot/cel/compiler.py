@@ -5,7 +5,9 @@ the ``device`` variable (``driver``, ``attributes``, ``capacity``,
 ``allowMultipleAllocations``) and must yield ``bool`` or the unknown type; compile errors
 read ``compilation failed: ERROR: <input>:1:20: ...``; new expressions must stay under the
 length and estimated-cost limits. Compiled selectors are cached by expression text, and
-each :class:`~allot.cel.device.DeviceView` remembers its results.
+each :class:`~allot.cel.device.DeviceView` remembers its results; a selector that reads only
+single values of ``device`` also remembers its result per set of values read, so the eight
+GPUs of one model run it once.
 
 Used by validation (compile only), lint and the allocator (compile and evaluate).
 """
@@ -13,6 +15,7 @@ Used by validation (compile only), lint and the allocator (compile and evaluate)
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +28,8 @@ from allot.cel.errors import CompileError, CompileErrorReason, EvaluationError
 
 CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
 CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
+MAX_SHARED_RESULTS = 65_536
+"""Results kept per expression for sets of read values (dropped together when full)."""
 
 T = cel.Type
 _INDEXED_NAMES = {"attributes": "device.indexedAttributes", "capacity": "device.indexedCapacity"}
@@ -127,12 +132,29 @@ class CompiledSelector:
     program: Any
     estimated_cost: int
     compiler: SelectorCompiler = field(repr=False)
+    reads: tuple[source.DeviceRead, ...] | None = None
+    """The single values the expression reads from ``device`` (None: it reads more)."""
+    _by_inputs: dict[tuple[Hashable, ...], bool | EvaluationError] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def matches(self, device: DeviceView) -> bool:
-        """Evaluate on ``device``; raise EvaluationError as Kubernetes would fail."""
+        """Evaluate on ``device``; raise EvaluationError as Kubernetes would fail.
+
+        An expression that reads only single values (``reads``) gives every device with the
+        same values the same result, so it runs once per distinct set of them: the GPUs of
+        one model share ``productName`` and memory but not ``uuid``.
+        """
         cached = device.results.get(self.expression)
         if cached is None:
-            cached = self._evaluate(device)
+            key = device.inputs(self.reads) if self.reads is not None else None
+            cached = self._by_inputs.get(key) if key is not None else None
+            if cached is None:
+                cached = self._evaluate(device)
+                if key is not None:
+                    if len(self._by_inputs) >= MAX_SHARED_RESULTS:
+                        self._by_inputs.clear()
+                    self._by_inputs[key] = cached
             device.results[self.expression] = cached
         if isinstance(cached, EvaluationError):
             raise cached
@@ -208,7 +230,13 @@ class SelectorCompiler:
         if rewritten != expression and literals:
             self._domain_literals |= literals
             self.literal_version += 1
-        return CompiledSelector(expression, program, source.estimate_cost(tokens), self)
+        return CompiledSelector(
+            expression,
+            program,
+            source.estimate_cost(tokens),
+            self,
+            source.device_reads(expression, tokens),
+        )
 
     def new_activation(self, device: DeviceView) -> Any:
         """Build the runtime activation for ``device`` (called by DeviceView)."""

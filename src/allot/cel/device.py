@@ -9,6 +9,7 @@ one view per device for as long as the device's slice is unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from allot.api import resource_v1 as resourceapi
@@ -16,6 +17,7 @@ from allot.api.errors import SemverError
 from allot.api.semver import Semver
 from allot.cel import values
 from allot.cel.errors import EvaluationError
+from allot.cel.source import DeviceRead
 
 if TYPE_CHECKING:
     from allot.cel.compiler import SelectorCompiler
@@ -60,6 +62,28 @@ class DeviceView:
     def name(self) -> str:
         return self.device.name or ""
 
+    def inputs(self, reads: tuple[DeviceRead, ...]) -> tuple[Hashable, ...] | None:
+        """What ``reads`` find on this device, as a key: devices with equal keys give an
+        expression reading only those values the same result. None when the view could not
+        be built (its error names this device's attribute)."""
+        if self._build_error is not None:
+            return None
+        key: list[Hashable] = []
+        for read in reads:
+            if read[0] == "driver":
+                key.append(self.driver)
+            elif read[0] == "allowMultipleAllocations":
+                key.append(self.allow_multiple_allocations)
+            else:
+                domain = (self.attributes if read[0] == "attributes" else self.capacity).get(
+                    read[1]
+                )
+                if domain is None:
+                    key.append(_NO_DOMAIN)
+                else:
+                    key.append(_fingerprint(domain[read[2]]) if read[2] in domain else _NO_ENTRY)
+        return tuple(key)
+
     def activation(self, compiler: SelectorCompiler) -> Any:
         """The runtime activation for ``compiler``'s environment, built on first use."""
         if self._build_error is not None:
@@ -69,6 +93,20 @@ class DeviceView:
             self._activation = compiler.new_activation(self)
             self._activation_key = key
         return self._activation
+
+
+_NO_DOMAIN = ("no domain",)
+_NO_ENTRY = ("no entry",)
+
+
+def _fingerprint(value: Any) -> Hashable:
+    """A value of the maps, hashable and equal only to values CEL cannot tell apart
+    (``True`` and ``1`` differ; a quantity or version compares by its normalised text)."""
+    if isinstance(value, list):
+        return ("list", tuple(_fingerprint(item) for item in value))
+    if isinstance(value, bool | int | str):
+        return (type(value).__name__, value)
+    return (type(value).__name__, values.message_text(value))
 
 
 def split_qualified_name(driver: str, name: str) -> tuple[str, str]:

@@ -73,6 +73,12 @@ def tokenize(expression: str) -> list[Token]:
     return tokens
 
 
+def scanned_whole(expression: str, tokens: list[Token]) -> bool:
+    """Whether ``tokenize`` read the whole expression (it stops at what it cannot read)."""
+    rest = expression[tokens[-1].end :].strip() if tokens else expression.strip()
+    return not rest or rest.startswith("//")
+
+
 def string_literal_value(token_text: str) -> str:
     """The value of a string token (escapes other than quotes and backslashes kept)."""
     text = token_text
@@ -113,6 +119,70 @@ def rewrite_domain_indexing(
         last = name.end
     pieces.append(expression[last:])
     return "".join(pieces)
+
+
+DeviceRead = tuple[str, ...]
+"""One value an expression reads from ``device``: ``("driver",)``,
+``("allowMultipleAllocations",)``, or ``(map, domain, name)`` for an attribute or capacity
+entry."""
+
+_DEVICE_FIELDS = ("driver", "allowMultipleAllocations")
+
+
+def device_reads(expression: str, tokens: list[Token]) -> tuple[DeviceRead, ...] | None:
+    """The single values an expression reads from ``device``, when that is all it reads.
+
+    Recognised: ``device.driver``, ``device.allowMultipleAllocations`` and entries named by
+    plain string literals (``device.attributes["d"].name``, ``device.capacity["d"]["name"]``).
+    None when the expression reads more than such values: a whole map (``size()``, ``in``,
+    iteration, an optional or computed key) or anything else, so the caller cannot tell
+    what its result depends on. (``allot.lint.shapes`` groups raw devices by a coarser,
+    name-based projection, before any view exists.)
+    """
+    if not scanned_whole(expression, tokens):
+        return None  # the part not read could read anything
+    reads: dict[DeviceRead, None] = {}
+    for index, token in enumerate(tokens):
+        if token.kind != "ident" or token.text != "device":
+            continue
+        if index > 0 and tokens[index - 1].text in (".", ".?"):
+            continue  # a field that happens to be called ``device``
+        read = _read_at(tokens, index + 1)
+        if read is None:
+            return None
+        reads[read] = None
+    return tuple(reads)
+
+
+def _read_at(tokens: list[Token], position: int) -> DeviceRead | None:
+    """The read that ``device`` followed by ``tokens[position:]`` makes, if recognised."""
+
+    def text(offset: int) -> str:
+        at = position + offset
+        return tokens[at].text if at < len(tokens) else ""
+
+    def literal(offset: int) -> str | None:
+        at = position + offset
+        if at >= len(tokens) or tokens[at].kind != "string" or "\\" in tokens[at].text:
+            return None
+        if tokens[at].text[0] in "bB" or tokens[at].text[:2].lower() in ("rb", "br"):
+            return None  # a bytes literal indexes nothing in a map of strings
+        return string_literal_value(tokens[at].text)
+
+    if text(0) != "." or position + 1 >= len(tokens) or tokens[position + 1].kind != "ident":
+        return None
+    field = text(1)
+    if field in _DEVICE_FIELDS:
+        return (field,) if text(2) != "(" else None
+    domain = literal(3)
+    if field not in INDEXED_MAPS or text(2) != "[" or domain is None or text(4) != "]":
+        return None
+    if text(5) == "." and position + 6 < len(tokens) and tokens[position + 6].kind == "ident":
+        return (field, domain, text(6)) if text(7) != "(" else None
+    name = literal(6)
+    if text(5) == "[" and name is not None and text(7) == "]":
+        return (field, domain, name)
+    return None
 
 
 def estimate_cost(tokens: list[Token]) -> int:

@@ -54,6 +54,12 @@ def quantity_message(value: Quantity) -> message.Message:
     return result
 
 
+def message_text(value: message.Message) -> str:
+    """The normalised text a quantity or version message carries."""
+    text: str = getattr(value, _VALUE_FIELD)
+    return text
+
+
 def quantity_from_message(value: Any) -> Quantity:
     return Quantity(int(getattr(value, _VALUE_FIELD)), QuantityFormat.DECIMAL_SI)
 

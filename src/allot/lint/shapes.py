@@ -27,6 +27,7 @@ from allot.cel.source import (
     COMPREHENSION_MACROS,
     INDEXED_MAPS,
     Token,
+    scanned_whole,
     string_literal_value,
     tokenize,
 )
@@ -53,7 +54,7 @@ def read_names(expressions: Iterable[str]) -> frozenset[str] | None:
     names: set[str] = set()
     for expression in expressions:
         tokens = tokenize(expression)
-        if _reads_whole_maps(tokens) or not _scanned_whole(expression, tokens):
+        if _reads_whole_maps(tokens) or not scanned_whole(expression, tokens):
             return None
         for token in tokens:
             if token.kind == "ident":
@@ -61,12 +62,6 @@ def read_names(expressions: Iterable[str]) -> frozenset[str] | None:
             elif token.kind == "string":
                 names.add(string_literal_value(token.text))
     return frozenset(names)
-
-
-def _scanned_whole(expression: str, tokens: list[Token]) -> bool:
-    """Whether the scanner read the whole expression (it stops at what it cannot read)."""
-    rest = expression[tokens[-1].end :].strip() if tokens else expression.strip()
-    return not rest or rest.startswith("//")
 
 
 def _reads_whole_maps(tokens: list[Token]) -> bool:
