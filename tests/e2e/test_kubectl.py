@@ -155,6 +155,20 @@ def test_patch_label_describe_delete(cluster: Cluster) -> None:
         "-p",
         '[{"op":"add","path":"/metadata/labels/extra","value":"yes"}]',
     )
+    refused = cluster.kubectl(
+        "patch",
+        "resourceclaim",
+        "research-gpu-slice",
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/spec/nosuch/x","value":1}]',
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "The request is invalid: patch: jsonpatch replace operation does not apply: "
+        "doc is missing path: /spec/nosuch/x"
+    )
     described = cluster.kubectl("describe", "resourceclaim", "research-gpu-slice").stdout
     assert "team=research" in described
     assert "owner: lab" in described

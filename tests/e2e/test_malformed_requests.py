@@ -80,7 +80,8 @@ def test_a_malformed_request_gets_a_clear_status(http: httpx.Client, case: dict[
     if "contains" in expect:
         assert expect["contains"] in status["message"]
     if "cause" in expect:
-        assert status["details"]["causes"][0]["message"] == expect["cause"]
+        cause = status["details"]["causes"][0]
+        assert (cause["field"], cause["message"]) == ("patch", expect["cause"])
     assert http.get(TARGET).json() == before  # nothing was written
 
 

@@ -14,7 +14,8 @@ Server-side apply is built on the strategic merge (see the conformance ledger). 
 :class:`PatchError`, answered as the kube-apiserver answers them: a patch that cannot be
 decoded is 400 BadRequest with the decoder's text; one that decodes but does not apply to
 the object is 422 Invalid, ``the server rejected our request due to an error in our
-request``, with the reason as a cause (kubectl prints ``The request is invalid: <cause>``).
+request``, with the reason as a cause on field ``patch`` (kubectl prints ``The request is
+invalid: patch: <reason>``; upstream sends no cause, so kubectl shows no reason).
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class PatchError(RequestError):
         if code == 422:
             self.reason = "Invalid"
             self.details = StatusDetails(
-                causes=[StatusCause(reason="UnexpectedServerResponse", message=message)]
+                causes=[
+                    StatusCause(reason="UnexpectedServerResponse", message=message, field="patch")
+                ]
             )
             message = "the server rejected our request due to an error in our request"
         super().__init__(message)
