@@ -263,6 +263,16 @@ def test_logs(cluster: Cluster) -> None:
     assert cluster.kubectl("logs", "embedding-service", "--tail=1").stdout == "line 2\n"
 
 
+def test_exec_and_attach_say_they_are_not_served(cluster: Cluster) -> None:
+    cluster.kubectl("run", "exec-target", "--image=busybox", "--restart=Never")
+    for verb in (["exec", "exec-target", "--", "true"], ["attach", "exec-target"]):
+        refused = cluster.kubectl(*verb, check=False, timeout=30)
+        assert refused.returncode == 1
+        subresource = verb[0]
+        assert f"pods/{subresource} is not served by allot" in refused.stderr, refused.stderr
+        assert "read a container's output with kubectl logs" in refused.stderr
+
+
 def test_auth_can_i_and_tokens(cluster: Cluster, tmp_path: Path) -> None:
     assert cluster.kubectl("auth", "can-i", "create", "resourceclaims").stdout.strip() == "yes"
     bad = tmp_path / "bad.yaml"

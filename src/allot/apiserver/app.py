@@ -30,10 +30,12 @@ from starlette.routing import BaseRoute, Mount, Route
 from allot.api.errors import ApiError
 from allot.apiserver import discovery, openapi, protobuf, queries, tables
 from allot.apiserver.errors import (
+    STREAMING_SUBRESOURCES,
     Forbidden,
     MethodNotAllowed,
     NotFoundPath,
     RequestTooLarge,
+    StreamingNotServed,
     Unauthorized,
 )
 from allot.apiserver.watches import (
@@ -280,6 +282,8 @@ class ApiServer:
             params.get("subresource", ""),
         )
         if target is None:
+            if params["plural"] == "pods" and params.get("subresource") in STREAMING_SUBRESOURCES:
+                raise StreamingNotServed(params["subresource"])
             raise NotFoundPath()
         queries.check(
             request.method,

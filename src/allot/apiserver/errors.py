@@ -17,6 +17,24 @@ class NotFoundPath(RequestError):
         super().__init__("the server could not find the requested resource")
 
 
+STREAMING_SUBRESOURCES = ("exec", "attach", "portforward")
+
+
+class StreamingNotServed(RequestError):
+    """``kubectl exec``, ``attach`` and ``port-forward``: allot has no container runtime
+    streaming server behind them, so it says so instead of 404 (which kubectl reports as
+    ``unable to upgrade connection: the server could not find the requested resource``)."""
+
+    code, reason = 400, "BadRequest"
+
+    def __init__(self, subresource: str) -> None:
+        super().__init__(
+            f"pods/{subresource} is not served by allot: its container runtimes have no "
+            "streaming server (kubectl exec, attach and port-forward); read a container's "
+            "output with kubectl logs"
+        )
+
+
 class Unauthorized(RequestError):
     code, reason = 401, "Unauthorized"
 
