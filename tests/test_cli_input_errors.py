@@ -52,3 +52,29 @@ def test_malformed_yaml(
     assert "<unicode string>" not in err
     assert not (tmp_path / "data").exists()
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text", ["a: {b: 1\nc: d\n", "- [1, 2\n", "key: 'open\n"])
+def test_every_command_words_a_yaml_error_alike(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(text)
+    said = set()
+    for template in COMMANDS:
+        assert allot(_argv(template, broken, tmp_path)) == 2, template
+        said.add(capsys.readouterr().err)
+    assert len(said) == 1, said  # libyaml's words (the fast readers) never show through
+
+
+def test_doctor_refuses_a_dump_without_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, text in (("empty.yaml", ""), ("blank.yaml", "---\n---\n")):
+        dump = tmp_path / name
+        dump.write_text(text)
+        assert allot(["doctor", "--from-dump", str(dump)]) == 2
+        assert capsys.readouterr().err == (
+            f'error: "{dump}" holds no objects (a dump is what `kubectl get ... -A -o yaml` '
+            "prints)\n"
+        )

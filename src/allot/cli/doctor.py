@@ -17,24 +17,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
 import yaml_rs
 
-from allot.api.errors import ApiError, yaml_error_text
+from allot.api.errors import ApiError
 from allot.cli.options import add_kubeconfig
 from allot.cluster.doctor import diagnose, normalise, render_report
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.manifests.documents import ManifestError, parse_yaml
 
-SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present
 
-
-def read_dump(text: str) -> list[Any]:
-    """A dump's documents: yaml-rs (30x faster on large dumps) with PyYAML as the fallback
-    and the judge of errors. Timestamps stay strings, as the models expect."""
+def read_dump(text: str, source: str) -> list[Any]:
+    """A dump's documents: yaml-rs (30x faster on large dumps) with the manifest reader of
+    every other command as the fallback and the judge of errors (:class:`ManifestError`).
+    Timestamps stay strings, as the models expect."""
     try:
         parsed = yaml_rs.loads(text, parse_datetime=False)
     except Exception:
-        return list(yaml.load_all(text, Loader=SAFE_LOADER))  # raises the clear YAML error
+        return parse_yaml(text, source)  # raises the error text every command gives
     if isinstance(parsed, list) and all(d is None or isinstance(d, dict) for d in parsed):
         return parsed  # several documents
     return [parsed]
@@ -97,7 +96,14 @@ def run_doctor(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.from_dump is not None:
-            documents = read_dump(args.from_dump.read_text())
+            documents = read_dump(args.from_dump.read_text(), str(args.from_dump))
+            if not any(documents):
+                print(
+                    f'error: "{args.from_dump}" holds no objects (a dump is what '
+                    "`kubectl get ... -A -o yaml` prints)",
+                    file=sys.stderr,
+                )
+                return 2
         else:
             documents = _live_objects(args)
         objects, skipped = normalise(documents)
@@ -108,8 +114,8 @@ def run_doctor(args: argparse.Namespace) -> int:
     except OSError as err:
         print(f"error: {args.from_dump}: {err.strerror}", file=sys.stderr)
         return 2
-    except yaml.YAMLError as err:
-        print(f'error: error parsing "{args.from_dump}": {yaml_error_text(err)}', file=sys.stderr)
+    except ManifestError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -61,7 +61,7 @@ def _construct_mapping(
 def _strict_loaders() -> tuple[type[yaml.CSafeLoader] | None, type[yaml.SafeLoader]]:
     """The strict loaders: libyaml's (None when PyYAML was built without it) and PyYAML's
     own. Both construct with the same Python constructor, so they read the same values;
-    only their error texts differ, and those come from PyYAML's (:func:`_parse_yaml`).
+    only their error texts differ, and those come from PyYAML's (:func:`parse_yaml`).
     YAML is imported here, on the first YAML document: a JSON scenario never loads it."""
     import yaml
 
@@ -119,7 +119,7 @@ def parse(raw: bytes, source: str) -> list[Document]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         return _expand(_parse_json(text, source), source)
-    return _expand(_parse_yaml(text, source), source)
+    return _expand(parse_yaml(text, source), source)
 
 
 def _parse_json(text: str, source: str) -> list[Any]:
@@ -132,7 +132,9 @@ def _parse_json(text: str, source: str) -> list[Any]:
         ) from None
 
 
-def _parse_yaml(text: str, source: str) -> list[Any]:
+def parse_yaml(text: str, source: str) -> list[Any]:
+    """Every YAML document of ``text`` (None for empty ones); a malformed one raises
+    :class:`ManifestError` in kubectl's words, the same for every command."""
     import yaml
 
     fast, exact = _strict_loaders()
