@@ -139,6 +139,10 @@ def test_unreachable_and_unauthorised_clusters(
     err = capsys.readouterr().err
     assert err.startswith("error: ")
     assert "Traceback" not in err
+    for command in (["apply", "-f", str(PLATFORM)], ["doctor"]):
+        argv = [*command, "--kubeconfig", str(cluster.kubeconfig), "--context", "nosuch"]
+        assert allot(argv) == 2
+        assert capsys.readouterr().err == 'error: context "nosuch" does not exist\n'  # kubectl's
 
 
 def test_doctor_reads_the_live_cluster(

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,10 @@ class Client:
         if path is not None and not path.is_file():
             raise KubeError(f"cannot load kubeconfig {path}: no such file")
         where = str(path) if path is not None else _default_kubeconfig_text()
+        files = str(path) if path is not None else _default_kubeconfig()
+        if context is not None and not _has_context(files, context):
+            raise KubeError(f'context "{context}" does not exist')  # kubectl's words
         try:
-            files = str(path) if path is not None else _default_kubeconfig()
             api_client = k8sconfig.new_client_from_config(  # type: ignore[no-untyped-call]
                 files, context=context or _current_context(files)
             )
@@ -220,18 +223,33 @@ def _default_kubeconfig() -> str:
     return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
 
 
-def _current_context(files: str) -> str | None:
-    """The current context as kubectl picks it from merged files: the first file that sets
-    one wins (the official client lets the last one win)."""
+def _kubeconfigs(files: str) -> Iterator[dict[str, Any]]:
+    """The readable kubeconfig documents of ``files`` (``:``-separated), in order."""
     for name in filter(None, files.split(os.pathsep)):
         try:
             with open(os.path.expanduser(name)) as stream:
                 document = yaml.safe_load(stream)
         except (OSError, yaml.YAMLError):
             continue
-        if isinstance(document, dict) and document.get("current-context"):
+        if isinstance(document, dict):
+            yield document
+
+
+def _current_context(files: str) -> str | None:
+    """The current context as kubectl picks it from merged files: the first file that sets
+    one wins (the official client lets the last one win)."""
+    for document in _kubeconfigs(files):
+        if document.get("current-context"):
             return str(document["current-context"])
     return None
+
+
+def _has_context(files: str, context: str) -> bool:
+    return any(
+        isinstance(entry, dict) and entry.get("name") == context
+        for document in _kubeconfigs(files)
+        for entry in document.get("contexts") or []
+    )
 
 
 def _default_kubeconfig_text() -> str:
