@@ -17,6 +17,7 @@ COMMANDS = [
     ["apply", "-f", "{file}", "--kubeconfig", "{tmp}/none"],
     ["doctor", "--from-dump", "{file}"],
     ["up", "--fleet", "{file}", "--data-dir", "{tmp}/data"],
+    ["tenant", "create", "team-a", "-f", "{file}", "--data-dir", "{tmp}/data"],
 ]
 
 

@@ -35,6 +35,7 @@ from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.manifests.documents import ManifestError, read_yaml_file
 from allot.tenancy.values import ValuesError, tenant_document
 from allot.types import Obj
 
@@ -103,7 +104,10 @@ def run_create(args: argparse.Namespace) -> int:
         document = _read_values(args.values) if args.values else {}
         tenant, warnings = tenant_document(args.name, document)
         _add_quotas(tenant, args.quota, args.gpu_memory)
-    except (ValuesError, OSError, yaml.YAMLError) as err:
+    except ManifestError as err:  # names the file already
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except ValuesError as err:
         print(f"error: {args.values or 'tenant'}: {err}", file=sys.stderr)
         return 2  # bad usage or unreadable input
     for warning in warnings:
@@ -129,7 +133,7 @@ def run_create(args: argparse.Namespace) -> int:
 
 
 def _read_values(path: Path) -> Obj:
-    documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    documents = [d for d in read_yaml_file(str(path)) if d is not None]
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise ValuesError("the values file must hold exactly one YAML mapping")
     document: Obj = documents[0]

@@ -93,6 +93,12 @@ def read_sources(paths: list[str]) -> list[Document]:
     return documents
 
 
+def read_yaml_file(path: str) -> list[Any]:
+    """The YAML documents of one file that is not a manifest (a vCluster values file),
+    read with the same limits and error texts as manifests."""
+    return parse_yaml(_text(_read_file(path), path), path)
+
+
 def _read_file(path: str) -> bytes:
     file_path = Path(path)
     if file_path.is_dir():
@@ -106,16 +112,20 @@ def _read_file(path: str) -> bytes:
         raise ManifestError(f'error reading "{path}": {err.strerror}') from None
 
 
-def parse(raw: bytes, source: str) -> list[Document]:
-    """Split ``raw`` into documents; empty documents are skipped as kubectl does."""
+def _text(raw: bytes, source: str) -> str:
     if len(raw) > MAX_FILE_BYTES:
         raise ManifestError(f'error reading "{source}": larger than {MAX_FILE_BYTES} bytes')
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ManifestError(
             f'error parsing "{source}": invalid UTF-8 at byte {err.start}'
         ) from None
+
+
+def parse(raw: bytes, source: str) -> list[Document]:
+    """Split ``raw`` into documents; empty documents are skipped as kubectl does."""
+    text = _text(raw, source)
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         return _expand(_parse_json(text, source), source)
