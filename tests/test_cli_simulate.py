@@ -242,6 +242,13 @@ spec: {selectors: [{cel: {expression: "device.attributes['gpu.nvidia.com'].profi
     assert "[selector-error]" in out  # 'profile' is missing on whole GPUs
 
 
+def test_lint_without_slices_says_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "lint", str(EXAMPLES / "nvidia" / "deviceclasses.yaml"))
+    assert (code, out) == (2, "")
+    assert err.startswith("error: no ResourceSlice found in the input: lint judges classes")
+    assert "`allot validate` checks classes alone" in err
+
+
 def test_explain_given_a_claim_name_points_to_doctor(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "explain", "default/pending-claim")
     assert (code, out) == (2, "")

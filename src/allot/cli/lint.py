@@ -61,6 +61,14 @@ def run(args: argparse.Namespace) -> int:
     if not classes:
         print("error: no DeviceClass found in the input", file=sys.stderr)
         return 2
+    if not slices:
+        print(
+            "error: no ResourceSlice found in the input: lint judges classes against the "
+            "devices the slices publish (add them: kubectl get resourceslices -o yaml > "
+            "slices.yaml; `allot validate` checks classes alone)",
+            file=sys.stderr,
+        )
+        return 2
     findings = CatalogueLinter(classes, slices, tenant_label=args.tenant_label).lint()
     if args.output == "json":
         print(json.dumps([f.to_json() for f in findings], indent=2))
