@@ -79,3 +79,18 @@ def test_doctor_refuses_a_dump_without_objects(
             f'error: "{dump}" holds no objects (a dump is what `kubectl get ... -A -o yaml` '
             "prints)\n"
         )
+
+
+@pytest.mark.parametrize(
+    "command", [["render", "--out", "{tmp}/out"], ["apply", "--kubeconfig", "{tmp}/none"]]
+)
+def test_render_and_apply_refuse_a_platform_file_without_objects(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Applied with pruning, an empty platform file would remove every tenant's objects."""
+    empty = tmp_path / "platform.yaml"
+    empty.write_text("---\n# nothing yet\n")
+    argv = [word.format(tmp=tmp_path) for word in command]
+    assert allot([*argv, "-f", str(empty)]) == 2
+    assert capsys.readouterr().err == f'error: "{empty}" holds no DeviceClass and no Tenant\n'
+    assert not (tmp_path / "out").exists()

@@ -16,9 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from allot.api.errors import yaml_error_text
 from allot.cli.options import add_data_dir, add_kubeconfig
 from allot.cluster.apply import ApplyError, Report, apply, check_cluster, plan
 from allot.cluster.render import (
@@ -30,6 +27,7 @@ from allot.cluster.render import (
 )
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
+from allot.manifests.documents import ManifestError, read_yaml_file
 
 DEFAULT_PLATFORM = Path("allot-platform.yaml")
 
@@ -46,13 +44,11 @@ def register(subparsers: Any) -> None:
 def load_platform(path: Path) -> Any:
     """The platform file, parsed and checked; PlatformFileError says what is wrong."""
     try:
-        documents = list(yaml.safe_load_all(path.read_text()))
-    except FileNotFoundError:
-        raise PlatformFileError(f'the path "{path}" does not exist') from None
-    except OSError as err:
-        raise PlatformFileError(f"{path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise PlatformFileError(f'error parsing "{path}": {yaml_error_text(err)}') from None
+        documents = read_yaml_file(str(path))
+    except ManifestError as err:
+        raise PlatformFileError(str(err)) from None
+    if not any(documents):  # applied with pruning, it would remove every tenant
+        raise PlatformFileError(f'"{path}" holds no DeviceClass and no Tenant')
     return read_platform(documents, str(path))
 
 
