@@ -225,8 +225,8 @@ def test_a_deployment_using_a_class_outside_the_entitlement_is_refused(tenancy: 
         'deployments.apps "inference" is forbidden: spec.template: a pod from this template is '
         "refused: ValidatingAdmissionPolicy 'allot-tenant-pods' with binding "
         "'allot-tenant-pods.research-ai' denied request: the pod requests a DRA extended "
-        "resource outside the entitlement of tenant research-ai (entitled device classes: "
-        "gpu-slice)"
+        "resource outside the entitlement of tenant research-ai: "
+        "deviceclass.resource.kubernetes.io/gpu-whole (entitled device classes: gpu-slice)"
     ) in refused.stderr
     listed = tenancy.as_tenant("research-ai", "get", "deployments", "-o", "name").stdout
     assert listed.split() == []

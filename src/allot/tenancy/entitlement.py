@@ -285,6 +285,12 @@ def pods_policy() -> Obj:
         f" c.resources.requests.all(k, {check})) && (!has(c.resources.limits) ||"
         f" c.resources.limits.all(k, {check})))"
     )
+    refused_names = (  # a container's refused names, a limit that repeats a request once
+        "(has(c.resources) && has(c.resources.requests) ?"
+        f" c.resources.requests.filter(k, !({check})) : []) + (has(c.resources) &&"
+        f" has(c.resources.limits) ? c.resources.limits.filter(k, !({check}) &&"
+        " !(has(c.resources.requests) && k in c.resources.requests)) : [])"
+    )
     return _policy(
         PODS_POLICY,
         "",
@@ -310,8 +316,11 @@ def pods_policy() -> Obj:
                     "expression": f"variables.containers.all(c, {per_container})",
                     "reason": "Forbidden",
                     "messageExpression": "'the pod requests a DRA extended resource outside"
-                    " the entitlement of tenant ' + params.data.tenant + ' (entitled device"
-                    " classes: ' + " + _ENTITLED_TEXT + " + ')'",
+                    " the entitlement of tenant ' + params.data.tenant + ': ' +"
+                    f" variables.containers.map(c, ({refused_names}).join(', ')).filter(n,"
+                    " n != '').join(', ') + ' (entitled device classes: ' + "
+                    + _ENTITLED_TEXT
+                    + " + ')'",
                 },
                 *_pod_security_rules(),
             ],
