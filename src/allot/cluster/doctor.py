@@ -223,7 +223,14 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
         report.stale = [
             s.to_json()
             for s in stale_allocations(
-                models["claims"], models["classes"], models["slices"], compiler=compiler
+                models["claims"],
+                models["classes"],
+                {
+                    (entry.driver, entry.pool, device): view
+                    for entry in index.slices.values()
+                    for device, view in entry.views.items()
+                },
+                compiler=compiler,
             )
         ]
         report.violations = _violations(by_kind_)

@@ -11,6 +11,7 @@ longer published cannot be judged and is left out. Pure; used by ``allot doctor`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from allot.api import resource_v1 as resourceapi
@@ -47,10 +48,12 @@ class _Request:
 def stale_allocations(
     claims: list[resourceapi.ResourceClaim],
     classes: list[resourceapi.DeviceClass],
-    slices: list[resourceapi.ResourceSlice],
+    views: Mapping[DeviceKey, DeviceView],
     compiler: SelectorCompiler | None = None,
 ) -> list[StaleAllocation]:
-    checker = _Checker(classes, slices, compiler or SelectorCompiler())
+    """``views``: the published devices' CEL views by (driver, pool, device), as a DRA
+    index holds them; ``compiler`` should be the one their results were cached with."""
+    checker = _Checker(classes, compiler or SelectorCompiler(), views)
     found = []
     for claim in claims:
         allocation = claim.status.allocation if claim.status else None
@@ -95,32 +98,19 @@ class _Checker:
     def __init__(
         self,
         classes: list[resourceapi.DeviceClass],
-        slices: list[resourceapi.ResourceSlice],
         compiler: SelectorCompiler,
+        views: Mapping[DeviceKey, DeviceView],
     ) -> None:
         self.classes = {c.metadata.name or "": c for c in classes}
         self.compiler = compiler
-        # the published devices; a device's CEL view is built when an allocation names it
-        self.devices: dict[DeviceKey, resourceapi.Device] = {}
-        for slice_ in slices:
-            driver = slice_.spec.driver or ""
-            pool = slice_.spec.pool.name if slice_.spec.pool else ""
-            for device in slice_.spec.devices or []:
-                self.devices[(driver, pool or "", device.name or "")] = device
-        self.views: dict[DeviceKey, DeviceView] = {}
-
-    def view(self, key: DeviceKey) -> DeviceView | None:
-        view = self.views.get(key)
-        if view is None and key in self.devices:
-            view = self.views[key] = DeviceView(key[0], self.devices[key])
-        return view
+        self.views = views
 
     def reason(self, request: _Request, key: DeviceKey) -> str | None:
         """Why the device no longer fits the request, or None when it still does."""
         device_class = self.classes.get(request.device_class)
         if device_class is None:
             return f"class {request.device_class} no longer exists"
-        view = self.view(key)
+        view = self.views.get(key)
         if view is None:
             return None
         class_selectors = _expressions(device_class.spec.selectors)
