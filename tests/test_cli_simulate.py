@@ -257,3 +257,26 @@ def test_explain_given_a_claim_name_points_to_doctor(capsys: pytest.CaptureFixtu
         "hint: SCENARIO is a file; for the claims of a running cluster, `allot doctor` explains "
         "every pending one",
     ]
+
+
+def test_a_v1beta1_shaped_claim_in_a_scenario_gets_the_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "old.yaml"
+    scenario.write_text(
+        "objects:\n"
+        "- apiVersion: resource.k8s.io/v1\n"
+        "  kind: ResourceClaim\n"
+        "  metadata: {name: c, namespace: default}\n"
+        "  spec: {devices: {requests: [{name: g, deviceClassName: gpu}]}}\n"
+    )
+    code, out, err = run(capsys, "simulate", str(scenario))
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f'error: {scenario}: objects[0]: ResourceClaim in version "v1" cannot be handled as '
+        'a ResourceClaim: strict decoding error: unknown field "spec.devices.requests[0].'
+        'deviceClassName"',
+        "hint: spec.devices.requests[0] has the v1beta1 shape: in resource.k8s.io/v1, move "
+        "deviceClassName under spec.devices.requests[0].exactly (or list alternatives under "
+        "spec.devices.requests[0].firstAvailable)",
+    ]

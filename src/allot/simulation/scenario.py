@@ -15,7 +15,7 @@ from allot.allocator.requests import claim_label
 from allot.api import core_v1_nodes as corev1
 from allot.api import kinds
 from allot.api import resource_v1 as resourceapi
-from allot.api.errors import ApiError
+from allot.api.errors import ApiError, StrictDecodingError
 from allot.api.features import Features, UnknownFeatureGate
 
 SCENARIO_KEYS = {"features", "objects", "steps", "description"}
@@ -75,7 +75,9 @@ def _add_object(scenario: Scenario, index: int, document: Any) -> None:
     try:
         obj = kinds.decode(document)
     except ApiError as err:
-        raise ScenarioError(f"objects[{index}]: {err}") from None
+        advice = err.hints if isinstance(err, StrictDecodingError) else []
+        hints = "".join(f"\nhint: {hint}" for hint in advice)
+        raise ScenarioError(f"objects[{index}]: {err}{hints}") from None
     if isinstance(obj, resourceapi.DeviceClass):
         scenario.classes.append(obj)
     elif isinstance(obj, resourceapi.ResourceSlice):
