@@ -110,7 +110,7 @@ def test_claim_creation(tmp_path: Path, case: dict[str, Any]) -> None:
             assert (event["type"], event["message"], event["count"]) == (
                 "Warning", case["event"], attempt)  # fmt: skip
             assert event["involvedObject"]["name"] == "trainer"
-            assert event["source"] == {"component": "resourceclaim-controller"}
+            assert event["source"] == {"component": "resource_claim"}  # upstream's recorder
         generated, owned = _generated(context)
         assert generated == {}  # claims made before the refusal are found again, not listed
         assert len(owned) < len(case["entries"])

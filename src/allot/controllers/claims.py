@@ -38,6 +38,7 @@ MANAGER = "resourceclaim-controller"
 TERMINAL = ("Succeeded", "Failed")
 RECHECK_SECONDS = 0.2  # while a gone pod's processes are still being ended
 FAILED_CREATION = "FailedResourceClaimCreation"
+EVENT_SOURCE = "resource_claim"  # upstream's recorder: EventSource{Component: "resource_claim"}
 
 
 class PodClaimError(Exception):
@@ -174,7 +175,7 @@ class ClaimController:
         counted on one Event by the recorder), then the error that makes the runtime
         retry with back-off."""
         self.context.event(
-            pod, "Warning", FAILED_CREATION, f"PodResourceClaim {entry}: {err}", MANAGER
+            pod, "Warning", FAILED_CREATION, f"PodResourceClaim {entry}: {err}", EVENT_SOURCE
         )
         namespace = pod["metadata"].get("namespace", "")
         raise ReconcileError(
