@@ -1,8 +1,10 @@
 """``allot explain pod/NAME --tenant T``: why a tenant's pod (or a claim's pods) waits.
 
 Reads the host twins from the running platform (``allot.cli.up.platform_client``) and
-prints :func:`allot.tenancy.explain.explain_twin`'s answer: waiting for quota, for a
-preemption in progress (with the pods being evicted), or for capacity. Imported by
+prints :func:`allot.tenancy.explain.explain_twin`'s answer: waiting for a claim the
+resourceclaim controller cannot create (its ``FailedResourceClaimCreation`` Events are
+read), for quota, for a preemption in progress (with the pods being evicted), or for
+capacity. Imported by
 :mod:`allot.cli.simulate` only for such a target, so a scenario's ``allot explain`` never
 loads the client. Exit status: 0 when nothing waits; 1 when something does, or the read
 fails as a ``kubectl get`` would (platform not running, no such tenant, pod or claim);
@@ -15,6 +17,7 @@ import argparse
 import sys
 
 from allot.cli.up import platform_client
+from allot.controllers.claims import FAILED_CREATION
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
 from allot.tenancy import names
@@ -38,6 +41,7 @@ def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
         pods = client.list("v1", "Pod", host_ns)
         twins = _twins(client, kind, names.host_name(name, args.namespace), host_ns, pods)
         neighbours = _cohort_pods(client)
+        events = client.list("v1", "Event", host_ns, field_selector=f"reason={FAILED_CREATION}")
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -50,7 +54,7 @@ def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
         return 1
     pending = False
     for twin in twins:
-        explanation = explain_twin(twin, neighbours)
+        explanation = explain_twin(twin, neighbours, events)
         shown = (twin["metadata"].get("annotations") or {}).get(names.NAME_ANNOTATION)
         print(explanation.text(f"pod {args.namespace}/{shown} of tenant {args.tenant}"))
         pending = pending or explanation.pending

@@ -4,6 +4,11 @@ For each pod (upstream ``pkg/controller/resourceclaim``): every ``resourceClaimT
 entry gets a claim named ``<pod>-<claim>-<5 random chars>`` (the base truncated
 proportionally to 57 characters), owned by the pod, annotated with
 ``resource.kubernetes.io/pod-claim-name``, recorded in ``status.resourceClaimStatuses``.
+A claim that cannot be created (its template is missing, or the API refuses it: quota, an
+admission policy) is reported as upstream's ``syncPod`` reports it: a Warning Event
+``FailedResourceClaimCreation`` ``PodResourceClaim <entry>: <error>`` on the pod, and the
+pod retried with the runtime's back-off (:class:`~allot.controllers.runtime.ReconcileError`,
+one log line); claims created before the failure are found again by the next attempt.
 When a pod is gone or finished, and the node agent's runtime holds none of its processes
 any more (a terminating pod still runs; a pod removed at once may too), its UID leaves
 the ``reservedFor`` of every claim it used
@@ -16,12 +21,15 @@ generated claim is then garbage-collected with its pod.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import NoReturn
 
 from allot.api import claims as claims_api
 from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
-from allot.controllers.runtime import RetryLater
+from allot.controllers.runtime import ReconcileError, RetryLater
+from allot.statuses import InvalidObjectError, RequestError
 from allot.store import WatchEvent
+from allot.store.errors import Conflict, StoreError
 from allot.types import Obj
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -29,6 +37,13 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 MANAGER = "resourceclaim-controller"
 TERMINAL = ("Succeeded", "Failed")
 RECHECK_SECONDS = 0.2  # while a gone pod's processes are still being ended
+FAILED_CREATION = "FailedResourceClaimCreation"
+EVENT_SOURCE = "resource_claim"  # upstream's recorder: EventSource{Component: "resource_claim"}
+
+
+class PodClaimError(Exception):
+    """Why the claim of one ``spec.resourceClaims`` entry could not be had (upstream's
+    ``handleClaim`` error text)."""
 
 
 def generate_name(pod: str, claim: str) -> str:
@@ -143,9 +158,10 @@ class ClaimController:
             return
         new_statuses = list(statuses.values())
         for pod_claim in missing:
-            claim_name = self._claim_for(pod, pod_claim)
-            if claim_name is None:
-                continue
+            try:
+                claim_name = self._claim_for(pod, pod_claim)
+            except PodClaimError as err:
+                self._report(pod, pod_claim["name"], err)
             new_statuses.append({"name": pod_claim["name"], "resourceClaimName": claim_name})
         if len(new_statuses) != len(statuses):
             latest = self.context.get("Pod", namespace, pod["metadata"]["name"])
@@ -154,27 +170,36 @@ class ClaimController:
             latest.setdefault("status", {})["resourceClaimStatuses"] = new_statuses
             self.context.write_status("Pod", latest, MANAGER)
 
-    def _claim_for(self, pod: Obj, pod_claim: Obj) -> str | None:
+    def _report(self, pod: Obj, entry: str, err: PodClaimError) -> NoReturn:
+        """Upstream's ``syncPod`` on a failed entry: the Warning Event on the pod (repeats
+        counted on one Event by the recorder), then the error that makes the runtime
+        retry with back-off."""
+        self.context.event(
+            pod, "Warning", FAILED_CREATION, f"PodResourceClaim {entry}: {err}", EVENT_SOURCE
+        )
+        namespace = pod["metadata"].get("namespace", "")
+        raise ReconcileError(
+            f"pod {namespace}/{pod['metadata']['name']}, PodResourceClaim {entry}: {err}"
+        ) from None
+
+    def _claim_for(self, pod: Obj, pod_claim: Obj) -> str:
+        """The claim generated for ``pod_claim``: found again, or created from its
+        template; :class:`PodClaimError` when the template is missing or the create is
+        refused."""
         namespace = pod["metadata"].get("namespace", "")
         uid = pod["metadata"]["uid"]
         orphan = self.generated.get((uid, pod_claim["name"]))
         if orphan is not None and self.context.peek("ResourceClaim", namespace, orphan):
             return orphan  # created by an earlier attempt whose pod update failed
+        template_name = pod_claim["resourceClaimTemplateName"]
         template = self.context.peek(  # read only: what the claim takes is copied
-            "ResourceClaimTemplate", namespace, pod_claim["resourceClaimTemplateName"]
+            "ResourceClaimTemplate", namespace, template_name
         )
         if template is None:
-            self.context.event(
-                pod,
-                "Warning",
-                "FailedResourceClaimCreation",
-                f"PodResourceClaim {pod_claim['name']}: resource claim template "
-                f'"{pod_claim["resourceClaimTemplateName"]}": '
-                f"resourceclaimtemplate.resource.k8s.io "
-                f'"{pod_claim["resourceClaimTemplateName"]}" not found',
-                MANAGER,
+            raise PodClaimError(
+                f'resource claim template "{template_name}": '
+                f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found'
             )
-            return None
         template_meta = (template.get("spec") or {}).get("metadata") or {}
         claim: Obj = {
             "apiVersion": "resource.k8s.io/v1",
@@ -201,7 +226,13 @@ class ClaimController:
             "spec": clone_document((template.get("spec") or {}).get("spec") or {}),
         }
         claim["metadata"] = {k: v for k, v in claim["metadata"].items() if v is not None}
-        created = self.context.create_shared("ResourceClaim", claim, MANAGER)
+        try:
+            created = self.context.create_shared("ResourceClaim", claim, MANAGER)
+        except (RequestError, InvalidObjectError, StoreError) as err:
+            if isinstance(err, Conflict):
+                raise  # written meanwhile: the runtime reads again at once
+            # upstream names the claim it asked for: only generateName is set, so no name
+            raise PodClaimError(f"create ResourceClaim : {err}") from err
         created_name: str = created["metadata"]["name"]
         self.generated[(uid, pod_claim["name"])] = created_name
         return created_name

@@ -16,6 +16,12 @@ in the server's own loop means no locking: a reconcile reads and writes the stor
 two requests. Controllers write through the registry's handlers, so every change passes
 validation exactly like a client's. Built and started with the server by
 :mod:`allot.platform`.
+
+A failed reconcile is logged as one line, as upstream's workqueue controllers log a sync
+error (``utilruntime.HandleError``), when the failure is expected: the API refused a write
+(quota, a policy, validation: the errors :mod:`allot.statuses` maps) or the controller
+raised :class:`ReconcileError` after reporting it; anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from allot.statuses import InvalidObjectError, RequestError
 from allot.store import WatchEvent
-from allot.store.errors import Conflict
+from allot.store.errors import Conflict, StoreError
 
 LOG = logging.getLogger("allot.controllers")
 MAX_BACKOFF_SECONDS = 30.0
@@ -44,6 +51,16 @@ class RetryLater(Exception):
     def __init__(self, seconds: float) -> None:
         super().__init__(seconds)
         self.seconds = seconds
+
+
+class ReconcileError(Exception):
+    """Raised by ``reconcile``: an expected failure, already reported where users look (an
+    Event), worded as upstream's sync error; retried with back-off and logged as one line
+    without a traceback."""
+
+
+EXPECTED_FAILURES = (ReconcileError, RequestError, InvalidObjectError, StoreError)
+"""Failures logged without a traceback: the API's refusals and :class:`ReconcileError`."""
 
 
 class Controller(Protocol):
@@ -170,19 +187,24 @@ class ControllerManager:
             return False
         except RetryLater as later:
             asyncio.get_running_loop().call_later(later.seconds, worker.add, key)
-        except Exception:
+        except Exception as err:
             attempts = worker.failures.get(key, 0) + 1
             worker.failures[key] = attempts
             delay = min(MAX_BACKOFF_SECONDS, 0.05 * 2**attempts)
-            LOG.exception(
-                "%s: reconciling %s failed (attempt %d, retry in %.2fs)",
-                worker.controller.name,
-                key,
-                attempts,
-                delay,
-            )
+            _log_failure(worker.controller.name, key, attempts, delay, err)
             asyncio.get_running_loop().call_later(delay, worker.add, key)
         return True
+
+
+def _log_failure(
+    controller: str, key: Hashable, attempts: int, delay: float, err: Exception
+) -> None:
+    """One line for an expected failure (with its text); the traceback for anything else."""
+    line = "%s: reconciling %s failed (attempt %d, retry in %.2fs)"
+    if isinstance(err, EXPECTED_FAILURES):
+        LOG.error(line + ": %s", controller, key, attempts, delay, err)
+    else:
+        LOG.exception(line, controller, key, attempts, delay)
 
 
 def _watches(controller: Controller) -> frozenset[str] | None:

@@ -1,12 +1,15 @@
 """Why a pending pod (or the pods of a claim) of a running platform does not run yet.
 
 ``allot explain pod/NAME --tenant T`` reads the pod's host twin and answers one of: it
-waits for quota (fair sharing: the admission controller's ``QuotaReserved=False``
-message, device by device), for a preemption in progress (the message, and the pods being
-evicted for it, which still hold the quota until they are gone), for capacity (admitted,
-or not gated at all, but not scheduled: the scheduler's ``PodScheduled`` reason and
-message), or not at all (bound to a node). Pure: the CLI (:mod:`allot.cli.simulate`)
-fetches the objects and prints the :class:`Explanation`.
+waits for a claim from one of its templates that the resourceclaim controller cannot
+create (the newest ``FailedResourceClaimCreation`` Event's text: the quota or a policy
+refused it, or the template is missing; retried until it is created), for quota (fair
+sharing: the admission controller's ``QuotaReserved=False`` message, device by device),
+for a preemption in progress (the message, and the pods being evicted for it, which
+still hold the quota until they are gone), for capacity (admitted, or not gated at all,
+but not scheduled: the scheduler's ``PodScheduled`` reason and message), or not at all
+(bound to a node). Pure: the CLI (:mod:`allot.cli.simulate`) fetches the objects and
+prints the :class:`Explanation`.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from allot.controllers.claims import FAILED_CREATION
 from allot.controllers.eviction import DISRUPTION_TARGET
 from allot.tenancy import names
 from allot.tenancy.queueing import PREEMPTION_REASON, QUOTA_RESERVED
-from allot.tenancy.translate import ADMISSION_GATE
+from allot.tenancy.translate import ADMISSION_GATE, message_to_tenant, tenant_object_name
 from allot.types import Obj
 
 WAITING_FOR_PREEMPTION = "waiting for preemption:"
 
+CLAIMS = "claims"
 QUOTA = "quota"
 PREEMPTION = "preemption"
 CAPACITY = "capacity"
@@ -31,9 +36,9 @@ RUNNING = "running"
 
 @dataclass
 class Explanation:
-    """What the pod waits for (:data:`QUOTA`, :data:`PREEMPTION`, :data:`CAPACITY`,
-    :data:`ADMISSION`) or :data:`RUNNING`, the message that says it, and for a preemption
-    the pods being evicted (``tenant namespace/name``)."""
+    """What the pod waits for (:data:`CLAIMS`, :data:`QUOTA`, :data:`PREEMPTION`,
+    :data:`CAPACITY`, :data:`ADMISSION`) or :data:`RUNNING`, the message that says it, and
+    for a preemption the pods being evicted (``tenant namespace/name``)."""
 
     waits_for: str
     message: str
@@ -45,6 +50,7 @@ class Explanation:
 
     def text(self, what: str) -> str:
         heads = {
+            CLAIMS: "waits for its ResourceClaims to be created",
             QUOTA: "waits for quota",
             PREEMPTION: "waits for preemption in progress",
             CAPACITY: "is admitted and waits for capacity",
@@ -65,13 +71,17 @@ def condition(pod: Obj, kind: str) -> Obj | None:
     return None
 
 
-def explain_twin(twin: Obj, pods: Iterable[Obj]) -> Explanation:
+def explain_twin(twin: Obj, pods: Iterable[Obj], events: Iterable[Obj] = ()) -> Explanation:
     """Why host pod ``twin`` is not running; ``pods``: the host pods of the tenants of its
-    cohort (where victims of its preemption are)."""
+    cohort (where victims of its preemption are); ``events``: host Events, of which the
+    twin's ``FailedResourceClaimCreation`` ones are read."""
     node = (twin.get("spec") or {}).get("nodeName")
     if node:
         phase = (twin.get("status") or {}).get("phase") or "Pending"
         return Explanation(RUNNING, f"bound to node {node} ({phase})")
+    failed = failed_claim_creation(twin, events)
+    if failed is not None:
+        return Explanation(CLAIMS, failed)
     gates = [g.get("name") for g in (twin.get("spec") or {}).get("schedulingGates") or []]
     reserved = condition(twin, QUOTA_RESERVED)
     if ADMISSION_GATE in gates:
@@ -87,6 +97,36 @@ def explain_twin(twin: Obj, pods: Iterable[Obj]) -> Explanation:
     if gates:
         return Explanation(CAPACITY, f"scheduling gates {', '.join(map(str, gates))} remain")
     return Explanation(CAPACITY, f"{reason}: {message}")
+
+
+def failed_claim_creation(twin: Obj, events: Iterable[Obj]) -> str | None:
+    """The newest ``FailedResourceClaimCreation`` Event of ``twin`` about an entry whose
+    claim does not exist yet (``reason: message``, in the tenant's names), or None."""
+    metadata = twin["metadata"]
+    statuses = (twin.get("status") or {}).get("resourceClaimStatuses") or []
+    done = {s.get("name") for s in statuses}
+    waiting = [
+        f"PodResourceClaim {entry.get('name')}: "
+        for entry in (twin.get("spec") or {}).get("resourceClaims") or []
+        if entry.get("resourceClaimTemplateName") and entry.get("name") not in done
+    ]
+    found = [
+        event
+        for event in events
+        if event.get("reason") == FAILED_CREATION
+        and (event.get("involvedObject") or {}).get("uid") == metadata.get("uid")
+        and str(event.get("message") or "").startswith(tuple(waiting))
+    ]
+    if not waiting or not found:
+        return None
+    newest = max(found, key=lambda e: (e.get("lastTimestamp") or "", e["metadata"]["name"]))
+    message = str(newest.get("message") or "")
+    origin = tenant_object_name(twin)
+    if origin is not None:
+        message = message_to_tenant(
+            message, metadata.get("namespace", ""), metadata["name"], origin
+        )
+    return f"{FAILED_CREATION}: {message}"
 
 
 def _victims(message: str, pods: Iterable[Obj]) -> list[str]:

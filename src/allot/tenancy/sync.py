@@ -41,6 +41,7 @@ from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.translate import (
     claim_status_to_tenant,
     kept_gates,
+    message_to_tenant,
     pod_status_to_tenant,
     same_content,
     tenant_object_name,
@@ -76,6 +77,10 @@ class TenantSync:
         self._slice_inputs: dict[tuple[str, str], tuple[object, ...]] = {}
         # (tenant, namespace, name) -> the conditions of a pod twin when it was removed
         self._last_conditions: dict[tuple[str, str, str], list[Obj]] = {}
+        # tenant -> the context host Events are relayed through: one per tenant, so its
+        # recorder counts a repeated host Event (a retried FailedResourceClaimCreation) on
+        # the tenant's one Event instead of adding one per repeat
+        self._relays: dict[str, ControllerContext] = {}
 
     def context(self, tenant: str) -> ControllerContext:
         return ControllerContext(tenant, self.host.store, self.host.handlers, self.host.clock)
@@ -314,11 +319,13 @@ class TenantSync:
             origin, target = self._origin_of_gone(tenant, kind, involved)
         if origin is None or target is None:
             return
-        message = str(event.get("message") or "").replace(
-            f"{namespace}/{involved.get('name', '')}", f"{origin[0]}/{origin[1]}"
+        message = message_to_tenant(
+            str(event.get("message") or ""), namespace, str(involved.get("name") or ""), origin
         )
-        message = message.replace(involved.get("name", ""), origin[1])
-        self.context(tenant).event(
+        relay = self._relays.get(tenant)
+        if relay is None:
+            relay = self._relays[tenant] = self.context(tenant)
+        relay.event(
             target,
             event.get("type") or "Normal",
             event.get("reason") or "",

@@ -15,8 +15,9 @@ twin after its creation (``allot.dev/`` labels and annotations the sync does not
 such as ``allot.dev/admitted-at``) is kept by ``with_host_keys``, so the sync never takes
 it back. Back to the
 tenant (``claim_status_to_tenant``, ``pod_status_to_tenant``): host names in
-``reservedFor`` and ``resourceClaimStatuses`` mapped back. Pure; used by the guard and
-the sync.
+``reservedFor`` and ``resourceClaimStatuses`` mapped back, and the twin's names in a host
+Event's message (``message_to_tenant``). Pure; used by the guard, the sync and
+``allot explain``.
 """
 
 from __future__ import annotations
@@ -138,6 +139,15 @@ def tenant_object_name(twin: Obj) -> tuple[str, str] | None:
     if not name:
         return None
     return labels[names.TENANT_NAMESPACE_LABEL], name
+
+
+def message_to_tenant(message: str, host_namespace: str, twin: str, origin: tuple[str, str]) -> str:
+    """A host message about twin ``twin`` (in ``host_namespace``) as the tenant reads it:
+    ``<host ns>/<twin>`` and then ``<twin>`` (also inside names made from it, such as
+    a generated claim's ``<twin>-<entry>-``) become the tenant's ``origin`` (namespace,
+    name)."""
+    message = message.replace(f"{host_namespace}/{twin}", f"{origin[0]}/{origin[1]}")
+    return message.replace(twin, origin[1]) if twin else message
 
 
 def claim_status_to_tenant(status: Obj, pod_twin: Callable[[str], Obj | None]) -> Obj:
