@@ -75,6 +75,42 @@ def test_a_removed_tenant_is_pruned(
     assert names == ["legal-ai"]
 
 
+def test_a_tenant_made_with_allot_tenant_create_is_not_the_files_to_prune(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``allot tenant create tmpt`` then ``allot apply`` of a platform file without tmpt:
+    tmpt is not part of the file's set, so nothing of it is pruned (it used to lose its
+    namespace, params and bindings while the Tenant stayed Ready)."""
+    values = REPO / "examples" / "seeds" / "000-research-ai-vcluster-config.yaml"
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert allot(["tenant", "create", "tmpt", "-f", str(values), *data]) == 0
+    before = {
+        "namespace": cluster.get_json("namespace", "tenant-tmpt")["metadata"]["uid"],
+        "params": cluster.get_json("configmap", "-n", "allot-system", "entitlement-tmpt")[
+            "metadata"
+        ]["uid"],
+        "binding": cluster.get_json("validatingadmissionpolicybinding", "allot-tenant-claims.tmpt")[
+            "metadata"
+        ]["uid"],
+    }
+    capsys.readouterr()
+    for extra in (["--dry-run"], []):
+        code, out = _apply(cluster, capsys, *extra)
+        assert code == 0
+        assert "tmpt" not in out
+    assert cluster.get_json("namespace", "tenant-tmpt")["metadata"]["uid"] == before["namespace"]
+    params = cluster.get_json("configmap", "-n", "allot-system", "entitlement-tmpt")
+    assert params["metadata"]["uid"] == before["params"]
+    assert params["data"]["deviceClasses"] == "gpu-slice"  # the file's class, entitled now
+    binding = cluster.get_json("validatingadmissionpolicybinding", "allot-tenant-claims.tmpt")
+    assert binding["metadata"]["uid"] == before["binding"]
+    assert allot(["tenant", "delete", "tmpt", *data]) == 0  # it is still whole: it goes
+    capsys.readouterr()
+    code, out = _apply(cluster, capsys)
+    assert code == 0
+    assert "tmpt" not in out
+
+
 def test_dry_run_prints_the_diff(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -155,6 +155,49 @@ def test_a_second_up_on_the_same_data_dir_is_refused_and_changes_nothing(tmp_pat
         assert again.url.startswith("https://127.0.0.1:")
 
 
+def test_a_restart_keeps_the_tenant_context_connect_wrote_into_the_host_kubeconfig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's flow (``export KUBECONFIG=$(allot kubeconfig --path)``, then ``allot
+    tenant connect``) survives Ctrl-C and ``allot up`` again, on a new port: kubectl still
+    talks to the tenant, platform commands to the host, and disconnect switches back; a
+    deleted tenant's context goes at the next start, and the banner says so."""
+    host = tmp_path / "kubeconfigs" / "host.yaml"
+    monkeypatch.setenv("KUBECONFIG", str(host))
+    data = ["--data-dir", str(tmp_path)]
+    context = f"allot_legal-ai_{tmp_path.name}"
+
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(Path(sys.executable).with_name("kubectl")), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+    with allot_up(tmp_path):
+        assert allot(["tenant", "create", "legal-ai", *data]) == 0
+        assert allot(["tenant", "connect", "legal-ai", *data]) == 0
+        capsys.readouterr()
+        assert allot(["tenant", "list", *data]) == 0  # the host, though a tenant is current
+        assert "legal-ai" in capsys.readouterr().out
+    with allot_up(tmp_path) as again:
+        assert "note:" not in again.banner
+        assert kubectl("config", "current-context").stdout.strip() == context
+        server = kubectl("config", "view", "--minify", "-o", "jsonpath={..server}").stdout
+        assert server == f"{again.url}/clusters/legal-ai"
+        assert kubectl("get", "namespace", "default").returncode == 0
+        capsys.readouterr()
+        assert allot(["tenant", "disconnect", *data]) == 0
+        assert f'Left context "{context}"; switched to context "allot-host".' in (
+            capsys.readouterr().out
+        )
+        assert allot(["tenant", "connect", "legal-ai", *data]) == 0
+        assert allot(["tenant", "delete", "legal-ai", *data]) == 0
+    with allot_up(tmp_path) as last:
+        assert (
+            f'  note: {host.resolve()}: context "{context}" was current, but tenant legal-ai '
+            'no longer exists; the current context is now "allot-host"'
+        ) in last.banner
+        assert kubectl("config", "get-contexts", "-o", "name").stdout.split() == ["allot-host"]
+
+
 def test_a_port_in_use_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -1,6 +1,7 @@
 """Deleting a tenant leaves nothing of it (issue 14, item 5): a tenant re-created under the
 same name starts empty (no objects, no logs of its old pods, no files under the data
-directory); the admission audit forgets a removed cluster and is capped in size."""
+directory) and sees the host's slices trimmed to its classes, as it did the first time; the
+admission audit forgets a removed cluster and is capped in size."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from allot.cli.main import main as allot
 from allot.registry import clusters
 from allot.registry.clusters import Registry
-from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+from tests.e2e.tenancy import REPO, SEEDS, Tenancy, seed_platform
 
 pytestmark = pytest.mark.slow
 LEGAL = str(REPO / "examples/tenancy/legal-ai-workload.yaml")
@@ -59,6 +60,21 @@ def test_a_recreated_tenant_starts_empty(tmp_path: Path) -> None:
         assert f'pods "{POD}" not found' in logs.stderr
         assert _files_of(tenancy.data_dir, "tenant-legal-ai") == []
         assert tenancy.host_objects("tenant-legal-ai") == []
+
+
+def test_a_recreated_tenant_sees_the_trimmed_slices(tmp_path: Path) -> None:
+    values = str(SEEDS / "000-research-ai-vcluster-config.yaml")
+    with seed_platform(tmp_path) as tenancy:
+
+        def slices() -> list[str]:
+            listing = tenancy.tenant_json("tmpt", "resourceslices")
+            return sorted(i["metadata"]["name"] for i in listing["items"])
+
+        tenancy.create_tenant("tmpt", "-f", values)
+        first = tenancy.wait(slices, "the first tenant's slices")
+        assert allot(["tenant", "delete", "tmpt", "--data-dir", str(tenancy.data_dir)]) == 0
+        tenancy.create_tenant("tmpt", "-f", values)
+        assert tenancy.wait(slices, "the re-created tenant's slices", timeout=10) == first
 
 
 def test_admission_audit_forgets_a_removed_cluster(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 ``serve`` locks the data directory (one platform per directory, ``lock``), binds the port,
 builds the platform, prepares the data directory (CA, server certificate, tokens) and writes
-one kubeconfig per cluster with the port really bound (``--port 0`` picks a free one),
+one kubeconfig per cluster with the port really bound (``--port 0`` picks a free one;
+what a user merged into an existing file is kept, see :mod:`allot.registry.kubeconfigs`),
 settles the process's heap (``settle_heap``), then serves on that socket until interrupted;
 an interrupt ends the open watch streams first. Nothing is written before the lock and the
 port are held, so a refused second start leaves the first one intact. ``ServerThread`` runs
@@ -18,7 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
@@ -40,6 +41,8 @@ class Endpoint:
     url: str
     tls: TLSFiles
     kubeconfigs: dict[str, Path]
+    notes: list[str] = field(default_factory=list)
+    """What rewriting the kubeconfigs changed that the user should hear of."""
 
 
 def free_port() -> int:
@@ -80,9 +83,11 @@ def prepare(server: ApiServer, host: str, port: int) -> Endpoint:
     url = f"https://{'127.0.0.1' if host == 'localhost' else host}:{port}"
     registry.url = url
     kubeconfigs = {}
+    notes = []
     for cluster in registry.tokens.clusters():
-        kubeconfigs[cluster] = registry.write_kubeconfig(cluster)
-    return Endpoint(url, tls, kubeconfigs)
+        kubeconfigs[cluster], changes = registry.write_kubeconfig(cluster)
+        notes += [f"{kubeconfigs[cluster].resolve()}: {change}" for change in changes]
+    return Endpoint(url, tls, kubeconfigs, notes)
 
 
 def _config(

@@ -7,7 +7,9 @@ context entries are all named ``allot_<tenant>_<data-dir name>`` (vCluster names
 ``vcluster_<name>_<namespace>_<context>``); the context remembers the context that was
 current before in an extension, so ``allot tenant disconnect`` switches back and removes
 the three entries. Every other entry of the file is kept as it was; the file is replaced
-atomically with mode 0600. Called by ``allot.cli.tenant``.
+atomically with mode 0600. When that file is one of the platform's own kubeconfigs,
+``allot up`` keeps these contexts on restart and brings their server and token up to date
+(:mod:`allot.registry.kubeconfigs`). Called by ``allot.cli.tenant``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 
 import yaml
 
+from allot.registry.kubeconfigs import CONNECTED_PREFIX
 from allot.types import Obj
 
-PREFIX = "allot_"
+PREFIX = CONNECTED_PREFIX
 PREVIOUS = "allot.dev/previous-context"
 
 

@@ -31,7 +31,8 @@ from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
 from allot.ops.rules import AlertSettings
-from allot.registry.clusters import Tokens
+from allot.registry.clusters import HOST_CLUSTER, Tokens
+from allot.registry.kubeconfigs import own_context
 
 DEFAULT_PORT = 6443
 
@@ -195,6 +196,8 @@ def run_up(args: argparse.Namespace) -> int:
         print(f"allot API server on {endpoint.url} (data in {args.data_dir})")
         for cluster, path in endpoint.kubeconfigs.items():
             print(f"  cluster {cluster}: export KUBECONFIG={path.resolve()}")
+        for note in endpoint.notes:
+            print(f"  note: {note}")
         print(
             f"  dashboard: {endpoint.url}/ui (sign in with the host token: "
             f"allot kubeconfig --token --data-dir {args.data_dir})",
@@ -237,9 +240,16 @@ def run_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def host_client(kubeconfig: Path) -> Client:
+    """A client of the host cluster from its kubeconfig, by the host's own context: the
+    user may have made a tenant's context current in that file (``allot tenant connect``
+    with ``$KUBECONFIG`` pointing at it)."""
+    return Client.from_kubeconfig(kubeconfig, own_context(HOST_CLUSTER))
+
+
 def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
     try:
-        client = Client.from_kubeconfig(kubeconfig)
+        client = host_client(kubeconfig)
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return False
@@ -279,7 +289,7 @@ def platform_client(data_dir: Path) -> Client:
     kubeconfig = data_dir / "kubeconfigs" / "host.yaml"
     if running(data_dir) is None or not kubeconfig.exists():
         raise PlatformNotRunning(data_dir)
-    return Client.from_kubeconfig(kubeconfig)
+    return host_client(kubeconfig)
 
 
 def _progress(done: int, total: int) -> None:

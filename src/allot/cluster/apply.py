@@ -4,7 +4,8 @@ Objects go in dependency order (CRDs, namespaces, classes, policies, params, bin
 quotas, Tenants, the PrometheusRule) by server-side apply under field manager ``allot``.
 An object whose live state already holds everything rendered is left alone (so a second
 apply changes nothing). Objects labelled ``app.kubernetes.io/managed-by: allot`` that are
-no longer rendered are deleted afterwards, most dependent first. A kind the cluster does
+no longer rendered are deleted afterwards, most dependent first, except those of a Tenant
+the platform file never applied (see :func:`prunable`). A kind the cluster does
 not serve (a PrometheusRule without the Prometheus Operator, Kueue's queues without Kueue)
 is reported and skipped, with what to install; any other failure stops the run, and the
 report says exactly what was applied before it.
@@ -24,10 +25,13 @@ from allot.cluster.kueue import KUEUE_API, KUEUE_KINDS
 from allot.cluster.render import OUTPUT_ORDER
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.tenancy import names
 from allot.types import Obj
 
 FIELD_MANAGER = "allot"
-MANAGED_SELECTOR = "app.kubernetes.io/managed-by=allot"
+MANAGED_KEY, MANAGED_VALUE = "app.kubernetes.io/managed-by", "allot"
+MANAGED_SELECTOR = f"{MANAGED_KEY}={MANAGED_VALUE}"
+TENANT_API = "allot.dev/v1alpha1"
 PRUNABLE = [
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
     ("v1", "Namespace"),
@@ -146,22 +150,61 @@ def _planned(client: Client, obj: Obj) -> Action:
 
 
 def _stale(client: Client, objects: list[Obj]) -> list[Obj]:
-    """Live objects allot manages that are no longer rendered, in apply order."""
-    wanted = {
-        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects
-    }
+    """Live objects of this apply's set that are no longer rendered, in apply order."""
     found = []
     for api_version, kind in PRUNABLE:
         try:
             items = client.list(api_version, kind, label_selector=MANAGED_SELECTOR)
         except KubeNotFound:
             continue  # not served here: nothing of that kind to prune
-        for item in items:
-            metadata = item["metadata"]
-            key = (kind, metadata.get("namespace", ""), metadata["name"])
-            if key not in wanted:
-                found.append({"apiVersion": api_version, "kind": kind, "metadata": metadata})
-    return sorted(found, key=lambda o: OUTPUT_ORDER.index(o["kind"]))
+        found += [
+            {"apiVersion": api_version, "kind": kind, "metadata": item["metadata"]}
+            for item in items
+        ]
+    try:
+        tenants = client.list(TENANT_API, "Tenant")
+    except KubeNotFound:
+        tenants = []  # no Tenant kind: no tenant outside the set either
+    return prunable(found, objects, tenants)
+
+
+def prunable(managed: list[Obj], rendered: list[Obj], live_tenants: list[Obj]) -> list[Obj]:
+    """Of the live ``managed`` objects (labelled ``app.kubernetes.io/managed-by=allot``),
+    those to prune, in apply order: the ones not ``rendered``, except the objects of a
+    Tenant outside this apply's set.
+
+    The set is what the platform file renders, plus the Tenants an earlier apply created
+    (labelled ``managed-by``). A Tenant created otherwise (``allot tenant create``,
+    ``kubectl apply`` of a Tenant) is not the platform file's: its namespace, params,
+    bindings and quota, labelled ``managed-by`` by the tenant controller that made them
+    and tied to it by ``allot.dev/tenant`` (or by living in its namespace), are kept, as
+    ``kubectl apply --prune --applyset`` prunes only its own set's members. A Tenant of the
+    set that is no longer rendered is pruned with all of its objects."""
+    wanted = {_key(o) for o in rendered}
+    rendered_tenants = {o["metadata"]["name"] for o in rendered if o["kind"] == "Tenant"}
+    outside = {
+        t["metadata"]["name"]
+        for t in live_tenants
+        if t["metadata"]["name"] not in rendered_tenants
+        and (t["metadata"].get("labels") or {}).get(MANAGED_KEY) != MANAGED_VALUE
+    }
+    stale = [o for o in managed if _key(o) not in wanted and _tenant_of(o) not in outside]
+    return sorted(stale, key=lambda o: OUTPUT_ORDER.index(o["kind"]))
+
+
+def _key(obj: Obj) -> tuple[str, str, str]:
+    metadata = obj["metadata"]
+    return obj["kind"], metadata.get("namespace", ""), metadata["name"]
+
+
+def _tenant_of(obj: Obj) -> str | None:
+    """The Tenant an object belongs to: its ``allot.dev/tenant`` label, or the tenant of
+    the host namespace it lives in (None: a platform-wide object)."""
+    metadata = obj["metadata"]
+    labelled = (metadata.get("labels") or {}).get(names.TENANT_LABEL)
+    if labelled:
+        return str(labelled)
+    return names.tenant_of_namespace(metadata.get("namespace", ""))
 
 
 def _project(live: Any, desired: Any) -> Any:

@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from allot.registry import kubeconfigs
 from allot.registry.admission import AdmissionChain, AdmissionHook
 from allot.registry.classwarnings import CatalogueWarnings
 from allot.registry.crds import CustomResources
@@ -106,14 +105,17 @@ class Registry:
         self._forget_policy_audit(name)
         (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
 
-    def write_kubeconfig(self, cluster: str) -> Path:
-        """(Re)write a cluster's kubeconfig; the server's URL must be known."""
+    def write_kubeconfig(self, cluster: str) -> tuple[Path, list[str]]:
+        """(Re)write a cluster's kubeconfig, keeping what the user added to it (see
+        :mod:`allot.registry.kubeconfigs`); the server's URL must be known. Returns the
+        file and what the console should say about the rewrite."""
         if self.url is None:
             raise RuntimeError("a kubeconfig needs the server's URL: serve the registry first")
-        ca_cert = self.data_dir / "pki" / "ca.crt"
-        return write_kubeconfig(
-            self.data_dir, cluster, self.url, self.tokens.ensure(cluster), ca_cert
-        )
+        self.tokens.ensure(cluster)
+        tokens = {c: self.tokens.ensure(c) for c in self.tokens.clusters()}
+        credentials = kubeconfigs.Credentials(self.url, self.data_dir / "pki" / "ca.crt", tokens)
+        path = self.data_dir / "kubeconfigs" / f"{cluster}.yaml"
+        return path, kubeconfigs.write(path, cluster, credentials).notes
 
     def _namespace_labels(self, cluster: str, namespace: str) -> dict[str, str] | None:
         try:
@@ -180,36 +182,3 @@ class Tokens:
     def remove(self, cluster: str) -> None:
         if self._tokens.pop(cluster, None) is not None:
             write_private(self.path, json.dumps(self._tokens, indent=2).encode())
-
-
-def kubeconfig(cluster: str, server: str, token: str, ca_cert: Path) -> str:
-    context = f"allot-{cluster}"
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": context,
-        "clusters": [
-            {
-                "name": context,
-                "cluster": {
-                    "server": f"{server}/clusters/{cluster}",
-                    "certificate-authority": str(ca_cert.resolve()),
-                },
-            }
-        ],
-        "users": [{"name": context, "user": {"token": token}}],
-        "contexts": [
-            {
-                "name": context,
-                "context": {"cluster": context, "user": context, "namespace": "default"},
-            }
-        ],
-        "preferences": {},
-    }
-    return yaml.safe_dump(document, sort_keys=False)
-
-
-def write_kubeconfig(directory: Path, cluster: str, server: str, token: str, ca_cert: Path) -> Path:
-    path = directory / "kubeconfigs" / f"{cluster}.yaml"
-    write_private(path, kubeconfig(cluster, server, token, ca_cert).encode())
-    return path

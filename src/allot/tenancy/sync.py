@@ -92,16 +92,32 @@ class TenantSync:
 
     # ------------------------------------------------------------------ events
     def observe(self, event: WatchEvent) -> None:
-        """A pod twin removed on the host leaves its last conditions (a preemption's
+        """A Tenant gone takes what the sync remembers of it (``forget``). A pod twin
+        removed on the host leaves its last conditions (a preemption's
         ``DisruptionTarget``), which its tenant pod gets as it ends (``_terminal``), even
         when the node agent removed the twin before the sync saw it terminating."""
-        if event.cluster != HOST_CLUSTER or event.resource != "pods" or event.type != "DELETED":
+        if event.cluster != HOST_CLUSTER or event.type != "DELETED":
+            return
+        if event.resource == TENANTS:
+            self.forget(event.object["metadata"]["name"])
+            return
+        if event.resource != "pods":
             return
         tenant = names.tenant_of_namespace(event.object["metadata"].get("namespace", ""))
         origin = tenant_object_name(event.object)
         conditions = (event.object.get("status") or {}).get("conditions")
-        if tenant is not None and origin is not None and conditions:
+        if tenant is not None and self.directory.is_tenant(tenant) and origin and conditions:
             self._last_conditions[(tenant, *origin)] = list(conditions)
+
+    def forget(self, tenant: str) -> None:
+        """Drop every per-tenant memory of a deleted tenant. Its cluster (with the mirrored
+        classes and slices) went at once, so a tenant created again under that name must
+        not look already synced: its slices would never be mirrored while the host's stay
+        unchanged. Also keeps a gone tenant's sync errors out of alerts and metrics."""
+        self._held = {key for key in self._held if key[0] != tenant}
+        self.errors = {k: v for k, v in self.errors.items() if k[0] != tenant}
+        self._slice_inputs = {k: v for k, v in self._slice_inputs.items() if k[0] != tenant}
+        self._last_conditions = {k: v for k, v in self._last_conditions.items() if k[0] != tenant}
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster == HOST_CLUSTER:

@@ -1,0 +1,113 @@
+"""A tenant deleted and created again under the same name starts from nothing and sees
+what a new tenant sees: its entitled classes and the host's slices trimmed to them.
+
+The sync remembers per (tenant, slice) what a mirrored slice was computed from, to skip
+recomputing it; deleting the tenant drops its cluster (and the mirrors) at once, so what
+the sync remembers of that tenant must go too, or the re-created tenant never gets the
+slices that did not change on the host. The platform runs in-process (as in
+``test_tenancy_convergence``)."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from allot.controllers.context import ControllerContext
+from allot.platform import Platform
+from allot.registry.handlers import WriteOptions
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
+from allot.tenancy.sync import TenantSync
+from tests.queueing_platform import settle as _settle
+from tests.queueing_platform import start as _start
+from tests.queueing_platform import stop as _stop
+from tests.test_tenancy_convergence import _pod, _prepare
+
+Obj = dict[str, Any]
+TENANT = "research-ai"
+
+
+def _context(api: Platform, cluster: str) -> ControllerContext:
+    registry = api.registry
+    return ControllerContext(cluster, registry.store, registry.handlers, registry.clock)
+
+
+def _sync(api: Platform) -> TenantSync:
+    found = [w.controller for w in api.controllers.workers if isinstance(w.controller, TenantSync)]
+    assert len(found) == 1
+    return found[0]
+
+
+def _tenant_object(host: ControllerContext) -> Obj:
+    tenant = host.get("Tenant", "", TENANT)
+    assert tenant is not None
+    return {
+        "apiVersion": tenant["apiVersion"],
+        "kind": "Tenant",
+        "metadata": {"name": TENANT},
+        "spec": tenant["spec"],
+    }
+
+
+def _delete_tenant(api: Platform) -> None:
+    target = Target(by_kind("Tenant"), None, TENANT, "")
+    api.registry.handlers.delete("host", target, {}, False, user="system:allot:host")
+
+
+def _create_as_tenant(api: Platform, obj: Obj) -> None:
+    resource = by_kind(obj["kind"])
+    target = Target(resource, obj["metadata"].get("namespace"), None, "")
+    options = WriteOptions("test", "Strict", False, user=f"system:allot:{TENANT}")
+    api.registry.handlers.create(TENANT, target, obj, options)
+
+
+def _view(api: Platform) -> tuple[list[str], dict[str, list[str]]]:
+    """The tenant's classes and its slices' device names."""
+    tenant = _context(api, TENANT)
+    classes = sorted(c["metadata"]["name"] for c in tenant.list("DeviceClass"))
+    slices = {
+        s["metadata"]["name"]: sorted(d["name"] for d in s["spec"]["devices"])
+        for s in tenant.list("ResourceSlice")
+    }
+    return classes, slices
+
+
+def _remembered(sync: TenantSync, tenant: str) -> list[object]:
+    """Every key the sync keeps about ``tenant`` (all its per-tenant state)."""
+    keys: list[object] = [k for k in sync._slice_inputs if k[0] == tenant]
+    keys += [k for k in sync._held if k[0] == tenant]
+    keys += [k for k in sync.errors if k[0] == tenant]
+    keys += [k for k in sync._last_conditions if k[0] == tenant]
+    return keys
+
+
+def test_recreated_tenant_sees_the_trimmed_slices_again() -> None:
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            api = await _start(Path(directory))
+            try:
+                await _prepare(api)
+                host = _context(api, "host")
+                before = _view(api)
+                assert before[0], "the tenant sees its classes at first"
+                assert before[1], "and the slices trimmed to them"
+                # a pod held for a claim that does not exist: the sync remembers it
+                _create_as_tenant(api, _pod("missing"))
+                await _settle(api)
+                sync = _sync(api)
+                assert _remembered(sync, TENANT)
+                spec = _tenant_object(host)
+                _delete_tenant(api)
+                await _settle(api)
+                assert host.get("Tenant", "", TENANT) is None
+                assert _remembered(sync, TENANT) == []
+                host.create("Tenant", spec, "test")
+                await _settle(api)
+                assert _view(api) == before
+                assert _context(api, TENANT).list("Pod") == []
+            finally:
+                await _stop(api)
+
+    asyncio.run(main())
