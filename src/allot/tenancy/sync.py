@@ -118,6 +118,7 @@ class TenantSync:
         self.errors = {k: v for k, v in self.errors.items() if k[0] != tenant}
         self._slice_inputs = {k: v for k, v in self._slice_inputs.items() if k[0] != tenant}
         self._last_conditions = {k: v for k, v in self._last_conditions.items() if k[0] != tenant}
+        self._relays.pop(tenant, None)
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster == HOST_CLUSTER:
