@@ -126,7 +126,7 @@ def test_connect_and_disconnect_switch_the_users_kubectl_context(
         (["tenant", "create", "host"], 1, 'metadata.name: Invalid value: "host": is reserved'),
         (["tenant", "create", "x", "--quota", "pods"], 2, "--quota pods: expected KEY=VALUE"),
         (["tenant", "create", "x", "--gpu-memory", "lots"], 2, "--gpu-memory: "),
-        (["tenant", "create", "x", "-f", "missing.yaml"], 2, "No such file or directory"),
+        (["tenant", "create", "x", "-f", "missing.yaml"], 2, 'path "missing.yaml" does not exist'),
         (["tenant", "delete", "nobody"], 1, 'tenants.allot.dev "nobody" not found'),
         (["audit", "--since", "yesterday"], 2, "error: "),
         (["usage", "--since", "yesterday"], 2, "error: "),
