@@ -263,6 +263,27 @@ def test_logs(cluster: Cluster) -> None:
     assert cluster.kubectl("logs", "embedding-service", "--tail=1").stdout == "line 2\n"
 
 
+def test_a_server_dry_run_delete_deletes_nothing(cluster: Cluster) -> None:
+    """kubectl sends ``--dry-run=server`` of a delete in the DeleteOptions body."""
+    cluster.kubectl("create", "namespace", "dry-ns")
+    cluster.kubectl("create", "configmap", "dry-cm", "-n", "dry-ns")
+    cluster.kubectl("create", "deployment", "dry-dep", "--image=busybox", "-n", "dry-ns")
+    for target in (
+        ["cm/dry-cm", "-n", "dry-ns"],
+        ["deploy/dry-dep", "-n", "dry-ns"],
+        ["ns/dry-ns"],
+    ):
+        said = cluster.kubectl("delete", *target, "--dry-run=server", "--wait=false").stdout
+        assert said.rstrip().endswith("(server dry run)")
+    assert cluster.kubectl(
+        "get", "cm/dry-cm", "deploy/dry-dep", "-n", "dry-ns", "-o", "name"
+    ).stdout == ("configmap/dry-cm\ndeployment.apps/dry-dep\n")
+    namespace = json.loads(cluster.kubectl("get", "ns/dry-ns", "-o", "json").stdout)
+    assert namespace["status"]["phase"] == "Active"
+    assert "deletionTimestamp" not in namespace["metadata"]
+    cluster.kubectl("delete", "ns/dry-ns", "--wait=false")
+
+
 def test_exec_and_attach_say_they_are_not_served(cluster: Cluster) -> None:
     cluster.kubectl("run", "exec-target", "--image=busybox", "--restart=Never")
     for verb in (["exec", "exec-target", "--", "true"], ["attach", "exec-target"]):

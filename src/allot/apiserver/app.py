@@ -310,7 +310,9 @@ class ApiServer:
             )
             return self._written(result, 201)
         if method == "DELETE":
-            return self._delete_collection(request, cluster, target)
+            options = await self._body(request, allow_empty=True)
+            queries.check_delete_options(options)
+            return self._delete_collection(request, cluster, target, options)
         raise MethodNotAllowed(method)
 
     def _list(self, request: Request, cluster: str, target: Target) -> Response:
@@ -381,9 +383,15 @@ class ApiServer:
         lines = self.watch_slots.held(cluster, stream.stream())
         return StreamingResponse(lines, media_type="application/json")
 
-    def _delete_collection(self, request: Request, cluster: str, target: Target) -> Response:
+    def _delete_collection(
+        self, request: Request, cluster: str, target: Target, options: Obj
+    ) -> Response:
         deleted = self.handlers.delete_collection(
-            cluster, target, _list_options(request), _dry_run(request), _user(cluster)
+            cluster,
+            target,
+            _list_options(request),
+            _delete_dry_run(request, options),
+            _user(cluster),
         )
         return JSONResponse(
             {
@@ -449,9 +457,8 @@ class ApiServer:
         if method == "DELETE":
             options = await self._body(request, allow_empty=True)
             queries.check_delete_options(options)
-            obj = self.handlers.delete(
-                cluster, target, options, _dry_run(request), user=_user(cluster)
-            )
+            dry_run = _delete_dry_run(request, options)
+            obj = self.handlers.delete(cluster, target, options, dry_run, user=_user(cluster))
             return JSONResponse(obj)
         raise MethodNotAllowed(method)
 
@@ -565,6 +572,12 @@ def _wants_table(request: Request) -> bool:
 
 def _dry_run(request: Request) -> bool:
     return request.query_params.get("dryRun") == "All"
+
+
+def _delete_dry_run(request: Request, options: Obj) -> bool:
+    """A delete is a dry run by its query or by its DeleteOptions body (kubectl sends
+    ``--dry-run=server`` in the body)."""
+    return _dry_run(request) or "All" in (options.get("dryRun") or [])
 
 
 def _list_options(request: Request) -> ListOptions:

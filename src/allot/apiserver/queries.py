@@ -83,6 +83,16 @@ def check_delete_options(options: Mapping[str, object]) -> None:
                 f"json: cannot unmarshal {go_json_type(value)} into Go struct field "
                 f"DeleteOptions.{name} of type {go_type}"
             )
+    dry_run = options.get("dryRun")
+    if dry_run is not None:
+        if not isinstance(dry_run, list) or not all(isinstance(v, str) for v in dry_run):
+            raise BadRequest(
+                f"json: cannot unmarshal {go_json_type(dry_run)} into Go struct field "
+                "DeleteOptions.dryRun of type []string"
+            )
+        if any(value != "All" for value in dry_run):
+            listed = ", ".join(f'"{v}"' for v in dry_run)
+            raise _invalid("DeleteOptions", "dryRun", f"[]string{{{listed}}}", ("All",))
     policy = options.get("propagationPolicy")
     if policy is not None and options.get("orphanDependents") is not None:
         raise Unprocessable(
