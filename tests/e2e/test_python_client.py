@@ -43,6 +43,18 @@ SLICE = {
 }
 
 
+def test_version_and_discovery_calls(api: client.ApiClient) -> None:
+    """The client asks for ``/version/``, ``/api/`` and ``/apis/`` (a trailing slash)."""
+    assert client.VersionApi(api).get_code().git_version.startswith("v1.")
+    assert client.CoreApi(api).get_api_versions().versions == ["v1"]
+    groups = {g.name for g in client.ApisApi(api).get_api_versions().groups}
+    assert {"apps", "batch", "resource.k8s.io"} <= groups
+    for path in ("/healthz", "/readyz", "/livez"):
+        response = api.call_api("GET", api.configuration.host + path)
+        response.read()
+        assert (response.status, response.data) == (200, b"ok")
+
+
 def test_resource_kinds_crud_and_list(api: client.ApiClient) -> None:
     resource = client.ResourceV1Api(api)
     resource.create_device_class(

@@ -111,9 +111,10 @@ class ApiServer:
     def _cluster_routes(self) -> list[BaseRoute]:
         """Every path below ``/clusters/<name>``; each authenticates before it serves."""
         documents = [
-            ("/version", self._version),
-            ("/api", self._groups),
-            ("/apis", self._groups),
+            # the official Python client asks for ``/version/``, ``/api/`` and ``/apis/``,
+            # which kube-apiserver serves like the paths without the slash
+            *((path, self._version) for path in ("/version", "/version/")),
+            *((path, self._groups) for path in ("/api", "/api/", "/apis", "/apis/")),
             ("/api/{version}", self._core_resources),
             ("/apis/{group}", self._group),
             ("/apis/{group}/{version}", self._group_resources),
@@ -134,6 +135,7 @@ class ApiServer:
             )
         ]
         return [
+            *(Route(path, self._health) for path in ("/healthz", "/readyz", "/livez")),
             *(Route(path, self._guarded(serve), methods=METHODS) for path, serve in documents),
             *(Route(path, self._guarded(self._resource), methods=METHODS) for path in resources),
             Route("/{path:path}", self._guarded(self._other), methods=METHODS),
@@ -218,7 +220,7 @@ class ApiServer:
     async def _groups(self, request: Request, cluster: str) -> Response:
         """``/api`` and ``/apis``: aggregated discovery when asked for, else legacy."""
         _only_get(request)
-        core = request.url.path.endswith("/api")
+        core = request.url.path.rstrip("/").endswith("/api")
         if discovery.wants_aggregated(request.headers.get("accept", "")):
             return JSONResponse(
                 discovery.aggregated(core=core), media_type=discovery.AGGREGATED_CONTENT_TYPE
