@@ -51,8 +51,8 @@ def test_version_and_discovery_calls(api: client.ApiClient) -> None:
     assert {"apps", "batch", "resource.k8s.io"} <= groups
     for path in ("/healthz", "/readyz", "/livez"):
         response = api.call_api("GET", api.configuration.host + path)
-        response.read()
-        assert (response.status, response.data) == (200, b"ok")
+        body: object = response.read()
+        assert (response.status, body) == (200, b"ok")
 
 
 def test_resource_kinds_crud_and_list(api: client.ApiClient) -> None:
@@ -146,7 +146,20 @@ def test_core_kinds(api: client.ApiClient) -> None:
     assert core.read_namespaced_pod("p", "py-ns").status.phase == "Pending"
     assert core.read_namespaced_config_map("cm", "py-ns").data == {"a": "b"}
     assert [n.metadata.name for n in core.list_node().items] == ["node-1"]
-    core.delete_namespace("py-ns")
+    # a delete answers with a Status (upstream's finalizeDelete; the client declares
+    # "object"), except for the kinds whose storage returns the deleted object (the client
+    # declares their type: pods, services, quotas, DRA kinds...)
+    gone_map = core.delete_namespaced_config_map("cm", "py-ns")
+    assert gone_map["kind"] == "Status"
+    assert (gone_map["status"], gone_map["details"]["name"], gone_map["details"]["kind"]) == (
+        "Success",
+        "cm",
+        "configmaps",
+    )
+    dry = core.delete_namespaced_pod("p", "py-ns", dry_run="All")
+    assert isinstance(dry, client.V1Pod)
+    assert core.read_namespaced_pod("p", "py-ns").metadata.deletion_timestamp is None
+    assert core.delete_namespace("py-ns")["kind"] == "Namespace"
     with pytest.raises(ApiException) as gone:
         core.read_namespaced_pod("p", "py-ns")
     assert gone.value.status == 404

@@ -461,7 +461,7 @@ class ApiServer:
             queries.check_delete_options(options)
             dry_run = _delete_dry_run(request, options)
             obj = self.handlers.delete(cluster, target, options, dry_run, user=_user(cluster))
-            return JSONResponse(obj)
+            return JSONResponse(_deleted(target, obj))
         raise MethodNotAllowed(method)
 
     async def _scale(self, request: Request, cluster: str, target: Target) -> Response:
@@ -574,6 +574,29 @@ def _wants_table(request: Request) -> bool:
 
 def _dry_run(request: Request) -> bool:
     return request.query_params.get("dryRun") == "All"
+
+
+def _deleted(target: Target, obj: Obj) -> Obj:
+    """What a delete answers (upstream's ``finalizeDelete``): the object while its deletion
+    is pending (finalizers, a grace period) or when its kind returns deleted objects (pods,
+    services...), else a success ``Status`` naming it (``details.kind`` is the resource)."""
+    metadata = obj["metadata"]
+    if metadata.get("deletionTimestamp") or target.resource.returns_deleted_object:
+        return obj
+    details = {
+        "name": metadata.get("name"),
+        "kind": target.resource.plural,
+        "uid": metadata.get("uid"),
+    }
+    if target.resource.group:
+        details["group"] = target.resource.group
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }
 
 
 def _delete_dry_run(request: Request, options: Obj) -> bool:

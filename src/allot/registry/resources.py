@@ -26,6 +26,7 @@ class ServedResource:
     subresources: tuple[str, ...] = ()
     columns: tuple[tuple[str, str, str], ...] = ()  # custom kinds: (name, type, jsonPath)
     custom: bool = False
+    returns_deleted_object: bool = False  # see ``KindStrategy``
 
     @property
     def group(self) -> str:
@@ -68,7 +69,12 @@ class ServedResource:
 def _served(info: KindInfo) -> ServedResource:
     details = strategy(info.kind)
     return ServedResource(
-        info, details.singular, details.short_names, details.categories, details.subresources
+        info,
+        details.singular,
+        details.short_names,
+        details.categories,
+        details.subresources,
+        returns_deleted_object=details.returns_deleted_object,
     )
 
 

@@ -79,6 +79,9 @@ class KindStrategy:
     prepare_update: Callable[[Obj, Obj], None] | None = None
     table: Table | None = None
     quota: QuotaEvaluator | None = None  # charges beyond the object count
+    # upstream's ``ReturnDeletedObject`` (or a REST whose delete answers with the object):
+    # a delete that removes the object answers with it, not with a ``Status``
+    returns_deleted_object: bool = False
 
 
 def _custom_rules() -> KindRules:

@@ -11,6 +11,7 @@ STRATEGIES = (
         "CustomResourceDefinition",
         "customresourcedefinition",
         short_names=("crd", "crds"),
+        returns_deleted_object=True,  # upstream the CRD REST: the CRD, its cleanup pending
         categories=("api-extensions",),
         subresources=("status",),
         rules=KindRules(validate=lambda obj, context: schema.validate_crd(obj)),

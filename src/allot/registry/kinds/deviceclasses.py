@@ -10,6 +10,7 @@ STRATEGIES = (
     KindStrategy(
         "DeviceClass",
         "deviceclass",
+        returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         rules=KindRules(
             validate=lambda obj, context: classes.validate_class_spec(obj.spec, context),
             stored_selectors=True,

@@ -17,6 +17,7 @@ STRATEGIES = (
         "Namespace",
         "namespace",
         short_names=("ns",),
+        returns_deleted_object=True,  # upstream namespace REST: the namespace, Terminating
         subresources=("status",),
         initial_status=_active,
         table=Table(

@@ -100,6 +100,7 @@ STRATEGIES = (
         "Pod",
         "pod",
         short_names=("po",),
+        returns_deleted_object=True,  # upstream pods/storage: ReturnDeletedObject
         categories=("all",),
         subresources=("status", "log", "binding"),
         rules=KindRules(

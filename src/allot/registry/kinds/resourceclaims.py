@@ -53,6 +53,7 @@ STRATEGIES = (
     KindStrategy(
         "ResourceClaim",
         "resourceclaim",
+        returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         subresources=("status",),
         rules=KindRules(
             defaults=lambda obj: claims.apply_claim_defaults(obj.spec),

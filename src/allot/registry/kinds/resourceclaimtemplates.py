@@ -10,6 +10,7 @@ STRATEGIES = (
     KindStrategy(
         "ResourceClaimTemplate",
         "resourceclaimtemplate",
+        returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         rules=KindRules(
             defaults=lambda obj: claims.apply_claim_defaults(obj.spec.spec),
             validate=objects.validate_claim_template,

@@ -26,6 +26,7 @@ STRATEGIES = (
     KindStrategy(
         "ResourceQuota",
         "resourcequota",
+        returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         short_names=("quota",),
         subresources=("status",),
         rules=KindRules(validate=lambda obj, context: admission.validate_quota(obj)),

@@ -11,6 +11,7 @@ STRATEGIES = (
     KindStrategy(
         "ResourceSlice",
         "resourceslice",
+        returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         rules=KindRules(
             validate=lambda obj, context: slices.validate_slice_spec(obj.spec, context.features),
             validate_update=lambda new, old, context: slices.validate_slice_update(

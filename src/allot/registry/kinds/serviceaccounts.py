@@ -14,6 +14,7 @@ STRATEGIES = (
         "ServiceAccount",
         "serviceaccount",
         short_names=("sa",),
+        returns_deleted_object=True,  # upstream serviceaccount/storage: ReturnDeletedObject
         rules=KindRules(validate=lambda obj, context: services.validate_service_account(obj)),
         table=Table([NAME, AGE], lambda o, n: [o["metadata"]["name"], age(o, n)]),
     ),

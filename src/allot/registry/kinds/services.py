@@ -82,6 +82,7 @@ STRATEGIES = (
         "Service",
         "service",
         short_names=("svc",),
+        returns_deleted_object=True,  # upstream services/storage: ReturnDeletedObject
         categories=("all",),
         subresources=("status",),
         rules=KindRules(
