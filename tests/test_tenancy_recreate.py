@@ -112,3 +112,61 @@ def test_recreated_tenant_sees_the_trimmed_slices_again() -> None:
                 await _stop(api)
 
     asyncio.run(main())
+
+
+def _owned(host: ControllerContext) -> dict[str, bool]:
+    """Whether each host object the tenant controller makes for the tenant exists."""
+    namespace = host.get("Namespace", "", f"tenant-{TENANT}")
+    return {
+        "namespace": namespace is not None
+        and (namespace["metadata"].get("labels") or {}).get("allot.dev/tenant") == TENANT,
+        "params": host.get("ConfigMap", "allot-system", f"entitlement-{TENANT}") is not None,
+        "quota": host.get("ResourceQuota", f"tenant-{TENANT}", "tenant-quota") is not None,
+        "bindings": all(
+            host.get("ValidatingAdmissionPolicyBinding", "", f"{policy}.{TENANT}") is not None
+            for policy in ("allot-tenant-claims", "allot-tenant-pods")
+        ),
+    }
+
+
+def test_a_deleted_host_object_of_a_tenant_is_made_again() -> None:
+    """``kubectl delete ns tenant-<name>`` (or of its params, quota or a binding) on the
+    host: the tenant controller makes the object again, as a controller restores what it
+    owns; the tenant keeps working (a pod created afterwards gets its twin)."""
+
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            api = await _start(Path(directory))
+            try:
+                await _prepare(api)
+                host = _context(api, "host")
+                tenant = host.get("Tenant", "", TENANT)
+                assert tenant is not None
+                tenant["spec"]["quota"] = {"hard": {"pods": "5"}}
+                host.update("Tenant", tenant, "test")
+                await _settle(api)
+                assert all(_owned(host).values()), _owned(host)
+                for kind, namespace, name in (
+                    ("ValidatingAdmissionPolicyBinding", "", f"allot-tenant-pods.{TENANT}"),
+                    ("ConfigMap", "allot-system", f"entitlement-{TENANT}"),
+                    ("ResourceQuota", f"tenant-{TENANT}", "tenant-quota"),
+                    ("Namespace", "", f"tenant-{TENANT}"),
+                ):
+                    target = Target(by_kind(kind), namespace or None, name, "")
+                    api.registry.handlers.delete("host", target, {}, False, user="admin")
+                    await _settle(api)
+                    assert all(_owned(host).values()), (kind, _owned(host))
+                plain = {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "after", "namespace": "default"},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                }
+                _create_as_tenant(api, plain)
+                await _settle(api)
+                twins = host.list("Pod", f"tenant-{TENANT}")
+                assert [p["metadata"]["name"] for p in twins] == ["after.default"]
+            finally:
+                await _stop(api)
+
+    asyncio.run(main())

@@ -30,11 +30,23 @@ MANAGER = "allot-tenant-controller"
 FINALIZER = "allot.dev/tenant-cleanup"
 TENANTS = "tenants.allot.dev"
 CLASSES = "deviceclasses.resource.k8s.io"
+POLICIES = "validatingadmissionpolicies.admissionregistration.k8s.io"
+OWNED = frozenset(
+    {
+        "namespaces",  # tenant-<name>, and allot-system (the params)
+        "configmaps",  # the params
+        "resourcequotas",
+        "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+    }
+)
+"""Host objects a tenant's reconcile makes: deleting one (``kubectl delete ns
+tenant-<name>``) wakes the tenant, which makes it again, as a controller restores what it
+owns."""
 
 
 class TenantController:
     name = "tenants"
-    watches = frozenset({TENANTS, CLASSES})  # the resources keys_for answers for
+    watches = frozenset({TENANTS, CLASSES, POLICIES, *OWNED})  # what keys_for answers for
 
     def __init__(
         self, registry: Registry, host: ControllerContext, directory: TenantDirectory
@@ -48,8 +60,11 @@ class TenantController:
             return []
         if event.resource == TENANTS:
             return [event.object["metadata"]["name"]]
-        if event.resource == CLASSES:
+        if event.resource == CLASSES or (event.resource == POLICIES and event.type == "DELETED"):
             return [t["metadata"]["name"] for t in self.host.list("Tenant")]
+        if event.type == "DELETED" and event.resource in OWNED:
+            owner = _owning_tenant(event.resource, event.object)
+            return [owner] if owner is not None and self.directory.is_tenant(owner) else []
         return []
 
     def initial_keys(self) -> list[Hashable]:
@@ -194,3 +209,14 @@ def _namespace(name: str) -> Obj:
         "kind": "Namespace",
         "metadata": {"name": name, "labels": dict(entitlement.MANAGED_BY)},
     }
+
+
+def _owning_tenant(resource: str, obj: Obj) -> str | None:
+    """The tenant a deleted host object was made for: its ``allot.dev/tenant`` label, else
+    the tenant whose host namespace it is (or lives in)."""
+    metadata = obj["metadata"]
+    labelled = (metadata.get("labels") or {}).get(names.TENANT_LABEL)
+    if labelled:
+        return str(labelled)
+    namespace = metadata["name"] if resource == "namespaces" else metadata.get("namespace", "")
+    return names.tenant_of_namespace(namespace)
