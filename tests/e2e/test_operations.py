@@ -271,3 +271,56 @@ def test_promql_metric_names_are_found() -> None:
         "allot_pool_slices",
         "allot_pool_slices_expected",
     }
+
+
+TEMPLATE_POD = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: slice-template}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu-slice}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: templated}
+spec:
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: slice-template}]
+  containers:
+  - {name: c, image: busybox, resources: {claims: [{name: gpu}]}}
+"""
+
+
+def test_audit_names_a_template_claim_as_its_tenant_sees_it(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A claim made on the host from a tenant pod's template is audited under the name the
+    tenant's mirror of it has (the tenant's claim name), not the host's."""
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=TEMPLATE_POD)
+    statuses = tenancy.wait(
+        lambda: (tenancy.tenant_json("research-ai", "pod", "templated").get("status") or {}).get(
+            "resourceClaimStatuses"
+        ),
+        "the tenant pod's claim status",
+    )
+    tenant_claim = statuses[0]["resourceClaimName"]
+    tenancy.wait(
+        lambda: (
+            tenancy.tenant_json("research-ai", "resourceclaim", tenant_claim).get("status") or {}
+        ).get("allocation"),
+        "the template claim allocated",
+    )
+    time.sleep(0.3)
+
+    def audited() -> list[dict[str, str]]:
+        argv = ["audit", "--tenant", "research-ai", "-o", "json"]
+        assert allot([*argv, "--data-dir", str(tenancy.data_dir)]) == 0
+        items: list[dict[str, str]] = json.loads(capsys.readouterr().out)["items"]
+        return [e for e in items if e["pod"] == "templated"]
+
+    entry = tenancy.wait(audited, "the template claim audited")[0]
+    assert entry["claim"] == tenant_claim
+    assert entry["host_claim"] != tenant_claim  # the host's own, generated for the twin
+    assert entry["host_claim"].startswith("templated.default-gpu-")

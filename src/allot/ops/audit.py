@@ -26,7 +26,8 @@ from allot.controllers.context import ControllerContext
 from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.store import WatchEvent
-from allot.tenancy import names
+from allot.tenancy import generated, names
+from allot.tenancy.translate import tenant_object_name
 from allot.types import Obj
 
 CLAIMS = "resourceclaims.resource.k8s.io"
@@ -186,7 +187,7 @@ class AuditRecorder:
             action="allocate",
             tenant=names.tenant_of_namespace(namespace) or "",
             namespace=namespace,
-            claim=annotations.get(names.NAME_ANNOTATION, metadata["name"]),
+            claim=annotations.get(names.NAME_ANNOTATION) or self._generated_name(claim),
             host_claim=metadata["name"],
             claim_uid=metadata.get("uid", ""),
             pod=pod,
@@ -197,6 +198,26 @@ class AuditRecorder:
             device_class=claims.request_class(claim, request),
             memory=self._memory_of(device),
         )
+
+    def _generated_name(self, claim: Obj) -> str:
+        """A host claim's name as its tenant sees it: a claim generated on the host for a
+        tenant pod's twin has the name the tenant's mirror of it has; any other claim keeps
+        its own."""
+        metadata = claim["metadata"]
+        twin_name = next(
+            (
+                o.get("name", "")
+                for o in metadata.get("ownerReferences") or []
+                if o.get("kind") == "Pod" and o.get("controller")
+            ),
+            "",
+        )
+        twin = self.context.peek("Pod", metadata.get("namespace", ""), twin_name)
+        origin = tenant_object_name(twin) if twin is not None else None
+        entry = generated.generated_for(twin, claim) if twin is not None else None
+        if origin is None or entry is None:
+            return str(metadata["name"])
+        return generated.tenant_claim_name(origin[1], entry, metadata["name"])
 
     def _consumer(self, claim: Obj) -> tuple[str, str]:
         """The first reserving pod (its tenant name if synced) and its node."""
