@@ -36,6 +36,7 @@ from allot.api.tenancy import TenantSpec
 from allot.fairshare.books import show
 from allot.fairshare.report import TenantReport
 from allot.ops.capacity import ClaimInfo, Snapshot, memory_text
+from allot.types import rfc3339
 from allot.types import Obj
 
 
@@ -119,8 +120,10 @@ def _pending_claims(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]
                 "ResourceClaim",
                 claim.namespace,
                 claim.name,
-                f"claim {claim.tenant_claim} of {owner} has been pending for {int(age)}s "
-                f"(threshold {threshold}s): {inputs.pending_reason(claim)}",
+                # a moment, not an age: the message stays true while the alert fires (the
+                # Alert object keeps the text it was raised with)
+                f"claim {claim.tenant_claim} of {owner} has been pending since "
+                f"{rfc3339(since)} (threshold {threshold}s): {inputs.pending_reason(claim)}",
             )
         )
     return found
