@@ -47,7 +47,7 @@ from allot.types import Obj
 from allot.validation.field import Path, invalid
 
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
-HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition")
+HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition", "Alert")
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
 WORKLOAD_TEMPLATES = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
 """Kinds whose pod template is dry-run on the host as a pod (see ``_preflight_template``)."""
