@@ -36,8 +36,7 @@ from allot.api.tenancy import TenantSpec
 from allot.fairshare.books import show
 from allot.fairshare.report import TenantReport
 from allot.ops.capacity import ClaimInfo, Snapshot, memory_text
-from allot.types import rfc3339
-from allot.types import Obj
+from allot.types import Obj, rfc3339
 
 
 @dataclass(frozen=True)
