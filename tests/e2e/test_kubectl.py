@@ -136,6 +136,24 @@ def test_strict_field_validation_and_invalid_objects(cluster: Cluster) -> None:
     )
 
 
+UNSERVED = """
+apiVersion: v1
+kind: LimitRange
+metadata: {name: limits}
+spec: {limits: [{type: Container, default: {cpu: 500m}}]}
+"""
+
+
+def test_a_kind_allot_does_not_serve_gets_kubectls_own_answer(cluster: Cluster) -> None:
+    """kubectl validates a kind missing from the OpenAPI v3 documents against /openapi/v2;
+    finding nothing there, it says the kind is not served, as against kube-apiserver."""
+    for verb in ("apply", "create"):
+        result = cluster.kubectl(verb, "-f", "-", stdin=UNSERVED, check=False)
+        assert result.returncode == 1
+        assert 'no matches for kind "LimitRange" in version "v1"' in result.stderr, result.stderr
+        assert "openapi" not in result.stderr
+
+
 def test_patch_label_describe_delete(cluster: Cluster) -> None:
     cluster.kubectl("apply", "-f", str(SEEDS / "000-research-gpu-slice-resourceclaim.yaml"))
     cluster.kubectl("label", "resourceclaim", "research-gpu-slice", "team=research")

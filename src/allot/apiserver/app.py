@@ -118,6 +118,7 @@ class ApiServer:
             ("/api/{version}", self._core_resources),
             ("/apis/{group}", self._group),
             ("/apis/{group}/{version}", self._group_resources),
+            ("/openapi/v2", self._openapi_v2),
             ("/openapi/v3", self._openapi_index),
             ("/openapi/v3/api/{version}", self._openapi_document),
             ("/openapi/v3/apis/{group}/{version}", self._openapi_document),
@@ -245,6 +246,12 @@ class ApiServer:
     async def _openapi_index(self, request: Request, cluster: str) -> Response:
         _only_get(request)
         return JSONResponse(openapi.index(f"/clusters/{cluster}"))
+
+    async def _openapi_v2(self, request: Request, cluster: str) -> Response:
+        _only_get(request)
+        protobuf = "protobuf" in request.headers.get("accept", "")
+        media = openapi.V2_PROTOBUF if protobuf else "application/json"
+        return Response(openapi.empty_v2(protobuf), media_type=media)
 
     async def _openapi_document(self, request: Request, cluster: str) -> Response:
         _only_get(request)

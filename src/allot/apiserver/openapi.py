@@ -385,3 +385,27 @@ def index(prefix: str) -> dict[str, Any]:
             for key, digest in index_hashes().items()
         }
     }
+
+
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+"""The response's type (kubectl's Accept names it with ``@v1.0``, which Go's media type
+parser refuses in a Content-Type, so kube-openapi answers with ``.v1.0``)."""
+
+
+def empty_v2(protobuf: bool) -> bytes:
+    """An OpenAPI v2 document that describes no kind, in JSON or as the protobuf message
+    kubectl asks for (``swagger``: field 1; ``info``: field 2, with ``title`` 1 and
+    ``version`` 2). kubectl falls back to v2 to validate a kind missing from the v3
+    documents (one allot does not serve); finding nothing there it skips validation and
+    answers as upstream does, ``no matches for kind``, instead of failing to download."""
+    if not protobuf:
+        return json.dumps(
+            {"swagger": "2.0", "info": {"title": "allot", "version": "v1.36.0"}, "paths": {}}
+        ).encode()
+    info = _field(1, b"allot") + _field(2, b"v1.36.0")
+    return _field(1, b"2.0") + _field(2, info)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2); payloads here are under 128 bytes."""
+    return bytes([number << 3 | 2, len(payload)]) + payload
