@@ -7,7 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import select
 import ssl
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -180,6 +183,22 @@ def test_metrics_and_top_show_the_fleet(
     out = capsys.readouterr().out
     assert "a100-mig-1g5gb-pool-0" in out
     assert "research-ai" in out
+    # piped, `allot top` prints frame after frame (as `top -b`), each flushed at once
+    command = [sys.executable, "-m", "allot", "top", "--interval", "0.2"]
+    with subprocess.Popen(
+        [*command, "--data-dir", str(tenancy.data_dir)], stdout=subprocess.PIPE, text=True
+    ) as top:
+        assert top.stdout is not None
+        try:
+            frames = 0
+            deadline = time.monotonic() + 30
+            while frames < 2 and time.monotonic() < deadline:
+                ready, _, _ = select.select([top.stdout], [], [], 1.0)
+                if ready:
+                    frames += top.stdout.readline().startswith("Pools (")
+            assert frames == 2
+        finally:
+            top.kill()
 
 
 def test_metrics_need_the_host_token(tenancy: Tenancy) -> None:

@@ -188,9 +188,15 @@ def run_top(args: argparse.Namespace) -> int:
     try:
         client = platform_client(args.data_dir)
         document = client.get_path("/allot/v1/capacity")
-        if args.once:
-            Console(width=160).print(_top_view(document))
-            return 0
+        if args.once or not sys.stdout.isatty():  # to a pipe or file: frame after frame
+            console = Console(width=160)
+            while True:
+                console.print(_top_view(document))
+                sys.stdout.flush()
+                if args.once:
+                    return 0
+                time.sleep(args.interval)
+                document = client.get_path("/allot/v1/capacity")
         with Live(_top_view(document), refresh_per_second=4, screen=False) as live:
             while True:
                 time.sleep(args.interval)
