@@ -31,7 +31,7 @@ START = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 class World:
     """Namespace ``team`` with quota ``compute`` on a host whose clock the steps move."""
 
-    def __init__(self, tmp_path: Path, hard: dict[str, str]) -> None:
+    def __init__(self, tmp_path: Path, case: dict[str, Any]) -> None:
         self.now = START
         self.registry = Registry(tmp_path, clock=lambda: self.now)
         self.registry.assemble(self.registry.standard_plugins())
@@ -40,7 +40,8 @@ class World:
             HOST_CLUSTER, self.registry.store, self.registry.handlers, lambda: self.now
         )
         self.context.create("Namespace", {"metadata": {"name": "team"}}, "test")
-        quota = {"metadata": {"name": "compute", "namespace": "team"}, "spec": {"hard": hard}}
+        spec = {k: case[k] for k in ("hard", "scopes", "scopeSelector") if k in case}
+        quota = {"metadata": {"name": "compute", "namespace": "team"}, "spec": spec}
         self.context.create("ResourceQuota", quota, "test")
 
     def used(self) -> dict[str, str]:
@@ -91,14 +92,15 @@ def _pod(shorthand: dict[str, Any]) -> Obj:
     spec: Obj = {"containers": [_container(c) for c in shorthand["containers"]]}
     if "initContainers" in shorthand:
         spec["initContainers"] = [_container(c) for c in shorthand["initContainers"]]
-    if "resources" in shorthand:
-        spec["resources"] = shorthand["resources"]
+    for key in ("resources", "activeDeadlineSeconds", "priorityClassName"):
+        if key in shorthand:
+            spec[key] = shorthand[key]
     return {"metadata": {"name": shorthand["name"], "namespace": "team"}, "spec": spec}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_compute_quota(tmp_path: Path, case: dict[str, Any]) -> None:
-    world = World(tmp_path, case["hard"])
+    world = World(tmp_path, case)
     try:
         for step in case["steps"]:
             world.run(step)

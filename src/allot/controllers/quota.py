@@ -65,7 +65,9 @@ class QuotaStatus:
         charging = Charging(self.context.store, cluster, extended, self.context.clock())
         for quota in quotas:
             hard = hard_limits(quota)
-            used = namespace_usage(self.context.store, cluster, namespace, hard, charging)
+            used = namespace_usage(
+                self.context.store, cluster, namespace, hard, charging, quota=quota
+            )
             status = {
                 "hard": {k: str(v) for k, v in sorted(hard.items())},
                 "used": {k: str(used.get(k, ZERO)) for k in sorted(hard)},

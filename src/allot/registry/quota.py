@@ -6,12 +6,17 @@ worst case (``ExactCount`` its count, ``All`` 32, ``firstAvailable`` the largest
 class among the alternatives, every class charged), under
 ``<class>.deviceclass.resource.k8s.io/devices`` and, with DRAExtendedResource, under
 ``requests.deviceclass.resource.kubernetes.io/<class>`` and the class's
-``requests.<extendedResourceName>``; a Pod is charged ``pods`` while not terminal and
-``requests.<name>`` for each DRA extended resource of its requests
-(:func:`allot.api.podresources.pod_requests`: init containers count as upstream's
-``PodRequests`` counts them). The scheduler's extended-resource claim is charged under the
-``requests.`` keys only what its owning pod was not charged already, and only when it is
-that pod's claim (``resource.kubernetes.io/extended-resource-claim: "true"``, controlled by
+``requests.<extendedResourceName>``; a Pod is charged ``pods``, ``requests.<name>`` for
+each DRA extended resource of its requests and the compute keys
+(``requests.cpu``/``memory``/``ephemeral-storage``, the bare names, ``limits.*``,
+hugepages) of its ``PodRequests`` and ``PodLimits`` (:mod:`allot.api.podresources`: init
+containers and sidecars counted as upstream counts them) until it is terminal or past its
+deletion grace; a quota on cpu or memory makes every container state it (``failed quota:
+q: must specify requests.cpu for: c``), and a scoped quota covers only the pods
+:mod:`allot.registry.quotascopes` says it does. Amounts are quantities, added and printed
+as upstream's. The scheduler's extended-resource claim is charged under the ``requests.``
+keys only what its owning pod was not charged already, and only when it is that pod's claim
+(``resource.kubernetes.io/extended-resource-claim: "true"``, controlled by
 the existing pod of that uid, the one its ``status.extendedResourceClaimStatus`` names or
 the first it owns): upstream's owner check (``resource_claims.go``
 ``getVerifiedPodUsage``), so the annotation alone exempts nothing. Usage comes from specs,
@@ -33,6 +38,7 @@ from allot.api.podresources import is_pod_level_resource, pod_quota_limits, pod_
 from allot.api.quantity import Quantity
 from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.registry.kinds import QuotaEvaluator, strategy
+from allot.registry.quotascopes import covers
 from allot.registry.resources import ServedResource, all_resources, by_kind
 from allot.store import Store
 from allot.types import Obj
@@ -277,21 +283,32 @@ def namespace_usage(
     keys: Iterable[str],
     charging: Charging,
     pending: Iterable[tuple[ServedResource, Obj]] = (),
+    quota: Obj | None = None,
 ) -> Usage:
     """The current usage of ``keys`` in a namespace, from the stored objects and
-    ``pending`` ones (admitted, not stored here yet)."""
+    ``pending`` ones (admitted, not stored here yet); only the objects a scoped ``quota``
+    covers."""
     wanted = set(keys)
     total: Usage = {}
+
+    def charge(resource: ServedResource, item: Obj) -> None:
+        if quota is None or covers(quota, _is_pod(resource), item):
+            charged = usage(resource, item, charging)
+            add_usage(total, {k: v for k, v in charged.items() if k in wanted})
+
     for resource in all_resources():
         if not resource.namespaced or not _may_charge(resource, wanted):
             continue
         items, _ = store.list_objects(cluster, resource.store, namespace, shared=True)
         for item in items:
-            charged = usage(resource, item, charging)
-            add_usage(total, {k: v for k, v in charged.items() if k in wanted})
+            charge(resource, item)
     for resource, item in pending:
-        add_usage(total, {k: v for k, v in usage(resource, item, charging).items() if k in wanted})
+        charge(resource, item)
     return total
+
+
+def _is_pod(resource: ServedResource) -> bool:
+    return not resource.custom and resource.kind == "Pod"
 
 
 def _may_charge(resource: ServedResource, keys: set[str]) -> bool:
@@ -345,6 +362,8 @@ class QuotaAdmission:
             return []
         quotas = sorted(quotas, key=lambda q: q["metadata"]["name"])
         obj = request.object.to_wire()
+        is_pod = _is_pod(request.resource)
+        quotas = [q for q in quotas if covers(q, is_pod, obj)]
         for quota in quotas:
             self._constrain(request, quota, obj)
         extended = extended_resource_names(self.store, request.cluster)
@@ -377,7 +396,7 @@ class QuotaAdmission:
         assert request.object is not None
         pending = self.pending(request.cluster, request.namespace, request.object.to_wire())
         used = namespace_usage(
-            self.store, request.cluster, request.namespace, keys, charging, pending
+            self.store, request.cluster, request.namespace, keys, charging, pending, quota
         )
         failed = [k for k in keys if used.get(k, ZERO).add(requested[k]).compare(hard[k]) > 0]
         if not failed:
