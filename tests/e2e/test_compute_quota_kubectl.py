@@ -1,20 +1,22 @@
-"""ResourceQuota on cpu and memory with the real kubectl (the tester's report: a pod past
-``requests.cpu`` was admitted and ``kubectl describe quota`` showed 0 used): the quota is
-applied with ``kubectl apply -f``, a pod without requests and a pod past the quota are
-refused with kube-apiserver's texts, an admitted pod shows in ``describe``'s Used column,
-and deleting it gives the share back."""
+"""ResourceQuota on cpu and memory with the real kubectl, on the host and in a tenant (the
+tester's report: a pod past ``requests.cpu`` was admitted and ``kubectl describe quota``
+showed 0 used): the quota is applied with ``kubectl apply -f``, a pod without requests and
+a pod past the quota are refused with kube-apiserver's texts, an admitted pod shows in
+``describe``'s Used column, and deleting it gives the share back."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Cluster, running_platform
+from tests.e2e.conftest import running_platform
+from tests.e2e.tenancy import seed_platform
 
 pytestmark = pytest.mark.slow
 
@@ -32,12 +34,18 @@ spec:
 """
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with running_platform(tmp_path) as running:
-        running.kubectl("create", "namespace", "compute")
-        running.kubectl("apply", "-f", "-", stdin=QUOTA)
-        yield running
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(params=["host", "tenant"])
+def kubectl(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kubectl]:
+    """kubectl on the host, or with tenant legal-ai's kubeconfig."""
+    if request.param == "host":
+        with running_platform(tmp_path) as running:
+            yield running.kubectl
+    else:
+        with seed_platform(tmp_path) as tenancy:
+            yield lambda *args, **kwargs: tenancy.as_tenant("legal-ai", *args, **kwargs)
 
 
 def _pod(name: str, resources: dict[str, Any] | None) -> str:
@@ -54,30 +62,32 @@ def _pod(name: str, resources: dict[str, Any] | None) -> str:
     )
 
 
-def _used(cluster: Cluster) -> dict[str, tuple[str, str]]:
+def _used(kubectl: Kubectl) -> dict[str, tuple[str, str]]:
     """``kubectl describe quota``'s rows: resource -> (used, hard)."""
-    text = cluster.kubectl("describe", "quota", "compute", "-n", "compute").stdout
+    text = kubectl("describe", "quota", "compute", "-n", "compute").stdout
     rows = [line.split() for line in text.splitlines()]
     return {row[0]: (row[1], row[2]) for row in rows if len(row) == 3 and "." in row[0]}
 
 
-def _described(cluster: Cluster, expected: dict[str, tuple[str, str]]) -> None:
+def _described(kubectl: Kubectl, expected: dict[str, tuple[str, str]]) -> None:
     deadline = time.monotonic() + 20
-    while _used(cluster) != expected and time.monotonic() < deadline:
+    while _used(kubectl) != expected and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _used(cluster) == expected
+    assert _used(kubectl) == expected
 
 
-def test_compute_quota_is_charged_enforced_and_described(cluster: Cluster) -> None:
+def test_compute_quota_is_charged_enforced_and_described(kubectl: Kubectl) -> None:
+    kubectl("create", "namespace", "compute")
+    kubectl("apply", "-f", "-", stdin=QUOTA)
     _described(
-        cluster,
+        kubectl,
         {
             "limits.memory": ("0", "2Gi"),
             "requests.cpu": ("0", "1"),
             "requests.memory": ("0", "1Gi"),
         },
     )
-    bare = cluster.kubectl("apply", "-f", "-", stdin=_pod("bare", None), check=False)
+    bare = kubectl("apply", "-f", "-", stdin=_pod("bare", None), check=False)
     assert bare.returncode == 1
     assert bare.stderr.strip() == (
         'Error from server (Forbidden): error when creating "STDIN": pods "bare" is '
@@ -85,7 +95,7 @@ def test_compute_quota_is_charged_enforced_and_described(cluster: Cluster) -> No
         "requests.cpu for: main; requests.memory for: main"
     )
     big = {"limits": {"cpu": "2", "memory": "512Mi"}}  # requests defaulted from limits
-    refused = cluster.kubectl("apply", "-f", "-", stdin=_pod("big", big), check=False)
+    refused = kubectl("apply", "-f", "-", stdin=_pod("big", big), check=False)
     assert refused.returncode == 1
     assert refused.stderr.strip() == (
         'Error from server (Forbidden): error when creating "STDIN": pods "big" is '
@@ -93,18 +103,18 @@ def test_compute_quota_is_charged_enforced_and_described(cluster: Cluster) -> No
         "used: requests.cpu=0, limited: requests.cpu=1"
     )
     fits = {"requests": {"cpu": "500m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
-    cluster.kubectl("apply", "-f", "-", stdin=_pod("fits", fits))
+    kubectl("apply", "-f", "-", stdin=_pod("fits", fits))
     _described(
-        cluster,
+        kubectl,
         {
             "limits.memory": ("512Mi", "2Gi"),
             "requests.cpu": ("500m", "1"),
             "requests.memory": ("256Mi", "1Gi"),
         },
     )
-    cluster.kubectl("delete", "pod", "fits", "-n", "compute", "--grace-period=0", "--force")
+    kubectl("delete", "pod", "fits", "-n", "compute", "--grace-period=0", "--force")
     _described(
-        cluster,
+        kubectl,
         {
             "limits.memory": ("0", "2Gi"),
             "requests.cpu": ("0", "1"),
