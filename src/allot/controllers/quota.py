@@ -12,6 +12,7 @@ from collections.abc import Hashable
 
 from allot.controllers.context import ControllerContext
 from allot.registry.quota import (
+    ZERO,
     Charging,
     extended_resource_names,
     hard_limits,
@@ -61,13 +62,15 @@ class QuotaStatus:
         if not quotas:
             return
         extended = extended_resource_names(self.context.store, cluster)
-        charging = Charging(self.context.store, cluster, extended)
+        charging = Charging(self.context.store, cluster, extended, self.context.clock())
         for quota in quotas:
             hard = hard_limits(quota)
-            used = namespace_usage(self.context.store, cluster, namespace, hard, charging)
+            used = namespace_usage(
+                self.context.store, cluster, namespace, hard, charging, quota=quota
+            )
             status = {
                 "hard": {k: str(v) for k, v in sorted(hard.items())},
-                "used": {k: str(used.get(k, 0)) for k in sorted(hard)},
+                "used": {k: str(used.get(k, ZERO)) for k in sorted(hard)},
             }
             if quota.get("status") == status:
                 continue

@@ -59,7 +59,8 @@ class Registry:
         self.admission = AdmissionChain(namespace_labels=self._namespace_labels)
         self.handlers = Handlers(self.store, self.admission, clock)
         self.policies = PolicyAdmission(self.store, audit=self._record_policy_audit)
-        self.quota = QuotaAdmission(self.store)  # the platform adds tenants' pending objects
+        # the platform adds tenants' pending objects
+        self.quota = QuotaAdmission(self.store, clock=clock)
         self.catalogue_warnings = CatalogueWarnings(self.store, self.admission.compiler)
         self.admission.assemble(self.standard_plugins())
         self.add_cluster(HOST_CLUSTER)

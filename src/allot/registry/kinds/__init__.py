@@ -45,6 +45,9 @@ class QuotaEvaluator:
 
     usage: Callable[[Obj, Charging], Usage]
     charges: Callable[[set[str]], bool]
+    # the quota's keys and the new object -> why it may not be created under them (the
+    # text after ``failed quota: <name>: ``), or None
+    constraints: Callable[[set[str], Obj], str | None] | None = None
 
 
 class Preparation:

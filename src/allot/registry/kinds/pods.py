@@ -87,13 +87,22 @@ def _pending(obj: Obj) -> None:
 def _usage(obj: Obj, charging: Charging) -> Usage:
     from allot.registry import quota  # it reads the strategies: imported when charging
 
-    return quota.pod_usage(obj)
+    return quota.pod_usage(obj, charging.now)
 
 
-QUOTA = QuotaEvaluator(
-    usage=_usage,
-    charges=lambda keys: any(k == "pods" or k.startswith("requests.") for k in keys),
-)
+def _constraints(keys: set[str], obj: Obj) -> str | None:
+    from allot.registry import quota
+
+    return quota.pod_constraints(keys, obj)
+
+
+def _charges(keys: set[str]) -> bool:
+    from allot.registry import quota
+
+    return any(quota.charges_pod_key(k) for k in keys)
+
+
+QUOTA = QuotaEvaluator(usage=_usage, charges=_charges, constraints=_constraints)
 
 STRATEGIES = (
     KindStrategy(
