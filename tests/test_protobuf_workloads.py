@@ -166,3 +166,25 @@ def test_a_config_map_keeps_its_binary_data_and_empty_values() -> None:
         "data": {"empty": "", "k": "v"},
         "binaryData": {"blob": "/wA="},
     }
+
+
+def test_embedded_structs_are_inlined_as_in_json() -> None:
+    """A reference's name, a volume's source and a probe's handler are Go structs embedded
+    with ``json:",inline"``: their fields belong to the parent object in JSON."""
+    key_ref = field(1, field(1, "settings")) + field(2, "mode")
+    env = field(1, "MODE") + field(3, field(3, key_ref))
+    probe = field(1, field(1, field(1, "true"))) + field(2, 5)
+    container = field(1, "c") + field(2, "busybox") + field(7, env) + field(10, probe)
+    volume = field(1, "config") + field(2, field(19, field(1, field(1, "settings"))))
+    pod_spec = field(1, volume) + field(2, container)
+    template = field(1, metadata("")) + field(2, pod_spec)
+    body = envelope("batch/v1", "Job", field(1, metadata("j")) + field(2, field(6, template)))
+    spec = decode(body)["spec"]["template"]["spec"]
+    assert spec["volumes"] == [{"name": "config", "configMap": {"name": "settings"}}]
+    assert spec["containers"][0]["env"] == [
+        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}
+    ]
+    assert spec["containers"][0]["livenessProbe"] == {
+        "exec": {"command": ["true"]},
+        "initialDelaySeconds": 5,
+    }

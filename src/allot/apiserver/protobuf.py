@@ -180,6 +180,9 @@ WHOLE_KINDS = (
     "Eviction",
     "DeleteOptions",
 )
+INLINE = frozenset({"localObjectReference", "volumeSource", "handler", "ephemeralContainerCommon"})
+"""Fields of embedded structs (``json:",inline"``): a ConfigMap or Secret reference's
+name, a volume's source, a probe's handler, an ephemeral container's common fields."""
 KEEP_ZERO = frozenset(
     {
         "replicas",
@@ -215,7 +218,9 @@ def _decode_message(raw: bytes, message: str) -> dict[str, Any]:
             continue  # a field this table does not know: ignored, as protobuf does
         name, code = entry
         repeated, kind = code.startswith("*"), code.lstrip("*")
-        if kind.startswith("map:"):
+        if name in INLINE:  # an embedded Go struct: its fields are the parent's in JSON
+            result.update(_value(values[-1], kind, number))
+        elif kind.startswith("map:"):
             result[name] = _map(values, kind[4:], number)
         elif repeated:
             result[name] = [v for value in values for v in _repeated(value, kind, number)]
