@@ -91,3 +91,100 @@ def test_a_wrong_wire_type_is_the_client_s_error() -> None:
     bad = envelope("v1", "ServiceAccount", field(1, 7))  # metadata as a number
     with pytest.raises(ProtobufError, match="wrong wireType"):
         decode(bad)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"", {}),
+        (field(1, 0), {"gracePeriodSeconds": 0}),  # "now": an explicit 0 is kept
+        (
+            field(1, 30) + field(4, "Foreground"),
+            {"gracePeriodSeconds": 30, "propagationPolicy": "Foreground"},
+        ),
+        (field(3, 0), {"orphanDependents": False}),
+        (
+            field(2, field(1, "uid-1") + field(2, "42")) + field(5, "All"),
+            {"preconditions": {"uid": "uid-1", "resourceVersion": "42"}, "dryRun": ["All"]},
+        ),
+        (field(6, 1), {"ignoreStoreReadErrorWithClusterBreakingPotential": True}),
+    ],
+)
+def test_delete_options_decode_with_their_explicit_zeros(
+    raw: bytes, expected: dict[str, object]
+) -> None:
+    """kubectl's DELETE bodies: meta/v1 DeleteOptions, no ObjectMeta of their own."""
+    body = envelope("meta.k8s.io/v1", "DeleteOptions", raw)
+    assert decode(body) == {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", **expected}
+
+
+def test_an_eviction_carries_its_pod_s_name_and_delete_options() -> None:
+    meta = field(1, "evictme") + field(3, "default")
+    body = envelope("policy/v1", "Eviction", field(1, meta) + field(2, field(1, 0)))
+    assert decode(body) == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "evictme", "namespace": "default"},
+        "deleteOptions": {"gracePeriodSeconds": 0},
+    }
+
+
+def test_a_resource_quota_decodes_its_hard_limits_and_scopes() -> None:
+    """``kubectl create quota q --hard=pods=2,requests.cpu=500m --scopes=BestEffort``."""
+    hard = field(1, field(1, "pods") + field(2, field(1, "2"))) + field(
+        1, field(1, "requests.cpu") + field(2, field(1, "500m"))
+    )
+    selector = field(1, field(1, "PriorityClass") + field(2, "In") + field(3, "high"))
+    spec = hard + field(2, "BestEffort") + field(3, selector)
+    body = envelope("v1", "ResourceQuota", field(1, metadata("q")) + field(2, spec) + field(3, b""))
+    assert decode(body) == {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q"},
+        "spec": {
+            "hard": {"pods": "2", "requests.cpu": "500m"},
+            "scopes": ["BestEffort"],
+            "scopeSelector": {
+                "matchExpressions": [
+                    {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}
+                ]
+            },
+        },
+        "status": {},
+    }
+
+
+def test_a_config_map_keeps_its_binary_data_and_empty_values() -> None:
+    """``kubectl create configmap --from-file`` of a binary file sends ``binaryData``."""
+    data = field(2, field(1, "empty")) + field(2, field(1, "k") + field(2, "v"))
+    binary = field(3, field(1, "blob") + field(2, b"\xff\x00"))
+    body = envelope("v1", "ConfigMap", field(1, metadata("c", app="x")) + data + binary)
+    assert decode(body) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "labels": {"app": "x"}},
+        "data": {"empty": "", "k": "v"},
+        "binaryData": {"blob": "/wA="},
+    }
+
+
+def test_embedded_structs_are_inlined_as_in_json() -> None:
+    """A reference's name, a volume's source and a probe's handler are Go structs embedded
+    with ``json:",inline"``: their fields belong to the parent object in JSON."""
+    key_ref = field(1, field(1, "settings")) + field(2, "mode")
+    env = field(1, "MODE") + field(3, field(3, key_ref))
+    probe = field(1, field(1, field(1, "true"))) + field(2, 5)
+    container = field(1, "c") + field(2, "busybox") + field(7, env) + field(10, probe)
+    volume = field(1, "config") + field(2, field(19, field(1, field(1, "settings"))))
+    pod_spec = field(1, volume) + field(2, container)
+    template = field(1, metadata("")) + field(2, pod_spec)
+    body = envelope("batch/v1", "Job", field(1, metadata("j")) + field(2, field(6, template)))
+    spec = decode(body)["spec"]["template"]["spec"]
+    assert spec["volumes"] == [{"name": "config", "configMap": {"name": "settings"}}]
+    assert spec["containers"][0]["env"] == [
+        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}
+    ]
+    assert spec["containers"][0]["livenessProbe"] == {
+        "exec": {"command": ["true"]},
+        "initialDelaySeconds": 5,
+    }

@@ -249,3 +249,39 @@ def test_logs_of_a_simulated_gpu_pod_list_its_devices(platform: Cluster) -> None
     assert len(logs) == 4  # exactly its one slice
     assert platform.kubectl("logs", "smi", "--tail=1").stdout == logs[3] + "\n"
     platform.kubectl("delete", "pod", "smi")
+
+
+def test_a_pod_waits_for_the_config_map_its_env_names(platform: Cluster) -> None:
+    """The simulated runtime checks references as the kubelet does: ``0/1
+    CreateContainerConfigError`` until the ConfigMap and its key exist."""
+    ref = {"configMapKeyRef": {"name": "nosuch", "key": "k"}}
+    container = {"name": "main", "image": "busybox", "env": [{"name": "V", "valueFrom": ref}]}
+    platform.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "configured"},
+            "spec": {"containers": [container]},
+        }
+    )
+    _wait(
+        platform,
+        "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError",
+        "pod/configured",
+    )
+    row = platform.kubectl("get", "pod", "configured", "--no-headers").stdout.split()
+    assert row[1:3] == ["0/1", "CreateContainerConfigError"]
+    platform.kubectl("create", "configmap", "nosuch", "--from-literal=other=1")
+    _wait(
+        platform,
+        "jsonpath={.status.containerStatuses[0].state.waiting.message}"
+        "=couldn't find key k in ConfigMap default/nosuch",
+        "pod/configured",
+    )
+    platform.kubectl("patch", "configmap", "nosuch", "-p", '{"data": {"k": "v"}}')
+    _wait(platform, "condition=Ready", "pod/configured")
+    events = platform.kubectl(
+        "get", "events", "--field-selector", "involvedObject.name=configured,type=Warning"
+    ).stdout
+    assert 'Error: configmap "nosuch" not found' in events
+    platform.kubectl("delete", "pod", "configured")

@@ -4,7 +4,9 @@ protobuf, and the server decodes them into exactly what ``kubectl create -o json
 
 from __future__ import annotations
 
+import base64
 import json
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,28 @@ CREATES = [
     ("secret", "creds", ["secret", "generic", "creds", "--from-literal=user=ada"]),
     ("serviceaccount", "bot", ["serviceaccount", "bot"]),
     ("service", "front", ["service", "clusterip", "front", "--tcp=80:8080"]),
+    ("service", "edge", ["service", "nodeport", "edge", "--tcp=80:8080"]),
+    ("service", "lb", ["service", "loadbalancer", "lb", "--tcp=443:8443"]),
+    ("service", "away", ["service", "externalname", "away", "--external-name=example.com"]),
+    (
+        "resourcequota",
+        "q",
+        ["quota", "q", "--hard=pods=2,requests.cpu=500m", "--scopes=NotBestEffort"],
+    ),
+    ("configmap", "settings", ["configmap", "settings", "--from-literal=mode=fast"]),
+    ("namespace", "team-b", ["namespace", "team-b"]),
+    (
+        "secret",
+        "pull",
+        [
+            "secret",
+            "docker-registry",
+            "pull",
+            "--docker-server=r.example",
+            "--docker-username=u",
+            "--docker-password=p",
+        ],
+    ),
 ]
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
 
@@ -69,3 +93,37 @@ def _assert_contains(actual: object, expected: object, path: str) -> None:
             _assert_contains(one, other, f"{path}[{index}]")
     else:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def test_a_binary_file_keeps_its_bytes_in_binary_data(cluster: Cluster, tmp_path: Path) -> None:
+    """``create configmap --from-file``: a file that is not UTF-8 goes to ``binaryData``."""
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"\xff\x00\x01")
+    (tmp_path / "note.txt").write_text("hello\n")
+    cluster.kubectl(
+        "create", "configmap", "files", f"--from-file={blob}", f"--from-file={tmp_path}/note.txt"
+    )
+    stored = cluster.get_json("configmap", "files")
+    assert stored["binaryData"] == {"blob.bin": base64.b64encode(b"\xff\x00\x01").decode()}
+    assert stored["data"] == {"note.txt": "hello\n"}
+    cluster.kubectl("delete", "configmap", "files")
+
+
+def test_a_quota_made_by_kubectl_create_quota_is_enforced(cluster: Cluster) -> None:
+    cluster.kubectl("create", "namespace", "team-a")
+    created = cluster.kubectl("create", "quota", "q", "--hard=pods=1", "-n", "team-a")
+    assert created.stdout.strip() == "resourcequota/q created"
+    assert cluster.get_json("resourcequota", "q", "-n", "team-a")["spec"]["hard"] == {"pods": "1"}
+    cluster.kubectl("run", "one", "--image=busybox", "-n", "team-a")
+    refused = cluster.kubectl("run", "two", "--image=busybox", "-n", "team-a", check=False)
+    assert "exceeded quota: q" in refused.stderr
+    cluster.kubectl("delete", "namespace", "team-a")
+
+
+def test_a_job_from_a_cron_job(cluster: Cluster) -> None:
+    cluster.kubectl("create", "cronjob", "tick", "--image=busybox", "--schedule=@hourly")
+    cluster.kubectl("create", "job", "tick-now", "--from=cronjob/tick")
+    job = cluster.get_json("job", "tick-now")
+    assert job["metadata"]["ownerReferences"][0]["name"] == "tick"
+    assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+    cluster.kubectl("delete", "cronjob", "tick")

@@ -296,3 +296,41 @@ def test_memory_limit_stops_a_container_that_exceeds_it(platform: Cluster) -> No
     assert log.startswith("16Mi fits\n")
     assert "1Gi fits" not in log
     assert code["terminated"]["exitCode"] == 137 or "MemoryError" in log
+
+
+def test_a_missing_config_map_holds_the_pod_until_it_is_created(platform: Cluster) -> None:
+    """The kubelet's ``CreateContainerConfigError``: the pod waits, ``kubectl get`` and
+    ``describe`` say why; once the ConfigMap and Secret exist it runs with their values."""
+    show = "import os; print(os.environ['V'], os.environ['DB_token'], os.environ['MODE'])"
+    pod = _pod("needs-config", [sys.executable, "-c", show], claim=False)
+    container = pod["spec"]["containers"][0]
+    container["env"].append(
+        {"name": "V", "valueFrom": {"configMapKeyRef": {"name": "nosuch", "key": "k"}}}
+    )
+    container["envFrom"] = [{"secretRef": {"name": "creds"}, "prefix": "DB_"}]
+    platform.apply(pod)
+    platform.kubectl(
+        "wait",
+        "--for=jsonpath={.status.containerStatuses[0].state.waiting.reason}"
+        "=CreateContainerConfigError",
+        "pod/needs-config",
+        "--timeout=30s",
+    )
+    assert "CreateContainerConfigError" in platform.kubectl("get", "pod", "needs-config").stdout
+    described = platform.kubectl("describe", "pod", "needs-config").stdout
+    assert 'Error: secret "creds" not found' in described  # envFrom is resolved first
+    platform.kubectl("create", "secret", "generic", "creds", "--from-literal=token=s3cr3t")
+    platform.kubectl(
+        "wait",
+        "--for=jsonpath={.status.containerStatuses[0].state.waiting.message}"
+        '=configmap "nosuch" not found',
+        "pod/needs-config",
+        "--timeout=30s",
+    )
+    platform.kubectl("create", "configmap", "nosuch", "--from-literal=k=from-map")
+    _wait_phase(platform, "needs-config", "Succeeded")
+    assert platform.kubectl("logs", "needs-config").stdout.split() == [
+        "from-map",
+        "s3cr3t",
+        "check",
+    ]

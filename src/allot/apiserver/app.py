@@ -428,6 +428,10 @@ class ApiServer:
                 },
                 status_code=201,
             )
+        if target.subresource == "eviction":
+            if method != "POST":
+                raise MethodNotAllowed(method)
+            return await self._evict(request, cluster, target)
         if target.subresource == "log":
             if method != "GET":
                 raise MethodNotAllowed(method)
@@ -470,6 +474,24 @@ class ApiServer:
             obj = self.handlers.delete(cluster, target, options, dry_run, user=_user(cluster))
             return JSONResponse(_deleted(target, obj))
         raise MethodNotAllowed(method)
+
+    async def _evict(self, request: Request, cluster: str, target: Target) -> Response:
+        """``POST pods/<name>/eviction`` (``kubectl drain``): a success Status, 201."""
+        body = await self._body(request)
+        options = body.get("deleteOptions")
+        if isinstance(options, dict):
+            queries.check_delete_options(options)
+        self.handlers.evict(cluster, target, body, _dry_run(request), user=_user(cluster))
+        return JSONResponse(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "code": 201,
+            },
+            status_code=201,
+        )
 
     async def _scale(self, request: Request, cluster: str, target: Target) -> Response:
         """``autoscaling/v1`` Scale of a Deployment, ReplicaSet or StatefulSet."""

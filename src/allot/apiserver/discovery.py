@@ -55,6 +55,8 @@ def _resource_entry(resource: resources.ServedResource) -> dict[str, Any]:
             sub_kind = {"group": "", "version": "v1", "kind": "Binding"}
         if sub == "scale":
             sub_kind = dict(SCALE_KIND)
+        if sub == "eviction":
+            sub_kind = dict(EVICTION_KIND)
         subresources.append(
             {"subresource": sub, "responseKind": sub_kind, "verbs": _subresource_verbs(sub)}
         )
@@ -146,8 +148,8 @@ def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
                 "kind": {"status": resource.kind, "binding": "Binding"}.get(sub, ""),
                 "verbs": _subresource_verbs(sub),
             }
-            if sub == "scale":
-                sub_entry.update(SCALE_KIND)
+            if sub in ("scale", "eviction"):
+                sub_entry.update(SCALE_KIND if sub == "scale" else EVICTION_KIND)
             entries.append(sub_entry)
     group_version = f"{group}/{version}" if group else version
     return {
@@ -159,8 +161,10 @@ def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
 
 
 SCALE_KIND = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+EVICTION_KIND = {"group": "policy", "version": "v1", "kind": "Eviction"}
 
 
 def _subresource_verbs(subresource: str) -> list[str]:
     writable = ["get", "patch", "update"]
-    return {"status": writable, "scale": writable, "binding": ["create"]}.get(subresource, ["get"])
+    verbs = {"status": writable, "scale": writable, "binding": ["create"], "eviction": ["create"]}
+    return verbs.get(subresource, ["get"])

@@ -197,7 +197,17 @@ _REQUEST_SCHEMAS: dict[str, Any] = {
             "target": {"$ref": "#/components/schemas/io.k8s.api.core.v1.ObjectReference"},
         },
     },
+    "io.k8s.api.policy.v1.Eviction": {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "deleteOptions": {"$ref": f"#/components/schemas/{META}.DeleteOptions"},
+            "kind": {"type": "string"},
+            "metadata": {"$ref": f"#/components/schemas/{META}.ObjectMeta"},
+        },
+    },
 }
+EVICTION = "io.k8s.api.policy.v1.Eviction"
 _PATCH_TYPES = (
     "application/apply-patch+yaml",
     "application/json-patch+json",
@@ -305,10 +315,9 @@ def _item(operation: Any, kind: str) -> dict[str, Any]:
 def _subresource(operation: Any, kind: str, subresource: str) -> dict[str, Any]:
     if subresource == "log":
         return {"get": operation("connect", _query(_LOG_QUERY))}
-    if subresource == "binding":
-        return {
-            "post": operation("post", _query(_WRITE_QUERY), _body("io.k8s.api.core.v1.Binding"))
-        }
+    if subresource in ("binding", "eviction"):
+        body = "io.k8s.api.core.v1.Binding" if subresource == "binding" else EVICTION
+        return {"post": operation("post", _query(_WRITE_QUERY), _body(body))}
     operations = _item(operation, kind)
     return {verb: operations[verb] for verb in ("get", "put", "patch")}
 

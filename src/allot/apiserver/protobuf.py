@@ -3,10 +3,12 @@
 
 kubectl posts some objects as ``application/vnd.kubernetes.protobuf``: the magic
 ``k8s\\x00`` followed by a ``runtime.Unknown`` envelope (type meta, raw object bytes). For
-Namespaces, ConfigMaps and SelfSubjectAccessReviews only the fields the server needs are
-read (ObjectMeta's name, generateName, namespace, labels, annotations; ConfigMap data;
-the review's attributes). The workload kinds (Deployment, ReplicaSet, StatefulSet,
-ControllerRevision, Job, CronJob, Service, ServiceAccount, Secret) are decoded whole from
+Namespaces and SelfSubjectAccessReviews only the fields the server needs are
+read (ObjectMeta's name, generateName, namespace, labels, annotations; the review's
+attributes). The workload kinds (Deployment, ReplicaSet, StatefulSet, ControllerRevision,
+Job, CronJob, Service, ServiceAccount, Secret, ConfigMap, ResourceQuota), policy/v1
+Eviction (``kubectl drain``) and meta/v1 DeleteOptions (the body of kubectl's deletes) are
+decoded whole from
 the field table of :mod:`allot.apiserver.protobuf_fields`, into the JSON kubectl would
 have sent: Go writes every non-pointer field, so zero scalars are dropped (as JSON's
 ``omitempty`` does) except the optional counts where an explicit 0 means something
@@ -136,26 +138,28 @@ def decode(body: bytes) -> dict[str, Any]:
     api_version, kind = _text(type_meta, 1) or "", _text(type_meta, 2) or ""
     if not kind:
         raise ProtobufError("Object 'Kind' is missing in the protobuf body")
+    if kind in WHOLE_KINDS:
+        whole: dict[str, Any] = {
+            "apiVersion": api_version,
+            "kind": kind,
+            **_decode_message(_message(envelope, 2), kind),
+        }
+        if kind != "DeleteOptions":  # the one kind here without ObjectMeta
+            whole.setdefault("metadata", {})
+        return whole
     raw = parse_fields(_message(envelope, 2))
     obj: dict[str, Any] = {
         "apiVersion": api_version,
         "kind": kind,
         "metadata": _metadata(_message(raw, 1)),
     }
-    if kind == "ConfigMap":
-        if _string_map(raw, 2):
-            obj["data"] = _string_map(raw, 2)
-    elif kind == "SelfSubjectAccessReview":
+    if kind == "SelfSubjectAccessReview":
         spec = parse_fields(_message(raw, 2))
         attributes = parse_fields(_message(spec, 1))
         names = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
         obj["spec"] = {
             "resourceAttributes": {n: _text(attributes, i + 1) or "" for i, n in enumerate(names)}
         }
-    elif kind in WHOLE_KINDS:
-        decoded = _decode_message(_message(envelope, 2), kind)
-        obj = {"apiVersion": api_version, "kind": kind, **decoded}
-        obj.setdefault("metadata", {})
     elif kind not in ("Namespace",):
         raise ProtobufUnsupported(f"protobuf bodies of kind {kind} are not supported; send JSON")
     return obj
@@ -171,7 +175,14 @@ WHOLE_KINDS = (
     "Service",
     "ServiceAccount",
     "Secret",
+    "ConfigMap",
+    "ResourceQuota",
+    "Eviction",
+    "DeleteOptions",
 )
+INLINE = frozenset({"localObjectReference", "volumeSource", "handler", "ephemeralContainerCommon"})
+"""Fields of embedded structs (``json:",inline"``): a ConfigMap or Secret reference's
+name, a volume's source, a probe's handler, an ephemeral container's common fields."""
 KEEP_ZERO = frozenset(
     {
         "replicas",
@@ -188,9 +199,13 @@ KEEP_ZERO = frozenset(
         "revisionHistoryLimit",
         "terminationGracePeriodSeconds",
         "partition",
+        "gracePeriodSeconds",
+        "orphanDependents",
+        "ignoreStoreReadErrorWithClusterBreakingPotential",
     }
 )
-"""Optional (pointer) counts whose explicit 0 is kept; other zero scalars are dropped."""
+"""Optional (pointer) counts and flags whose explicit 0 or false is kept; other zero
+scalars are dropped."""
 
 
 def _decode_message(raw: bytes, message: str) -> dict[str, Any]:
@@ -203,7 +218,9 @@ def _decode_message(raw: bytes, message: str) -> dict[str, Any]:
             continue  # a field this table does not know: ignored, as protobuf does
         name, code = entry
         repeated, kind = code.startswith("*"), code.lstrip("*")
-        if kind.startswith("map:"):
+        if name in INLINE:  # an embedded Go struct: its fields are the parent's in JSON
+            result.update(_value(values[-1], kind, number))
+        elif kind.startswith("map:"):
             result[name] = _map(values, kind[4:], number)
         elif repeated:
             result[name] = [v for value in values for v in _repeated(value, kind, number)]

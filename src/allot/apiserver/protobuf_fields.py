@@ -1,9 +1,10 @@
 """Protobuf field numbers of the workload kinds, for decoding kubectl's protobuf bodies.
 
 kubectl's generators (``kubectl create deployment|job|cronjob|secret|service|
-serviceaccount``) post these kinds as ``application/vnd.kubernetes.protobuf``. This table
-is the wire layout of their messages in Kubernetes' ``generated.proto`` files (k8s.io/api
-apps/v1, batch/v1, core/v1 and apimachinery's meta/v1): per message, each field number
+serviceaccount|configmap|quota``) post these kinds as ``application/vnd.kubernetes.protobuf``,
+and ``kubectl drain``/``delete`` its Evictions and DeleteOptions. This table is the wire
+layout of their messages in Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1,
+batch/v1, core/v1, policy/v1 and apimachinery's meta/v1): per message, each field number
 with its JSON name and type. A type is ``s`` (string), ``i`` (integer), ``b`` (bool),
 ``d``/``f`` (double/float), ``y`` (bytes, base64 in JSON), ``time``, ``intorstring``,
 ``quantity``, ``raw`` (embedded JSON), ``duration``, ``skip`` (a message of an API group
@@ -74,6 +75,12 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         4: ("lastTransitionTime", "time"),
         5: ("reason", "s"),
         6: ("message", "s"),
+    },
+    "ConfigMap": {
+        1: ("metadata", "ObjectMeta"),
+        4: ("immutable", "b"),
+        2: ("data", "map:s"),
+        3: ("binaryData", "map:y"),
     },
     "ConfigMapEnvSource": {
         1: ("localObjectReference", "LocalObjectReference"),
@@ -156,6 +163,14 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         1: ("active", "*ObjectReference"),
         4: ("lastScheduleTime", "time"),
         5: ("lastSuccessfulTime", "time"),
+    },
+    "DeleteOptions": {
+        1: ("gracePeriodSeconds", "i"),
+        2: ("preconditions", "Preconditions"),
+        3: ("orphanDependents", "b"),
+        4: ("propagationPolicy", "s"),
+        5: ("dryRun", "*s"),
+        6: ("ignoreStoreReadErrorWithClusterBreakingPotential", "b"),
     },
     "Deployment": {
         1: ("metadata", "ObjectMeta"),
@@ -251,6 +266,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         18: ("tty", "b"),
     },
     "EphemeralVolumeSource": {1: ("volumeClaimTemplate", "PersistentVolumeClaimTemplate")},
+    "Eviction": {1: ("metadata", "ObjectMeta"), 2: ("deleteOptions", "DeleteOptions")},
     "EvictionResponder": {1: ("name", "s"), 2: ("priority", "i")},
     "ExecAction": {1: ("command", "*s")},
     "FCVolumeSource": {
@@ -594,6 +610,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     "PodTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodSpec")},
     "PortStatus": {1: ("port", "i"), 2: ("protocol", "s"), 3: ("error", "s")},
     "PortworxVolumeSource": {1: ("volumeID", "s"), 2: ("fsType", "s"), 3: ("readOnly", "b")},
+    "Preconditions": {1: ("uid", "s"), 2: ("resourceVersion", "s")},
     "PreferredSchedulingTerm": {1: ("weight", "i"), 2: ("preference", "NodeSelectorTerm")},
     "Probe": {
         1: ("handler", "ProbeHandler"),
@@ -666,6 +683,17 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         2: ("resource", "s"),
         3: ("divisor", "quantity"),
     },
+    "ResourceQuota": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "ResourceQuotaSpec"),
+        3: ("status", "ResourceQuotaStatus"),
+    },
+    "ResourceQuotaSpec": {
+        1: ("hard", "map:quantity"),
+        2: ("scopes", "*s"),
+        3: ("scopeSelector", "ScopeSelector"),
+    },
+    "ResourceQuotaStatus": {1: ("hard", "map:quantity"), 2: ("used", "map:quantity")},
     "ResourceRequirements": {
         1: ("limits", "map:quantity"),
         2: ("requests", "map:quantity"),
@@ -691,6 +719,12 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         8: ("volumeName", "s"),
         9: ("fsType", "s"),
         10: ("readOnly", "b"),
+    },
+    "ScopeSelector": {1: ("matchExpressions", "*ScopedResourceSelectorRequirement")},
+    "ScopedResourceSelectorRequirement": {
+        1: ("scopeName", "s"),
+        2: ("operator", "s"),
+        3: ("values", "*s"),
     },
     "SeccompProfile": {1: ("type", "s"), 2: ("localhostProfile", "s")},
     "Secret": {

@@ -3,7 +3,8 @@
 ``kubectl describe pod`` shows the kubelet's events in order: ``Pulling`` and ``Pulled``
 for an image the node does not hold yet (only ``Pulled``, "already present", for one it
 does, unless the pull policy is ``Always``), ``Created`` and ``Started`` for each
-container, ``Killing`` when a pod is deleted gracefully; ``kubectl get pod -o yaml`` shows
+container, ``Failed`` (a Warning) for a container whose ConfigMap or Secret is missing,
+``Killing`` when a pod is deleted gracefully; ``kubectl get pod -o yaml`` shows
 each container's ``containerID`` and ``imageID``. allot runs no images (the simulated
 runtime runs nothing, the process runtime runs local commands), so the pull is simulated
 and said to be; the identifiers have the shapes containerd gives them (``containerd://<64
@@ -81,24 +82,41 @@ def pull_policy(container: Obj) -> str:
 def started_events(context: ControllerContext, pod: Obj, images: NodeImages) -> None:
     """For every container of a starting pod: ``Pulling`` and ``Pulled``, or only
     ``Pulled`` when the node holds the image already; then ``Created`` and ``Started``."""
-    node = str(pod["spec"].get("nodeName") or "")
     for spec in pod["spec"].get("containers") or []:
-        image = str(spec.get("image", ""))
-        if images.needs_pull(node, image, pull_policy(spec)):
-            context.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', COMPONENT)
-            context.event(
-                pod,
-                "Normal",
-                "Pulled",
-                f'Successfully pulled image "{image}" in 0s (0s including waiting). Image '
-                f"size: 0 bytes. {SIMULATED_PULL}",
-                COMPONENT,
-            )
-            images.hold(node, image)
-        else:
-            context.event(pod, "Normal", "Pulled", _PRESENT.format(image=image), COMPONENT)
+        _pulled(context, pod, images, spec)
         context.event(pod, "Normal", "Created", "Container created", COMPONENT)
         context.event(pod, "Normal", "Started", "Container started", COMPONENT)
+
+
+def config_failed_events(
+    context: ControllerContext, pod: Obj, images: NodeImages, failures: dict[str, str]
+) -> None:
+    """For every container whose configuration cannot be made (a missing ConfigMap or
+    Secret): its image's events, then the Warning ``Failed`` the kubelet records when
+    ``generateContainerConfig`` fails (``Error: <why>``)."""
+    for spec in pod["spec"].get("containers") or []:
+        if spec["name"] in failures:
+            _pulled(context, pod, images, spec)
+            message = f"Error: {failures[spec['name']]}"
+            context.event(pod, "Warning", "Failed", message, COMPONENT)
+
+
+def _pulled(context: ControllerContext, pod: Obj, images: NodeImages, spec: Obj) -> None:
+    node = str(pod["spec"].get("nodeName") or "")
+    image = str(spec.get("image", ""))
+    if images.needs_pull(node, image, pull_policy(spec)):
+        context.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', COMPONENT)
+        context.event(
+            pod,
+            "Normal",
+            "Pulled",
+            f'Successfully pulled image "{image}" in 0s (0s including waiting). Image '
+            f"size: 0 bytes. {SIMULATED_PULL}",
+            COMPONENT,
+        )
+        images.hold(node, image)
+    else:
+        context.event(pod, "Normal", "Pulled", _PRESENT.format(image=image), COMPONENT)
 
 
 def killing_events(context: ControllerContext, pod: Obj) -> None:

@@ -9,6 +9,11 @@ environment), records the kubelet's ``Pulling``/``Pulled``/``Created``/``Started
 pod to ``Running`` with ready containers, ``Ready`` and ``ContainersReady`` conditions,
 and when the containers exit to ``Succeeded`` or ``Failed`` with their exit codes. A
 container that cannot start fails the pod with ``ContainerCannotRun`` and a Warning event.
+A container whose ``env``/``envFrom`` names a ConfigMap or Secret (or a key of one) that
+does not exist keeps the pod ``Pending``, the container waiting with
+``CreateContainerConfigError`` and the kubelet's message and Warning ``Failed`` event,
+until the object appears in the namespace (ConfigMap and Secret events wake the pod); a
+tenant pod's references are not checked (its ConfigMaps and Secrets stay in its cluster).
 Claims are unprepared when the pod finishes or is deleted. Deleting a running pod is
 graceful, as with the kubelet: the API server only marks it (``deletionTimestamp``), the
 agent has the runtime end every process of it (SIGTERM, the grace period, then SIGKILL to
@@ -23,12 +28,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 
 from allot.api import claims as claims_api
 from allot.controllers import lifecycle
 from allot.controllers.context import ControllerContext
+from allot.controllers.envsources import ContainerConfigError, SourceLookup
 from allot.controllers.runtimes import (
     ContainerSetup,
     ContainerStartError,
@@ -41,6 +47,8 @@ from allot.store.errors import Conflict
 from allot.types import Obj, rfc3339
 
 MANAGER = "allot-node-agent"
+CONFIG_ERROR = "CreateContainerConfigError"
+SOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}  # what env and envFrom name
 
 
 class PrepareError(Exception):
@@ -93,7 +101,7 @@ class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
-    watches = frozenset({"pods"})  # the resources keys_for answers for
+    watches = frozenset({"pods", *SOURCES})  # the resources keys_for answers for
 
     def __init__(
         self,
@@ -101,6 +109,7 @@ class NodeAgent:
         preparer: DevicePreparer,
         runtime: Runtime,
         driver_gates: Mapping[str, bool] | None = None,
+        tenant_namespace: Callable[[str], bool] = lambda namespace: False,
     ) -> None:
         self.context = context
         self.preparer = preparer
@@ -108,10 +117,15 @@ class NodeAgent:
         self.driver_gates = dict(driver_gates or {})
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
+        self.tenant_namespace = tenant_namespace
+        self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
             return []
+        if event.resource in SOURCES:
+            namespace = event.object["metadata"].get("namespace", "")
+            return [("pod", namespace, name) for name in sorted(self._waiting.get(namespace, ()))]
         if event.resource != "pods" or event.type == "DELETED":
             return []
         metadata = event.object["metadata"]
@@ -134,6 +148,7 @@ class NodeAgent:
             self.preparer.unprepare(event.object["metadata"]["uid"])
         elif event.resource == "pods" and event.type == "DELETED":
             pod = event.object
+            self._stop_waiting(pod)
             self.runtime.stop(pod, lambda: self._forget(pod))
 
     def initial_keys(self) -> list[Hashable]:
@@ -161,6 +176,8 @@ class NodeAgent:
             or pod["metadata"].get("deletionTimestamp")
             or (pod.get("status") or {}).get("phase", "Pending") != "Pending"
         ):
+            if pod is not None:
+                self._stop_waiting(pod)
             return
         node = pod["spec"].get("nodeName")
         claims = self._claims(pod)
@@ -176,9 +193,15 @@ class NodeAgent:
         except PrepareError as err:
             self.context.event(pod, "Warning", "FailedPrepareDynamicResources", str(err), "kubelet")
             return  # the pod stays Pending, as with a driver that refuses to prepare
+        lookup = self._lookup(pod)
+        failures = _config_errors(pod, lookup)
+        if failures:
+            self._wait_for_config(pod, claims, failures)
+            return
+        self._stop_waiting(pod)
         for claim in claims:
             self.preparer.prepare(claim, node)
-        setups = self._setups(pod, claims, published) if self.runtime.wants_devices else {}
+        setups = self._setups(pod, claims, published, lookup) if self.runtime.wants_devices else {}
         try:
             self.runtime.launch(pod, setups, self._finish, self._restarted)
         except ContainerStartError as err:
@@ -186,6 +209,35 @@ class NodeAgent:
             return
         lifecycle.started_events(self.context, pod, self.images)
         self.context.write_status("Pod", _running(pod, self.context.clock()), MANAGER)
+
+    def _lookup(self, pod: Obj) -> SourceLookup | None:
+        """How the pod's ConfigMaps and Secrets are found: in its namespace; None for a
+        tenant pod's twin, whose references name objects of the tenant's cluster."""
+        namespace = str(pod["metadata"].get("namespace") or "")
+        if self.tenant_namespace(namespace):
+            return None
+        return lambda kind, name: self.context.get(kind, namespace, name)
+
+    def _wait_for_config(self, pod: Obj, claims: list[Obj], failures: dict[str, str]) -> None:
+        """The kubelet's answer to a container it cannot configure: the pod stays Pending
+        (its sandbox and devices ready), the container waits with the reason, the Warning
+        event is recorded; the pod is tried again when a ConfigMap or Secret of its
+        namespace changes. A pod already showing these failures is left as it is."""
+        namespace, name = pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+        self._waiting.setdefault(namespace, set()).add(name)
+        if _shown_config_errors(pod) == failures:
+            return  # woken by its own status write, or by an object that changes nothing
+        for claim in claims:
+            self.preparer.prepare(claim, pod["spec"].get("nodeName"))
+        lifecycle.config_failed_events(self.context, pod, self.images, failures)
+        self.context.write_status(
+            "Pod", _waiting_for_config(pod, failures, self.context.clock()), MANAGER
+        )
+
+    def _stop_waiting(self, pod: Obj) -> None:
+        names = self._waiting.get(pod["metadata"].get("namespace", ""))
+        if names is not None:
+            names.discard(pod["metadata"]["name"])
 
     def _published_of(
         self, pools: set[tuple[str, str]]
@@ -237,6 +289,7 @@ class NodeAgent:
         pod: Obj,
         claims: list[Obj],
         published: dict[tuple[str, str, str], dict[str, str]],
+        lookup: SourceLookup | None = None,
     ) -> dict[str, ContainerSetup]:
         """Per container: the devices of the claims it references and their variables."""
         by_name = {c["metadata"]["name"]: c for c in claims}
@@ -256,7 +309,7 @@ class NodeAgent:
             )
             spec = next(c for c in pod["spec"]["containers"] if c["name"] == container)
             setups[container] = ContainerSetup(
-                container_environment(spec, pod, device_env), devices
+                container_environment(spec, pod, device_env, lookup), devices
             )
         return setups
 
@@ -393,6 +446,78 @@ def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
         conditions[kind] = {"type": kind, "status": "True", "lastTransitionTime": now}
     status["conditions"] = list(conditions.values())
     return pod
+
+
+def _config_errors(pod: Obj, lookup: SourceLookup | None) -> dict[str, str]:
+    """Per container whose environment cannot be made: the kubelet's message."""
+    if lookup is None:
+        return {}
+    failures = {}
+    for spec in pod["spec"].get("containers") or []:
+        try:
+            container_environment(spec, pod, {}, lookup)
+        except ContainerConfigError as err:
+            failures[spec["name"]] = str(err)
+    return failures
+
+
+def _shown_config_errors(pod: Obj) -> dict[str, str]:
+    """The configuration failures the pod's status shows now, per container."""
+    shown = {}
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") == CONFIG_ERROR:
+            shown[status["name"]] = str(waiting.get("message", ""))
+    return shown
+
+
+def _waiting_for_config(pod: Obj, failures: dict[str, str], now_moment: dt.datetime) -> Obj:
+    """A Pending pod whose failing containers wait with ``CreateContainerConfigError``
+    (the others with ``ContainerCreating``: allot starts a pod's containers together)."""
+    now = _timestamp(now_moment)
+    containers = pod["spec"].get("containers") or []
+    status = pod.setdefault("status", {})
+    status.update(
+        {
+            "phase": "Pending",
+            "hostIP": "127.0.0.1",
+            "podIP": "127.0.0.1",
+            "podIPs": [{"ip": "127.0.0.1"}],
+            "hostIPs": [{"ip": "127.0.0.1"}],
+            "startTime": status.get("startTime") or now,
+            "containerStatuses": [
+                {
+                    "name": c["name"],
+                    "ready": False,
+                    "restartCount": 0,
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "started": False,
+                    "state": {"waiting": _waiting_state(failures.get(c["name"]))},
+                }
+                for c in containers
+            ],
+        }
+    )
+    unready = f"containers with unready status: [{' '.join(c['name'] for c in containers)}]"
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
+    conditions["Initialized"] = {"type": "Initialized", "status": "True", "lastTransitionTime": now}
+    for kind in ("Ready", "ContainersReady"):
+        conditions[kind] = {
+            "type": kind,
+            "status": "False",
+            "lastTransitionTime": now,
+            "reason": "ContainersNotReady",
+            "message": unready,
+        }
+    status["conditions"] = list(conditions.values())
+    return pod
+
+
+def _waiting_state(message: str | None) -> Obj:
+    if message is None:
+        return {"reason": "ContainerCreating"}
+    return {"reason": CONFIG_ERROR, "message": message}
 
 
 def _claims_by_container(pod: Obj) -> dict[str, list[str]]:

@@ -11,7 +11,7 @@ would run, then what ``nvidia-smi -L`` would print for exactly its devices.
 
 ``ProcessRuntime`` runs each container's ``command`` and ``args`` as a local process in its
 own session and working directory, with a clean environment (``PATH``, ``HOME``, locale,
-the container's literal ``env`` values and its devices' ``CUDA_VISIBLE_DEVICES`` /
+the container's ``env`` and ``envFrom`` values and its devices' ``CUDA_VISIBLE_DEVICES`` /
 ``NVIDIA_VISIBLE_DEVICES``), output in the log file ``kubectl logs`` reads, and its
 ``resources.limits`` (``allot.controllers.limits``). With a :class:`Sandbox` (the default
 of ``allot up``) each process runs confined by bubblewrap (``allot.controllers.sandbox``):
@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from allot.controllers import processes
+from allot.controllers import envsources, processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
 from allot.driver.devicenodes import DeviceNodes
@@ -475,19 +475,31 @@ def _exit_code(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def container_environment(container: Obj, pod: Obj, device_env: dict[str, str]) -> dict[str, str]:
-    """The container's ``env``: literal values and the downward API's ``fieldRef`` values
-    read from the pod (as the kubelet resolves them), then the variables of its devices.
-    Other sources (``configMapKeyRef``, ``secretKeyRef``, ``resourceFieldRef``) are not
-    resolved, and their variables are left unset."""
-    values: dict[str, str] = {}
+def container_environment(
+    container: Obj,
+    pod: Obj,
+    device_env: dict[str, str],
+    lookup: envsources.SourceLookup | None = None,
+) -> dict[str, str]:
+    """The container's environment as the kubelet makes it: ``envFrom``'s ConfigMaps and
+    Secrets, then ``env``: literal values, the downward API's ``fieldRef`` values read from
+    the pod and ``configMapKeyRef``/``secretKeyRef`` values found through ``lookup``
+    (:mod:`allot.controllers.envsources`; a missing one raises
+    :class:`~allot.controllers.envsources.ContainerConfigError`); then the variables of
+    its devices. Without a ``lookup`` (a tenant pod, whose ConfigMaps and Secrets are not
+    synced to the host) and for ``resourceFieldRef`` the variables are left unset."""
+    values = envsources.from_objects(container, lookup) if lookup is not None else {}
+    namespace = str(pod["metadata"].get("namespace") or "")
     for item in container.get("env") or []:
         source = item.get("valueFrom")
         if source is None:
             values[item["name"]] = str(item.get("value", ""))
             continue
         field_path = (source.get("fieldRef") or {}).get("fieldPath")
-        value = pod_field(pod, field_path) if field_path else None
+        if field_path:
+            value = pod_field(pod, field_path)
+        else:
+            value = envsources.key_value(source, namespace, lookup) if lookup else None
         if value is not None:
             values[item["name"]] = value
     return {**values, **device_env}

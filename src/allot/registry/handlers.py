@@ -323,6 +323,27 @@ class Handlers:
         }
         self.store.update(cluster, target.resource.store, obj, owned=True, copy_result=False)
 
+    def evict(
+        self, cluster: str, target: Target, body: Obj, dry_run: bool, user: str = CONTROLLER_USER
+    ) -> None:
+        """``POST pods/<name>/eviction``: a policy/v1 Eviction deletes the pod gracefully
+        with its ``deleteOptions``, as upstream's eviction storage does once no
+        PodDisruptionBudget stands in the way (allot serves none, so none ever does)."""
+        if body.get("kind") != "Eviction":
+            raise BadRequest(f"not a Eviction object: {body.get('kind') or 'no kind'}")
+        metadata = _binding_field(body, "metadata", dict, "v1.ObjectMeta", "Eviction")
+        if metadata.get("name") != target.name:
+            raise BadRequest("name in URL does not match name in Eviction object")
+        if metadata.get("namespace") not in (None, "", target.namespace):
+            raise BadRequest(
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
+            )
+        options = _binding_field(body, "deleteOptions", dict, "v1.DeleteOptions", "Eviction")
+        self.delete(
+            cluster, target, options, dry_run or "All" in (options.get("dryRun") or []), user
+        )
+
     # ---------------------------------------------------------------- internals
     def _current(self, cluster: str, target: Target) -> Obj:
         """The stored object, shared (read-only here: every change builds a new dict)."""
@@ -557,15 +578,18 @@ def propagation_policy(resource: ServedResource, current: Obj, options: Obj) -> 
     return "Background"
 
 
-def _binding_field(body: Obj, name: str, expected: type, go_type: str) -> Any:
-    """A Binding's object field, or ``{}`` when absent; Go's decoding error when mistyped."""
+def _binding_field(
+    body: Obj, name: str, expected: type, go_type: str, kind: str = "Binding"
+) -> Any:
+    """A Binding's (or Eviction's) object field, or ``{}`` when absent; Go's decoding error
+    when mistyped."""
     value = body.get(name)
     if value is None:
         return {}
     if not isinstance(value, expected):
         raise BadRequest(
             f"json: cannot unmarshal {go_json_type(value)} into Go struct field "
-            f"Binding.{name} of type {go_type}"
+            f"{kind}.{name} of type {go_type}"
         )
     return value
 
