@@ -109,3 +109,34 @@ def _raise_to(into: Amounts, amounts: Amounts) -> None:
     for name, value in amounts.items():
         if name not in into or value.compare(into[name]) > 0:
             into[name] = value
+
+
+QOS_RESOURCES = ("cpu", "memory")
+
+
+def qos_class(spec: Mapping[str, Any]) -> str:
+    """``ComputePodQOS``: ``BestEffort`` when no container (init containers included) or
+    pod-level ``resources`` asks a non-zero cpu or memory; ``Guaranteed`` when every one
+    limits both and each total request equals its limit; else ``Burstable``. A limit
+    stands in for a missing request, as defaulting makes it."""
+    pod_level = spec.get("resources") or {}
+    if pod_level.get("requests") or pod_level.get("limits"):
+        sources: list[Mapping[str, Any]] = [{"resources": pod_level}]
+    else:
+        sources = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    requests: Amounts = {}
+    limits: Amounts = {}
+    guaranteed = True
+    for source in sources:
+        asked = {n: q for n, q in container_requests(source).items() if n in QOS_RESOURCES}
+        limited = {n: q for n, q in container_limits(source).items() if n in QOS_RESOURCES}
+        _add(requests, {n: q for n, q in asked.items() if q.sign() > 0})
+        positive = {n: q for n, q in limited.items() if q.sign() > 0}
+        _add(limits, positive)
+        guaranteed = guaranteed and set(QOS_RESOURCES) <= set(positive)
+    if not requests and not limits:
+        return "BestEffort"
+    equal = requests.keys() == limits.keys()
+    if guaranteed and equal and all(requests[n].compare(limits[n]) == 0 for n in requests):
+        return "Guaranteed"
+    return "Burstable"

@@ -9,11 +9,10 @@ scopes (``Terminating``, ``NotTerminating``, ``BestEffort``, ``NotBestEffort``,
 
 from __future__ import annotations
 
-from allot.api.quantity import Quantity
+from allot.api.podresources import qos_class
 from allot.types import Obj
 
 PRIORITY_CLASS = "PriorityClass"
-QOS_RESOURCES = ("cpu", "memory")
 
 
 def scope_selectors(quota: Obj) -> list[Obj]:
@@ -56,17 +55,8 @@ def is_terminating(spec: Obj) -> bool:
 
 
 def is_best_effort(spec: Obj) -> bool:
-    """``ComputePodQOS`` is BestEffort: no container, init container or pod-level
-    resources ask a non-zero cpu or memory request or limit."""
-    lists = [spec.get("resources") or {}]
-    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        lists.append(container.get("resources") or {})
-    for resources in lists:
-        for amounts in (resources.get("requests") or {}, resources.get("limits") or {}):
-            for name in QOS_RESOURCES:
-                if name in amounts and Quantity.parse(str(amounts[name])).sign() > 0:
-                    return False
-    return True
+    """The quota's ``BestEffort`` scope: the pod's QoS class (``ComputePodQOS``)."""
+    return qos_class(spec) == "BestEffort"
 
 
 def _priority_class_matches(selector: Obj, name: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from allot.api.podresources import qos_class
 from allot.registry.kinds import KindStrategy, Preparation, QuotaEvaluator, Table
 from allot.registry.kinds.columns import AGE, NAME, age, column
 from allot.types import Obj
@@ -72,7 +73,9 @@ def _service_account(obj: Obj, preparation: Preparation) -> None:
 def _pending(obj: Obj) -> None:
     """A client's status is dropped, as upstream's ``PrepareForCreate`` does; a gated pod
     says so in its ``PodScheduled`` condition (the handler dates it)."""
-    obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    spec = obj.get("spec")
+    qos = qos_class(spec) if isinstance(spec, dict) else "BestEffort"
+    obj["status"] = {"phase": "Pending", "qosClass": qos}
     if (obj.get("spec") or {}).get("schedulingGates"):
         obj["status"]["conditions"] = [
             {
