@@ -418,16 +418,7 @@ class ApiServer:
             if method != "POST":
                 raise MethodNotAllowed(method)
             self.handlers.bind(cluster, target, await self._body(request), user=_user(cluster))
-            return JSONResponse(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "code": 201,
-                },
-                status_code=201,
-            )
+            return _created()
         if target.subresource == "eviction":
             if method != "POST":
                 raise MethodNotAllowed(method)
@@ -482,16 +473,7 @@ class ApiServer:
         if isinstance(options, dict):
             queries.check_delete_options(options)
         self.handlers.evict(cluster, target, body, _dry_run(request), user=_user(cluster))
-        return JSONResponse(
-            {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "code": 201,
-            },
-            status_code=201,
-        )
+        return _created()
 
     async def _scale(self, request: Request, cluster: str, target: Target) -> Response:
         """``autoscaling/v1`` Scale of a Deployment, ReplicaSet or StatefulSet."""
@@ -603,6 +585,12 @@ def _wants_table(request: Request) -> bool:
 
 def _dry_run(request: Request) -> bool:
     return request.query_params.get("dryRun") == "All"
+
+
+def _created() -> Response:
+    """The success ``Status`` a binding or an eviction answers, 201."""
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    return JSONResponse({**status, "code": 201}, status_code=201)
 
 
 def _deleted(target: Target, obj: Obj) -> Obj:

@@ -415,16 +415,24 @@ def _timestamp(moment: dt.datetime) -> str:
     return rfc3339(moment)
 
 
+def _addresses() -> Obj:
+    """The addresses a pod on an allot node reports (every node is this machine); new
+    lists each time, as each pod's status owns its own."""
+    return {
+        "hostIP": "127.0.0.1",
+        "podIP": "127.0.0.1",
+        "podIPs": [{"ip": "127.0.0.1"}],
+        "hostIPs": [{"ip": "127.0.0.1"}],
+    }
+
+
 def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
     now = _timestamp(now_moment)
     status = pod.setdefault("status", {})
     status.update(
         {
             "phase": "Running",
-            "hostIP": "127.0.0.1",
-            "podIP": "127.0.0.1",
-            "podIPs": [{"ip": "127.0.0.1"}],
-            "hostIPs": [{"ip": "127.0.0.1"}],
+            **_addresses(),
             "startTime": now,
             "containerStatuses": [
                 {
@@ -480,10 +488,7 @@ def _waiting_for_config(pod: Obj, failures: dict[str, str], now_moment: dt.datet
     status.update(
         {
             "phase": "Pending",
-            "hostIP": "127.0.0.1",
-            "podIP": "127.0.0.1",
-            "podIPs": [{"ip": "127.0.0.1"}],
-            "hostIPs": [{"ip": "127.0.0.1"}],
+            **_addresses(),
             "startTime": status.get("startTime") or now,
             "containerStatuses": [
                 {
