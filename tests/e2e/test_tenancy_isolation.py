@@ -72,7 +72,7 @@ def test_escape_fails(tenancy: Tenancy, scenario: dict[str, Any], tmp_path: Path
         text = json.dumps(scenario["manifest"]).replace("LONG_NAME", LONG_NAME)
         args, stdin = ["create", "-f", "-"], text
     else:
-        args, stdin = list(scenario["kubectl"]), None
+        args, stdin = list(scenario["kubectl"]), scenario.get("stdin")
     result = tenancy.cluster.kubectl(*args, stdin=stdin, check=False, kubeconfig=kubeconfig)
     if scenario.get("expect") == "held":
         assert result.returncode == 0, result.stderr
