@@ -68,6 +68,7 @@ def test_escape_fails(tenancy: Tenancy, scenario: dict[str, Any], tmp_path: Path
     kubeconfig = tenancy.kubeconfig(tenant)
     if "server" in scenario:
         kubeconfig = _with_server(tenancy, tenant, scenario["server"], tmp_path)
+    stdin: str | None
     if "manifest" in scenario:
         text = json.dumps(scenario["manifest"]).replace("LONG_NAME", LONG_NAME)
         args, stdin = ["create", "-f", "-"], text
