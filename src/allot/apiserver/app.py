@@ -399,7 +399,8 @@ class ApiServer:
             cluster,
             target,
             _list_options(request),
-            _delete_dry_run(request, options),
+            options,
+            _dry_run(request),
             _user(cluster),
         )
         return JSONResponse(
@@ -461,7 +462,7 @@ class ApiServer:
         if method == "DELETE":
             options = await self._body(request, allow_empty=True)
             queries.check_delete_options(options)
-            dry_run = _delete_dry_run(request, options)
+            dry_run = _dry_run(request)
             obj = self.handlers.delete(cluster, target, options, dry_run, user=_user(cluster))
             return JSONResponse(_deleted(target, obj))
         raise MethodNotAllowed(method)
@@ -614,12 +615,6 @@ def _deleted(target: Target, obj: Obj) -> Obj:
         "status": "Success",
         "details": details,
     }
-
-
-def _delete_dry_run(request: Request, options: Obj) -> bool:
-    """A delete is a dry run by its query or by its DeleteOptions body (kubectl sends
-    ``--dry-run=server`` in the body)."""
-    return _dry_run(request) or "All" in (options.get("dryRun") or [])
 
 
 def _list_options(request: Request) -> ListOptions:

@@ -210,6 +210,9 @@ class Handlers:
         dry_run: bool,
         user: str = CONTROLLER_USER,
     ) -> Obj:
+        """Delete (or mark) one object; a dry run by ``dry_run`` (the query) or by the
+        DeleteOptions' own ``dryRun`` (kubectl sends ``--dry-run=server`` there)."""
+        dry_run = dry_run or "All" in (options.get("dryRun") or [])
         resource = target.resource
         preconditions = options.get("preconditions") or {}
         current = self._current(cluster, target)
@@ -243,15 +246,22 @@ class Handlers:
         return listing.page(self.store, cluster, target, options)
 
     def delete_collection(
-        self, cluster: str, target: Target, options: ListOptions, dry_run: bool, user: str
+        self,
+        cluster: str,
+        target: Target,
+        options: ListOptions,
+        delete_options: Obj,
+        dry_run: bool,
+        user: str,
     ) -> list[Obj]:
-        """Delete every selected object, each admitted and graceful on its own, as upstream."""
+        """Delete every selected object with the request's DeleteOptions, each admitted
+        and graceful on its own, as upstream."""
         items, _ = listing.select(self.store, cluster, target, options)
         deleted = []
         for item in items:
             metadata = item["metadata"]
             one = Target(target.resource, metadata.get("namespace"), metadata["name"], "")
-            deleted.append(self.delete(cluster, one, {}, dry_run, user=user))
+            deleted.append(self.delete(cluster, one, delete_options, dry_run, user=user))
         return deleted
 
     def _grace_seconds(
@@ -340,9 +350,7 @@ class Handlers:
                 "on the request"
             )
         options = _binding_field(body, "deleteOptions", dict, "v1.DeleteOptions", "Eviction")
-        self.delete(
-            cluster, target, options, dry_run or "All" in (options.get("dryRun") or []), user
-        )
+        self.delete(cluster, target, options, dry_run, user)
 
     # ---------------------------------------------------------------- internals
     def _current(self, cluster: str, target: Target) -> Obj:
