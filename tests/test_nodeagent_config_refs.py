@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from allot.controllers import envsources
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -155,3 +156,26 @@ def test_values_resolve_env_from_first_then_env_with_secrets_decoded() -> None:
         ContainerConfigError, match=r"^couldn't find key password in Secret team/creds$"
     ):
         container_environment(missing_key, pod, {}, lambda k, n: objects.get((k, n)))
+
+
+@pytest.mark.parametrize(
+    ("container", "names"),
+    [
+        ({"name": "c", "env": [{"name": "A", "value": "1"}]}, False),
+        (
+            {"name": "c", "env": [{"name": "P", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]},
+            False,
+        ),
+        (
+            {"name": "c", "env": [{"name": "K", "valueFrom": {"configMapKeyRef": {"name": "m"}}}]},
+            True,
+        ),
+        ({"name": "c", "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s"}}}]}, True),
+        ({"name": "c", "envFrom": [{"configMapRef": {"name": "m"}}]}, True),
+        ({"name": "c"}, False),
+    ],
+)
+def test_only_containers_naming_a_configmap_or_secret_are_looked_up(
+    container: dict[str, Any], names: bool
+) -> None:
+    assert envsources.names_sources(container) is names

@@ -30,6 +30,18 @@ class ContainerConfigError(Exception):
     """A container's configuration cannot be made; the message is the kubelet's."""
 
 
+def names_sources(container: Obj) -> bool:
+    """Whether the container's environment names a ConfigMap or Secret at all (most do
+    not: then there is nothing to look up before it starts)."""
+    if container.get("envFrom"):
+        return True
+    return any(
+        field in (item.get("valueFrom") or {})
+        for item in container.get("env") or []
+        for _, field in KEY_REFS
+    )
+
+
 def from_objects(container: Obj, lookup: SourceLookup) -> dict[str, str]:
     """The variables of the container's ``envFrom`` entries, in order (later wins)."""
     values: dict[str, str] = {}

@@ -34,7 +34,7 @@ from pathlib import Path
 from allot.api import claims as claims_api
 from allot.controllers import lifecycle
 from allot.controllers.context import ControllerContext
-from allot.controllers.envsources import ContainerConfigError, SourceLookup
+from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.runtimes import (
     ContainerSetup,
     ContainerStartError,
@@ -462,6 +462,8 @@ def _config_errors(pod: Obj, lookup: SourceLookup | None) -> dict[str, str]:
         return {}
     failures = {}
     for spec in pod["spec"].get("containers") or []:
+        if not names_sources(spec):
+            continue  # literal values and the downward API cannot fail
         try:
             container_environment(spec, pod, {}, lookup)
         except ContainerConfigError as err:
