@@ -15,12 +15,11 @@ atomically with mode 0600. When that file is one of the platform's own kubeconfi
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import yaml
 
-from allot.registry.kubeconfigs import CONNECTED_PREFIX
+from allot.registry.kubeconfigs import CONNECTED_PREFIX, save
 from allot.types import Obj
 
 PREFIX = CONNECTED_PREFIX
@@ -59,7 +58,7 @@ def connect(path: Path, name: str, tenant_config: Obj, namespace: str | None) ->
     _put(config, "users", name, "user", user)
     _put(config, "contexts", name, "context", context)
     config["current-context"] = name
-    _save(path, config)
+    save(path, config)
     return previous
 
 
@@ -79,7 +78,7 @@ def disconnect(path: Path) -> tuple[str, str]:
         config["current-context"] = previous
     else:
         config.pop("current-context", None)
-    _save(path, config)
+    save(path, config)
     return current, previous
 
 
@@ -110,16 +109,3 @@ def _load(path: Path) -> Obj:
     if not isinstance(loaded, dict):
         raise KubeconfigError(f"cannot read kubeconfig {path}: not a kubeconfig mapping")
     return loaded
-
-
-def _save(path: Path, config: Obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            yaml.safe_dump(config, stream, sort_keys=False)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

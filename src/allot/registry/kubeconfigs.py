@@ -166,17 +166,22 @@ def write(path: Path, cluster: str, credentials: Credentials) -> Rewritten:
     existing, notes = _read(path)
     result = rewrite(existing, cluster, credentials)
     result.notes[:0] = notes
+    save(path, result.config)
+    return result
+
+
+def save(path: Path, config: Obj) -> None:
+    """Write a kubeconfig atomically (a reader never sees half of it), owner-only."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "w") as stream:
-            yaml.safe_dump(result.config, stream, sort_keys=False)
+            yaml.safe_dump(config, stream, sort_keys=False)
         os.chmod(temporary, 0o600)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return result
 
 
 def _read(path: Path) -> tuple[Obj | None, list[str]]:
