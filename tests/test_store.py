@@ -133,6 +133,84 @@ def test_deleting_a_namespace_deletes_its_objects(tmp_path: Path) -> None:
     assert store.list_objects("host", CLAIMS, "team")[0] == []
 
 
+def _conditions(store: Store, namespace: str) -> dict[str, tuple[str, str, str]]:
+    obj = store.get("host", NAMESPACES, "", namespace)
+    return {
+        c["type"]: (c["status"], c["reason"], c["message"])
+        for c in obj["status"].get("conditions") or []
+    }
+
+
+def test_a_namespace_terminates_until_its_last_object_goes(tmp_path: Path) -> None:
+    """Upstream's namespace controller: the namespace stays ``Terminating`` (new content
+    refused, its conditions naming what remains) while a finalizer holds an object in it,
+    and goes with that object's last finalizer; created again, it starts empty."""
+    store = _store(tmp_path)
+    store.create("host", NAMESPACES, {"metadata": {"name": "team"}, "status": {"phase": "Active"}})
+    held = {"name": "held", "namespace": "team", "finalizers": ["example.com/hold"]}
+    store.create("host", CLAIMS, {"metadata": held})
+    store.create("host", CLAIMS, {"metadata": {"name": "free", "namespace": "team"}})
+    answer, removed = store.delete("host", NAMESPACES, "", "team")
+    assert not removed
+    assert answer["status"]["phase"] == "Terminating"
+    assert [c["metadata"]["name"] for c in store.list_objects("host", CLAIMS, "team")[0]] == [
+        "held"
+    ]
+    conditions = _conditions(store, "team")
+    assert conditions["NamespaceContentRemaining"] == (
+        "True",
+        "SomeResourcesRemain",
+        "Some resources are remaining: resourceclaims.resource.k8s.io has 1 resource instances",
+    )
+    assert conditions["NamespaceFinalizersRemaining"] == (
+        "True",
+        "SomeFinalizersRemain",
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 "
+        "resource instances",
+    )
+    assert conditions["NamespaceDeletionContentFailure"][:2] == ("False", "ContentDeleted")
+    with pytest.raises(BadRequest, match="unable to create new content in namespace team"):
+        store.create("host", CLAIMS, {"metadata": {"name": "late", "namespace": "team"}})
+    relabelled = store.get("host", NAMESPACES, "", "team")
+    relabelled["metadata"]["labels"] = {"x": "y"}  # an update does not remove it early
+    store.update("host", NAMESPACES, relabelled)
+    claim = store.get("host", CLAIMS, "team", "held")
+    claim["metadata"]["finalizers"] = []
+    store.update("host", CLAIMS, claim)
+    assert store.peek("host", NAMESPACES, "", "team") is None
+    store.create("host", NAMESPACES, {"metadata": {"name": "team"}})
+    assert store.list_objects("host", CLAIMS, "team")[0] == []
+
+
+def test_an_empty_namespace_goes_at_once_and_its_own_finalizers_hold_it(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create("host", NAMESPACES, {"metadata": {"name": "empty"}})
+    assert store.delete("host", NAMESPACES, "", "empty")[1] is True
+    store.create("host", NAMESPACES, {"metadata": {"name": "kept", "finalizers": ["x/y"]}})
+    assert store.delete("host", NAMESPACES, "", "kept")[1] is False
+    assert _conditions(store, "kept")["NamespaceContentRemaining"][:2] == (
+        "False",
+        "ContentRemoved",
+    )
+    kept = store.get("host", NAMESPACES, "", "kept")
+    kept["metadata"]["finalizers"] = []
+    store.update("host", NAMESPACES, kept)
+    assert store.peek("host", NAMESPACES, "", "kept") is None
+
+
+def test_a_namespace_emptied_while_stopped_goes_at_the_next_start(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create("host", NAMESPACES, {"metadata": {"name": "team"}})
+    held = {"name": "a", "namespace": "team", "finalizers": ["f/g"]}
+    store.create("host", CLAIMS, {"metadata": held})
+    store.delete("host", NAMESPACES, "", "team")
+    store.close()
+    with sqlite3.connect(tmp_path / "state.db") as db:  # the finalizer went, the removal did not
+        db.execute("DELETE FROM objects WHERE resource = 'resourceclaims.resource.k8s.io'")
+    reopened = Store(tmp_path / "state.db", clock=lambda: CLOCK, seed=2)
+    assert reopened.peek("host", NAMESPACES, "", "team") is None
+
+
 def test_acknowledged_writes_survive_a_crash(tmp_path: Path) -> None:
     script = (
         "import os, sys\n"

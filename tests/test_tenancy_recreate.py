@@ -170,3 +170,70 @@ def test_a_deleted_host_object_of_a_tenant_is_made_again() -> None:
                 await _stop(api)
 
     asyncio.run(main())
+
+
+def _hold(host: ControllerContext, name: str) -> None:
+    """An object in the tenant's host namespace that a finalizer keeps (as a claim's
+    ``delete-protection`` keeps it until its devices are released)."""
+    held = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": f"tenant-{TENANT}",
+            "finalizers": ["example.com/hold"],
+        },
+    }
+    host.create("ConfigMap", held, "test")
+
+
+def _release(host: ControllerContext, name: str) -> None:
+    held = host.get("ConfigMap", f"tenant-{TENANT}", name)
+    assert held is not None
+    held["metadata"]["finalizers"] = []
+    host.update("ConfigMap", held, "test")
+
+
+def test_a_tenant_goes_only_once_its_host_namespace_is_gone() -> None:
+    """The host namespace stays ``Terminating`` while a finalizer holds something in it;
+    the Tenant waits for it (``allot tenant delete`` returns when all is released), so a
+    tenant created again starts with an empty namespace. A namespace deleted by hand is
+    made again once it is gone, with the quota."""
+
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            api = await _start(Path(directory))
+            try:
+                await _prepare(api)
+                host = _context(api, "host")
+                spec = _tenant_object(host)
+                _hold(host, "held")
+                _delete_tenant(api)
+                await _settle(api)
+                tenant = host.get("Tenant", "", TENANT)
+                assert tenant is not None
+                assert tenant["metadata"].get("deletionTimestamp")
+                namespace = host.get("Namespace", "", f"tenant-{TENANT}")
+                assert namespace is not None
+                assert namespace["status"]["phase"] == "Terminating"
+                _release(host, "held")
+                await _settle(api)
+                assert host.get("Namespace", "", f"tenant-{TENANT}") is None
+                assert host.get("Tenant", "", TENANT) is None
+                spec["spec"]["quota"] = {"hard": {"pods": "5"}}
+                host.create("Tenant", spec, "test")
+                await _settle(api)
+                assert host.list("ConfigMap", f"tenant-{TENANT}") == []
+                _hold(host, "again")
+                target = Target(by_kind("Namespace"), None, f"tenant-{TENANT}", "")
+                api.registry.handlers.delete("host", target, {}, False, user="admin")
+                await _settle(api)
+                assert _owned(host)["namespace"]
+                assert not _owned(host)["quota"]
+                _release(host, "again")
+                await _settle(api)
+                assert all(_owned(host).values()), _owned(host)
+            finally:
+                await _stop(api)
+
+    asyncio.run(main())

@@ -15,7 +15,8 @@ Design (documented in docs/architecture.md):
 - Deletion honours finalizers (``deletionTimestamp`` first, removal when the last
   finalizer goes), garbage-collects dependents by ``ownerReferences`` with the request's
   propagation (Background, Foreground behind the ``foregroundDeletion`` finalizer, Orphan)
-  and empties a deleted namespace.
+  and empties a deleted namespace, which stays ``Terminating`` (refusing new content, its
+  conditions naming what remains) until the last object in it is removed.
 
 Called by the API server (one store per data directory) and by tests.
 """
@@ -34,6 +35,7 @@ from functools import cached_property
 from pathlib import Path
 
 from allot.api.documents import clone_document
+from allot.store import namespaces
 from allot.store.commits import GroupCommit
 from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound, TooLarge
 from allot.types import Clock, Obj, rfc3339, utc_now
@@ -130,6 +132,14 @@ class Store:
         self._writes = 0
         self._rv = self._stored_rv()
         self._commits = GroupCommit(self._db, self._lock, self._hand_over, self._forget_uncommitted)
+        self._terminating: set[tuple[str, str]] = set()  # (cluster, namespace) being emptied
+        self._emptying = False  # a namespace's content is being deleted: settle once after
+        for cluster, resource, _, name in list(self._objects):
+            if resource == "namespaces" and self._objects[(cluster, resource, "", name)][
+                "metadata"
+            ].get("deletionTimestamp"):
+                self._terminating.add((cluster, name))
+                self._settle_namespace(cluster, name)  # emptied while the platform was down
 
     def _index(self, key: ObjectKey, obj: Obj) -> None:
         previous = self._objects.get(key)
@@ -455,7 +465,7 @@ class Store:
                     metadata.pop(immutable, None)
             if dry_run:
                 return obj
-            if _removable(metadata):
+            if _removable(metadata) and not self._holds_content(key):
                 self._remove(key, obj)
                 return clone_document(obj) if copy_result else obj
             self._write(key, obj, "MODIFIED")
@@ -495,6 +505,8 @@ class Store:
                 return obj, False
             if propagation == "Orphan":
                 self._orphan_dependents(cluster, obj["metadata"].get("uid"))
+            if resource.key == "namespaces":
+                return self._terminate_namespace(key, obj)
             if propagation == "Foreground" and _holds_for_dependents(key) and self._dependents(key):
                 return self._delete_foreground(key, obj), False
             if grace_seconds > 0 or obj["metadata"].get("deletionGracePeriodSeconds"):
@@ -697,7 +709,10 @@ class Store:
         self._collect_garbage(cluster, obj)
         self._release_owners(obj)
         if resource == "namespaces":
+            self._terminating.discard((cluster, name))
             self._empty_namespace(cluster, name)
+        elif (cluster, key[2]) in self._terminating and not self._emptying:
+            self._settle_namespace(cluster, key[2])
 
     def _persist(
         self, rv: int, event: tuple[str, str, str, str], statement: str, values: tuple[str, ...]
@@ -742,6 +757,65 @@ class Store:
     def _empty_namespace(self, cluster: str, namespace: str) -> None:
         for key in [k for k in self._objects if k[0] == cluster and k[2] == namespace]:
             self._delete_key(key)
+
+    # ------------------------------------------------------ namespace deletion
+    def _terminate_namespace(self, key: ObjectKey, obj: Obj) -> tuple[Obj, bool]:
+        """Delete a namespace as upstream's namespace controller does: mark it
+        ``Terminating``, delete everything in it, and remove it once nothing is left (objects
+        with finalizers stay until theirs go; its own ``metadata.finalizers`` too)."""
+        cluster, _, _, name = key
+        metadata = obj["metadata"]
+        if not metadata.get("deletionTimestamp"):
+            metadata["deletionTimestamp"] = rfc3339(self.clock())
+            metadata["deletionGracePeriodSeconds"] = 0
+            obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+            self._write(key, obj, "MODIFIED")
+        self._terminating.add((cluster, name))
+        self._emptying = True
+        try:
+            for content in self._content_keys(cluster, name):
+                self._delete_key(content)
+        finally:
+            self._emptying = False
+        self._settle_namespace(cluster, name)
+        current = self._objects.get(key)
+        return (clone_document(current), False) if current is not None else (obj, True)
+
+    def _content_keys(self, cluster: str, namespace: str) -> list[ObjectKey]:
+        return [
+            key
+            for triple, objects in list(self._by_namespace.items())
+            if triple[0] == cluster and triple[2] == namespace
+            for key in list(objects)
+        ]
+
+    def _holds_content(self, key: ObjectKey) -> bool:
+        """Whether ``key`` is a namespace that still has objects in it."""
+        return key[1] == "namespaces" and bool(self._content_keys(key[0], key[3]))
+
+    def _settle_namespace(self, cluster: str, name: str) -> None:
+        """Remove a terminating namespace whose content is gone, or write what remains in
+        its conditions (only when that changed)."""
+        key = (cluster, "namespaces", "", name)
+        current = self._objects.get(key)
+        if current is None:
+            self._terminating.discard((cluster, name))
+            return
+        left: dict[str, list[Obj]] = {}
+        for triple, objects in self._by_namespace.items():
+            if triple[0] == cluster and triple[2] == name and objects:
+                left[triple[1]] = list(objects.values())
+        obj = clone_document(current)
+        if not left and not obj["metadata"].get("finalizers"):
+            self._remove(key, obj)
+            return
+        status = obj.setdefault("status", {})
+        previous = status.get("conditions") or []
+        resources, finalizers = namespaces.remaining_content(left)
+        wanted = namespaces.conditions(resources, finalizers, rfc3339(self.clock()), previous)
+        if wanted != previous:
+            status["conditions"] = wanted
+            self._write(key, obj, "MODIFIED")
 
     def _delete_key(self, key: ObjectKey, foreground: bool = False) -> None:
         current = self._objects.get(key)

@@ -64,7 +64,10 @@ class TenantController:
             return [t["metadata"]["name"] for t in self.host.list("Tenant")]
         if event.type == "DELETED" and event.resource in OWNED:
             owner = _owning_tenant(event.resource, event.object)
-            return [owner] if owner is not None and self.directory.is_tenant(owner) else []
+            if owner is None:
+                return []
+            if self.directory.is_tenant(owner) or self.host.peek("Tenant", "", owner):
+                return [owner]  # restore it, or (a Tenant being deleted) finish the tear-down
         return []
 
     def initial_keys(self) -> list[Hashable]:
@@ -111,6 +114,8 @@ class TenantController:
                 "ValidatingAdmissionPolicyBinding",
                 entitlement.binding(entry.name, policy["metadata"]["name"]),
             )
+        if _terminating(self.host.peek("Namespace", "", names.host_namespace(entry.name))):
+            return  # deleted by hand: made again once gone (keys_for), the quota with it
         quota = entitlement.quota(entry.tenant)
         if quota is not None:
             self._apply("ResourceQuota", quota)
@@ -186,6 +191,11 @@ class TenantController:
 
     # --------------------------------------------------------------- tear-down
     def _tear_down(self, obj: Obj) -> None:
+        """Delete what the tenant owns; the Tenant itself goes only once its host
+        namespace is gone: the namespace stays ``Terminating`` while its claims are
+        released, so ``allot tenant delete`` (which waits for the Tenant) returns when the
+        devices are free, and a tenant created again under the name starts empty. The
+        namespace's removal wakes this again (``keys_for``)."""
         name = obj["metadata"]["name"]
         self.directory.drop(name)
         for policy in (entitlement.CLAIMS_POLICY, entitlement.PODS_POLICY):
@@ -194,6 +204,8 @@ class TenantController:
         self.host.delete("Namespace", "", names.host_namespace(name))
         if name in self.registry.tokens.clusters():
             self.registry.remove_cluster(name)
+        if self.host.peek("Namespace", "", names.host_namespace(name)) is not None:
+            return
         latest = self.host.get("Tenant", "", name)
         if latest is None:
             return
@@ -209,6 +221,10 @@ def _namespace(name: str) -> Obj:
         "kind": "Namespace",
         "metadata": {"name": name, "labels": dict(entitlement.MANAGED_BY)},
     }
+
+
+def _terminating(namespace: Obj | None) -> bool:
+    return namespace is not None and bool(namespace["metadata"].get("deletionTimestamp"))
 
 
 def _owning_tenant(resource: str, obj: Obj) -> str | None:
