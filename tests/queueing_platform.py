@@ -5,6 +5,8 @@ store, handlers, admission and controllers run on the test's asyncio loop."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,21 @@ async def stop(api: Platform) -> None:
     for hook in api.server.shutdown_hooks:
         await hook()
     api.registry.close()
+
+
+def run_with_platform(body: Callable[[Platform], Awaitable[None]]) -> None:
+    """Run ``body`` on its own loop against a platform in a temporary data directory,
+    stopped afterwards whatever happens."""
+
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            api = await start(Path(directory))
+            try:
+                await body(api)
+            finally:
+                await stop(api)
+
+    asyncio.run(main())
 
 
 async def settle(api: Platform, rounds: int = 3) -> None:

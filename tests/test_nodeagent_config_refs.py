@@ -126,12 +126,20 @@ def test_optional_references_are_skipped(team_context: ControllerContext, tmp_pa
     assert _state(team_context)[0] == "Running"
 
 
-def test_a_tenant_pod_s_references_are_not_checked_on_the_host(
+def test_a_tenant_pod_s_twin_is_checked_against_the_twins_of_its_sources(
     team_context: ControllerContext, tmp_path: Path
 ) -> None:
+    """A tenant pod's twin names the host twins of its ConfigMaps (``<name>.<namespace>``,
+    made by the tenant sync): the agent checks them as any pod's references."""
     team_context.create("Namespace", {"metadata": {"name": "tenant-legal"}}, "test")
-    agent = _agent(team_context, tmp_path, tenant_namespace=lambda ns: ns.startswith("tenant-"))
-    _pod(team_context, {"env": [_key_ref("configMapKeyRef", "nosuch")]}, "tenant-legal")
+    agent = _agent(team_context, tmp_path)
+    _pod(team_context, {"env": [_key_ref("configMapKeyRef", "app.default")]}, "tenant-legal")
+    agent.reconcile(("pod", "tenant-legal", "p"))
+    phase, state = _state(team_context, "tenant-legal")
+    assert phase == "Pending"
+    assert state["waiting"]["message"] == 'configmap "app.default" not found'
+    twin = {"metadata": {"name": "app.default", "namespace": "tenant-legal"}, "data": {"k": "v"}}
+    team_context.create("ConfigMap", twin, "test")
     agent.reconcile(("pod", "tenant-legal", "p"))
     assert _state(team_context, "tenant-legal")[0] == "Running"
 

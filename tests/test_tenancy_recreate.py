@@ -20,6 +20,7 @@ from allot.registry.handlers import WriteOptions
 from allot.registry.requests import Target
 from allot.registry.resources import by_kind
 from allot.tenancy.sync import TenantSync
+from tests.queueing_platform import run_with_platform
 from tests.queueing_platform import settle as _settle
 from tests.queueing_platform import start as _start
 from tests.queueing_platform import stop as _stop
@@ -200,40 +201,35 @@ def test_a_tenant_goes_only_once_its_host_namespace_is_gone() -> None:
     tenant created again starts with an empty namespace. A namespace deleted by hand is
     made again once it is gone, with the quota."""
 
-    async def main() -> None:
-        with tempfile.TemporaryDirectory() as directory:
-            api = await _start(Path(directory))
-            try:
-                await _prepare(api)
-                host = _context(api, "host")
-                spec = _tenant_object(host)
-                _hold(host, "held")
-                _delete_tenant(api)
-                await _settle(api)
-                tenant = host.get("Tenant", "", TENANT)
-                assert tenant is not None
-                assert tenant["metadata"].get("deletionTimestamp")
-                namespace = host.get("Namespace", "", f"tenant-{TENANT}")
-                assert namespace is not None
-                assert namespace["status"]["phase"] == "Terminating"
-                _release(host, "held")
-                await _settle(api)
-                assert host.get("Namespace", "", f"tenant-{TENANT}") is None
-                assert host.get("Tenant", "", TENANT) is None
-                spec["spec"]["quota"] = {"hard": {"pods": "5"}}
-                host.create("Tenant", spec, "test")
-                await _settle(api)
-                assert host.list("ConfigMap", f"tenant-{TENANT}") == []
-                _hold(host, "again")
-                target = Target(by_kind("Namespace"), None, f"tenant-{TENANT}", "")
-                api.registry.handlers.delete("host", target, {}, False, user="admin")
-                await _settle(api)
-                assert _owned(host)["namespace"]
-                assert not _owned(host)["quota"]
-                _release(host, "again")
-                await _settle(api)
-                assert all(_owned(host).values()), _owned(host)
-            finally:
-                await _stop(api)
+    async def body(api: Platform) -> None:
+        await _prepare(api)
+        host = _context(api, "host")
+        spec = _tenant_object(host)
+        _hold(host, "held")
+        _delete_tenant(api)
+        await _settle(api)
+        tenant = host.get("Tenant", "", TENANT)
+        assert tenant is not None
+        assert tenant["metadata"].get("deletionTimestamp")
+        namespace = host.get("Namespace", "", f"tenant-{TENANT}")
+        assert namespace is not None
+        assert namespace["status"]["phase"] == "Terminating"
+        _release(host, "held")
+        await _settle(api)
+        assert host.get("Namespace", "", f"tenant-{TENANT}") is None
+        assert host.get("Tenant", "", TENANT) is None
+        spec["spec"]["quota"] = {"hard": {"pods": "5"}}
+        host.create("Tenant", spec, "test")
+        await _settle(api)
+        assert host.list("ConfigMap", f"tenant-{TENANT}") == []
+        _hold(host, "again")
+        target = Target(by_kind("Namespace"), None, f"tenant-{TENANT}", "")
+        api.registry.handlers.delete("host", target, {}, False, user="admin")
+        await _settle(api)
+        assert _owned(host)["namespace"]
+        assert not _owned(host)["quota"]
+        _release(host, "again")
+        await _settle(api)
+        assert all(_owned(host).values()), _owned(host)
 
-    asyncio.run(main())
+    run_with_platform(body)

@@ -150,7 +150,6 @@ def build(
                 DevicePreparer(data_dir / "cdi"),
                 pods,
                 driver_gates,
-                tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
             ),
             ops.recorder,
             *_workload_controllers(context, directory),

@@ -13,7 +13,7 @@ A container whose ``env``/``envFrom`` names a ConfigMap or Secret (or a key of o
 does not exist keeps the pod ``Pending``, the container waiting with
 ``CreateContainerConfigError`` and the kubelet's message and Warning ``Failed`` event,
 until the object appears in the namespace (ConfigMap and Secret events wake the pod); a
-tenant pod's references are not checked (its ConfigMaps and Secrets stay in its cluster).
+tenant pod's twin names the twins the tenant sync makes of them (``<name>.<namespace>``).
 Claims are unprepared when the pod finishes or is deleted. Deleting a running pod is
 graceful, as with the kubelet: the API server only marks it (``deletionTimestamp``), the
 agent has the runtime end every process of it (SIGTERM, the grace period, then SIGKILL to
@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 
 from allot.api import claims as claims_api
@@ -109,7 +109,6 @@ class NodeAgent:
         preparer: DevicePreparer,
         runtime: Runtime,
         driver_gates: Mapping[str, bool] | None = None,
-        tenant_namespace: Callable[[str], bool] = lambda namespace: False,
     ) -> None:
         self.context = context
         self.preparer = preparer
@@ -117,7 +116,6 @@ class NodeAgent:
         self.driver_gates = dict(driver_gates or {})
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
-        self.tenant_namespace = tenant_namespace
         self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -210,12 +208,10 @@ class NodeAgent:
         lifecycle.started_events(self.context, pod, self.images)
         self.context.write_status("Pod", _running(pod, self.context.clock()), MANAGER)
 
-    def _lookup(self, pod: Obj) -> SourceLookup | None:
-        """How the pod's ConfigMaps and Secrets are found: in its namespace; None for a
-        tenant pod's twin, whose references name objects of the tenant's cluster."""
+    def _lookup(self, pod: Obj) -> SourceLookup:
+        """How the pod's ConfigMaps and Secrets are found: in its namespace (a tenant
+        pod's twin names their twins, which the tenant sync makes before the pod's)."""
         namespace = str(pod["metadata"].get("namespace") or "")
-        if self.tenant_namespace(namespace):
-            return None
         return lambda kind, name: self.context.get(kind, namespace, name)
 
     def _wait_for_config(self, pod: Obj, claims: list[Obj], failures: dict[str, str]) -> None:
@@ -456,10 +452,8 @@ def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
     return pod
 
 
-def _config_errors(pod: Obj, lookup: SourceLookup | None) -> dict[str, str]:
+def _config_errors(pod: Obj, lookup: SourceLookup) -> dict[str, str]:
     """Per container whose environment cannot be made: the kubelet's message."""
-    if lookup is None:
-        return {}
     failures = {}
     for spec in pod["spec"].get("containers") or []:
         if not names_sources(spec):

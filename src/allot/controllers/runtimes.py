@@ -486,8 +486,8 @@ def container_environment(
     the pod and ``configMapKeyRef``/``secretKeyRef`` values found through ``lookup``
     (:mod:`allot.controllers.envsources`; a missing one raises
     :class:`~allot.controllers.envsources.ContainerConfigError`); then the variables of
-    its devices. Without a ``lookup`` (a tenant pod, whose ConfigMaps and Secrets are not
-    synced to the host) and for ``resourceFieldRef`` the variables are left unset."""
+    its devices. Without a ``lookup`` (nothing to look them up in) and for
+    ``resourceFieldRef`` the variables are left unset."""
     values = envsources.from_objects(container, lookup) if lookup is not None else {}
     namespace = str(pod["metadata"].get("namespace") or "")
     for item in container.get("env") or []:

@@ -9,11 +9,12 @@ tenant's pods are bound to appear read-only (:mod:`allot.tenancy.nodes`), and so
 claims generated on the host for its pods from templates (:mod:`allot.tenancy.generated`).
 
 Tenant to host: ResourceClaims, ResourceClaimTemplates and Pods get host twins (see
-:mod:`allot.tenancy.translate`); deletes flow both ways (the twin's uid is recorded on the
-tenant object as ``allot.dev/host-uid``, so a twin deleted while the platform was down is
-followed after a restart; a tenant pod deleted gracefully stays ``Terminating`` until its
-twin is gone); claim and pod status flow back,
-with ``nodeName`` bound through the tenant's ``binding`` subresource. A pod whose claims or
+:mod:`allot.tenancy.translate`), and so do the ConfigMaps and Secrets pods use
+(:mod:`allot.tenancy.sources`, synced before the pod's twin); deletes flow both ways (the
+twin's uid is recorded on the tenant object as ``allot.dev/host-uid``, so a twin deleted
+while the platform was down is followed after a restart; a tenant pod deleted gracefully
+stays ``Terminating`` until its twin is gone); claim and pod status flow back, with
+``nodeName`` bound through the tenant's ``binding`` subresource. A pod whose claims or
 templates do not exist in the tenant yet is held (Event ``SyncWaiting``) rather than
 synced to reference nothing. Every reconcile compares desired and actual state, so a
 full resync after a restart creates no duplicates. Keys are per object; the runtime
@@ -38,12 +39,16 @@ from allot.store import WatchEvent
 from allot.store.errors import AlreadyExists, Conflict, NotFound
 from allot.tenancy import generated, names, nodes
 from allot.tenancy.directory import TenantDirectory
+from allot.tenancy.sources import SourceSync, host_source_key, source_keys
 from allot.tenancy.translate import (
+    SOURCE_KINDS,
     claim_status_to_tenant,
     kept_gates,
     message_to_tenant,
+    pod_sources,
     pod_status_to_tenant,
     same_content,
+    sources_to_tenant,
     tenant_object_name,
     to_host,
     with_host_keys,
@@ -81,6 +86,14 @@ class TenantSync:
         # recorder counts a repeated host Event (a retried FailedResourceClaimCreation) on
         # the tenant's one Event instead of adding one per repeat
         self._relays: dict[str, ControllerContext] = {}
+        self.sources = SourceSync(host, self._report)
+
+    def _report(self, key: tuple[str, str, str, str], error: str | None) -> None:
+        """What the source sync could not write (alerts and metrics read ``errors``)."""
+        if error is None:
+            self.errors.pop(key, None)
+        else:
+            self.errors[key] = error
 
     def context(self, tenant: str) -> ControllerContext:
         return ControllerContext(tenant, self.host.store, self.host.handlers, self.host.clock)
@@ -125,11 +138,17 @@ class TenantSync:
             return self._host_keys(event)
         if not self.directory.is_tenant(event.cluster):
             return []
+        metadata = event.object["metadata"]
+        namespace = metadata.get("namespace", "")
+        source = SOURCE_KINDS.get(event.resource)
+        if source is not None:
+            return [("source", event.cluster, source, namespace, metadata["name"])]
         kind = SYNCED.get(event.resource)
         if kind is None:
             return []
-        metadata = event.object["metadata"]
-        key = ("up", event.cluster, kind, metadata.get("namespace", ""), metadata["name"])
+        key = ("up", event.cluster, kind, namespace, metadata["name"])
+        if kind == "Pod" and event.type != "MODIFIED":  # its references come and go with it
+            return [key, *source_keys(event.cluster, event.object)]
         if kind == "Pod" or event.type != "ADDED":
             return [key]
         namespace = metadata.get("namespace", "")
@@ -158,6 +177,8 @@ class TenantSync:
             return []
         if event.resource == "events":
             return [("event", tenant, namespace, event.object["metadata"]["name"])]
+        if event.resource in SOURCE_KINDS:
+            return host_source_key(tenant, event.resource, event.object)
         kind = SYNCED.get(event.resource)
         origin = tenant_object_name(event.object) if kind else None
         if kind is None or origin is None:
@@ -191,6 +212,8 @@ class TenantSync:
             self.sync_nodes(key[1])
         elif key[0] == "generated":
             self.sync_generated_claims(key[1], key[2], key[3])
+        elif key[0] == "source":
+            self.sources.sync(self.context(key[1]), key[2], key[3], key[4])
 
     def resync(self, tenant: str) -> None:
         """Everything of one tenant, both ways (start, restart, tenant changes)."""
@@ -206,6 +229,7 @@ class TenantSync:
                 origin = tenant_object_name(twin)
                 if origin is not None:
                     seen.add((kind, *origin))
+        self._resync_sources(tenant_ctx)
         for kind, namespace, name in sorted(seen):
             self.sync_object(tenant, kind, namespace, name)
         self.sync_nodes(tenant)
@@ -216,6 +240,21 @@ class TenantSync:
                 pods.add((claim["metadata"].get("namespace", ""), owner))
         for namespace, name in sorted(pods):
             self.sync_generated_claims(tenant, namespace, name)
+
+    def _resync_sources(self, tenant_ctx: ControllerContext) -> None:
+        """The ConfigMaps and Secrets the tenant's pods use, and the twins left of ones
+        no pod uses any more."""
+        wanted = set()
+        for pod in tenant_ctx.list("Pod"):
+            namespace = pod["metadata"].get("namespace", "")
+            wanted |= {(k, namespace, n) for k, n in pod_sources(pod.get("spec") or {})}
+        for kind in SOURCE_KINDS.values():
+            for twin in self.host.list(kind, names.host_namespace(tenant_ctx.cluster)):
+                origin = tenant_object_name(twin)
+                if origin is not None:
+                    wanted.add((kind, *origin))
+        for kind, namespace, name in sorted(wanted):
+            self.sources.sync(tenant_ctx, kind, namespace, name)
 
     # ------------------------------------------------------ host -> tenant
     def sync_classes(self, tenant: str) -> None:
@@ -339,6 +378,8 @@ class TenantSync:
         message = message_to_tenant(
             str(event.get("message") or ""), namespace, str(involved.get("name") or ""), origin
         )
+        if kind == "Pod":
+            message = sources_to_tenant(message, namespace, target)
         relay = self._relays.get(tenant)
         if relay is None:
             relay = self._relays[tenant] = self.context(tenant)
@@ -514,6 +555,8 @@ class TenantSync:
                 ctx.event(obj, "Warning", "SyncWaiting", waiting, MANAGER)
                 return None
             self._held.discard((tenant, metadata.get("namespace", ""), metadata["name"]))
+            for source, name in sorted(pod_sources(obj.get("spec") or {})):
+                self.sources.sync(ctx, source, metadata.get("namespace", ""), name)
         key = (tenant, kind, metadata.get("namespace", ""), metadata["name"])
         try:
             created = self.host.create(
@@ -591,7 +634,9 @@ class TenantSync:
                     or obj
                 )
             status = pod_status_to_tenant(
-                twin.get("status") or {}, lambda n: self._claim_name_for(obj, twin, n)
+                twin.get("status") or {},
+                lambda n: self._claim_name_for(obj, twin, n),
+                lambda text: sources_to_tenant(text, host_ns, obj),
             )
         else:
             return

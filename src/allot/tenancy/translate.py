@@ -3,7 +3,9 @@
 Toward the host (``to_host``): the name and namespace translated (see
 :mod:`allot.tenancy.names`), the tenant's labels and annotations carried, the platform's
 ``allot.dev/tenant`` and ``allot.dev/tenant-namespace`` labels and the tenant-name/uid
-annotations added, and a pod's ``spec.resourceClaims`` references rewritten; the twin of a
+annotations added, and a pod's references rewritten (``spec.resourceClaims``, and the
+ConfigMaps and Secrets it reads: ``pod_sources``); a ConfigMap's or Secret's twin carries
+its data; the twin of a
 pod of a tenant in fair-sharing mode also carries the scheduling gate
 ``allot.dev/admission`` after the tenant's own gates, which the host's admission controller
 removes when the pod's workload is admitted (the tenant's pod itself is not gated). The tenant
@@ -16,12 +18,14 @@ such as ``allot.dev/admitted-at``) is kept by ``with_host_keys``, so the sync ne
 it back. Back to the
 tenant (``claim_status_to_tenant``, ``pod_status_to_tenant``): host names in
 ``reservedFor`` and ``resourceClaimStatuses`` mapped back, and the twin's names in a host
-Event's message (``message_to_tenant``). Pure; used by the guard, the sync and
+Event's message (``message_to_tenant``), and those of the ConfigMaps and Secrets it uses
+(``sources_to_tenant``). Pure; used by the guard, the sync and
 ``allot explain``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from allot.api.documents import clone_document
@@ -29,6 +33,11 @@ from allot.tenancy import names
 from allot.types import Obj
 
 HOST_ONLY_POD_FIELDS = ("nodeName",)
+SOURCE_KINDS = {"configmaps": "ConfigMap", "secrets": "Secret"}
+"""The kinds a tenant's pods read (environment, volumes, image pull secrets) whose twins
+the sync makes for as long as a pod uses them (:mod:`allot.tenancy.sources`)."""
+SOURCE_FIELDS = ("data", "binaryData", "type", "immutable")
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 ADMISSION_GATE = "allot.dev/admission"
 """The scheduling gate of a fair-sharing tenant's pod twins, until their workload is admitted."""
 SYNC_LABELS = frozenset({names.TENANT_LABEL, names.TENANT_NAMESPACE_LABEL})
@@ -45,6 +54,9 @@ def to_host(kind: str, obj: Obj, tenant: str, gated: bool = False) -> Obj:
         "kind": kind,
         "metadata": _host_metadata(metadata, namespace, tenant),
     }
+    if kind in SOURCE_KINDS.values():
+        twin.update({f: clone_document(obj[f]) for f in SOURCE_FIELDS if f in obj})
+        return twin
     spec = clone_document(obj.get("spec") or {})
     if kind == "Pod":
         spec = _host_pod_spec(spec, namespace)
@@ -116,7 +128,44 @@ def _host_pod_spec(spec: Obj, namespace: str) -> Obj:
         for key in ("resourceClaimName", "resourceClaimTemplateName"):
             if claim.get(key):
                 claim[key] = names.host_name(claim[key], namespace)
+    for _, holder, field in _source_references(spec):
+        with contextlib.suppress(names.NameTooLong):  # not synced: the node agent says so
+            holder[field] = names.host_name(str(holder[field]), namespace)
     return spec
+
+
+def pod_sources(spec: Obj) -> set[tuple[str, str]]:
+    """The (kind, name) of every ConfigMap and Secret a pod spec names: its containers'
+    ``envFrom`` and ``valueFrom`` references, its ``configMap``, ``secret`` and
+    ``projected`` volumes and its ``imagePullSecrets``."""
+    return {(kind, str(holder[field])) for kind, holder, field in _source_references(spec)}
+
+
+def _source_references(spec: Obj) -> list[tuple[str, Obj, str]]:
+    """(kind, the dict holding the name, the name's field) for each reference."""
+    found: list[tuple[str, Obj, str]] = []
+
+    def add(kind: str, holder: object, field: str = "name") -> None:
+        if isinstance(holder, dict) and holder.get(field):
+            found.append((kind, holder, field))
+
+    for container in (c for key in CONTAINER_LISTS for c in spec.get(key) or []):
+        for entry in container.get("envFrom") or []:
+            add("ConfigMap", entry.get("configMapRef"))
+            add("Secret", entry.get("secretRef"))
+        for item in container.get("env") or []:
+            source = item.get("valueFrom") or {}
+            add("ConfigMap", source.get("configMapKeyRef"))
+            add("Secret", source.get("secretKeyRef"))
+    for volume in spec.get("volumes") or []:
+        add("ConfigMap", volume.get("configMap"))
+        add("Secret", volume.get("secret"), "secretName")
+        for projected in (volume.get("projected") or {}).get("sources") or []:
+            add("ConfigMap", projected.get("configMap"))
+            add("Secret", projected.get("secret"))
+    for pull in spec.get("imagePullSecrets") or []:
+        add("Secret", pull)
+    return found
 
 
 def same_content(kind: str, twin: Obj, desired: Obj) -> bool:
@@ -126,6 +175,8 @@ def same_content(kind: str, twin: Obj, desired: Obj) -> bool:
         return False
     if (twin["metadata"].get("annotations") or {}) != desired["metadata"]["annotations"]:
         return False
+    if kind in SOURCE_KINDS.values():
+        return all(twin.get(f) == desired.get(f) for f in SOURCE_FIELDS)
     return kind == "Pod" or twin.get("spec") == desired.get("spec")
 
 
@@ -150,6 +201,18 @@ def message_to_tenant(message: str, host_namespace: str, twin: str, origin: tupl
     return message.replace(twin, origin[1]) if twin else message
 
 
+def sources_to_tenant(message: str, host_namespace: str, pod: Obj) -> str:
+    """A host message naming the twins of ConfigMaps and Secrets a tenant pod uses (the
+    kubelet's ``configmap "app.default" not found``, ``couldn't find key k in ConfigMap
+    tenant-t/app.default``) as the tenant reads it: ``"app"``, ``default/app``."""
+    namespace = pod["metadata"].get("namespace") or "default"
+    for _, name in sorted(pod_sources(pod.get("spec") or {})):
+        twin = f"{name}.{namespace}"
+        message = message.replace(f"{host_namespace}/{twin}", f"{namespace}/{name}")
+        message = message.replace(f'"{twin}"', f'"{name}"')
+    return message
+
+
 def claim_status_to_tenant(status: Obj, pod_twin: Callable[[str], Obj | None]) -> Obj:
     """A host claim's status for the tenant: ``reservedFor`` names its pods."""
     mapped = clone_document(status)
@@ -169,12 +232,20 @@ def claim_status_to_tenant(status: Obj, pod_twin: Callable[[str], Obj | None]) -
     return mapped
 
 
-def pod_status_to_tenant(status: Obj, claim_name: Callable[[str], str | None]) -> Obj:
+def pod_status_to_tenant(
+    status: Obj, claim_name: Callable[[str], str | None], message: Callable[[str], str]
+) -> Obj:
     """A host pod's status for the tenant: the host names of claims in
-    ``resourceClaimStatuses`` mapped to the tenant's (``claim_name``: None keeps it)."""
+    ``resourceClaimStatuses`` mapped to the tenant's (``claim_name``: None keeps it), and
+    the containers' waiting messages through ``message`` (``sources_to_tenant``)."""
     mapped = clone_document(status)
     for entry in mapped.get("resourceClaimStatuses") or []:
         tenant_name = claim_name(entry.get("resourceClaimName") or "")
         if tenant_name is not None:
             entry["resourceClaimName"] = tenant_name
+    for field in ("containerStatuses", "initContainerStatuses"):
+        for container in mapped.get(field) or []:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            if waiting.get("message"):
+                waiting["message"] = message(str(waiting["message"]))
     return mapped
