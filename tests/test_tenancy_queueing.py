@@ -440,6 +440,13 @@ def test_explain_names_quota_preemption_and_capacity() -> None:
     assert explain_twin(unschedulable, []) == Explanation(
         CAPACITY, "Unschedulable: 0/3 nodes are available: 3 cannot allocate all claims."
     )
+    admitted = _host_pod("a", [
+        {"type": "QuotaReserved", "status": "True"},
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"},
+    ])  # fmt: skip
+    assert explain_twin(admitted, []) == Explanation(CAPACITY, "Unschedulable: m", admitted=True)
+    assert explain_twin(admitted, []).text("pod p").startswith("pod p is admitted and waits")
+    assert explain_twin(unschedulable, []).text("pod p").startswith("pod p waits for capacity:")
     assert explain_twin(_host_pod("n", [], **GATED), []).waits_for == ADMISSION
     running = explain_twin(_host_pod("r", [], nodeName="a100-whole-pool-0"), [])
     assert not running.pending

@@ -198,3 +198,54 @@ def test_explain_of_a_missing_pod_or_claim_fails_like_kubectl_get(sharing: Tenan
     code, error = _explain_error(sharing, *claim)
     assert code == 1
     assert error.startswith('error: resourceclaim "nosuch" not found in namespace ml of tenant')
+
+
+HUNGRY_CLAIM = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "too-many", "namespace": "default"},
+    "spec": {
+        "devices": {
+            "requests": [{"name": "g", "exactly": {"deviceClassName": "gpu-whole", "count": 20}}]
+        }
+    },
+}
+HUNGRY_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "hungry", "namespace": "default"},
+    "spec": {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        "resourceClaims": [{"name": "g", "resourceClaimName": "too-many"}],
+        "containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "g"}]}}],
+    },
+}
+
+
+def test_explain_without_a_tenant_explains_a_host_pod(sharing: Tenancy) -> None:
+    """A platform team's own pod on the host: ``allot explain pod/NAME -n NS`` reads it as
+    it reads a tenant's twin (no admission on the host: it just waits for capacity)."""
+    documents = "\n---\n".join(json.dumps(d) for d in (HUNGRY_CLAIM, HUNGRY_POD))
+    sharing.cluster.kubectl("apply", "-f", "-", stdin=documents)
+
+    def judged() -> bool:
+        conditions = sharing.host_json("pod", "hungry", "-n", "default").get("status") or {}
+        return any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in conditions.get("conditions") or []
+        )
+
+    sharing.wait(judged, "the scheduler's verdict on the host pod")
+    for target in ("pod/hungry", "resourceclaim/too-many"):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = allot(["explain", target, "-n", "default", "--data-dir", str(sharing.data_dir)])
+        lines = out.getvalue().splitlines()
+        assert code == 1
+        assert lines[0] == "pod default/hungry on the host waits for capacity:"
+        assert "cannot allocate all claims" in lines[1]
+    code, error = _explain_error(sharing, "pod/nosuch", "-n", "default")
+    assert code == 1
+    assert error == 'error: pod "nosuch" not found in namespace default on the host'
+    sharing.cluster.kubectl("delete", "pod", "hungry", "-n", "default")
+    sharing.cluster.kubectl("delete", "resourceclaim", "too-many", "-n", "default")

@@ -1,14 +1,14 @@
-"""``allot explain pod/NAME --tenant T``: why a tenant's pod (or a claim's pods) waits.
+"""``allot explain pod/NAME [--tenant T]``: why a pod (or a claim's pods) waits.
 
-Reads the host twins from the running platform (``allot.cli.up.platform_client``) and
-prints :func:`allot.tenancy.explain.explain_twin`'s answer: waiting for a claim the
-resourceclaim controller cannot create (its ``FailedResourceClaimCreation`` Events are
-read), for quota, for a preemption in progress (with the pods being evicted), or for
-capacity. Imported by
+With ``--tenant``, the pod or claim of that tenant (in its namespace ``-n``), read through
+its host twin; without, a host pod or claim in namespace ``-n``. Reads the host objects
+from the running platform (``allot.cli.up.platform_client``) and prints
+:func:`allot.tenancy.explain.explain_twin`'s answer: waiting for a claim the resourceclaim
+controller cannot create (its ``FailedResourceClaimCreation`` Events are read), for quota,
+for a preemption in progress (with the pods being evicted), or for capacity. Imported by
 :mod:`allot.cli.simulate` only for such a target, so a scenario's ``allot explain`` never
 loads the client. Exit status: 0 when nothing waits; 1 when something does, or the read
-fails as a ``kubectl get`` would (platform not running, no such tenant, pod or claim);
-2 for bad usage (no ``--tenant``).
+fails as a ``kubectl get`` would (platform not running, no such tenant, pod or claim).
 """
 
 from __future__ import annotations
@@ -28,38 +28,40 @@ TENANT_API_VERSION = "allot.dev/v1alpha1"
 
 
 def explain_live(args: argparse.Namespace, kind: str, name: str) -> int:
-    if not args.tenant:
-        print(f"error: {kind.lower()}/{name} needs --tenant (the tenant it is in)", file=sys.stderr)
-        return 2
-    host_ns = names.host_namespace(args.tenant)
+    tenant: str | None = args.tenant
+    host_ns = names.host_namespace(tenant) if tenant else args.namespace
+    where = f"of tenant {tenant}" if tenant else "on the host"
     try:
         client = platform_client(args.data_dir)
-        missing = _missing_tenant(client, args.tenant)
+        missing = _missing_tenant(client, tenant) if tenant else None
         if missing:
             print(f"error: {missing}", file=sys.stderr)
             return 1
         pods = client.list("v1", "Pod", host_ns)
-        twins = _twins(client, kind, names.host_name(name, args.namespace), host_ns, pods)
-        neighbours = _cohort_pods(client)
+        host_name = names.host_name(name, args.namespace) if tenant else name
+        found = _twins(client, kind, host_name, host_ns, pods)
+        neighbours = _cohort_pods(client) if tenant else []
         events = client.list("v1", "Event", host_ns, field_selector=f"reason={FAILED_CREATION}")
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if twins is None:
+    if found is None:
+        synced = " (or not synced to the host yet)" if tenant else ""
         print(
-            f'error: {kind.lower()} "{name}" not found in namespace {args.namespace} of tenant '
-            f"{args.tenant} (or not synced to the host yet)",
+            f'error: {kind.lower()} "{name}" not found in namespace {args.namespace} '
+            f"{where}{synced}",
             file=sys.stderr,
         )
         return 1
     pending = False
-    for twin in twins:
-        explanation = explain_twin(twin, neighbours, events)
-        shown = (twin["metadata"].get("annotations") or {}).get(names.NAME_ANNOTATION)
-        print(explanation.text(f"pod {args.namespace}/{shown} of tenant {args.tenant}"))
+    for pod in found:
+        explanation = explain_twin(pod, neighbours, events)
+        annotations = pod["metadata"].get("annotations") or {}
+        shown = annotations.get(names.NAME_ANNOTATION) if tenant else pod["metadata"]["name"]
+        print(explanation.text(f"pod {args.namespace}/{shown} {where}"))
         pending = pending or explanation.pending
-    if not twins:
-        print(f"no pod uses resourceclaim {args.namespace}/{name} of tenant {args.tenant}")
+    if not found:
+        print(f"no pod uses resourceclaim {args.namespace}/{name} {where}")
     return 1 if pending else 0
 
 

@@ -65,10 +65,15 @@ def register(subparsers: Any) -> None:
     )
     _common(explain, scenario_help=EXPLAIN_TARGET_HELP)
     explain.add_argument(
-        "--tenant", help="for pod/NAME or resourceclaim/NAME: the tenant the object is in"
+        "--tenant",
+        help="for pod/NAME or resourceclaim/NAME: the tenant the object is in (without: a "
+        "host object)",
     )
     explain.add_argument(
-        "-n", "--namespace", default="default", help="the tenant namespace of pod/NAME"
+        "-n",
+        "--namespace",
+        default="default",
+        help="the namespace of pod/NAME or resourceclaim/NAME (the tenant's with --tenant)",
     )
     add_data_dir(explain)
     explain.set_defaults(run=run_explain)

@@ -8,8 +8,8 @@ sharing: the admission controller's ``QuotaReserved=False`` message, device by d
 for a preemption in progress (the message, and the pods being evicted for it, which
 still hold the quota until they are gone), for capacity (admitted, or not gated at all,
 but not scheduled: the scheduler's ``PodScheduled`` reason and message), or not at all
-(bound to a node). Pure: the CLI (:mod:`allot.cli.simulate`) fetches the objects and
-prints the :class:`Explanation`.
+(bound to a node). A host pod is read the same way. Pure: the CLI (:mod:`allot.cli.simulate`)
+fetches the objects and prints the :class:`Explanation`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class Explanation:
     waits_for: str
     message: str
     evicting: list[str] = field(default_factory=list)
+    admitted: bool = False  # by fair sharing's admission controller (``QuotaReserved``)
 
     @property
     def pending(self) -> bool:
@@ -53,7 +54,7 @@ class Explanation:
             CLAIMS: "waits for its ResourceClaims to be created",
             QUOTA: "waits for quota",
             PREEMPTION: "waits for preemption in progress",
-            CAPACITY: "is admitted and waits for capacity",
+            CAPACITY: f"{'is admitted and ' if self.admitted else ''}waits for capacity",
             ADMISSION: "waits for the fair-sharing admission controller",
             RUNNING: "is not pending",
         }
@@ -94,9 +95,11 @@ def explain_twin(twin: Obj, pods: Iterable[Obj], events: Iterable[Obj] = ()) -> 
     scheduled = condition(twin, "PodScheduled") or {}
     reason = scheduled.get("reason") or "not scheduled yet"
     message = scheduled.get("message") or "the scheduler has not judged it yet"
+    admitted = reserved is not None and reserved.get("status") == "True"
     if gates:
-        return Explanation(CAPACITY, f"scheduling gates {', '.join(map(str, gates))} remain")
-    return Explanation(CAPACITY, f"{reason}: {message}")
+        remain = f"scheduling gates {', '.join(map(str, gates))} remain"
+        return Explanation(CAPACITY, remain, admitted=admitted)
+    return Explanation(CAPACITY, f"{reason}: {message}", admitted=admitted)
 
 
 def failed_claim_creation(twin: Obj, events: Iterable[Obj]) -> str | None:
