@@ -144,3 +144,20 @@ def test_signing_in_through_the_form(browser: Any, tenancy: Tenancy) -> None:
     page.reload()  # the session is a cookie: still signed in
     assert page.locator("input#token").count() == 0
     assert problems == []
+
+
+def test_a_page_whose_session_ends_goes_back_to_the_sign_in_form(
+    browser: Any, tenancy: Tenancy
+) -> None:
+    """Signing out in a second tab ends the session the first tab's refreshes use: that
+    tab returns to the sign-in form, which says why, instead of showing stale panels."""
+    page, problems = _open(browser, tenancy)
+    assert page.locator("#panel-fleet .gpu").count() >= 1
+    other = page.context.new_page()
+    other.goto(f"{tenancy.cluster.server.endpoint.url}/ui")
+    with other.expect_navigation():
+        other.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/ui?ended=1", timeout=15_000)
+    assert page.locator("input#token").count() == 1
+    assert "Your session has ended" in page.inner_text("main")
+    assert [p for p in problems if "401" not in p] == []  # the refused refresh is logged

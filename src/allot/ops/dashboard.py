@@ -1,17 +1,18 @@
 """The web dashboard at ``/ui``: fleet, tenants, fair sharing, pending claims, alerts, usage.
 
-Server-rendered HTML; a small script (shipped with the package, no CDN) refreshes each
-panel every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Access
-needs the host cluster's token: ``/ui?token=...`` (or the login form) opens a session whose
-random id (never the token) goes into an HttpOnly, Secure, SameSite=Strict cookie for 12
-hours; every request checks it, ``/ui/logout`` ends it, and a restart of the platform ends
-them all. Every answer carries a Content-Security-Policy (scripts and styles from the
-dashboard itself only, no framing), ``X-Frame-Options: DENY``, ``Referrer-Policy:
-no-referrer`` and ``X-Content-Type-Options: nosniff``. The fleet view draws nodes,
-their GPUs and MIG slices, each coloured and labelled by the tenant holding it, or free;
-devices are focusable with a text description (keyboard and screen readers), colours are
-paired with text. The usage chart is an SVG of device-hours per tenant per hour over the
-last day, with the same numbers in a table. Mounted by :mod:`allot.platform`.
+Server-rendered HTML; a small script (shipped with the package, no CDN) refreshes each panel
+every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Access needs
+the host cluster's token: ``/ui?token=...`` (or the login form) opens a session whose random
+id (never the token) goes into an HttpOnly, Secure, SameSite=Strict cookie for 12 hours;
+every request checks it, ``/ui/logout`` ends it, and a restart of the platform ends them
+all; an open page whose session ended goes back to the sign-in form and says why. Every
+answer carries a Content-Security-Policy (scripts and styles from the dashboard itself only,
+no framing), ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer`` and
+``X-Content-Type-Options: nosniff``. The fleet view draws nodes, their GPUs and MIG slices, each
+coloured and labelled by the tenant holding it, or free; devices are focusable with a text
+description (keyboard and screen readers), colours are paired with text. The usage chart is
+an SVG of device-hours per tenant per hour over the last day, with the same numbers in a
+table. Mounted by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ from allot.registry.clusters import Registry
 from allot.types import Obj
 
 COOKIE = "allot_session"
+SESSION_ENDED = (
+    "Your session has ended (signed out elsewhere, expired, or the platform restarted). "
+    "Sign in again."
+)
+"""Shown on the sign-in form the page's script returns to when a refresh is refused."""
 SESSION_SECONDS = 12 * 3600
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; connect-src 'self'; "
@@ -126,7 +132,7 @@ class Dashboard:
         if token is not None:
             return self._sign_in(token)
         if not self._signed_in(request):
-            return _login("", 200)
+            return _login(SESSION_ENDED if request.query_params.get("ended") else "", 200)
         return HTMLResponse(self.render_page())
 
     async def login(self, request: Request) -> Response:

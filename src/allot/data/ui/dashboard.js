@@ -1,12 +1,18 @@
-// allot dashboard: refreshes each panel from its server-rendered fragment, without reloading.
+// allot dashboard: refreshes each panel from its server-rendered fragment, without reloading;
+// when the session has ended (401), goes back to the sign-in form, which says so.
 (function () {
   "use strict";
   var INTERVAL = 2000;
+  var leaving = false; // the session ended: one navigation back to the sign-in form
   var status = document.getElementById("refresh-status");
   function refresh(panel) {
     var name = panel.getAttribute("data-fragment");
     return fetch("/ui/fragment/" + name, { credentials: "same-origin", cache: "no-store" })
       .then(function (response) {
+        if (response.status === 401 && !leaving) {
+          leaving = true;
+          window.location.assign("/ui?ended=1");
+        }
         if (!response.ok) { throw new Error(name + ": HTTP " + response.status); }
         return response.text();
       })
@@ -24,7 +30,7 @@
     Promise.all(Array.prototype.map.call(panels, refresh))
       .then(function () { if (status) { status.textContent = "updated " + new Date().toLocaleTimeString(); } })
       .catch(function (error) { if (status) { status.textContent = "update failed: " + error.message; } })
-      .then(function () { window.setTimeout(tick, INTERVAL); });
+      .then(function () { if (!leaving) { window.setTimeout(tick, INTERVAL); } });
   }
   window.setTimeout(tick, INTERVAL);
 })();
