@@ -237,3 +237,41 @@ def test_the_demo_keeps_the_platform_and_dashboard_running_with_keep() -> None:
             raise
     assert process.returncode == 0
     assert "(platform stopped; nothing left running)" in out
+
+
+@pytest.mark.parametrize(
+    ("cluster", "question", "answer"),
+    [
+        ("legal-ai", ("create", "pods"), "yes"),
+        ("legal-ai", ("create", "resourceclaims.resource.k8s.io"), "yes"),
+        (
+            "legal-ai",
+            ("create", "deviceclasses.resource.k8s.io"),
+            "no - deviceclasses are the platform's and read-only in a tenant cluster; tenant "
+            "legal-ai can use the device classes: gpu-whole",
+        ),
+        ("legal-ai", ("get", "deviceclasses.resource.k8s.io"), "yes"),
+        (
+            "legal-ai",
+            ("update", "pods", "--subresource=status"),
+            "no - the status of pods in a tenant cluster is the host's: the platform copies it "
+            "from the host twin (allocation, reservedFor, node, phase), so a tenant may not "
+            "write it",
+        ),
+        ("legal-ai", ("delete", "nodes"), "no - nodes are the host's and read-only in a "
+         "tenant cluster: a host node is shown here while pods of the tenant are bound to "
+         "it (sync.fromHost.nodes)"),
+        ("host", ("create", "deviceclasses.resource.k8s.io"), "yes"),
+    ],
+)  # fmt: skip
+def test_auth_can_i_answers_what_the_tenant_guard_refuses(
+    tenancy: Tenancy, cluster: str, question: tuple[str, ...], answer: str
+) -> None:
+    """``kubectl auth can-i`` in a tenant says "no" (exit 1), with the guard's reason, to
+    the writes the guard refuses whatever the object, as RBAC would in a vCluster."""
+    if cluster == "host":
+        done = tenancy.cluster.kubectl("auth", "can-i", *question, check=False)
+    else:
+        done = tenancy.as_tenant(cluster, "auth", "can-i", *question, check=False)
+    assert done.stdout.strip() == answer
+    assert done.returncode == (0 if answer == "yes" else 1)

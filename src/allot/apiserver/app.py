@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -52,6 +52,7 @@ from allot.registry.errors import BadRequest, UnsupportedMediaType
 from allot.registry.handlers import Handlers, WriteOptions, WriteResult
 from allot.registry.listing import ListOptions
 from allot.registry.requests import Target, resolve_target
+from allot.registry.resources import all_resources
 from allot.statuses import InvalidObjectError, RequestError, to_status
 from allot.store.errors import StoreError
 from allot.types import Obj
@@ -63,6 +64,7 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 Decoded = TypeVar("Decoded")
 Found = TypeVar("Found")
 ClusterEndpoint = Callable[[Request, str], Awaitable[Response]]
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection", "*"})
 
 
 class ApiServer:
@@ -261,15 +263,36 @@ class ApiServer:
             body, media_type="application/json", headers={"Cache-Control": "public, immutable"}
         )
 
-    async def _access_review(self, request: Request) -> Response:
+    async def _access_review(self, request: Request, cluster: str) -> Response:
+        """``kubectl auth can-i``: the cluster's token may do everything, except the
+        writes the admission chain refuses whatever the object (a tenant writing the
+        catalogue, nodes, host-only kinds or the host's subresources), which are "no" with
+        the refusal as the reason, as RBAC would deny them."""
         body = await self._body(request)
+        attributes = (body.get("spec") or {}).get("resourceAttributes") or {}
+        refusal = self._static_refusal(cluster, attributes)
+        status: dict[str, object] = (
+            {"allowed": True, "reason": "the cluster's token holds every permission"}
+            if refusal is None
+            else {"allowed": False, "denied": True, "reason": refusal}
+        )
         review = {
             **body,
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
-            "status": {"allowed": True, "reason": "the cluster's token holds every permission"},
+            "status": status,
         }
         return JSONResponse(review, status_code=201)
+
+    def _static_refusal(self, cluster: str, attributes: dict[str, Any]) -> str | None:
+        if str(attributes.get("verb") or "") not in WRITE_VERBS:
+            return None
+        group, plural = str(attributes.get("group") or ""), str(attributes.get("resource"))
+        for resource in all_resources():
+            if (resource.group, resource.plural) == (group, plural):
+                subresource = str(attributes.get("subresource") or "")
+                return self.registry.admission.forbids(cluster, resource, subresource)
+        return None
 
     # ---------------------------------------------------------------- resources
     async def _resource(self, request: Request, cluster: str) -> Response:
@@ -281,7 +304,7 @@ class ApiServer:
             "selfsubjectaccessreviews",
             "POST",
         ) and "name" not in params:
-            return await self._access_review(request)
+            return await self._access_review(request, cluster)
         target = resolve_target(
             group,
             params["version"],

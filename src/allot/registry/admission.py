@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -90,6 +90,15 @@ class AdmissionHook(Protocol):
         """Return warnings, or raise AdmissionDenied."""
 
 
+@runtime_checkable
+class StaticRefusals(Protocol):
+    """A plugin that refuses some writes whatever the object (a kind a cluster may not
+    write at all), and can say so before any object exists: for access reviews."""
+
+    def forbids(self, cluster: str, resource: ServedResource, subresource: str) -> str | None:
+        """Why any write of ``resource`` (``subresource``) in ``cluster`` is refused."""
+
+
 @dataclass
 class AdmissionChain:
     namespace_labels: Callable[[str, str], dict[str, str] | None]
@@ -117,6 +126,17 @@ class AdmissionChain:
             cleaned = strip_unknown(info_model, body) if info_model else body
             warnings = [] if mode == "Ignore" else unknown
             return decode(cleaned, check_size=False), warnings
+
+    def forbids(self, cluster: str, resource: ServedResource, subresource: str) -> str | None:
+        """Why every write of ``resource`` in ``cluster`` would be refused, whatever the
+        object (the first plugin's answer that has one), or None: what a
+        SelfSubjectAccessReview answers for the write verbs."""
+        for hook in self.hooks:
+            if isinstance(hook, StaticRefusals):
+                refusal = hook.forbids(cluster, resource, subresource)
+                if refusal is not None:
+                    return refusal
+        return None
 
     def admit(self, request: AdmissionRequest) -> list[str]:
         obj = request.object

@@ -37,7 +37,7 @@ from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operatio
 from allot.registry.handlers import Handlers, WriteOptions
 from allot.registry.quota import EXTENDED_CLAIM_ANNOTATION
 from allot.registry.requests import Target
-from allot.registry.resources import by_kind
+from allot.registry.resources import ServedResource, by_kind
 from allot.statuses import InvalidObjectError
 from allot.store.errors import NotFound
 from allot.tenancy import generated, names
@@ -51,13 +51,13 @@ HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition", "Alert")
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
 WORKLOAD_TEMPLATES = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
 """Kinds whose pod template is dry-run on the host as a pod (see ``_preflight_template``)."""
-HOST_SUBRESOURCES: dict[str, Callable[[AdmissionRequest], str]] = {
-    "status": lambda r: (
-        f"the status of {r.resource.plural} in a tenant cluster is the host's: the platform "
+HOST_SUBRESOURCES: dict[str, Callable[[ServedResource], str]] = {
+    "status": lambda resource: (
+        f"the status of {resource.plural} in a tenant cluster is the host's: the platform "
         "copies it from the host twin (allocation, reservedFor, node, phase), so a tenant "
         "may not write it"
     ),
-    "binding": lambda r: (
+    "binding": lambda _: (
         "pods/binding is the host scheduler's: a tenant pod is bound when its host twin is "
         "scheduled where its claims' devices are"
     ),
@@ -75,36 +75,39 @@ class TenantGuard:
         entry = self.directory.get(tenant)
         return entry is not None and entry.tenant.spec.sharing is not None
 
+    def forbids(self, cluster: str, resource: ServedResource, subresource: str) -> str | None:
+        """Why a tenant may not write ``resource`` at all (whatever the object): the
+        catalogue, nodes, host-only kinds and the host's subresources; None for a host
+        cluster or a kind the tenant writes (its objects are judged in ``admit``)."""
+        entry = self.directory.get(cluster)
+        if entry is None:
+            return None
+        kind = resource.kind
+        if kind in PLATFORM_KINDS:
+            entitled = ", ".join(entry.entitled) or "<none>"
+            return (
+                f"{resource.plural} are the platform's and read-only in a tenant "
+                f"cluster; tenant {entry.name} can use the device classes: {entitled}"
+            )
+        if kind == "Node":
+            return (
+                "nodes are the host's and read-only in a tenant cluster: a host node is shown "
+                "here while pods of the tenant are bound to it (sync.fromHost.nodes)"
+            )
+        if kind in HOST_ONLY_KINDS:
+            return f"{resource.plural} are managed on the host cluster"
+        if kind in SYNCED_KINDS and subresource in HOST_SUBRESOURCES:
+            return HOST_SUBRESOURCES[subresource](resource)
+        return None
+
     def admit(self, request: AdmissionRequest) -> list[str]:
         entry = self.directory.get(request.cluster)
         if entry is None or request.internal:
             return []
         kind = request.resource.kind
-        if kind in PLATFORM_KINDS:
-            entitled = ", ".join(entry.entitled) or "<none>"
-            raise AdmissionDenied(
-                request.resource,
-                request.name,
-                f"{request.resource.plural} are the platform's and read-only in a tenant "
-                f"cluster; tenant {entry.name} can use the device classes: {entitled}",
-            )
-        if kind == "Node":
-            raise AdmissionDenied(
-                request.resource,
-                request.name,
-                "nodes are the host's and read-only in a tenant cluster: a host node is shown "
-                "here while pods of the tenant are bound to it (sync.fromHost.nodes)",
-            )
-        if kind in HOST_ONLY_KINDS:
-            raise AdmissionDenied(
-                request.resource,
-                request.name,
-                f"{request.resource.plural} are managed on the host cluster",
-            )
-        if kind in SYNCED_KINDS and request.subresource in HOST_SUBRESOURCES:
-            raise AdmissionDenied(
-                request.resource, request.name, HOST_SUBRESOURCES[request.subresource](request)
-            )
+        refusal = self.forbids(request.cluster, request.resource, request.subresource)
+        if refusal is not None:
+            raise AdmissionDenied(request.resource, request.name, refusal)
         if request.object is not None and request.operation is not Operation.DELETE:
             self._check_metadata(request)
             self._check_storage(request, entry.tenant.spec.storage, entry.name)
