@@ -22,6 +22,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from allot.api.quantity import Quantity
 from allot.apiserver.app import ApiServer
@@ -31,6 +32,7 @@ from allot.controllers.context import ControllerContext
 from allot.controllers.cronjobs import CronJobController
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.jobs import JobController
+from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.quota import QuotaStatus
 from allot.controllers.replicaset import ReplicaSetController
@@ -152,6 +154,10 @@ def build(
                 driver_gates,
             ),
             ops.recorder,
+            KubernetesService(
+                ClusterContexts(context, "kube-apiserver", directory.is_tenant),
+                lambda: urlsplit(registry.url).port if registry.url else None,
+            ),
             *_workload_controllers(context, directory),
         ],
         observe=ops.metrics.observe_reconcile,
