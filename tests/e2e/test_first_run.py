@@ -16,6 +16,7 @@ import ssl
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -377,3 +378,22 @@ def test_the_banner_says_how_pods_are_confined(tmp_path: Path) -> None:
     with allot_up(tmp_path / "data", "--runtime", "process") as started:
         assert "pods run sandboxed (bubblewrap); " in started.banner
         assert "limits: " in started.banner
+
+
+def test_kubeconfig_wait_waits_for_a_starting_platform(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``allot up &`` then ``export KUBECONFIG=$(allot kubeconfig --path --wait)``: the
+    path comes once the platform serves (its fleet published), not before; with nothing
+    starting, the wait ends in an error naming the data directory, and a kubeconfig left by
+    a stopped platform is not taken for a served one."""
+    with allot_up(tmp_path):
+        assert allot(["kubeconfig", "--path", "--wait", "5", "--data-dir", str(tmp_path)]) == 0
+        assert capsys.readouterr().out.strip() == str(tmp_path / "kubeconfigs" / "host.yaml")
+    started = time.monotonic()
+    assert allot(["kubeconfig", "--path", "--wait", "0.5", "--data-dir", str(tmp_path)]) == 1
+    assert time.monotonic() - started >= 0.5
+    assert capsys.readouterr().err == (
+        f"error: no platform served cluster 'host' from {tmp_path} within 0.5s "
+        f"(start it with: allot up --data-dir {tmp_path})\n"
+    )

@@ -26,6 +26,7 @@ class Holder:
 
     pid: int
     url: str
+    ready: bool = False  # serving, and (``allot up``) its fleet published
 
 
 class DataDirLocked(Exception):
@@ -66,11 +67,12 @@ class DataDirLock:
         self.record("")
         return self
 
-    def record(self, url: str) -> None:
-        """Write this process's pid and (once bound) URL into the held lock file."""
+    def record(self, url: str, *, ready: bool = False) -> None:
+        """Write this process's pid, (once bound) URL and (once started) readiness into
+        the held lock file."""
         if self._fd is None:
             raise RuntimeError("the data directory lock is not held")
-        text = json.dumps({"pid": os.getpid(), "url": url}).encode()
+        text = json.dumps({"pid": os.getpid(), "url": url, "ready": ready}).encode()
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, text, 0)
 
@@ -115,6 +117,6 @@ def running(data_dir: Path) -> Holder | None:
 def _read(path: Path) -> Holder | None:
     try:
         data = json.loads(path.read_text() or "{}")
-        return Holder(int(data["pid"]), str(data.get("url", "")))
+        return Holder(int(data["pid"]), str(data.get("url", "")), bool(data.get("ready")))
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -163,13 +163,12 @@ def serve(
             announce(endpoint)
         settle_heap()
         instance = _Server(_config(server, endpoint, host, bound), server)
-        if on_started is not None:
-            threading.Thread(
-                target=_when_started,
-                args=(instance, on_started, endpoint),
-                daemon=True,
-                name="allot-after-start",
-            ).start()
+        threading.Thread(
+            target=_when_started,
+            args=(instance, on_started, endpoint, lock),
+            daemon=True,
+            name="allot-after-start",
+        ).start()
         try:
             instance.run(sockets=[sock])
         finally:
@@ -181,13 +180,20 @@ def serve(
 
 
 def _when_started(
-    instance: uvicorn.Server, action: Callable[[Endpoint], None], endpoint: Endpoint
+    instance: uvicorn.Server,
+    action: Callable[[Endpoint], None] | None,
+    endpoint: Endpoint,
+    lock: DataDirLock,
 ) -> None:
+    """Once requests are served: ``action`` (``allot up`` publishes its fleet), then the
+    lock says the platform is ready (``allot kubeconfig --wait`` waits for that)."""
     deadline = time.monotonic() + 60
     while not instance.started and time.monotonic() < deadline:
         time.sleep(0.05)
     if instance.started:
-        action(endpoint)
+        if action is not None:
+            action(endpoint)
+        lock.record(endpoint.url, ready=True)
 
 
 class ServerThread:
@@ -221,6 +227,7 @@ class ServerThread:
                 self.stop()
                 raise RuntimeError("the API server did not start")
             time.sleep(0.02)
+        self.lock.record(self.endpoint.url, ready=True)
         return self
 
     def stop(self) -> None:

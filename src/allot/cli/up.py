@@ -16,6 +16,7 @@ import argparse
 import errno
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
 
 DEFAULT_PORT = 6443
+KUBECONFIG_WAIT_SECONDS = 60.0
 
 
 def register(subparsers: Any) -> None:
@@ -125,6 +127,17 @@ def register(subparsers: Any) -> None:
     )
     shown.add_argument(
         "--token", action="store_true", help="print the cluster's bearer token (the dashboard's)"
+    )
+    kubeconfig.add_argument(
+        "--wait",
+        nargs="?",
+        type=float,
+        const=KUBECONFIG_WAIT_SECONDS,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait until the platform serves the cluster (after `allot up &`), at most "
+        f"SECONDS (default without this flag: no wait; with it alone: "
+        f"{KUBECONFIG_WAIT_SECONDS:.0f})",
     )
     add_data_dir(kubeconfig)
     kubeconfig.set_defaults(run=run_kubeconfig)
@@ -316,8 +329,30 @@ def run_fleet_scale(args: argparse.Namespace) -> int:
     return 0
 
 
+def _served(data_dir: Path, path: Path) -> bool:
+    """Whether a platform serves ``data_dir``, ready (its fleet published), and ``path`` is
+    its kubeconfig of now (a restart on another port rewrites the file after it binds)."""
+    holder = running(data_dir)
+    if holder is None or not holder.ready or not path.exists():
+        return False
+    try:
+        return holder.url in path.read_text()
+    except OSError:
+        return False
+
+
 def run_kubeconfig(args: argparse.Namespace) -> int:
     path = args.data_dir / "kubeconfigs" / f"{args.cluster}.yaml"
+    deadline = time.monotonic() + args.wait
+    while not _served(args.data_dir, path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if args.wait and not _served(args.data_dir, path):
+        print(
+            f"error: no platform served cluster {args.cluster!r} from {args.data_dir} within "
+            f"{args.wait:g}s (start it with: allot up --data-dir {args.data_dir})",
+            file=sys.stderr,
+        )
+        return 1
     tokens = Tokens(args.data_dir / "tokens.json")
     if args.cluster not in tokens.clusters() or not path.exists():
         known = sorted(c for c in tokens.clusters() if (path.parent / f"{c}.yaml").exists())
