@@ -260,3 +260,31 @@ def test_concurrent_writers_get_clean_conflicts(api: client.ApiClient) -> None:
     final = core.read_namespaced_config_map("counter", "default")
     assert final.data["n"] == "80"  # no lost update
     assert conflicts > 0  # the writers really raced
+
+
+def _owned_pair(core: client.CoreV1Api, owner: str) -> None:
+    """A ConfigMap and a dependent ConfigMap whose owner reference names it."""
+    made = core.create_namespaced_config_map(
+        "default", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": owner}}
+    )
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": made.metadata.uid}
+    dependent = {"name": f"{owner}-dep", "ownerReferences": [reference]}
+    core.create_namespaced_config_map(
+        "default", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dependent}
+    )
+
+
+@pytest.mark.parametrize("options", [{"propagation_policy": "Orphan"}, {"orphan_dependents": True}])
+def test_delete_options_given_as_query_parameters(
+    api: client.ApiClient, options: dict[str, Any]
+) -> None:
+    """The client sends ``propagation_policy=`` and ``orphan_dependents=`` (without a
+    ``body``) as query parameters, which upstream decodes as the DeleteOptions: the
+    dependent is orphaned, not deleted."""
+    core = client.CoreV1Api(api)
+    owner = f"owner-{sorted(options)[0].split('_')[0]}"
+    _owned_pair(core, owner)
+    core.delete_namespaced_config_map(owner, "default", **options)
+    kept = core.read_namespaced_config_map(f"{owner}-dep", "default")
+    assert kept.metadata.owner_references is None
+    core.delete_namespaced_config_map(f"{owner}-dep", "default")

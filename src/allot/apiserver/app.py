@@ -342,7 +342,8 @@ class ApiServer:
             )
             return self._written(result, 201)
         if method == "DELETE":
-            options = await self._body(request, allow_empty=True)
+            body = await self._body(request, allow_empty=True)
+            options = queries.delete_options(body, request.query_params)
             queries.check_delete_options(options)
             return self._delete_collection(request, cluster, target, options)
         raise MethodNotAllowed(method)
@@ -483,7 +484,8 @@ class ApiServer:
             )
             return self._written(result, 201 if result.created else 200)
         if method == "DELETE":
-            options = await self._body(request, allow_empty=True)
+            body = await self._body(request, allow_empty=True)
+            options = queries.delete_options(body, request.query_params)
             queries.check_delete_options(options)
             dry_run = _dry_run(request)
             obj = self.handlers.delete(cluster, target, options, dry_run, user=_user(cluster))

@@ -26,7 +26,15 @@ FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
 RESOURCE_VERSION_MATCH = ("Exact", "NotOlderThan")
 PROPAGATION = ("Foreground", "Background", "Orphan", "nil")
 INTEGERS = ("limit", "timeoutSeconds", "tailLines", "gracePeriodSeconds", "limitBytes")
-BOOLEANS = ("watch", "allowWatchBookmarks", "sendInitialEvents", "force", "follow", "pretty")
+BOOLEANS = (
+    "watch",
+    "allowWatchBookmarks",
+    "sendInitialEvents",
+    "force",
+    "follow",
+    "pretty",
+    "orphanDependents",
+)
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
@@ -64,6 +72,26 @@ def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content
             'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
             "is required for apply patch"
         )
+
+
+def delete_options(body: dict[str, object], query: Mapping[str, str]) -> dict[str, object]:
+    """A DELETE's options: its body, or without one its query parameters
+    (``gracePeriodSeconds``, ``orphanDependents``, ``propagationPolicy``), which is how the
+    official Python client sends them (``propagation_policy="Orphan"``), as upstream's
+    delete handler decodes them. ``check`` has already parsed the numbers and booleans."""
+    if body:
+        return body
+    options: dict[str, object] = {}
+    grace = query.get("gracePeriodSeconds")
+    if grace is not None:
+        options["gracePeriodSeconds"] = int(grace)
+    orphan = query.get("orphanDependents")
+    if orphan is not None:
+        options["orphanDependents"] = orphan.lower() in ("", "true", "1")
+    policy = query.get("propagationPolicy")
+    if policy is not None:
+        options["propagationPolicy"] = policy
+    return options
 
 
 def check_delete_options(options: Mapping[str, object]) -> None:
