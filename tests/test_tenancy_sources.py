@@ -73,7 +73,9 @@ def test_every_place_a_pod_names_a_source_is_found_and_translated() -> None:
     assert pod_sources(spec) == EVERY_SOURCE  # the tenant's own spec is left as it was
     env = twin["spec"]["containers"][0]["env"]
     assert env[0] == {"name": "A", "value": "literal"}
-    assert env[3]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    name_field = "metadata.annotations['allot.dev/tenant-name']"  # the tenant's name
+    assert env[3]["valueFrom"] == {"fieldRef": {"fieldPath": name_field}}
+    assert twin["spec"]["hostname"] == "p"
 
 
 def test_a_source_name_too_long_to_translate_is_left_as_it_is() -> None:

@@ -7,6 +7,8 @@ creates it. Driven by the real kubectl with the tenant's kubeconfig."""
 from __future__ import annotations
 
 import json
+import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -78,3 +80,28 @@ def test_a_tenant_pod_reads_its_config_maps_and_secrets(tmp_path: Path) -> None:
             return not any(i["metadata"]["name"].endswith(".default") for i in left)
 
         tenancy.wait(gone, "the twins of the sources no pod uses any more")
+
+
+def test_a_tenant_pod_sees_its_own_name_namespace_uid_and_hostname(tmp_path: Path) -> None:
+    """The downward API and the hostname give the tenant's names, not the twin's
+    (``who.default`` in ``tenant-legal-ai``), as vCluster rewrites them."""
+    show = (
+        "import os, socket; "
+        "print(os.environ['POD'], os.environ['NS'], os.environ['UID'], socket.gethostname())"
+    )
+    fields = {"POD": "metadata.name", "NS": "metadata.namespace", "UID": "metadata.uid"}
+    env = [{"name": k, "valueFrom": {"fieldRef": {"fieldPath": v}}} for k, v in fields.items()]
+    container = {"name": "app", "image": "x", "command": [sys.executable, "-c", show], "env": env}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "who"},
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
+    with seed_platform(tmp_path, runtime="process") as tenancy:
+        tenancy.as_tenant("legal-ai", "apply", "-f", "-", stdin=json.dumps(pod))
+        tenancy.wait(lambda: _phase(tenancy, "who") == "Succeeded", "the pod to run", 30)
+        uid = tenancy.tenant_json("legal-ai", "pod", "who")["metadata"]["uid"]
+        logs = tenancy.as_tenant("legal-ai", "logs", "who").stdout.split()
+        sandboxed = shutil.which("bwrap") is not None  # the UTS namespace sets the hostname
+        assert logs == ["who", "default", uid, "who" if sandboxed else socket.gethostname()]

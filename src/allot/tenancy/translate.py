@@ -4,8 +4,10 @@ Toward the host (``to_host``): the name and namespace translated (see
 :mod:`allot.tenancy.names`), the tenant's labels and annotations carried, the platform's
 ``allot.dev/tenant`` and ``allot.dev/tenant-namespace`` labels and the tenant-name/uid
 annotations added, and a pod's references rewritten (``spec.resourceClaims``, and the
-ConfigMaps and Secrets it reads: ``pod_sources``); a ConfigMap's or Secret's twin carries
-its data; the twin of a
+ConfigMaps and Secrets it reads: ``pod_sources``), its downward-API name, namespace and uid
+read from the twin's record of the tenant's (``DOWNWARD_FIELDS``) and its hostname the
+tenant's pod name, as vCluster does; a ConfigMap's or Secret's twin carries its data; the
+twin of a
 pod of a tenant in fair-sharing mode also carries the scheduling gate
 ``allot.dev/admission`` after the tenant's own gates, which the host's admission controller
 removes when the pod's workload is admitted (the tenant's pod itself is not gated). The tenant
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from allot.api.documents import clone_document
 from allot.tenancy import names
 from allot.types import Obj
+from allot.validation.names import is_dns1123_label
 
 HOST_ONLY_POD_FIELDS = ("nodeName",)
 SOURCE_KINDS = {"configmaps": "ConfigMap", "secrets": "Secret"}
@@ -59,7 +62,7 @@ def to_host(kind: str, obj: Obj, tenant: str, gated: bool = False) -> Obj:
         return twin
     spec = clone_document(obj.get("spec") or {})
     if kind == "Pod":
-        spec = _host_pod_spec(spec, namespace)
+        spec = _host_pod_spec(spec, namespace, metadata["name"])
         if gated and all(
             g.get("name") != ADMISSION_GATE for g in spec.get("schedulingGates") or []
         ):
@@ -121,9 +124,25 @@ def _host_metadata(metadata: Obj, namespace: str, tenant: str) -> Obj:
     }
 
 
-def _host_pod_spec(spec: Obj, namespace: str) -> Obj:
+DOWNWARD_FIELDS = {
+    "metadata.name": f"metadata.annotations['{names.NAME_ANNOTATION}']",
+    "metadata.uid": f"metadata.annotations['{names.UID_ANNOTATION}']",
+    "metadata.namespace": f"metadata.labels['{names.TENANT_NAMESPACE_LABEL}']",
+}
+"""A tenant pod's downward-API fields, read from the twin's record of the tenant's name,
+uid and namespace (as vCluster rewrites them), so the container sees the tenant's."""
+
+
+def _host_pod_spec(spec: Obj, namespace: str, name: str) -> Obj:
     for field in HOST_ONLY_POD_FIELDS:
         spec.pop(field, None)
+    if not spec.get("hostname") and not is_dns1123_label(name):
+        spec["hostname"] = name  # the container's hostname: the tenant's pod name
+    for container in (c for key in CONTAINER_LISTS for c in spec.get(key) or []):
+        for item in container.get("env") or []:
+            reference = (item.get("valueFrom") or {}).get("fieldRef")
+            if isinstance(reference, dict) and reference.get("fieldPath") in DOWNWARD_FIELDS:
+                reference["fieldPath"] = DOWNWARD_FIELDS[reference["fieldPath"]]
     for claim in spec.get("resourceClaims") or []:
         for key in ("resourceClaimName", "resourceClaimTemplateName"):
             if claim.get(key):
