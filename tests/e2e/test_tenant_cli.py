@@ -275,3 +275,31 @@ def test_auth_can_i_answers_what_the_tenant_guard_refuses(
         done = tenancy.as_tenant(cluster, "auth", "can-i", *question, check=False)
     assert done.stdout.strip() == answer
     assert done.returncode == (0 if answer == "yes" else 1)
+
+
+def test_deleting_a_connected_tenant_removes_its_context(
+    tenancy: Tenancy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As ``vcluster delete``: the deleted tenant's context leaves the user's kubeconfig and
+    the context before it is current again (kubectl would answer Unauthorized otherwise)."""
+    user_config = tmp_path / "config"
+    user_config.write_text(tenancy.kubeconfig("host").read_text())
+    before = yaml.safe_load(user_config.read_text())["current-context"]
+    monkeypatch.setenv("KUBECONFIG", str(user_config))
+    data = ["--data-dir", str(tenancy.data_dir)]
+    tenancy.create_tenant("short-lived")
+    assert allot(["tenant", "connect", "short-lived", *data]) == 0
+    name = f"allot_short-lived_{tenancy.data_dir.name}"
+    assert yaml.safe_load(user_config.read_text())["current-context"] == name
+    capsys.readouterr()
+    assert allot(["tenant", "delete", "short-lived", *data]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f'Removed context "{name}" from {user_config}; switched to context "{before}".'
+    )
+    after = yaml.safe_load(user_config.read_text())
+    assert after["current-context"] == before
+    for section in ("clusters", "users", "contexts"):
+        assert name not in {e["name"] for e in after[section]}

@@ -5,11 +5,12 @@ kubeconfig kubectl writes to (the first file of ``$KUBECONFIG``, else ``~/.kube/
 and makes it current, so plain ``kubectl`` talks to the tenant. The cluster, user and
 context entries are all named ``allot_<tenant>_<data-dir name>`` (vCluster names them
 ``vcluster_<name>_<namespace>_<context>``); the context remembers the context that was
-current before in an extension, so ``allot tenant disconnect`` switches back and removes
-the three entries. Every other entry of the file is kept as it was; the file is replaced
-atomically with mode 0600. When that file is one of the platform's own kubeconfigs,
-``allot up`` keeps these contexts on restart and brings their server and token up to date
-(:mod:`allot.registry.kubeconfigs`). Called by ``allot.cli.tenant``.
+current before in an extension, so ``allot tenant disconnect`` switches back and removes the
+three entries; ``allot tenant delete`` removes them too (``forget``). Every other entry of
+the file is kept as it was; the file is replaced atomically with mode 0600. When that file
+is one of the platform's own kubeconfigs, ``allot up`` keeps these contexts on restart and
+brings their server and token up to date (:mod:`allot.registry.kubeconfigs`). Called by
+``allot.cli.tenant``.
 """
 
 from __future__ import annotations
@@ -80,6 +81,27 @@ def disconnect(path: Path) -> tuple[str, str]:
         config.pop("current-context", None)
     save(path, config)
     return current, previous
+
+
+def forget(path: Path, name: str) -> tuple[bool, str | None]:
+    """Remove context ``name`` of a deleted tenant (as ``vcluster delete`` does): (whether
+    it was there, the context now current if it was the current one, "" for none)."""
+    if not path.exists():
+        return False, None
+    config = _load(path)
+    if not any(e.get("name") == name for e in config.get("contexts") or []):
+        return False, None
+    current = config.get("current-context") == name
+    previous = _previous_of(config, name)
+    for section in ("clusters", "users", "contexts"):
+        config[section] = [e for e in config.get(section) or [] if e.get("name") != name]
+    if current:
+        if previous:
+            config["current-context"] = previous
+        else:
+            config.pop("current-context", None)
+    save(path, config)
+    return True, previous if current else None
 
 
 def _previous_of(config: Obj, name: str) -> str:

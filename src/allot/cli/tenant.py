@@ -257,6 +257,27 @@ def run_disconnect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forget_context(tenant: str, data_dir: Path) -> None:
+    """Remove the deleted tenant's context from the user's kubeconfig, where ``allot tenant
+    connect`` put it, and switch back if it was current (a context left behind answers
+    ``Unauthorized`` to every kubectl call)."""
+    target = kubeconfigs.user_kubeconfig()
+    name = kubeconfigs.context_name(tenant, data_dir)
+    try:
+        removed, now = kubeconfigs.forget(target, name)
+    except kubeconfigs.KubeconfigError as err:
+        print(f"warning: the context {name!r} was not removed: {err}", file=sys.stderr)
+        return
+    if not removed:
+        return
+    switched = (
+        ""
+        if now is None
+        else (f'; switched to context "{now}"' if now else "; no current context now")
+    )
+    print(f'Removed context "{name}" from {target}{switched}.')
+
+
 def run_delete(args: argparse.Namespace) -> int:
     try:
         client = platform_client(args.data_dir)
@@ -267,6 +288,7 @@ def run_delete(args: argparse.Namespace) -> int:
                 client.get(API_VERSION, "Tenant", args.name)
             except KubeNotFound:
                 print(f'tenant.allot.dev "{args.name}" deleted')
+                _forget_context(args.name, args.data_dir)
                 return 0
             time.sleep(0.1)
     except KubeError as err:
