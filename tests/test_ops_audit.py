@@ -159,3 +159,13 @@ def test_the_recorder_catches_up_after_a_restart_without_duplicates(tmp_path: Pa
         ("release", "a", "dev-0"),
     ]
     log.close()
+
+
+def test_the_hosts_own_claims_are_tenant_host_everywhere() -> None:
+    """One spelling for the host's claims: ``host``, as the metrics' label has it (the
+    usage said ``<host>`` and ``allot audit --tenant host`` found nothing)."""
+    own = replace(_entry(0, "allocate", "", "gpu-7", 80, "gpu-whole"), namespace="default")
+    until = T0 + dt.timedelta(hours=1)
+    by_tenant = audit.usage([own], since=T0, until=until, by=audit.GROUPINGS["tenant"])
+    assert [r.key for r in by_tenant] == ["host"]
+    assert audit.query([own, *ENTRIES], tenant="host") == [own]

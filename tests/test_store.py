@@ -22,6 +22,7 @@ from allot.store.errors import (
     BadRequest,
     Conflict,
     Expired,
+    NamespaceTerminating,
     NotFound,
     TooLarge,
 )
@@ -169,7 +170,9 @@ def test_a_namespace_terminates_until_its_last_object_goes(tmp_path: Path) -> No
         "resource instances",
     )
     assert conditions["NamespaceDeletionContentFailure"][:2] == ("False", "ContentDeleted")
-    with pytest.raises(BadRequest, match="unable to create new content in namespace team"):
+    with pytest.raises(
+        NamespaceTerminating, match="unable to create new content in namespace team"
+    ):
         store.create("host", CLAIMS, {"metadata": {"name": "late", "namespace": "team"}})
     relabelled = store.get("host", NAMESPACES, "", "team")
     relabelled["metadata"]["labels"] = {"x": "y"}  # an update does not remove it early
@@ -196,6 +199,39 @@ def test_an_empty_namespace_goes_at_once_and_its_own_finalizers_hold_it(tmp_path
     kept["metadata"]["finalizers"] = []
     store.update("host", NAMESPACES, kept)
     assert store.peek("host", NAMESPACES, "", "kept") is None
+
+
+PODS = Resource("", "pods", "Pod", True)
+NODES = Resource("", "nodes", "Node", False)
+
+
+def test_a_terminating_namespaces_running_pods_get_their_grace_period(tmp_path: Path) -> None:
+    """As the namespace controller deletes pods: a running pod on an existing node is
+    marked for its node agent with its grace period; one on a node that is gone, unbound
+    or finished goes at once; the namespace goes with the last of them."""
+    store = _store(tmp_path)
+    store.create("host", NODES, {"metadata": {"name": "n1"}})
+    store.create("host", NAMESPACES, {"metadata": {"name": "team"}})
+
+    def pod(name: str, node: str | None, phase: str, **spec: object) -> None:
+        body = {"nodeName": node, **spec} if node else dict(spec)
+        obj = {"metadata": {"name": name, "namespace": "team"}, "spec": body}
+        store.create("host", PODS, {**obj, "status": {"phase": phase}})
+
+    pod("running", "n1", "Running", terminationGracePeriodSeconds=20)
+    pod("defaulted", "n1", "Running")
+    pod("lost", "gone-node", "Running")
+    pod("pending", None, "Pending")
+    pod("done", "n1", "Succeeded")
+    store.delete("host", NAMESPACES, "", "team")
+    left = {p["metadata"]["name"]: p["metadata"] for p in store.list_objects("host", PODS)[0]}
+    assert sorted(left) == ["defaulted", "running"]
+    assert left["running"]["deletionGracePeriodSeconds"] == 20
+    assert left["defaulted"]["deletionGracePeriodSeconds"] == 30
+    for name in ("running", "defaulted"):  # the node agent ends them and deletes them
+        assert store.peek("host", NAMESPACES, "", "team") is not None
+        store.delete("host", PODS, "team", name, grace_seconds=0)
+    assert store.peek("host", NAMESPACES, "", "team") is None
 
 
 def test_a_namespace_emptied_while_stopped_goes_at_the_next_start(tmp_path: Path) -> None:

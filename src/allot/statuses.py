@@ -154,6 +154,19 @@ def _store(reason: str, code: int) -> Callable[[Exception], Status]:
     return mapper
 
 
+def _namespace_terminating(err: Exception) -> Status:
+    assert isinstance(err, storeerrors.NamespaceTerminating)
+    cause = StatusCause(
+        reason="NamespaceTerminating",
+        message=f"namespace {err.namespace} is being terminated",
+        field="metadata.namespace",
+    )
+    details = StatusDetails(
+        name=err.name or None, group=err.group or None, kind=err.plural or None, causes=[cause]
+    )
+    return Status(status="Failure", message=str(err), reason="Forbidden", code=403, details=details)
+
+
 def _too_large(err: Exception) -> Status:
     return Status(status="Failure", message=str(err), reason="RequestEntityTooLarge", code=413)
 
@@ -166,6 +179,7 @@ _MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
     storeerrors.Expired: _store("Expired", 410),
     storeerrors.BadRequest: _store("BadRequest", 400),
     storeerrors.TooLarge: _too_large,
+    storeerrors.NamespaceTerminating: _namespace_terminating,
     ObjectTooLargeError: _too_large,
     InvalidObjectError: _invalid,
     StrictDecodingError: _strict,

@@ -293,7 +293,7 @@ def test_local_gpus_without_the_gpu_extra_is_one_line(
     captured = capsys.readouterr()
     assert captured.err == (
         "error: this fleet publishes this machine's GPUs, which needs nvidia-ml-py: "
-        "pip install 'allot[gpu]'\n"
+        "pip install nvidia-ml-py (in a clone of allot: pip install -e '.[gpu]')\n"
     )
     assert captured.out == ""
     assert list(tmp_path.iterdir()) == []  # no half-started server, nothing written

@@ -137,7 +137,7 @@ def run_audit(args: argparse.Namespace) -> int:
         return err.code
     entries = audit.query(log.entries(), tenant=args.tenant, device=args.device, since=since)
     log.close()
-    rows = [e.__dict__ for e in entries]
+    rows = [{**e.__dict__, "tenant": e.tenant or audit.HOST_TENANT} for e in entries]
     columns = ["time", "action", "tenant", "namespace", "claim", "pod", "node", "pool", "device",
                "device_class", "memory"]  # fmt: skip
     _emit(args.output, rows, columns, {"memory": lambda v: memory_text(int(v))})

@@ -152,7 +152,7 @@ class ClusterController:
         changed = 0
         for key in list(_stored(store, resource)):
             if key not in live:
-                store.delete(HOST_CLUSTER, resource, *key)
+                store.purge(HOST_CLUSTER, resource, *key)  # gone there: no finalizers here
                 changed += 1
         for (namespace, name), item in live.items():
             current = store.peek(HOST_CLUSTER, resource, namespace, name)

@@ -19,7 +19,7 @@ from allot.registry.handlers import Handlers, WriteOptions
 from allot.registry.requests import Target
 from allot.registry.resources import ServedResource, by_kind
 from allot.store import Store
-from allot.store.errors import AlreadyExists, NotFound
+from allot.store.errors import AlreadyExists, NamespaceTerminating, NotFound
 from allot.types import Obj, rfc3339
 
 RECENT_EVENTS = 4096
@@ -190,7 +190,7 @@ class ControllerContext:
         event["metadata"] = {"name": name, "namespace": namespace}
         try:
             self.create_shared("Event", event, component)  # the result is not needed
-        except AlreadyExists:
+        except (AlreadyExists, NamespaceTerminating):  # dropped, as a recorder drops it
             return
         self._recent_events[digest] = name
         if len(self._recent_events) > RECENT_EVENTS:

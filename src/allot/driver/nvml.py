@@ -28,6 +28,11 @@ from allot.driver.gpus import (
 GI_PROFILE_ENUMS = range(17)  # go-nvml's GPU_INSTANCE_PROFILE_COUNT
 
 
+INSTALL_HINT = "pip install nvidia-ml-py (in a clone of allot: pip install -e '.[gpu]')"
+"""How to get NVML's Python binding: by its own name, since ``allot`` on PyPI is another
+project's; the ``gpu`` extra of a clone installs the same package."""
+
+
 class NvmlUnavailable(Exception):
     """No NVML here (no driver, no GPU, or nvidia-ml-py not installed)."""
 
@@ -111,8 +116,7 @@ def check_available() -> None:
         import pynvml
     except ImportError as err:
         raise NvmlUnavailable(
-            "this fleet publishes this machine's GPUs, which needs nvidia-ml-py: "
-            "pip install 'allot[gpu]'"
+            f"this fleet publishes this machine's GPUs, which needs nvidia-ml-py: {INSTALL_HINT}"
         ) from err
     try:
         pynvml.nvmlInit()
@@ -126,7 +130,7 @@ def probe_document() -> dict[str, Any]:  # pragma: no cover - needs a GPU (devic
     try:
         import pynvml
     except ImportError as err:
-        raise NvmlUnavailable("nvidia-ml-py is not installed (pip install 'allot[gpu]')") from err
+        raise NvmlUnavailable(f"nvidia-ml-py is not installed ({INSTALL_HINT})") from err
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as err:

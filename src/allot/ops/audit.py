@@ -32,6 +32,9 @@ from allot.types import Obj
 
 CLAIMS = "resourceclaims.resource.k8s.io"
 GIB = 1 << 30
+HOST_TENANT = HOST_CLUSTER
+"""The tenant every output names the host's own claims by (no tenant may be named ``host``):
+the audit, usage, ``allot top``, the dashboard and the metrics' ``tenant`` label."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, action TEXT NOT NULL,
@@ -271,7 +274,7 @@ def query(
     ``driver/pool/name``), at or after ``since``."""
     found = []
     for entry in entries:
-        if tenant is not None and entry.tenant != tenant:
+        if tenant is not None and (entry.tenant or HOST_TENANT) != tenant:
             continue
         if device is not None and device not in (
             entry.device,
@@ -340,6 +343,6 @@ def _add(
 
 
 GROUPINGS: dict[str, Callable[[Entry], str]] = {
-    "tenant": lambda entry: entry.tenant or "<host>",
+    "tenant": lambda entry: entry.tenant or HOST_TENANT,
     "class": lambda entry: entry.device_class or "<unknown>",
 }

@@ -31,6 +31,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from allot.ops import audit
+from allot.ops.audit import HOST_TENANT
 from allot.ops.service import Operations
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
@@ -249,7 +250,7 @@ def _colour(tenant: str, order: list[str] | None = None) -> str:
 
 
 def _tenant_order(document: Obj) -> list[str]:
-    return sorted({t["name"] for t in document["tenants"]} | {"<host>"})
+    return sorted({t["name"] for t in document["tenants"]} | {HOST_TENANT})
 
 
 def _fleet(document: Obj) -> str:
@@ -381,7 +382,7 @@ def _quota_cell(rows: list[Obj]) -> str:
 def _pending(document: Obj) -> str:
     rows = [
         [
-            html.escape(p["tenant"] or "<host>"),
+            html.escape(p["tenant"] or HOST_TENANT),
             html.escape(f"{p['namespace']}/{p['claim']}"),
             html.escape(", ".join(p["classes"])),
             f"{p['ageSeconds']}s",

@@ -54,7 +54,7 @@ from prometheus_client.utils import floatToGoString
 from allot.api.quantity import Quantity
 from allot.fairshare.model import GPU_MEMORY
 from allot.fairshare.report import SharingSummary
-from allot.ops.audit import Entry
+from allot.ops.audit import HOST_TENANT, Entry
 from allot.ops.capacity import NO_CLASS, Snapshot
 from allot.ops.rules import Firing
 from allot.types import Obj
@@ -62,7 +62,6 @@ from allot.types import Obj
 # No *_created series beside counters and histograms (process-wide in prometheus_client).
 disable_created_metrics()  # type: ignore[no-untyped-call]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-HOST_TENANT = "host"  # the tenant label of host claims (no tenant may be named "host")
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from allot.api.tenancy import TenantSpec
 from allot.fairshare.books import show
 from allot.fairshare.report import SharingSummary
+from allot.ops.audit import HOST_TENANT
 from allot.ops.capacity import NO_CLASS, DeviceKey, Snapshot, memory_text
 from allot.ops.rules import Firing
 from allot.types import Obj, rfc3339
@@ -185,7 +186,7 @@ def _holder(snapshot: Snapshot, key: DeviceKey) -> str | None:
     claim = snapshot.allocated.get(key)
     if claim is None:
         return None
-    return claim.tenant or "<host>"
+    return claim.tenant or HOST_TENANT
 
 
 def _claim_name(snapshot: Snapshot, key: DeviceKey) -> str | None:

@@ -8,6 +8,7 @@ Class tree::
     ├── Conflict        409: stale resourceVersion (optimistic concurrency)
     ├── Expired         410: a watch asked for history the store no longer keeps
     ├── BadRequest      400: an impossible request (namespace mismatch, bad selector...)
+    ├── NamespaceTerminating  403: a create in a namespace being deleted
     └── TooLarge        413: an object whose stored form is over the request limit
 
 Only ``allot.statuses`` turns them into ``metav1.Status``; messages are upstream's texts.
@@ -51,3 +52,17 @@ class BadRequest(StoreError):
 
 class TooLarge(StoreError):
     pass
+
+
+class NamespaceTerminating(StoreError):
+    """A create in a namespace being deleted, refused as upstream's NamespaceLifecycle
+    admission refuses it (Forbidden, with a ``NamespaceTerminating`` cause)."""
+
+    def __init__(self, namespace: str, **about: str) -> None:
+        name = about.get("name", "")
+        super().__init__(
+            f'{about.get("resource", "")} "{name}" is forbidden: unable to create new content '
+            f"in namespace {namespace} because it is being terminated",
+            **about,
+        )
+        self.namespace = namespace

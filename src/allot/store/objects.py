@@ -37,7 +37,15 @@ from pathlib import Path
 from allot.api.documents import clone_document
 from allot.store import namespaces
 from allot.store.commits import GroupCommit
-from allot.store.errors import AlreadyExists, BadRequest, Conflict, Expired, NotFound, TooLarge
+from allot.store.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Expired,
+    NamespaceTerminating,
+    NotFound,
+    TooLarge,
+)
 from allot.types import Clock, Obj, rfc3339, utc_now
 
 EVENT_RETENTION = 50_000
@@ -48,6 +56,7 @@ it before admission (issue 15)."""
 NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 ObjectKey = tuple[str, str, str, str]  # cluster, resource, namespace, name
 FOREGROUND_FINALIZER = "foregroundDeletion"
+DEFAULT_POD_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when it sets none
 PROPAGATIONS = ("Background", "Foreground", "Orphan")
 
 
@@ -401,7 +410,8 @@ class Store:
         metadata = obj.setdefault("metadata", {})
         namespace = metadata.get("namespace", "") if resource.namespaced else ""
         if resource.namespaced:
-            self._require_namespace(cluster, namespace)
+            name = metadata.get("name") or metadata.get("generateName") or ""
+            self._require_namespace(cluster, namespace, resource, str(name))
         with self._lock:
             if not metadata.get("name") and metadata.get("generateName"):
                 metadata["name"] = self._generate_name(
@@ -636,7 +646,9 @@ class Store:
                 **_about(resource, name),
             )
 
-    def _require_namespace(self, cluster: str, namespace: str) -> None:
+    def _require_namespace(
+        self, cluster: str, namespace: str, resource: Resource, name: str
+    ) -> None:
         if not namespace:
             raise BadRequest("the namespace of the object is required")
         if (cluster, "namespaces", "", namespace) not in self._objects:
@@ -648,10 +660,7 @@ class Store:
             )
         phase = self._objects[(cluster, "namespaces", "", namespace)].get("status", {})
         if phase.get("phase") == "Terminating":
-            raise BadRequest(
-                f"unable to create new content in namespace {namespace} because "
-                "it is being terminated"
-            )
+            raise NamespaceTerminating(namespace, **_about(resource, name))
 
     def _generate_name(self, cluster: str, resource: Resource, namespace: str, prefix: str) -> str:
         base = prefix[:58]
@@ -774,12 +783,33 @@ class Store:
         self._emptying = True
         try:
             for content in self._content_keys(cluster, name):
-                self._delete_key(content)
+                if content[1] == "pods":
+                    self._end_pod(content)
+                else:
+                    self._delete_key(content)
         finally:
             self._emptying = False
         self._settle_namespace(cluster, name)
         current = self._objects.get(key)
         return (clone_document(current), False) if current is not None else (obj, True)
+
+    def _end_pod(self, key: ObjectKey) -> None:
+        """A pod of a terminating namespace, deleted as the namespace controller deletes it:
+        a running pod on an existing node gets its grace period (its
+        ``terminationGracePeriodSeconds``, default 30) for its node agent to end it, as the
+        kubelet does; any other pod goes at once."""
+        current = self._objects.get(key)
+        if current is None:
+            return
+        spec, status = current.get("spec") or {}, current.get("status") or {}
+        node = spec.get("nodeName")
+        grace = spec.get("terminationGracePeriodSeconds", DEFAULT_POD_GRACE_SECONDS)
+        running = bool(node) and status.get("phase") not in ("Succeeded", "Failed")
+        if running and (key[0], "nodes", "", node) in self._objects and grace:
+            if not current["metadata"].get("deletionTimestamp"):
+                self._mark_graceful(key, clone_document(current), int(grace))
+            return
+        self._delete_key(key)
 
     def _content_keys(self, cluster: str, namespace: str) -> list[ObjectKey]:
         return [
@@ -835,6 +865,15 @@ class Store:
     def clusters(self) -> list[str]:
         """Every cluster that holds at least one object."""
         return sorted({key[0] for key in self._objects})
+
+    def purge(self, cluster: str, resource: Resource, namespace: str, name: str) -> None:
+        """Remove an object at once, finalizers and grace periods notwithstanding: for a
+        mirror following a cluster where it is already gone (``allot controller``)."""
+        key = (cluster, resource.key, namespace if resource.namespaced else "", name)
+        with self._lock:
+            current = self._objects.get(key)
+            if current is not None:
+                self._remove(key, clone_document(current))
 
     def drop_cluster(self, cluster: str) -> int:
         """Remove every object of ``cluster`` at once, finalizers notwithstanding (a deleted
