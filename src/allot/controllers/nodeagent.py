@@ -17,7 +17,7 @@ tenant pod's twin names the twins the tenant sync makes of them (``<name>.<names
 Claims are unprepared when the pod finishes or is deleted. Deleting a running pod is
 graceful, as with the kubelet: the API server only marks it (``deletionTimestamp``), the
 agent has the runtime end every process of it (SIGTERM, the grace period, then SIGKILL to
-the whole tree), and only then deletes the object for good; a pod removed at once (its
+the whole tree), and only then deletes the object for good; a pod removed at once (a
 forced delete, a pod on a node gone) has its processes ended all the same. The runtime's
 ``holds`` tells the resourceclaim controller which pods may still use their devices. A
 removed pod's logs and working directories go with it. Built by ``allot.platform``.
