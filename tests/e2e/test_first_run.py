@@ -9,6 +9,7 @@ taken, ``--port 0``, the data-directory rule, a fleet asking for local GPUs with
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -397,3 +398,23 @@ def test_kubeconfig_wait_waits_for_a_starting_platform(
         f"error: no platform served cluster 'host' from {tmp_path} within 0.5s "
         f"(start it with: allot up --data-dir {tmp_path})\n"
     )
+
+
+def test_the_fleet_line_counts_what_a_restart_keeps(tmp_path: Path) -> None:
+    """A restart publishes nothing new (the slices are there): the banner still says how
+    many slices and devices the platform has, and that none is new."""
+    pattern = re.compile(
+        r"(\d+) node\(s\) added, (\d+) removed; (\d+) slice\(s\) with (\d+) device\(s\) "
+        r"published \((\d+) new\)$"
+    )
+
+    def counts(started: Started) -> tuple[int, ...]:
+        found = pattern.search(started.banner.split("fleet: ", 1)[1].splitlines()[0])
+        assert found is not None, started.banner
+        return tuple(int(n) for n in found.groups())
+
+    with allot_up(tmp_path) as first:
+        added, removed, slices, devices, new = counts(first)
+    assert (added > 0, removed, new) == (True, 0, slices)
+    with allot_up(tmp_path) as again:
+        assert counts(again) == (0, 0, slices, devices, 0)

@@ -278,8 +278,9 @@ def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
     )
     print(
         f"fleet: {pools}; {len(report.nodes_created)} node(s) added, "
-        f"{len(report.nodes_removed)} removed, {report.slices} slice(s) with "
-        f"{report.devices} device(s) published",
+        f"{len(report.nodes_removed)} removed; {report.slices + report.slices_kept} "
+        f"slice(s) with {report.devices + report.devices_kept} device(s) published "
+        f"({report.slices} new)",
         flush=True,
     )
     return True

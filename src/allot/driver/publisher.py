@@ -105,8 +105,10 @@ def node_object(spec: NodeSpec) -> Obj:
 class PublishReport:
     nodes_created: list[str] = field(default_factory=list)
     nodes_removed: list[str] = field(default_factory=list)
-    slices: int = 0
+    slices: int = 0  # created now
     devices: int = 0
+    slices_kept: int = 0  # published before (a restart): the plugin does not republish
+    devices_kept: int = 0
 
 
 class Publisher:
@@ -135,8 +137,10 @@ class Publisher:
             "ResourceSlice",
             field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
         )
-        if existing:
-            return  # the plugin republishes only when devices change; they do not here
+        if existing:  # the plugin republishes only when devices change; they do not here
+            report.slices_kept += len(existing)
+            report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
+            return
         for document in node_slices(spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig):
             self.client.create(document)
             report.slices += 1
