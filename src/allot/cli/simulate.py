@@ -111,7 +111,9 @@ def _common(
     parser.add_argument(
         "-o", "--output", choices=["text", "json"], default="text", help="report format"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for generated share IDs")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed for generated share IDs (default: 0)"
+    )
     parser.add_argument(
         "--placement",
         choices=PLACEMENTS,
