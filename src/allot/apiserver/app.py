@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
@@ -28,7 +29,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import BaseRoute, Mount, Route
 
 from allot.api.errors import ApiError
-from allot.apiserver import discovery, openapi, protobuf, queries, tables
+from allot.apiserver import discovery, openapi, podlogs, protobuf, queries, tables
 from allot.apiserver.errors import (
     STREAMING_SUBRESOURCES,
     Forbidden,
@@ -518,26 +519,42 @@ class ApiServer:
         raise MethodNotAllowed(method)
 
     async def _log(self, request: Request, cluster: str, target: Target) -> Response:
+        """``pods/<name>/log``: as the kubelet serves it (:mod:`allot.apiserver.podlogs`),
+        whole, ``tailLines`` or, with ``follow=true``, streamed while the container runs."""
         pod = self.handlers.get(cluster, target)
-        cluster, namespace, name = self.log_source(
+        source, namespace, name = self.log_source(
             cluster, target.namespace or "", target.name or ""
         )
         containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
         container = request.query_params.get("container") or (containers[0] if containers else "")
         if container not in containers:
             raise BadRequest(f"container {container} is not valid for pod {target.name}")
-        path = self.registry.logs_dir / cluster / namespace / name / f"{container}.log"
-        if not path.exists():
-            raise BadRequest(
-                f'container "{container}" in pod "{target.name}" is waiting to '
-                "start: ContainerCreating"
-            )
-        text = path.read_text(errors="replace")
+        path = self.registry.logs_dir / source / namespace / name / f"{container}.log"
+        status = podlogs.container_status(pod, container)
+        if status is None:  # no status written yet: a log file means it started
+            refused = None if path.exists() else _not_started(container, target.name or "")
+        else:
+            refused = podlogs.refusal(status, container, target.name or "")
+        if refused is not None:
+            raise BadRequest(refused)
         tail = request.query_params.get("tailLines")
-        if tail is not None and bodies.is_count(tail):
-            lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(tail) :]) if int(tail) else ""
-        return PlainTextResponse(text)
+        lines = int(tail) if tail is not None and bodies.is_count(tail) else None
+        if request.query_params.get("follow") != "true":
+            return Response(podlogs.read(path, lines), media_type="text/plain")
+        run = str((status or {}).get("containerID") or "")
+        running = partial(self._still_running, cluster, target, container, run)
+        stream = podlogs.follow(path, lines, running, self.stopping)
+        return StreamingResponse(stream, media_type="text/plain")
+
+    def _still_running(self, cluster: str, target: Target, container: str, run: str) -> bool:
+        """Whether the run of the container whose log is followed goes on: the pod is
+        there and the container runs with the same id."""
+        try:
+            pod = self.handlers.get(cluster, target)
+        except (RequestError, StoreError):  # deleted
+            return False
+        status = podlogs.container_status(pod, container) or {}
+        return "running" in (status.get("state") or {}) and status.get("containerID") == run
 
     # ---------------------------------------------------------------- plumbing
     async def _raw_body(self, request: Request) -> bytes:
@@ -603,6 +620,11 @@ def _status_response(err: Exception) -> Response:
 def _user(cluster: str) -> str:
     """The user a cluster's token authenticates as (one full-rights token per cluster)."""
     return f"system:allot:{cluster}"
+
+
+def _not_started(container: str, pod: str) -> str:
+    """What the kubelet answers for the log of a container not created yet."""
+    return f'container "{container}" in pod "{pod}" is waiting to start: ContainerCreating'
 
 
 def _wants_table(request: Request) -> bool:

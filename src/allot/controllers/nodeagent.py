@@ -48,6 +48,7 @@ from allot.types import Obj, rfc3339
 
 MANAGER = "allot-node-agent"
 CONFIG_ERROR = "CreateContainerConfigError"
+CRASH_LOOP = "CrashLoopBackOff"
 SOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}  # what env and envFrom name
 
 
@@ -201,7 +202,7 @@ class NodeAgent:
             self.preparer.prepare(claim, node)
         setups = self._setups(pod, claims, published, lookup) if self.runtime.wants_devices else {}
         try:
-            self.runtime.launch(pod, setups, self._finish, self._restarted)
+            self.runtime.launch(pod, setups, self._finish, self._backing_off, self._restarted)
         except ContainerStartError as err:
             self._fail_to_start(pod, str(err))
             return
@@ -309,27 +310,71 @@ class NodeAgent:
             )
         return setups
 
-    def _restarted(self, pod: Obj, container: str, restarts: int, last_exit: int) -> None:
-        latest = self.context.get(
-            "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+    def _backing_off(
+        self, pod: Obj, container: str, restarts: int, exit_code: int, delay: float
+    ) -> None:
+        """A container exited and waits ``delay`` seconds to be started again: as the
+        kubelet reports it, waiting with ``CrashLoopBackOff``, its run in ``lastState``,
+        not ready (nor the pod), and a Warning ``BackOff`` event."""
+        latest = self._latest(pod)
+        if latest is None:
+            return
+        now = _timestamp(self.context.clock())
+        status = latest.setdefault("status", {})
+        named = format_pod(latest)
+        for entry in status.get("containerStatuses") or []:
+            if entry["name"] == container:
+                running = (entry.get("state") or {}).get("running") or {}
+                entry["restartCount"] = restarts
+                entry["lastState"] = {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": "Completed" if exit_code == 0 else "Error",
+                        "startedAt": running.get("startedAt", now),
+                        "finishedAt": now,
+                        "containerID": entry.get("containerID", ""),
+                    }
+                }
+                message = f"back-off {go_duration(delay)} restarting failed container="
+                entry["state"] = {
+                    "waiting": {
+                        "reason": CRASH_LOOP,
+                        "message": f"{message}{container} pod={named}",
+                    }
+                }
+                entry["ready"] = False
+                entry["started"] = False
+        _set_readiness(latest, now)
+        self.context.update_status("Pod", latest, MANAGER)
+        self.context.event(
+            latest,
+            "Warning",
+            "BackOff",
+            f"Back-off restarting failed container {container} in pod {named}",
+            lifecycle.COMPONENT,
         )
+
+    def _restarted(self, pod: Obj, container: str, restarts: int) -> None:
+        """A container started again after its back-off: running and ready (allot runs
+        no probes), with a new container id."""
+        latest = self._latest(pod)
         if latest is None:
             return
         now = _timestamp(self.context.clock())
         for status in (latest.get("status") or {}).get("containerStatuses") or []:
             if status["name"] == container:
                 status["restartCount"] = restarts
-                status["lastState"] = {
-                    "terminated": {
-                        "exitCode": last_exit,
-                        "reason": "Completed" if last_exit == 0 else "Error",
-                        "finishedAt": now,
-                        "containerID": status.get("containerID", ""),
-                    }
-                }
                 status["containerID"] = lifecycle.container_id(latest, container, restarts)
                 status["state"] = {"running": {"startedAt": now}}
+                status["ready"] = True
+                status["started"] = True
+        _set_readiness(latest, now)
         self.context.update_status("Pod", latest, MANAGER)
+
+    def _latest(self, pod: Obj) -> Obj | None:
+        return self.context.get(
+            "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+        )
 
     def _fail_to_start(self, pod: Obj, message: str) -> None:
         now = _timestamp(self.context.clock())
@@ -344,12 +389,16 @@ class NodeAgent:
                 "restartCount": 0,
                 "image": c.get("image", ""),
                 "imageID": "",
+                "containerID": lifecycle.container_id(pod, c["name"]),
+                "started": False,
                 "state": {
                     "terminated": {
                         "exitCode": 128,
                         "reason": "ContainerCannotRun",
                         "message": message,
+                        "startedAt": now,
                         "finishedAt": now,
+                        "containerID": lifecycle.container_id(pod, c["name"]),
                     }
                 },
             }
@@ -450,6 +499,50 @@ def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
         conditions[kind] = {"type": kind, "status": "True", "lastTransitionTime": now}
     status["conditions"] = list(conditions.values())
     return pod
+
+
+def format_pod(pod: Obj) -> str:
+    """A pod as the kubelet names it in messages: ``<name>_<namespace>(<uid>)``."""
+    metadata = pod["metadata"]
+    return f"{metadata['name']}_{metadata.get('namespace', '')}({metadata.get('uid', '')})"
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go's ``time.Duration`` prints it (``1s``, ``1.5s``, ``1m0s``,
+    ``1h2m3s``), for the back-off in the kubelet's messages."""
+    whole, fraction = divmod(round(seconds * 1000), 1000)
+    text = f"{whole % 60}" + (f".{fraction:03d}".rstrip("0") if fraction else "") + "s"
+    if whole >= 60:
+        text = f"{whole // 60 % 60}m{text}"
+    if whole >= 3600:
+        text = f"{whole // 3600}h{text}"
+    return text
+
+
+def _set_readiness(pod: Obj, now: str) -> None:
+    """``ContainersReady`` and ``Ready`` from the containers' ``ready``, as the kubelet
+    works them out: False with ``ContainersNotReady`` naming the unready containers (in
+    the spec's order); the transition time kept while the status does not change."""
+    status = pod.setdefault("status", {})
+    ready = {s["name"]: bool(s.get("ready")) for s in status.get("containerStatuses") or []}
+    names = [c["name"] for c in pod["spec"].get("containers") or []]
+    unready = [name for name in names if not ready.get(name, False)]
+    value = "False" if unready else "True"
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
+    for kind in ("ContainersReady", "Ready"):
+        before = conditions.get(kind) or {}
+        condition = {
+            "type": kind,
+            "status": value,
+            "lastTransitionTime": before.get("lastTransitionTime", now)
+            if before.get("status") == value
+            else now,
+        }
+        if unready:
+            condition["reason"] = "ContainersNotReady"
+            condition["message"] = f"containers with unready status: [{' '.join(unready)}]"
+        conditions[kind] = condition
+    status["conditions"] = list(conditions.values())
 
 
 def _config_errors(pod: Obj, lookup: SourceLookup) -> dict[str, str]:

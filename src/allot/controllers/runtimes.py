@@ -51,7 +51,9 @@ from allot.driver.smi import list_gpus, shim_script
 from allot.types import Obj
 
 ExitCallback = Callable[[Obj, dict[str, int]], None]
-RestartCallback = Callable[[Obj, str, int, int], None]
+RestartCallback = Callable[[Obj, str, int], None]  # pod, container, restart count
+# pod, container, restart count, exit code, seconds until the container is started again
+BackOffCallback = Callable[[Obj, str, int, int, float], None]
 RUNTIME_ANNOTATION = "allot.dev/simulated-runtime-seconds"
 EXIT_CODE_ANNOTATION = "allot.dev/simulated-exit-code"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -84,8 +86,12 @@ class Runtime(Protocol):
         pod: Obj,
         setups: dict[str, ContainerSetup],
         on_exit: ExitCallback,
+        on_back_off: BackOffCallback,
         on_restart: RestartCallback,
-    ) -> None: ...
+    ) -> None:
+        """Start the pod's containers. ``on_back_off`` when one exits and waits to be
+        started again (its ``restartPolicy``), ``on_restart`` when it is, ``on_exit``
+        once every container has exited for good."""
 
     def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
         """End the pod's processes; ``on_stopped`` runs on the loop once none is left."""
@@ -112,6 +118,7 @@ class SimulatedRuntime:
         pod: Obj,
         setups: dict[str, ContainerSetup],
         on_exit: ExitCallback,
+        on_back_off: BackOffCallback,
         on_restart: RestartCallback,
     ) -> None:
         containers = pod["spec"].get("containers") or []
@@ -178,8 +185,16 @@ class _Container:
     process: subprocess.Popen[bytes]
     restarts: int = 0
     exit_code: int | None = None
-    last_exit: int = 0
     restart_at: float | None = None
+
+
+@dataclass(frozen=True)
+class _Reports:
+    """Whom a pod's containers report to: the node agent's callbacks."""
+
+    on_exit: ExitCallback
+    on_back_off: BackOffCallback
+    on_restart: RestartCallback
 
 
 class ProcessRuntime:
@@ -205,6 +220,9 @@ class ProcessRuntime:
         self._running: dict[tuple[str, str, str], dict[str, _Container]] = {}
         # pods whose processes are being ended, with what to call once they are
         self._ending: dict[str, list[Callable[[], None]]] = {}
+        # when the grace period of each pod being ended runs out (a later delete may
+        # shorten it), read by the thread that ends it
+        self._grace_until: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def launch(
@@ -212,6 +230,7 @@ class ProcessRuntime:
         pod: Obj,
         setups: dict[str, ContainerSetup],
         on_exit: ExitCallback,
+        on_back_off: BackOffCallback,
         on_restart: RestartCallback,
     ) -> None:
         key = _key(pod)
@@ -224,7 +243,8 @@ class ProcessRuntime:
             self._kill(key)
             raise
         loop = asyncio.get_running_loop()
-        loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
+        reports = _Reports(on_exit, on_back_off, on_restart)
+        loop.call_later(POLL_SECONDS, self._poll, pod, reports)
 
     def _start(self, pod: Obj, spec: Obj, setup: ContainerSetup | None) -> _Container:
         key = _key(pod)
@@ -278,21 +298,22 @@ class ProcessRuntime:
         if user is not None:
             os.chown(directory, *user)
 
-    def _poll(self, pod: Obj, on_exit: ExitCallback, on_restart: RestartCallback) -> None:
+    def _poll(self, pod: Obj, reports: _Reports) -> None:
         containers = self._running.get(_key(pod))
         if containers is None:
             return  # stopped: the pod was deleted
         loop = asyncio.get_running_loop()
         policy = pod["spec"].get("restartPolicy") or "Always"
         for name, container in containers.items():
-            self._step(name, container, policy, loop.time(), pod, on_restart)
+            self._step(name, container, policy, loop.time(), pod, reports)
         if all(c.exit_code is not None and c.restart_at is None for c in containers.values()):
             del self._running[_key(pod)]
             codes = {name: c.exit_code or 0 for name, c in containers.items()}
             # background children end with the pod, before it is reported finished
-            self._end_in_thread(pod, list(containers.values()), 0, lambda: on_exit(pod, codes))
+            then = partial(reports.on_exit, pod, codes)
+            self._end_in_thread(pod, list(containers.values()), 0, then)
             return
-        loop.call_later(POLL_SECONDS, self._poll, pod, on_exit, on_restart)
+        loop.call_later(POLL_SECONDS, self._poll, pod, reports)
 
     def _step(
         self,
@@ -301,7 +322,7 @@ class ProcessRuntime:
         policy: str,
         now: float,
         pod: Obj,
-        on_restart: RestartCallback,
+        reports: _Reports,
     ) -> None:
         if container.restart_at is not None:
             if now >= container.restart_at:
@@ -315,7 +336,7 @@ class ProcessRuntime:
                     container.log,
                     container.before_exec,
                 )
-                on_restart(pod, name, container.restarts, container.last_exit)
+                reports.on_restart(pod, name, container.restarts)
             return
         if container.exit_code is not None:
             return
@@ -323,11 +344,11 @@ class ProcessRuntime:
         if code is None:
             return
         container.exit_code = _exit_code(code)
-        container.last_exit = container.exit_code
         processes.kill_now(self._members(container))  # its background children too
         if policy == "Always" or (policy == "OnFailure" and container.exit_code != 0):
             delay = min(BACKOFF_MAX, BACKOFF_START * 2**container.restarts)
             container.restart_at = now + delay
+            reports.on_back_off(pod, name, container.restarts, container.exit_code, delay)
 
     def holds(self, pod_uid: str) -> bool:
         return pod_uid in self._ending or any(key[2] == pod_uid for key in self._running)
@@ -339,17 +360,20 @@ class ProcessRuntime:
 
     def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
         """SIGTERM to every container's processes, SIGKILL to all of them (tree and
-        marker) after the grace period; ``on_stopped`` once none is left."""
+        marker) after the grace period (the deletion's, see :func:`grace_seconds`; a
+        later, shorter one shortens it); ``on_stopped`` once none is left."""
         key = _key(pod)
         containers = self._running.pop(key, None)
+        grace = grace_seconds(pod)
         if key[2] in self._ending:  # already ending (finished, or stopped before)
             self._ending[key[2]].append(on_stopped)
+            if key[2] in self._grace_until:
+                until = time.monotonic() + grace
+                self._grace_until[key[2]] = min(self._grace_until[key[2]], until)
             return
         if containers is None:
             asyncio.get_running_loop().call_soon(on_stopped)
             return
-        grace = pod["spec"].get("terminationGracePeriodSeconds")
-        grace = DEFAULT_GRACE_SECONDS if grace is None else int(grace)
         for container in containers.values():
             if container.process.poll() is None:
                 self._terminate(container)
@@ -362,9 +386,11 @@ class ProcessRuntime:
         first), then run ``then`` and whatever else waits for this pod, on the loop."""
         uid = _key(pod)[2]
         self._ending[uid] = [then]
+        self._grace_until[uid] = time.monotonic() + grace
 
         async def end() -> None:
-            await asyncio.to_thread(self._end, containers, time.monotonic() + grace)
+            await asyncio.to_thread(self._end, containers, lambda: self._grace_until[uid])
+            self._grace_until.pop(uid, None)
             for callback in self._ending.pop(uid, []):
                 callback()
 
@@ -372,12 +398,12 @@ class ProcessRuntime:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _end(self, containers: list[_Container], grace_until: float) -> None:
-        """Wait for the containers until ``grace_until``, then kill every process of
-        theirs and wait until none is alive (however long an uninterruptible one takes)."""
+    def _end(self, containers: list[_Container], grace_until: Callable[[], float]) -> None:
+        """Wait for the containers until ``grace_until()`` (read again while waiting: it
+        may come sooner), then kill every process of theirs and wait until none is alive
+        (however long an uninterruptible one takes)."""
         for container in containers:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                container.process.wait(timeout=max(0.0, grace_until - time.monotonic()))
+            _wait_for(container.process, grace_until)
         for container in containers:
             self.limits.kill(container.group)
             processes.end_processes(partial(self._members, container), container.process.poll)
@@ -400,7 +426,8 @@ class ProcessRuntime:
         self._running.clear()
         for container in containers:
             self._terminate(container)
-        await asyncio.to_thread(self._end, containers, time.monotonic() + 2.0)
+        until = time.monotonic() + 2.0
+        await asyncio.to_thread(self._end, containers, lambda: until)
         await asyncio.to_thread(
             processes.end_processes,
             lambda: processes.marked(self.marker + "/"),
@@ -411,7 +438,7 @@ class ProcessRuntime:
 
     def _kill(self, key: tuple[str, str, str]) -> None:
         containers = list((self._running.pop(key, None) or {}).values())
-        self._end(containers, time.monotonic())
+        self._end(containers, time.monotonic)
 
     def _terminate(self, container: _Container) -> None:
         """SIGTERM to the container's processes (inside its sandbox, where it has one)."""
@@ -419,6 +446,28 @@ class ProcessRuntime:
             self.sandbox.signal_contents(container.process.pid, signal.SIGTERM)
         else:
             _signal(container.process, signal.SIGTERM)
+
+
+def grace_seconds(pod: Obj) -> int:
+    """How long a deleted pod's processes get after SIGTERM, as the kubelet decides: the
+    deletion's grace period (``metadata.deletionGracePeriodSeconds``: the delete's
+    ``gracePeriodSeconds``, else the spec's), else ``terminationGracePeriodSeconds``,
+    else 30 s."""
+    for value in (
+        pod["metadata"].get("deletionGracePeriodSeconds"),
+        (pod.get("spec") or {}).get("terminationGracePeriodSeconds"),
+    ):
+        if value is not None:
+            return int(value)
+    return DEFAULT_GRACE_SECONDS
+
+
+def _wait_for(process: subprocess.Popen[bytes], until: Callable[[], float]) -> None:
+    """Wait for ``process`` to exit, at most until ``until()``, asked again every poll."""
+    while (left := until() - time.monotonic()) > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=min(left, POLL_SECONDS))
+            return
 
 
 def _key(pod: Obj) -> tuple[str, str, str]:

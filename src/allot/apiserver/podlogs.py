@@ -1,0 +1,137 @@
+"""Pod logs as the kubelet serves them: which container states have a log, and the log's
+bytes, whole, tailed (``tailLines``) or followed (``follow=true``).
+
+The kubelet answers ``kubectl logs`` from the container's state (its
+``validateContainerLogStatus``): a running container, a terminated one and one waiting to
+be started again after an earlier run have a log (possibly empty); one waiting to start
+for the first time has none (``container "c" in pod "p" is waiting to start: <reason>``),
+nor has a terminated one without a container id (``... is terminated``). A followed log
+is sent as it grows, in chunks of at most :data:`CHUNK_BYTES` (memory stays bounded
+whatever the log's size), until the container's run ends (its state is no longer
+``running`` with the same container id), the pod goes, or the server stops. Used by
+:mod:`allot.apiserver.app` for the ``log`` subresource; the files are written by the node
+agent's runtimes (``allot.controllers.runtimes``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from allot.types import Obj
+
+CHUNK_BYTES = 64 * 1024
+FOLLOW_POLL_SECONDS = 0.2
+# waiting reasons the kubelet words its own way
+_WAITING_TEXTS = {
+    "ErrImagePull": "image can't be pulled",
+    "ImagePullBackOff": "trying and failing to pull image",
+}
+
+
+def container_status(pod: Obj, container: str) -> Obj | None:
+    """The container's entry in the pod's status (regular or init container)."""
+    status = pod.get("status") or {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for entry in status.get(key) or []:
+            if entry.get("name") == container:
+                return dict(entry)
+    return None
+
+
+def refusal(status: Obj, container: str, pod_name: str) -> str | None:
+    """Why the kubelet serves no log for a container in this state (None: it does)."""
+    state = status.get("state") or {}
+    last = (status.get("lastState") or {}).get("terminated")
+    subject = f'container "{container}" in pod "{pod_name}"'
+    if "running" in state:
+        return None
+    if "terminated" in state:
+        ids = (state["terminated"] or {}).get("containerID") or (last or {}).get("containerID")
+        return None if ids else f"{subject} is terminated"
+    if last is not None:
+        return None if last.get("containerID") else f"{subject} is terminated"
+    if "waiting" in state:
+        reason = str((state["waiting"] or {}).get("reason") or "")
+        return f"{subject} is waiting to start: {_WAITING_TEXTS.get(reason, reason)}"
+    return f"{subject} is waiting to start - no logs yet"
+
+
+def tail_offset(log: BinaryIO, lines: int | None) -> int:
+    """Where the last ``lines`` lines of the open file start (0 for None: all of it),
+    found by reading backwards a chunk at a time; a last line without its newline
+    counts as a line."""
+    end = log.seek(0, os.SEEK_END)
+    if lines is None:
+        return 0
+    if lines == 0:
+        return end
+    position, seen = end, 0
+    while position > 0:
+        start = max(0, position - CHUNK_BYTES)
+        log.seek(start)
+        block = log.read(position - start)
+        for index in range(len(block) - 1, -1, -1):
+            if block[index] != ord("\n") or start + index == end - 1:
+                continue
+            seen += 1
+            if seen == lines:
+                return start + index + 1
+        position = start
+    return 0
+
+
+def read(path: Path, lines: int | None) -> bytes:
+    """The log (its last ``lines`` lines); empty when the file is not there."""
+    try:
+        with path.open("rb") as log:
+            log.seek(tail_offset(log, lines))
+            return log.read()
+    except FileNotFoundError:
+        return b""
+
+
+async def follow(
+    path: Path, lines: int | None, running: Callable[[], bool], stopping: asyncio.Event
+) -> AsyncIterator[bytes]:
+    """The log from its last ``lines`` lines on, then what is appended, while
+    ``running()`` (asked whenever nothing new was read) says the container still runs and
+    the server is not ``stopping``; what was written before the end is sent too."""
+    log = await _open_when_there(path, running, stopping)
+    if log is None:
+        return
+    with log:
+        log.seek(tail_offset(log, lines))
+        while True:
+            chunk = log.read(CHUNK_BYTES)
+            if chunk:
+                yield chunk
+                continue
+            if stopping.is_set() or not running():
+                break
+            await _pause(stopping)
+        while chunk := log.read(CHUNK_BYTES):  # written between the last read and the end
+            yield chunk
+
+
+async def _open_when_there(
+    path: Path, running: Callable[[], bool], stopping: asyncio.Event
+) -> BinaryIO | None:
+    """The log file open for reading once it exists (None: the run ended without one)."""
+    while True:
+        try:
+            return path.open("rb")
+        except FileNotFoundError:
+            if stopping.is_set() or not running():
+                return None
+            await _pause(stopping)
+
+
+async def _pause(stopping: asyncio.Event) -> None:
+    """Wait one poll, or less when the server stops."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), FOLLOW_POLL_SECONDS)

@@ -1,0 +1,63 @@
+"""The kubelet's ways of writing durations and pods in its messages (the node agent's
+``CrashLoopBackOff`` message: ``back-off 8s restarting failed container=c pod=p_ns(uid)``)
+and how it works out a pod's readiness conditions from its containers."""
+
+from __future__ import annotations
+
+import pytest
+
+from allot.controllers import nodeagent
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (1, "1s"),
+        (30, "30s"),
+        (1.5, "1.5s"),
+        (0.25, "0.25s"),
+        (60, "1m0s"),
+        (300, "5m0s"),
+        (90.5, "1m30.5s"),
+        (3723, "1h2m3s"),
+        (7200, "2h0m0s"),
+    ],
+)
+def test_go_duration(seconds: float, text: str) -> None:
+    assert nodeagent.go_duration(seconds) == text
+
+
+def test_format_pod() -> None:
+    pod = {"metadata": {"name": "web-1", "namespace": "prod", "uid": "u-1"}}
+    assert nodeagent.format_pod(pod) == "web-1_prod(u-1)"
+
+
+def _pod(ready: dict[str, bool], conditions: list[dict[str, str]]) -> dict[str, object]:
+    return {
+        "spec": {"containers": [{"name": name} for name in ready]},
+        "status": {
+            "containerStatuses": [{"name": n, "ready": r} for n, r in ready.items()],
+            "conditions": conditions,
+        },
+    }
+
+
+def test_readiness_names_the_unready_containers_in_spec_order() -> None:
+    ready_since = {"type": "Ready", "status": "True", "lastTransitionTime": "t0"}
+    pod = _pod({"b": False, "a": True, "c": False}, [{"type": "PodScheduled"}, ready_since])
+    nodeagent._set_readiness(pod, "t1")
+    conditions = pod["status"]["conditions"]  # type: ignore[index]
+    assert [c["type"] for c in conditions] == ["PodScheduled", "Ready", "ContainersReady"]
+    for condition in conditions[1:]:
+        assert condition["status"] == "False"
+        assert condition["lastTransitionTime"] == "t1"
+        assert condition["reason"] == "ContainersNotReady"
+        assert condition["message"] == "containers with unready status: [b c]"
+
+
+def test_readiness_keeps_the_transition_time_while_unchanged() -> None:
+    pod = _pod({"a": True}, [{"type": "Ready", "status": "True", "lastTransitionTime": "t0"}])
+    nodeagent._set_readiness(pod, "t1")
+    conditions = {c["type"]: c for c in pod["status"]["conditions"]}  # type: ignore[index]
+    assert conditions["Ready"] == {"type": "Ready", "status": "True", "lastTransitionTime": "t0"}
+    assert conditions["ContainersReady"]["lastTransitionTime"] == "t1"

@@ -1,0 +1,152 @@
+"""Pod logs as the kubelet serves them (:mod:`allot.apiserver.podlogs`): which container
+states have a log (upstream's ``validateContainerLogStatus`` texts), tails read backwards
+a chunk at a time, and a followed log that ends with its container's run."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allot.apiserver import podlogs
+
+CID = "containerd://abc"
+SUBJECT = 'container "c" in pod "p"'
+
+
+@pytest.mark.parametrize(
+    ("status", "refused"),
+    [
+        ({"state": {"running": {"startedAt": "t"}}, "containerID": CID}, None),
+        ({"state": {"terminated": {"exitCode": 0, "containerID": CID}}}, None),
+        (
+            {"state": {"terminated": {"exitCode": 128, "reason": "ContainerCannotRun"}}},
+            f"{SUBJECT} is terminated",
+        ),
+        (
+            {
+                "state": {"terminated": {"exitCode": 1}},
+                "lastState": {"terminated": {"exitCode": 1, "containerID": CID}},
+            },
+            None,
+        ),
+        (
+            {
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "containerID": CID}},
+            },
+            None,
+        ),
+        (
+            {
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1}},
+            },
+            f"{SUBJECT} is terminated",
+        ),
+        (
+            {"state": {"waiting": {"reason": "ContainerCreating"}}},
+            f"{SUBJECT} is waiting to start: ContainerCreating",
+        ),
+        (
+            {"state": {"waiting": {"reason": "CreateContainerConfigError"}}},
+            f"{SUBJECT} is waiting to start: CreateContainerConfigError",
+        ),
+        (
+            {"state": {"waiting": {"reason": "ErrImagePull"}}},
+            f"{SUBJECT} is waiting to start: image can't be pulled",
+        ),
+        (
+            {"state": {"waiting": {"reason": "ImagePullBackOff"}}},
+            f"{SUBJECT} is waiting to start: trying and failing to pull image",
+        ),
+        ({"state": {}}, f"{SUBJECT} is waiting to start - no logs yet"),
+    ],
+)
+def test_which_states_have_a_log(status: dict[str, Any], refused: str | None) -> None:
+    assert podlogs.refusal(status, "c", "p") == refused
+
+
+def test_container_status_finds_init_containers() -> None:
+    pod = {"status": {"initContainerStatuses": [{"name": "init", "state": {}}]}}
+    assert podlogs.container_status(pod, "init") == {"name": "init", "state": {}}
+    assert podlogs.container_status(pod, "main") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab\u00e9 ", max_size=6), max_size=12),
+    trailing=st.booleans(),
+    tail=st.none() | st.integers(min_value=0, max_value=14),
+    chunk=st.integers(min_value=1, max_value=9),
+)
+def test_tail_is_the_last_lines(
+    lines: list[str], trailing: bool, tail: int | None, chunk: int
+) -> None:
+    """Whatever the chunk size, the tail is what splitting the whole text gives."""
+    text = "\n".join(lines) + ("\n" if trailing and lines else "")
+    data = text.encode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(podlogs, "CHUNK_BYTES", chunk)
+        log = io.BytesIO(data)
+        offset = podlogs.tail_offset(log, tail)
+    kept = data.splitlines(keepends=True)
+    expected = data if tail is None else b"".join(kept[-tail:] if tail else [])
+    assert data[offset:] == expected
+
+
+def test_read_of_a_missing_file_is_empty(tmp_path: Path) -> None:
+    assert podlogs.read(tmp_path / "none.log", None) == b""
+    (tmp_path / "c.log").write_bytes(b"1\n2\n3\n")
+    assert podlogs.read(tmp_path / "c.log", 2) == b"2\n3\n"
+
+
+def test_follow_sends_what_is_appended_until_the_run_ends(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    path.write_bytes(b"one\ntwo\n")
+    runs = {"running": True}
+
+    async def scenario() -> list[bytes]:
+        received: list[bytes] = []
+        stream = podlogs.follow(path, 1, lambda: runs["running"], asyncio.Event())
+        received.append(await anext(stream))
+        with path.open("ab") as log:
+            log.write(b"three\n")
+        received.append(await anext(stream))
+        with path.open("ab") as log:
+            log.write(b"four\n")
+        runs["running"] = False  # ended: what it wrote last still comes
+        received.extend([chunk async for chunk in stream])
+        return received
+
+    assert asyncio.run(scenario()) == [b"two\n", b"three\n", b"four\n"]
+
+
+def test_follow_waits_for_the_file_and_stops_with_the_server(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    stopping = asyncio.Event()
+
+    async def scenario() -> list[bytes]:
+        stream = podlogs.follow(path, None, lambda: True, stopping)
+        first = asyncio.ensure_future(anext(stream))
+        await asyncio.sleep(0.3)
+        path.write_bytes(b"late\n")
+        received = [await first]
+        stopping.set()
+        received.extend([chunk async for chunk in stream])
+        return received
+
+    assert asyncio.run(scenario()) == [b"late\n"]
+
+
+def test_follow_of_a_run_that_ended_without_a_log_is_empty(tmp_path: Path) -> None:
+    async def scenario() -> list[bytes]:
+        stream = podlogs.follow(tmp_path / "c.log", None, lambda: False, asyncio.Event())
+        return [chunk async for chunk in stream]
+
+    assert asyncio.run(scenario()) == []
