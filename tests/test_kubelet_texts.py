@@ -1,12 +1,13 @@
 """The kubelet's ways of writing durations and pods in its messages (the node agent's
-``CrashLoopBackOff`` message: ``back-off 8s restarting failed container=c pod=p_ns(uid)``)
-and how it works out a pod's readiness conditions from its containers."""
+``CrashLoopBackOff`` message: ``back-off 8s restarting failed container=c pod=p_ns(uid)``),
+how it works out a pod's readiness conditions from its containers, and the grace period
+it gives a deleted pod."""
 
 from __future__ import annotations
 
 import pytest
 
-from allot.controllers import nodeagent
+from allot.controllers import nodeagent, runtimes
 
 
 @pytest.mark.parametrize(
@@ -61,3 +62,22 @@ def test_readiness_keeps_the_transition_time_while_unchanged() -> None:
     conditions = {c["type"]: c for c in pod["status"]["conditions"]}  # type: ignore[index]
     assert conditions["Ready"] == {"type": "Ready", "status": "True", "lastTransitionTime": "t0"}
     assert conditions["ContainersReady"]["lastTransitionTime"] == "t1"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "spec", "seconds"),
+    [
+        ({"deletionGracePeriodSeconds": 2}, {"terminationGracePeriodSeconds": 20}, 2),
+        ({}, {"terminationGracePeriodSeconds": 20}, 20),
+        ({"deletionGracePeriodSeconds": 0}, {"terminationGracePeriodSeconds": 20}, 1),
+        ({}, {"terminationGracePeriodSeconds": 0}, 1),
+        ({}, {}, 30),
+    ],
+)
+def test_the_grace_period_a_deleted_pods_processes_get(
+    metadata: dict[str, int], spec: dict[str, int], seconds: int
+) -> None:
+    """The kubelet's ``calculateEffectiveGracePeriod``: the deletion's, else the spec's,
+    at least 1 s."""
+    pod = {"metadata": {"name": "p", **metadata}, "spec": spec}
+    assert runtimes.grace_seconds(pod) == seconds

@@ -138,6 +138,10 @@ def _kubectl_shows_the_crash_loop(platform: Cluster, name: str) -> None:
         "get", "events", "--field-selector", f"involvedObject.name={name}"
     ).stdout
     assert f"Back-off restarting failed container x in pod {name}_default(" in events
+    listed = platform.get_json("events", "--field-selector", f"involvedObject.name={name}")
+    started = [e.get("count", 1) for e in listed["items"] if e["reason"] == "Started"]
+    assert len(started) == 1
+    assert started[0] >= 4  # the first start and (at least) three restarts, on one Event
 
 
 def _delete_seconds(cluster: Cluster, *args: str) -> float:

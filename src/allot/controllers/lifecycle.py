@@ -83,9 +83,17 @@ def started_events(context: ControllerContext, pod: Obj, images: NodeImages) -> 
     """For every container of a starting pod: ``Pulling`` and ``Pulled``, or only
     ``Pulled`` when the node holds the image already; then ``Created`` and ``Started``."""
     for spec in pod["spec"].get("containers") or []:
-        _pulled(context, pod, images, spec)
-        context.event(pod, "Normal", "Created", "Container created", COMPONENT)
-        context.event(pod, "Normal", "Started", "Container started", COMPONENT)
+        container_started_events(context, pod, images, spec)
+
+
+def container_started_events(
+    context: ControllerContext, pod: Obj, images: NodeImages, spec: Obj
+) -> None:
+    """The events of one container's start: also of each restart after its back-off,
+    as the kubelet records them again (the image pulled again where its policy says so)."""
+    _pulled(context, pod, images, spec)
+    context.event(pod, "Normal", "Created", "Container created", COMPONENT)
+    context.event(pod, "Normal", "Started", "Container started", COMPONENT)
 
 
 def config_failed_events(

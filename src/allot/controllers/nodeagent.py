@@ -356,7 +356,7 @@ class NodeAgent:
 
     def _restarted(self, pod: Obj, container: str, restarts: int) -> None:
         """A container started again after its back-off: running and ready (allot runs
-        no probes), with a new container id."""
+        no probes), with a new container id, and its start's events again."""
         latest = self._latest(pod)
         if latest is None:
             return
@@ -370,6 +370,9 @@ class NodeAgent:
                 status["started"] = True
         _set_readiness(latest, now)
         self.context.update_status("Pod", latest, MANAGER)
+        for spec in latest["spec"].get("containers") or []:
+            if spec["name"] == container:
+                lifecycle.container_started_events(self.context, latest, self.images, spec)
 
     def _latest(self, pod: Obj) -> Obj | None:
         return self.context.get(

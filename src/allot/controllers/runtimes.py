@@ -449,16 +449,17 @@ class ProcessRuntime:
 
 
 def grace_seconds(pod: Obj) -> int:
-    """How long a deleted pod's processes get after SIGTERM, as the kubelet decides: the
-    deletion's grace period (``metadata.deletionGracePeriodSeconds``: the delete's
-    ``gracePeriodSeconds``, else the spec's), else ``terminationGracePeriodSeconds``,
-    else 30 s."""
+    """How long a deleted pod's processes get after SIGTERM, as the kubelet's
+    ``calculateEffectiveGracePeriod``: the deletion's grace period
+    (``metadata.deletionGracePeriodSeconds``: the delete's ``gracePeriodSeconds``, else
+    the spec's), else ``terminationGracePeriodSeconds`` (a pod removed at once), else
+    30 s; never less than 1 s."""
     for value in (
         pod["metadata"].get("deletionGracePeriodSeconds"),
         (pod.get("spec") or {}).get("terminationGracePeriodSeconds"),
     ):
         if value is not None:
-            return int(value)
+            return max(1, int(value))
     return DEFAULT_GRACE_SECONDS
 
 
