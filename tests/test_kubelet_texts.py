@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from allot.controllers import nodeagent, runtimes
+from allot.controllers import lifecycle, nodeagent, runtimes
+from allot.tenancy import translate
 
 
 @pytest.mark.parametrize(
@@ -28,9 +29,21 @@ def test_go_duration(seconds: float, text: str) -> None:
     assert nodeagent.go_duration(seconds) == text
 
 
-def test_format_pod() -> None:
+def test_kubelet_pod_name() -> None:
     pod = {"metadata": {"name": "web-1", "namespace": "prod", "uid": "u-1"}}
-    assert nodeagent.format_pod(pod) == "web-1_prod(u-1)"
+    assert lifecycle.kubelet_pod_name(pod) == "web-1_prod(u-1)"
+
+
+def test_a_tenant_reads_the_kubelet_messages_about_its_own_pod() -> None:
+    """The host twin's name, namespace and uid in a CrashLoopBackOff message or a BackOff
+    event become the tenant pod's (vCluster copies the host's text)."""
+    twin = {"metadata": {"name": "web-x-default", "namespace": "tenant-a", "uid": "host-1"}}
+    pod = {"metadata": {"name": "web", "namespace": "default", "uid": "tenant-1"}}
+    message = "back-off 2s restarting failed container=c pod=web-x-default_tenant-a(host-1)"
+    assert translate.kubelet_pod_to_tenant(message, twin, pod) == (
+        "back-off 2s restarting failed container=c pod=web_default(tenant-1)"
+    )
+    assert translate.kubelet_pod_to_tenant("unrelated", twin, pod) == "unrelated"
 
 
 def _pod(ready: dict[str, bool], conditions: list[dict[str, str]]) -> dict[str, object]:

@@ -6,18 +6,21 @@ ends."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from allot.driver.fleet import SEED_000_FLEET
 from tests.e2e.conftest import KUBECTL, Cluster, running_platform
+from tests.e2e.tenancy import seed_platform
 
 pytestmark = pytest.mark.slow
 TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -225,3 +228,36 @@ def test_logs_follow_ends_when_the_pod_is_deleted(platform: Cluster) -> None:
     platform.kubectl("delete", "pod", "sleeper", "--grace-period=1")
     rest, _ = follower.communicate(timeout=15)
     assert (follower.returncode, rest) == (0, "")
+
+
+def test_a_tenant_sees_its_crash_loop_under_its_own_names(tmp_path: Path) -> None:
+    """The tenant's pod shows the twin's CrashLoopBackOff, and the kubelet's texts name
+    the tenant's pod (name, namespace, uid), not the host twin."""
+    with seed_platform(tmp_path, runtime="process") as tenancy:
+        pod = _pod("crashy", ["sh", "-c", "echo crashing; exit 2"], restartPolicy="Always")
+        del pod["spec"]["tolerations"]
+        tenancy.as_tenant("legal-ai", "apply", "-f", "-", stdin=json.dumps(pod))
+
+        def waiting() -> Any:
+            status = tenancy.tenant_json("legal-ai", "pod", "crashy").get("status") or {}
+            state = ((status.get("containerStatuses") or [{}])[0].get("state")) or {}
+            return state.get("waiting") if "back-off 2s" in str(state) else None
+
+        shown = tenancy.wait(waiting, "the tenant pod's 2 s back-off", timeout=30)
+        uid = tenancy.tenant_json("legal-ai", "pod", "crashy")["metadata"]["uid"]
+        assert shown == {
+            "reason": "CrashLoopBackOff",
+            "message": f"back-off 2s restarting failed container=main pod=crashy_default({uid})",
+        }
+        assert "CrashLoopBackOff" in tenancy.as_tenant("legal-ai", "get", "pod", "crashy").stdout
+        assert tenancy.as_tenant("legal-ai", "logs", "crashy").stdout.startswith("crashing\n")
+
+        def back_off_event() -> str:
+            return tenancy.as_tenant(
+                "legal-ai", "get", "events", "--field-selector", "involvedObject.name=crashy"
+            ).stdout
+
+        events = tenancy.wait(
+            lambda: "Back-off" in back_off_event() and back_off_event(), "BackOff event"
+        )
+        assert f"Back-off restarting failed container main in pod crashy_default({uid})" in events

@@ -33,6 +33,13 @@ def container_id(pod: Obj, container: str, restarts: int = 0) -> str:
     return f"containerd://{digest}"
 
 
+def kubelet_pod_name(pod: Obj) -> str:
+    """A pod as the kubelet names it in messages (``format.Pod``):
+    ``<name>_<namespace>(<uid>)``."""
+    metadata = pod.get("metadata") or {}
+    return f"{metadata.get('name', '')}_{metadata.get('namespace', '')}({metadata.get('uid', '')})"
+
+
 def image_id(image: str) -> str:
     """The image's resolved id: its repository with a (simulated) digest."""
     repository = image.split("@", 1)[0]

@@ -321,7 +321,7 @@ class NodeAgent:
             return
         now = _timestamp(self.context.clock())
         status = latest.setdefault("status", {})
-        named = format_pod(latest)
+        named = lifecycle.kubelet_pod_name(latest)
         for entry in status.get("containerStatuses") or []:
             if entry["name"] == container:
                 running = (entry.get("state") or {}).get("running") or {}
@@ -502,12 +502,6 @@ def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
         conditions[kind] = {"type": kind, "status": "True", "lastTransitionTime": now}
     status["conditions"] = list(conditions.values())
     return pod
-
-
-def format_pod(pod: Obj) -> str:
-    """A pod as the kubelet names it in messages: ``<name>_<namespace>(<uid>)``."""
-    metadata = pod["metadata"]
-    return f"{metadata['name']}_{metadata.get('namespace', '')}({metadata.get('uid', '')})"
 
 
 def go_duration(seconds: float) -> str:

@@ -44,6 +44,7 @@ from allot.tenancy.translate import (
     SOURCE_KINDS,
     claim_status_to_tenant,
     kept_gates,
+    kubelet_pod_to_tenant,
     message_to_tenant,
     pod_sources,
     pod_status_to_tenant,
@@ -375,9 +376,11 @@ class TenantSync:
             origin, target = self._origin_of_gone(tenant, kind, involved)
         if origin is None or target is None:
             return
-        message = message_to_tenant(
-            str(event.get("message") or ""), namespace, str(involved.get("name") or ""), origin
-        )
+        message = str(event.get("message") or "")
+        if kind == "Pod":
+            host_pod = {"metadata": {**involved, "namespace": namespace}}
+            message = kubelet_pod_to_tenant(message, host_pod, target)
+        message = message_to_tenant(message, namespace, str(involved.get("name") or ""), origin)
         if kind == "Pod":
             message = sources_to_tenant(message, namespace, target)
         relay = self._relays.get(tenant)
@@ -636,7 +639,9 @@ class TenantSync:
             status = pod_status_to_tenant(
                 twin.get("status") or {},
                 lambda n: self._claim_name_for(obj, twin, n),
-                lambda text: sources_to_tenant(text, host_ns, obj),
+                lambda text: sources_to_tenant(
+                    kubelet_pod_to_tenant(text, twin, obj), host_ns, obj
+                ),
             )
         else:
             return

@@ -31,6 +31,7 @@ import contextlib
 from collections.abc import Callable
 
 from allot.api.documents import clone_document
+from allot.controllers import lifecycle
 from allot.tenancy import names
 from allot.types import Obj
 from allot.validation.names import is_dns1123_label
@@ -218,6 +219,13 @@ def message_to_tenant(message: str, host_namespace: str, twin: str, origin: tupl
     name)."""
     message = message.replace(f"{host_namespace}/{twin}", f"{origin[0]}/{origin[1]}")
     return message.replace(twin, origin[1]) if twin else message
+
+
+def kubelet_pod_to_tenant(message: str, twin: Obj, pod: Obj) -> str:
+    """A kubelet message naming a pod ``<name>_<namespace>(<uid>)`` (``CrashLoopBackOff``,
+    ``BackOff``) naming the twin ``twin`` as the tenant's ``pod``; done before
+    :func:`message_to_tenant`, which would leave the host's namespace and uid."""
+    return message.replace(lifecycle.kubelet_pod_name(twin), lifecycle.kubelet_pod_name(pod))
 
 
 def sources_to_tenant(message: str, host_namespace: str, pod: Obj) -> str:
