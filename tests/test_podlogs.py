@@ -150,3 +150,42 @@ def test_follow_of_a_run_that_ended_without_a_log_is_empty(tmp_path: Path) -> No
         return [chunk async for chunk in stream]
 
     assert asyncio.run(scenario()) == []
+
+
+RESTARTED = {
+    "state": {"running": {}},
+    "containerID": "containerd://new",
+    "lastState": {"terminated": {"exitCode": 1, "containerID": CID}},
+}
+WAITING = {
+    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+    "lastState": RESTARTED["lastState"],
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "previous", "file", "refused"),
+    [
+        (None, False, "c.log", f"{SUBJECT} is waiting to start: ContainerCreating"),
+        (RESTARTED, False, "c.log", None),
+        (RESTARTED, True, "c.previous.log", None),
+        (WAITING, True, "c.log", None),  # the run that just ended is still the log
+        (
+            {"state": {"running": {}}, "containerID": CID},
+            True,
+            "c.log",
+            f"previous terminated {SUBJECT} not found",
+        ),
+        (None, True, "c.log", f"previous terminated {SUBJECT} not found"),
+    ],
+)
+def test_locate(
+    tmp_path: Path, status: dict[str, Any] | None, previous: bool, file: str, refused: str | None
+) -> None:
+    path, why = podlogs.locate(tmp_path, "c", status, "p", previous)
+    assert (path, why) == (tmp_path / file, refused)
+
+
+def test_locate_without_a_status_serves_a_log_that_is_there(tmp_path: Path) -> None:
+    (tmp_path / "c.log").write_text("started\n")
+    assert podlogs.locate(tmp_path, "c", None, "p", False) == (tmp_path / "c.log", None)

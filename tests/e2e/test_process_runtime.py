@@ -181,7 +181,9 @@ def test_restart_policy_on_failure_restarts_until_success(platform: Cluster) -> 
     assert status["restartCount"] == 1
     assert status["lastState"]["terminated"]["exitCode"] == 1
     assert status["state"]["terminated"]["exitCode"] == 0
-    assert platform.kubectl("logs", "flaky").stdout == "first\nagain\n"
+    # as the kubelet's: the log is the current run's, the run before is --previous
+    assert platform.kubectl("logs", "flaky").stdout == "again\n"
+    assert platform.kubectl("logs", "flaky", "--previous").stdout == "first\n"
 
 
 def _host_pid(cluster: Cluster, pod: str, marker: str) -> int:

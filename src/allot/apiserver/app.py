@@ -520,7 +520,8 @@ class ApiServer:
 
     async def _log(self, request: Request, cluster: str, target: Target) -> Response:
         """``pods/<name>/log``: as the kubelet serves it (:mod:`allot.apiserver.podlogs`),
-        whole, ``tailLines`` or, with ``follow=true``, streamed while the container runs."""
+        whole, ``tailLines``, the run before (``previous=true``) or, with ``follow=true``,
+        streamed while the container runs."""
         pod = self.handlers.get(cluster, target)
         source, namespace, name = self.log_source(
             cluster, target.namespace or "", target.name or ""
@@ -529,17 +530,15 @@ class ApiServer:
         container = request.query_params.get("container") or (containers[0] if containers else "")
         if container not in containers:
             raise BadRequest(f"container {container} is not valid for pod {target.name}")
-        path = self.registry.logs_dir / source / namespace / name / f"{container}.log"
+        directory = self.registry.logs_dir / source / namespace / name
         status = podlogs.container_status(pod, container)
-        if status is None:  # no status written yet: a log file means it started
-            refused = None if path.exists() else _not_started(container, target.name or "")
-        else:
-            refused = podlogs.refusal(status, container, target.name or "")
+        previous = _flag(request, "previous")
+        path, refused = podlogs.locate(directory, container, status, target.name or "", previous)
         if refused is not None:
             raise BadRequest(refused)
         tail = request.query_params.get("tailLines")
         lines = int(tail) if tail is not None and bodies.is_count(tail) else None
-        if request.query_params.get("follow") != "true":
+        if previous or not _flag(request, "follow"):  # a previous run has ended
             return Response(podlogs.read(path, lines), media_type="text/plain")
         run = str((status or {}).get("containerID") or "")
         running = partial(self._still_running, cluster, target, container, run)
@@ -622,9 +621,9 @@ def _user(cluster: str) -> str:
     return f"system:allot:{cluster}"
 
 
-def _not_started(container: str, pod: str) -> str:
-    """What the kubelet answers for the log of a container not created yet."""
-    return f'container "{container}" in pod "{pod}" is waiting to start: ContainerCreating'
+def _flag(request: Request, name: str) -> bool:
+    """A boolean query parameter (``true`` or ``1``; the values were checked before)."""
+    return request.query_params.get(name, "").lower() in ("true", "1")
 
 
 def _wants_table(request: Request) -> bool:

@@ -1,5 +1,6 @@
 """Pod logs as the kubelet serves them: which container states have a log, and the log's
-bytes, whole, tailed (``tailLines``) or followed (``follow=true``).
+bytes, whole, tailed (``tailLines``), followed (``follow=true``) or of the run before a
+restart (``previous=true``).
 
 The kubelet answers ``kubectl logs`` from the container's state (its
 ``validateContainerLogStatus``): a running container, a terminated one and one waiting to
@@ -22,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from allot.controllers.runtimes import previous_log
 from allot.types import Obj
 
 CHUNK_BYTES = 64 * 1024
@@ -41,6 +43,28 @@ def container_status(pod: Obj, container: str) -> Obj | None:
             if entry.get("name") == container:
                 return dict(entry)
     return None
+
+
+def locate(
+    directory: Path, container: str, status: Obj | None, pod_name: str, previous: bool
+) -> tuple[Path, str | None]:
+    """The container's log file under its pod's ``directory``, and why the kubelet would
+    serve none (None: it serves that file, empty when it is not there). ``previous``:
+    the run before, which exists once the container has terminated (``lastState``); while
+    the container waits to restart, that run is the one in its log."""
+    current = directory / f"{container}.log"
+    subject = f'container "{container}" in pod "{pod_name}"'
+    if previous:
+        last = ((status or {}).get("lastState") or {}).get("terminated") or {}
+        if not last.get("containerID"):
+            return current, f"previous terminated {subject} not found"
+        waiting = "waiting" in ((status or {}).get("state") or {})
+        return (current if waiting else previous_log(current)), None
+    if status is None:  # no status written yet: a log file means it started
+        if current.exists():
+            return current, None
+        return current, f"{subject} is waiting to start: ContainerCreating"
+    return current, refusal(status, container, pod_name)
 
 
 def refusal(status: Obj, container: str, pod_name: str) -> str | None:

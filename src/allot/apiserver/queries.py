@@ -32,6 +32,8 @@ BOOLEANS = (
     "sendInitialEvents",
     "force",
     "follow",
+    "previous",
+    "timestamps",
     "pretty",
     "orphanDependents",
 )

@@ -12,9 +12,10 @@ would run, then what ``nvidia-smi -L`` would print for exactly its devices.
 ``ProcessRuntime`` runs each container's ``command`` and ``args`` as a local process in its
 own session and working directory, with a clean environment (``PATH``, ``HOME``, locale,
 the container's ``env`` and ``envFrom`` values and its devices' ``CUDA_VISIBLE_DEVICES`` /
-``NVIDIA_VISIBLE_DEVICES``), output in the log file ``kubectl logs`` reads, and its
-``resources.limits`` (``allot.controllers.limits``). With a :class:`Sandbox` (the default
-of ``allot up``) each process runs confined by bubblewrap (``allot.controllers.sandbox``):
+``NVIDIA_VISIBLE_DEVICES``), output in the log file ``kubectl logs`` reads (a restart
+keeps the run before apart, for ``--previous``), and its ``resources.limits``
+(``allot.controllers.limits``). With a :class:`Sandbox` (the default of ``allot up``)
+each process runs confined by bubblewrap (``allot.controllers.sandbox``):
 its own namespaces, no view of allot's data directory, exactly the device nodes of its
 claimed GPUs, an unprivileged user. Without one (``--unsandboxed``) processes run as the
 user running allot, with access to its files and network. Where the container's devices
@@ -329,6 +330,8 @@ class ProcessRuntime:
                 container.restart_at = None
                 container.exit_code = None
                 container.restarts += 1
+                with contextlib.suppress(FileNotFoundError):  # the run before is --previous
+                    os.replace(container.log, previous_log(container.log))
                 container.process = _spawn(
                     container.argv,
                     container.environment,
@@ -446,6 +449,13 @@ class ProcessRuntime:
             self.sandbox.signal_contents(container.process.pid, signal.SIGTERM)
         else:
             _signal(container.process, signal.SIGTERM)
+
+
+def previous_log(log: Path) -> Path:
+    """Where a restarted container's run before the current one left its output
+    (``kubectl logs --previous``): ``<container>.previous.log`` beside its log (a
+    container's name has no dot, so no other container's log has this name)."""
+    return log.with_name(f"{log.stem}.previous.log")
 
 
 def grace_seconds(pod: Obj) -> int:
