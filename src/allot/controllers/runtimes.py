@@ -392,7 +392,7 @@ class ProcessRuntime:
         self._grace_until[uid] = time.monotonic() + grace
 
         async def end() -> None:
-            await asyncio.to_thread(self._end, containers, lambda: self._grace_until[uid])
+            await asyncio.to_thread(self._end, containers, lambda: self._grace_until.get(uid, 0.0))
             self._grace_until.pop(uid, None)
             for callback in self._ending.pop(uid, []):
                 callback()
