@@ -8,6 +8,9 @@ environment), records the kubelet's ``Pulling``/``Pulled``/``Created``/``Started
 (:mod:`allot.controllers.lifecycle`; ``Killing`` when a running pod is deleted), moves the
 pod to ``Running`` with ready containers, ``Ready`` and ``ContainersReady`` conditions,
 and when the containers exit to ``Succeeded`` or ``Failed`` with their exit codes. A
+container that exits and waits for its restart back-off is reported as the kubelet does:
+waiting with ``CrashLoopBackOff``, unready (so is the pod), its run in ``lastState``, a
+Warning ``BackOff`` event; started again, running and ready with its start's events. A
 container that cannot start fails the pod with ``ContainerCannotRun`` and a Warning event.
 A container whose ``env``/``envFrom`` names a ConfigMap or Secret (or a key of one) that
 does not exist keeps the pod ``Pending``, the container waiting with
@@ -16,11 +19,12 @@ until the object appears in the namespace (ConfigMap and Secret events wake the 
 tenant pod's twin names the twins the tenant sync makes of them (``<name>.<namespace>``).
 Claims are unprepared when the pod finishes or is deleted. Deleting a running pod is
 graceful, as with the kubelet: the API server only marks it (``deletionTimestamp``), the
-agent has the runtime end every process of it (SIGTERM, the grace period, then SIGKILL to
-the whole tree), and only then deletes the object for good; a pod removed at once (a
-forced delete, a pod on a node gone) has its processes ended all the same. The runtime's
-``holds`` tells the resourceclaim controller which pods may still use their devices. A
-removed pod's logs and working directories go with it. Built by ``allot.platform``.
+agent has the runtime end every process of it (SIGTERM, the deletion's grace period, then
+SIGKILL to the whole tree; a later delete with a shorter one shortens it), and only then
+deletes the object for good; a pod removed at once (a forced delete, a pod on a node gone)
+has its processes ended all the same. The runtime's ``holds`` tells the resourceclaim
+controller which pods may still use their devices. A removed pod's logs and working
+directories go with it. Built by ``allot.platform``.
 """
 
 from __future__ import annotations

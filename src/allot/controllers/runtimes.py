@@ -20,11 +20,12 @@ its own namespaces, no view of allot's data directory, exactly the device nodes 
 claimed GPUs, an unprivileged user. Without one (``--unsandboxed``) processes run as the
 user running allot, with access to its files and network. Where the container's devices
 are simulated, an ``nvidia-smi`` answering ``-L`` for them is put first on ``PATH``.
-``restartPolicy`` is honoured with kubelet-like back-off; stopping a pod sends SIGTERM,
-then after the grace period SIGKILL to every process of it (``allot.controllers.processes``:
-its tree and its environment marker), and reports it stopped only once none is alive;
-``holds`` says which pods may still have processes, ``forget`` removes a removed pod's
-logs and directories.
+``restartPolicy`` is honoured with kubelet-like back-off (reported to the node agent as it
+begins and as the container starts again); stopping a pod sends SIGTERM, then after the
+deletion's grace period (:func:`grace_seconds`) SIGKILL to every process of it
+(``allot.controllers.processes``: its tree and its environment marker), and reports it
+stopped only once none is alive; ``holds`` says which pods may still have processes,
+``forget`` removes a removed pod's logs and directories.
 
 Both report to the node agent (``allot.controllers.nodeagent``), which owns pod status.
 """
