@@ -29,6 +29,7 @@ _MODULE_PREFIX = {
     "allot.api.apps_v1": "io.k8s.api.apps.v1",
     "allot.api.batch_v1": "io.k8s.api.batch.v1",
     "allot.api.autoscaling_v1": "io.k8s.api.autoscaling.v1",
+    "allot.api.rbac_v1": "io.k8s.api.rbac.v1",
     "allot.api.meta": "io.k8s.apimachinery.pkg.apis.meta.v1",
 }
 
