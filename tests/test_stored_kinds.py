@@ -1,4 +1,4 @@
-"""The stored-only kinds (RBAC roles and bindings) are served in every
+"""The stored kinds (RBAC roles and bindings, PodDisruptionBudgets) are served in every
 cluster with upstream's schema, defaults, validation texts and ``kubectl get`` columns."""
 
 from __future__ import annotations
@@ -116,6 +116,15 @@ def _role(**rule: Any) -> Obj:
     }
 
 
+def _budget(**spec: Any) -> Obj:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": spec,
+    }
+
+
 REFUSALS = [
     (
         _role(apiGroups=[""], resources=["pods"]),
@@ -174,6 +183,27 @@ REFUSALS = [
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'), "
         "subjects[0].namespace: Required value]",
     ),
+    (
+        _budget(minAvailable=1, maxUnavailable="10%"),
+        'PodDisruptionBudget.policy "web" is invalid: spec: Invalid value: '
+        '{"maxUnavailable":"10%","minAvailable":1}: minAvailable and maxUnavailable cannot be '
+        "both set",
+    ),
+    (
+        _budget(minAvailable="150%", unhealthyPodEvictionPolicy="Never"),
+        'PodDisruptionBudget.policy "web" is invalid: [spec.minAvailable: Invalid value: '
+        '"150%": must not be greater than 100%, spec.unhealthyPodEvictionPolicy: Unsupported '
+        'value: "Never": supported values: "AlwaysAllow", "IfHealthyBudget"]',
+    ),
+    (
+        _budget(maxUnavailable=-1, selector={"matchLabels": {"app": "-web"}}),
+        'PodDisruptionBudget.policy "web" is invalid: [spec.maxUnavailable: Invalid value: -1: '
+        "must be greater than or equal to 0, spec.selector.matchLabels: Invalid value: "
+        '"-web": a valid label must be an empty string or consist of alphanumeric '
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+        "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]",
+    ),
 ]
 
 
@@ -207,6 +237,13 @@ def test_kinds_are_served_with_upstream_names() -> None:
         served = by_kind(kind)
         assert (served.plural, served.namespaced, served.short_names) == (plural, namespaced, ())
         assert served.info.api_version == RBAC
+    budgets = by_kind("PodDisruptionBudget")
+    assert (budgets.plural, budgets.short_names, budgets.subresources) == (
+        "poddisruptionbudgets",
+        ("pdb",),
+        ("status",),
+    )
+    assert budgets.info.api_version == "policy/v1"
 
 
 def columns(plural: str) -> list[str]:
@@ -263,3 +300,37 @@ def test_kubectl_create_role_and_rolebinding_protobuf_bodies_decode() -> None:
     assert decode_protobuf(envelope(RBAC, "RoleBinding", raw))["subjects"] == [
         {"kind": "ServiceAccount", "name": "op", "namespace": "default"}
     ]
+
+
+def test_a_budget_starts_with_an_empty_status_and_takes_status_writes(registry: Registry) -> None:
+    sent = {**document("PodDisruptionBudget"), "status": {"disruptionsAllowed": 5}}
+    created = create(registry, sent)
+    empty = {"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0}
+    assert created["status"] == empty
+    assert created["metadata"]["generation"] == 1
+    status_target = Target(by_kind("PodDisruptionBudget"), "default", "web", "status")
+    refused = {**created, "status": {**empty, "currentHealthy": -1}}
+    with pytest.raises(InvalidObjectError, match=r"status.currentHealthy: Invalid value: -1"):
+        registry.handlers.update(HOST_CLUSTER, status_target, refused, OPTIONS)
+
+
+def test_budget_table() -> None:
+    assert columns("poddisruptionbudgets") == [
+        "Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"
+    ]  # fmt: skip
+    budget = {**document("PodDisruptionBudget"), "status": {"disruptionsAllowed": 1}}
+    assert cells("poddisruptionbudgets", budget) == ["web", "50%", "N/A", 1, "60m"]
+
+
+def test_kubectl_create_pdb_protobuf_body_decodes() -> None:
+    int_or_percent = field(1, 1) + field(3, "50%")
+    selector = field(1, field(1, "app") + field(2, "web"))
+    spec = field(1, int_or_percent) + field(2, selector)
+    raw = field(1, metadata("web")) + field(2, spec) + field(3, b"")
+    assert decode_protobuf(envelope("policy/v1", "PodDisruptionBudget", raw)) == {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
+        "status": {},
+    }

@@ -150,6 +150,14 @@ KINDS: tuple[KindInfo, ...] = (
         "path",
         "rbac_v1",
     ),
+    _built_in(
+        "policy/v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        True,
+        "subdomain",
+        "policy_v1",
+    ),
     _built_in(f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Tenant", "tenants", False, "label", "tenancy"),
     _built_in(
         "apiextensions.k8s.io/v1",

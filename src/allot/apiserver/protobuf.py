@@ -7,7 +7,7 @@ Namespaces and SelfSubjectAccessReviews only the fields the server needs are
 read (ObjectMeta's name, generateName, namespace, labels, annotations; the review's
 attributes). The workload kinds (Deployment, ReplicaSet, StatefulSet, ControllerRevision,
 Job, CronJob, Service, ServiceAccount, Secret, ConfigMap, ResourceQuota), the RBAC kinds
-(Role, RoleBinding, ClusterRole, ClusterRoleBinding), policy/v1
+(Role, RoleBinding, ClusterRole, ClusterRoleBinding), policy/v1 PodDisruptionBudget and
 Eviction (``kubectl drain``) and meta/v1 DeleteOptions (the body of kubectl's deletes) are
 decoded whole from
 the field table of :mod:`allot.apiserver.protobuf_fields`, into the JSON kubectl would
@@ -182,6 +182,7 @@ WHOLE_KINDS = (
     "RoleBinding",
     "ClusterRole",
     "ClusterRoleBinding",
+    "PodDisruptionBudget",
     "Eviction",
     "DeleteOptions",
 )

@@ -31,7 +31,6 @@ from allot.validation.resource import ResourceContext
 
 UPSTREAM_GROUPS_NOT_SERVED = (
     "networking.k8s.io/",
-    "policy/",
     "autoscaling/",
     "storage.k8s.io/",
     "scheduling.k8s.io/",

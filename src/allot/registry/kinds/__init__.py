@@ -128,6 +128,7 @@ _MODULES: dict[str, str] = {
     "RoleBinding": "rbac",
     "ClusterRole": "rbac",
     "ClusterRoleBinding": "rbac",
+    "PodDisruptionBudget": "poddisruptionbudgets",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
