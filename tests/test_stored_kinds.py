@@ -1,4 +1,4 @@
-"""The stored kinds (RBAC roles and bindings, PodDisruptionBudgets) are served in every
+"""The stored kinds (RBAC roles and bindings, PodDisruptionBudgets, Leases) are served in every
 cluster with upstream's schema, defaults, validation texts and ``kubectl get`` columns."""
 
 from __future__ import annotations
@@ -125,6 +125,15 @@ def _budget(**spec: Any) -> Obj:
     }
 
 
+def _lease(**spec: Any) -> Obj:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "leader", "namespace": "default"},
+        "spec": spec,
+    }
+
+
 REFUSALS = [
     (
         _role(apiGroups=[""], resources=["pods"]),
@@ -204,6 +213,22 @@ REFUSALS = [
         "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
         "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]",
     ),
+    (
+        _lease(leaseDurationSeconds=0, leaseTransitions=-1),
+        'Lease.coordination.k8s.io "leader" is invalid: [spec.leaseDurationSeconds: Invalid '
+        "value: 0: must be greater than 0, spec.leaseTransitions: Invalid value: -1: must be "
+        "greater than or equal to 0]",
+    ),
+    (
+        _lease(strategy="Newest", preferredHolder="a"),
+        'Lease.coordination.k8s.io "leader" is invalid: spec.strategy.strategy: Unsupported '
+        'value: "Newest": supported values: "OldestEmulationVersion"',
+    ),
+    (
+        _lease(preferredHolder="a"),
+        'Lease.coordination.k8s.io "leader" is invalid: spec.preferredHolder: Forbidden: may '
+        "only be specified if `strategy` is defined",
+    ),
 ]
 
 
@@ -244,6 +269,9 @@ def test_kinds_are_served_with_upstream_names() -> None:
         ("status",),
     )
     assert budgets.info.api_version == "policy/v1"
+    leases = by_kind("Lease")
+    assert (leases.plural, leases.namespaced, leases.short_names) == ("leases", True, ())
+    assert leases.info.api_version == "coordination.k8s.io/v1"
 
 
 def columns(plural: str) -> list[str]:
@@ -334,3 +362,10 @@ def test_kubectl_create_pdb_protobuf_body_decodes() -> None:
         "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
         "status": {},
     }
+
+
+def test_lease_keeps_its_micro_times_and_prints_its_holder(registry: Registry) -> None:
+    created = create(registry, document("Lease"), "legal-ai")
+    assert created["spec"]["renewTime"] == "2026-11-25T11:59:50.123456Z"
+    assert columns("leases") == ["Name", "Holder", "Age"]
+    assert cells("leases", created) == ["operator-leader", "operator-7d9f_0b3c", "60m"]

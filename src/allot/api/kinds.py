@@ -158,6 +158,7 @@ KINDS: tuple[KindInfo, ...] = (
         "subdomain",
         "policy_v1",
     ),
+    _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
     _built_in(f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Tenant", "tenants", False, "label", "tenancy"),
     _built_in(
         "apiextensions.k8s.io/v1",

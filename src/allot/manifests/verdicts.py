@@ -34,7 +34,6 @@ UPSTREAM_GROUPS_NOT_SERVED = (
     "autoscaling/",
     "storage.k8s.io/",
     "scheduling.k8s.io/",
-    "coordination.k8s.io/",
 )
 UPSTREAM_CORE_KINDS_NOT_SERVED = (
     "PersistentVolume",

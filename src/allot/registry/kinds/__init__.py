@@ -129,6 +129,7 @@ _MODULES: dict[str, str] = {
     "ClusterRole": "rbac",
     "ClusterRoleBinding": "rbac",
     "PodDisruptionBudget": "poddisruptionbudgets",
+    "Lease": "leases",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
