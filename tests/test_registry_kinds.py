@@ -97,6 +97,9 @@ def _client_delete_type(info_group: str, kind: str, namespaced: bool) -> str | N
         "resource.k8s.io": client.ResourceV1Api,
         "admissionregistration.k8s.io": client.AdmissionregistrationV1Api,
         "apiextensions.k8s.io": client.ApiextensionsV1Api,
+        "rbac.authorization.k8s.io": client.RbacAuthorizationV1Api,
+        "policy": client.PolicyV1Api,
+        "coordination.k8s.io": client.CoordinationV1Api,
     }
     api = apis.get(info_group)
     snake = re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()

@@ -1,6 +1,6 @@
-"""``kubectl create <kind>`` for the workload kinds: kubectl posts these objects as
-protobuf, and the server decodes them into exactly what ``kubectl create -o json
---dry-run=client`` shows (the same object as JSON)."""
+"""``kubectl create <kind>`` for the workload and RBAC kinds and budgets: kubectl posts
+these objects as protobuf, and the server decodes them into exactly what ``kubectl create
+-o json --dry-run=client`` shows (the same object as JSON)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,19 @@ CREATES = [
             "--docker-password=p",
         ],
     ),
+    ("role", "reader", ["role", "reader", "--verb=get,list", "--resource=pods,deployments.apps"]),
+    (
+        "rolebinding",
+        "read",
+        ["rolebinding", "read", "--role=reader", "--user=ada", "--serviceaccount=default:bot"],
+    ),
+    ("clusterrole", "metrics", ["clusterrole", "metrics", "--verb=get", "--non-resource-url=/x"]),
+    (
+        "clusterrolebinding",
+        "metrics",
+        ["clusterrolebinding", "metrics", "--clusterrole=metrics", "--group=ops"],
+    ),
+    ("pdb", "web", ["pdb", "web", "--selector=app=web", "--min-available=50%"]),
 ]
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
 
@@ -66,7 +79,7 @@ def test_kubectl_create_sends_protobuf_the_server_decodes(
     assert created.stdout.strip().endswith(f"{name} created")
     stored = cluster.get_json(kind, name)
     assert stored["metadata"]["name"] == name
-    for field in ("spec", "data", "type"):
+    for field in ("spec", "data", "type", "rules", "roleRef", "subjects"):
         if field in client:  # every field kubectl sent arrived (the server adds defaults)
             _assert_contains(server[field], client[field], field)
     cluster.kubectl("delete", kind, name)

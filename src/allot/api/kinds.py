@@ -39,7 +39,7 @@ class KindInfo:
     kind: str
     plural: str
     namespaced: bool
-    name_rule: str  # "subdomain" or "label"
+    name_rule: str  # "subdomain", "label" or "path" (RBAC: a path segment)
     model_source: type[ApiModel] | str
     """The model class, or ``"module:Class"`` for a built-in kind: its module is imported
     when :attr:`model` is first read, so a command that decodes nodes and slices never
@@ -135,6 +135,30 @@ KINDS: tuple[KindInfo, ...] = (
         "subdomain",
         "admission_v1",
     ),
+    _built_in("rbac.authorization.k8s.io/v1", "Role", "roles", True, "path", "rbac_v1"),
+    _built_in(
+        "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True, "path", "rbac_v1"
+    ),
+    _built_in(
+        "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False, "path", "rbac_v1"
+    ),
+    _built_in(
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        False,
+        "path",
+        "rbac_v1",
+    ),
+    _built_in(
+        "policy/v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        True,
+        "subdomain",
+        "policy_v1",
+    ),
+    _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
     _built_in(f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Tenant", "tenants", False, "label", "tenancy"),
     _built_in(
         "apiextensions.k8s.io/v1",

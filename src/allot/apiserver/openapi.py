@@ -29,6 +29,9 @@ _MODULE_PREFIX = {
     "allot.api.apps_v1": "io.k8s.api.apps.v1",
     "allot.api.batch_v1": "io.k8s.api.batch.v1",
     "allot.api.autoscaling_v1": "io.k8s.api.autoscaling.v1",
+    "allot.api.rbac_v1": "io.k8s.api.rbac.v1",
+    "allot.api.policy_v1": "io.k8s.api.policy.v1",
+    "allot.api.coordination_v1": "io.k8s.api.coordination.v1",
     "allot.api.meta": "io.k8s.apimachinery.pkg.apis.meta.v1",
 }
 
@@ -58,6 +61,7 @@ PATCH_MERGE_KEYS: dict[tuple[str, str], str] = {
     ("ReplicaSetStatus", "conditions"): "type",
     ("StatefulSetStatus", "conditions"): "type",
     ("JobStatus", "conditions"): "type",
+    ("PodDisruptionBudgetStatus", "conditions"): "type",
 }
 """The lists upstream's types merge in a strategic merge patch, with their merge keys (the
 ``patchMergeKey``/``patchStrategy`` tags): kubectl's client-side apply reads them from the

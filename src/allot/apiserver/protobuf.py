@@ -6,7 +6,8 @@ kubectl posts some objects as ``application/vnd.kubernetes.protobuf``: the magic
 Namespaces and SelfSubjectAccessReviews only the fields the server needs are
 read (ObjectMeta's name, generateName, namespace, labels, annotations; the review's
 attributes). The workload kinds (Deployment, ReplicaSet, StatefulSet, ControllerRevision,
-Job, CronJob, Service, ServiceAccount, Secret, ConfigMap, ResourceQuota), policy/v1
+Job, CronJob, Service, ServiceAccount, Secret, ConfigMap, ResourceQuota), the RBAC kinds
+(Role, RoleBinding, ClusterRole, ClusterRoleBinding), policy/v1 PodDisruptionBudget and
 Eviction (``kubectl drain``) and meta/v1 DeleteOptions (the body of kubectl's deletes) are
 decoded whole from
 the field table of :mod:`allot.apiserver.protobuf_fields`, into the JSON kubectl would
@@ -177,6 +178,11 @@ WHOLE_KINDS = (
     "Secret",
     "ConfigMap",
     "ResourceQuota",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PodDisruptionBudget",
     "Eviction",
     "DeleteOptions",
 )

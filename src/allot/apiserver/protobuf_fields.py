@@ -1,11 +1,12 @@
 """Protobuf field numbers of the workload kinds, for decoding kubectl's protobuf bodies.
 
 kubectl's generators (``kubectl create deployment|job|cronjob|secret|service|
-serviceaccount|configmap|quota``) post these kinds as ``application/vnd.kubernetes.protobuf``,
-and ``kubectl drain``/``delete`` its Evictions and DeleteOptions. This table is the wire
-layout of their messages in Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1,
-batch/v1, core/v1, policy/v1 and apimachinery's meta/v1): per message, each field number
-with its JSON name and type. A type is ``s`` (string), ``i`` (integer), ``b`` (bool),
+serviceaccount|configmap|quota|role|rolebinding|clusterrole|clusterrolebinding|pdb``) post
+these kinds as ``application/vnd.kubernetes.protobuf``, and ``kubectl drain``/``delete``
+its Evictions and DeleteOptions. This table is the wire layout of their messages in
+Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1, batch/v1, core/v1, rbac/v1,
+policy/v1 and apimachinery's meta/v1): per message, each field number with its JSON name
+and type. A type is ``s`` (string), ``i`` (integer), ``b`` (bool),
 ``d``/``f`` (double/float), ``y`` (bytes, base64 in JSON), ``time``, ``intorstring``,
 ``quantity``, ``raw`` (embedded JSON), ``duration``, ``skip`` (a message of an API group
 allot does not serve), a message name, ``map:<type>`` (string keys); a leading ``*`` marks
@@ -27,6 +28,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         2: ("podAffinity", "PodAffinity"),
         3: ("podAntiAffinity", "PodAntiAffinity"),
     },
+    "AggregationRule": {1: ("clusterRoleSelectors", "*LabelSelector")},
     "AppArmorProfile": {1: ("type", "s"), 2: ("localhostProfile", "s")},
     "AzureDiskVolumeSource": {
         1: ("diskName", "s"),
@@ -60,6 +62,16 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         4: ("secretRef", "LocalObjectReference"),
     },
     "ClientIPConfig": {1: ("timeoutSeconds", "i")},
+    "ClusterRole": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("rules", "*PolicyRule"),
+        3: ("aggregationRule", "AggregationRule"),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("subjects", "*Subject"),
+        3: ("roleRef", "RoleRef"),
+    },
     "ClusterTrustBundleProjection": {
         1: ("name", "s"),
         2: ("signerName", "s"),
@@ -526,6 +538,26 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         3: ("options", "*PodDNSConfigOption"),
     },
     "PodDNSConfigOption": {1: ("name", "s"), 2: ("value", "s")},
+    "PodDisruptionBudget": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "PodDisruptionBudgetSpec"),
+        3: ("status", "PodDisruptionBudgetStatus"),
+    },
+    "PodDisruptionBudgetSpec": {
+        1: ("minAvailable", "intorstring"),
+        2: ("selector", "LabelSelector"),
+        3: ("maxUnavailable", "intorstring"),
+        4: ("unhealthyPodEvictionPolicy", "s"),
+    },
+    "PodDisruptionBudgetStatus": {
+        1: ("observedGeneration", "i"),
+        2: ("disruptedPods", "map:time"),
+        3: ("disruptionsAllowed", "i"),
+        4: ("currentHealthy", "i"),
+        5: ("desiredHealthy", "i"),
+        6: ("expectedPods", "i"),
+        7: ("conditions", "*Condition"),
+    },
     "PodFailurePolicy": {1: ("rules", "*PodFailurePolicyRule")},
     "PodFailurePolicyOnExitCodesRequirement": {
         1: ("containerName", "s"),
@@ -608,6 +640,13 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         44: ("evictionResponders", "*EvictionResponder"),
     },
     "PodTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodSpec")},
+    "PolicyRule": {
+        1: ("verbs", "*s"),
+        2: ("apiGroups", "*s"),
+        3: ("resources", "*s"),
+        4: ("resourceNames", "*s"),
+        5: ("nonResourceURLs", "*s"),
+    },
     "PortStatus": {1: ("port", "i"), 2: ("protocol", "s"), 3: ("error", "s")},
     "PortworxVolumeSource": {1: ("volumeID", "s"), 2: ("fsType", "s"), 3: ("readOnly", "b")},
     "Preconditions": {1: ("uid", "s"), 2: ("resourceVersion", "s")},
@@ -699,6 +738,13 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         2: ("requests", "map:quantity"),
         3: ("claims", "*ResourceClaim"),
     },
+    "Role": {1: ("metadata", "ObjectMeta"), 2: ("rules", "*PolicyRule")},
+    "RoleBinding": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("subjects", "*Subject"),
+        3: ("roleRef", "RoleRef"),
+    },
+    "RoleRef": {1: ("apiGroup", "s"), 2: ("kind", "s"), 3: ("name", "s")},
     "RollingUpdateDeployment": {
         1: ("maxUnavailable", "intorstring"),
         2: ("maxSurge", "intorstring"),
@@ -871,6 +917,12 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         3: ("fsType", "s"),
         4: ("readOnly", "b"),
         5: ("secretRef", "LocalObjectReference"),
+    },
+    "Subject": {
+        1: ("kind", "s"),
+        2: ("apiGroup", "s"),
+        3: ("name", "s"),
+        4: ("namespace", "s"),
     },
     "SuccessPolicy": {1: ("rules", "*SuccessPolicyRule")},
     "SuccessPolicyRule": {1: ("succeededIndexes", "s"), 2: ("succeededCount", "i")},

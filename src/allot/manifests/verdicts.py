@@ -6,7 +6,7 @@ catalogue a fair-sharing Tenant's shares must name), and record a :class:`Verdic
 either the accepted object or the ``Status`` the API server would return. What the API server does
 to a new object before validating it is done too (a Job's generated selector, with a
 placeholder uid; a Service's cluster IP). Kinds that Kubernetes serves but allot does not
-(Ingresses, RBAC...) are reported as skipped, not failed.
+(Ingresses, NetworkPolicies...) are reported as skipped, not failed.
 Called by ``allot validate`` and ``make demo``.
 """
 
@@ -31,12 +31,9 @@ from allot.validation.resource import ResourceContext
 
 UPSTREAM_GROUPS_NOT_SERVED = (
     "networking.k8s.io/",
-    "rbac.authorization.k8s.io/",
-    "policy/",
     "autoscaling/",
     "storage.k8s.io/",
     "scheduling.k8s.io/",
-    "coordination.k8s.io/",
 )
 UPSTREAM_CORE_KINDS_NOT_SERVED = (
     "PersistentVolume",

@@ -21,3 +21,14 @@ class UnsupportedMediaType(RequestError):
 
 class Unprocessable(RequestError):
     code, reason = 422, "Invalid"
+
+
+class TooManyRequests(RequestError):
+    code, reason = 429, "TooManyRequests"
+
+
+class InternalError(RequestError):
+    """Upstream answers some conditions it does not support with 500 (an eviction of a
+    pod under several disruption budgets); the message says which."""
+
+    code, reason = 500, "InternalError"

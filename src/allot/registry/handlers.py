@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from allot.registry import bodies, listing, patching, scale
+from allot.registry import bodies, disruption, listing, patching, scale
 from allot.registry.admission import (
     CONTROLLER_USER,
     AdmissionChain,
@@ -28,7 +28,7 @@ from allot.registry.errors import BadRequest, UnsupportedMediaType
 from allot.registry.kinds import Preparation, strategy
 from allot.registry.listing import ListOptions, ListPage
 from allot.registry.requests import Target
-from allot.registry.resources import ServedResource
+from allot.registry.resources import ServedResource, by_kind
 from allot.store import Store
 from allot.store.errors import Conflict, NotFound
 from allot.types import Obj, rfc3339
@@ -338,7 +338,7 @@ class Handlers:
     ) -> None:
         """``POST pods/<name>/eviction``: a policy/v1 Eviction deletes the pod gracefully
         with its ``deleteOptions``, as upstream's eviction storage does once no
-        PodDisruptionBudget stands in the way (allot serves none, so none ever does)."""
+        PodDisruptionBudget stands in the way (429 when one does: :mod:`disruption`)."""
         if body.get("kind") != "Eviction":
             raise BadRequest(f"not a Eviction object: {body.get('kind') or 'no kind'}")
         metadata = _binding_field(body, "metadata", dict, "v1.ObjectMeta", "Eviction")
@@ -350,7 +350,24 @@ class Handlers:
                 "on the request"
             )
         options = _binding_field(body, "deleteOptions", dict, "v1.DeleteOptions", "Eviction")
+        self._check_budgets(cluster, target)
         self.delete(cluster, target, options, dry_run, user)
+
+    def _check_budgets(self, cluster: str, target: Target) -> None:
+        """Refuse the eviction of ``target``'s pod if a disruption budget forbids it."""
+        namespace = target.namespace or ""
+        pod = self._current(cluster, target)
+        budgets = self.store.scan_namespace(
+            cluster, by_kind("PodDisruptionBudget").store, namespace
+        )
+        if not budgets:
+            return
+        pods = self.store.scan_namespace(cluster, target.resource.store, namespace)
+
+        def find(kind: str, name: str) -> Obj | None:
+            return self.store.peek(cluster, by_kind(kind).store, namespace, name)
+
+        disruption.check_eviction(pod, budgets, pods, find)
 
     # ---------------------------------------------------------------- internals
     def _current(self, cluster: str, target: Target) -> Obj:

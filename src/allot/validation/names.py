@@ -62,6 +62,14 @@ def is_domain_prefixed_path(value: str) -> list[str]:
     return is_dns1123_subdomain(domain)
 
 
+def is_valid_path_segment_name(value: str) -> list[str]:
+    """``IsValidPathSegmentName``: the names RBAC objects may have (anything usable as
+    one segment of a URL path)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
+
+
 def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 

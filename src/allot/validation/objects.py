@@ -25,6 +25,7 @@ from allot.validation.resource import ResourceContext
 _NAME_RULES = {
     "subdomain": names.is_dns1123_subdomain,
     "label": names.is_dns1123_label,
+    "path": names.is_valid_path_segment_name,
 }
 Validate = Callable[[Any, ResourceContext], ErrorList]
 ValidateUpdate = Callable[[Any, Any, ResourceContext], ErrorList]

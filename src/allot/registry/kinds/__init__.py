@@ -124,6 +124,12 @@ _MODULES: dict[str, str] = {
     "ControllerRevision": "controllerrevisions",
     "Job": "jobs",
     "CronJob": "cronjobs",
+    "Role": "rbac",
+    "RoleBinding": "rbac",
+    "ClusterRole": "rbac",
+    "ClusterRoleBinding": "rbac",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+    "Lease": "leases",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
