@@ -395,8 +395,9 @@ class ApiServer:
 
     def _watch(self, request: Request, cluster: str, target: Target) -> Response:
         query = request.query_params
-        label = selectors.label_selector(query.get("labelSelector"))
-        field = selectors.field_selector(query.get("fieldSelector"), target.resource.store.key)
+        label_text, field_text = query.get("labelSelector"), query.get("fieldSelector")
+        label = selectors.label_selector(label_text)
+        field = selectors.field_selector(field_text, target.resource.store.key)
         timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS)
         watch = WatchRequest(
             cluster=cluster,
@@ -409,6 +410,7 @@ class ApiServer:
             timeout_seconds=timeout,
             as_table=_wants_table(request),
             include_object=query.get("includeObject", "Metadata"),
+            selects=bool(label_text or field_text),
         )
         stream = WatchStream(
             self.registry.store, watch, self.clock, self.stopping, self.event_lines

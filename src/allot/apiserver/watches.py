@@ -9,8 +9,12 @@ Semantics (kubectl-protocol §3.5): without a resourceVersion (or ``0``) the str
 synthetic ADDED events for the current state; with ``N`` it replays retained events after
 ``N`` (410 Expired when they were compacted); ``sendInitialEvents=true`` ends the initial
 state with a BOOKMARK annotated ``k8s.io/initial-events-end``. Label and field selectors
-filter events. With a Table Accept header each event carries a one-row Table. The stream
-ends after ``timeoutSeconds`` (default 30 minutes) or when the server stops.
+filter events as upstream's watch cache does (:func:`transition`): a write that takes an
+object out of a watch's selector is sent as DELETED (its previous content at the write's
+resourceVersion), one that brings it in as ADDED; a resumed watch knows an object's
+previous content only from the replay's own earlier events. With a Table Accept header
+each event carries a one-row Table. The stream ends after ``timeoutSeconds`` (default 30
+minutes) or when the server stops.
 
 Each cluster (the host, each tenant) may hold ``MAX_WATCHES_PER_CLUSTER`` open watches;
 :class:`WatchSlots` counts them, so one tenant opening hundreds cannot starve the others:
@@ -47,12 +51,35 @@ class WatchRequest:
     resource: ServedResource
     namespace: str | None
     matches: Callable[[Obj], bool]
+    """The label and field selectors; with ``selects`` False it accepts every object."""
     resource_version: str | None
     send_initial_events: bool
     allow_bookmarks: bool
     timeout_seconds: float
     as_table: bool
     include_object: str
+    selects: bool = True
+
+
+def transition(event_type: str, matched: bool | None, matches: bool) -> str | None:
+    """The event a watch sends for a write, from whether the object as it was before
+    (``matched``; None when unknown) and as it is now (``matches``; never for a deletion)
+    pass its filter; None: nothing. Upstream's cacher rule: both -> MODIFIED, only now ->
+    ADDED, only before -> DELETED, neither -> nothing. With the previous object unknown
+    (an event read back from the database) the write's own type is sent if it matches."""
+    if event_type == "DELETED":
+        return "DELETED" if matched else None
+    if matched is None:
+        return event_type if matches else None
+    if matches:
+        return "MODIFIED" if matched else "ADDED"
+    return "DELETED" if matched else None
+
+
+def _at_version(obj: Obj, rv: int) -> Obj:
+    """``obj`` with resourceVersion ``rv``: the top level and metadata copied, the rest
+    shared (what a watch sends for an object that left its selector)."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(rv)}}
 
 
 class WatchSlots:
@@ -129,19 +156,33 @@ class EventLines:
     API server; it keeps the lines of the last :data:`RECENT_LINES` events."""
 
     def __init__(self) -> None:
-        self._lines: OrderedDict[tuple[int, str, str], tuple[WatchEvent, bytes]] = OrderedDict()
+        self._lines: OrderedDict[tuple[int, str, str, str], tuple[WatchEvent, bytes]] = (
+            OrderedDict()
+        )
 
-    def line(self, event: WatchEvent, resource: ServedResource) -> bytes:
-        """The event as a plain (not Table) watch line, the object typed as ``resource``."""
-        key = (event.rv, resource.api_version, resource.kind)
+    def line(
+        self, event: WatchEvent, resource: ServedResource, sent_as: str | None = None
+    ) -> bytes:
+        """The event as a plain (not Table) watch line of type ``sent_as`` (see
+        :func:`transition`; the event's own by default), the object typed as ``resource``."""
+        sent_as = sent_as or event.type
+        key = (event.rv, resource.api_version, resource.kind, sent_as)
         cached = self._lines.get(key)
         if cached is not None and cached[0] is event:
             return cached[1]
-        line = _line(event.type, _typed(event.object, resource))
+        line = _line(sent_as, _typed(_sent_object(event, sent_as), resource))
         self._lines[key] = (event, line)
         if len(self._lines) > RECENT_LINES:
             self._lines.popitem(last=False)
         return line
+
+
+def _sent_object(event: WatchEvent, sent_as: str) -> Obj:
+    """What a watch sends for ``event`` sent as ``sent_as``: the object, or for a write
+    that took it out of the watch's selector its previous content at the write's version."""
+    if sent_as == "DELETED" and event.type != "DELETED" and event.previous is not None:
+        return _at_version(event.previous, event.rv)
+    return event.object
 
 
 def _typed(obj: Obj, resource: ServedResource) -> Obj:
@@ -201,10 +242,27 @@ class WatchStream:
         is queued before this."""
         self.queue.put_nowait(_Signal.ENDED)
 
-    def _event_line(self, event: WatchEvent) -> bytes:
+    def _event_line(self, event: WatchEvent, sent_as: str) -> bytes:
         if self.request.as_table:
-            return _line(event.type, self._render(event.object))
-        return self.lines.line(event, self.request.resource)
+            return _line(sent_as, self._render(_sent_object(event, sent_as)))
+        return self.lines.line(event, self.request.resource, sent_as)
+
+    def _sent_as(self, event: WatchEvent, before: Obj | None) -> str | None:
+        """What this watch sends for ``event`` (:func:`transition`), ``before`` being the
+        object as it was (None: unknown, or it did not exist)."""
+        if not self.request.selects:  # the namespace alone, which a write never changes
+            return event.type if self._wanted(event.object) else None
+        matches = event.type != "DELETED" and self._wanted(event.object)
+        matched: bool | None
+        if event.type == "ADDED":
+            matched = False
+        elif before is not None:
+            matched = self._wanted(before)
+        elif event.type == "DELETED":
+            matched = self._wanted(event.object)  # its last content, at the deletion
+        else:
+            matched = None
+        return transition(event.type, matched, matches)
 
     def _render(self, obj: Obj) -> Obj:
         request = self.request
@@ -252,8 +310,24 @@ class WatchStream:
             return lines, rv
         start = int(version)
         events = self.store.events_since(request.cluster, request.resource.store, start)
-        lines = [self._event_line(e) for e in events if self._wanted(e.object)]
-        return lines, events[-1].rv if events else start
+        return self._replayed(events), events[-1].rv if events else start
+
+    def _replayed(self, events: list[WatchEvent]) -> list[bytes]:
+        """The lines of events read back from the database. They hold only the new
+        object: an object's previous content is known from its earlier event in the
+        replay; before its first one it is unknown (see :func:`transition`)."""
+        lines: list[bytes] = []
+        latest: dict[tuple[str, str], Obj] = {}
+        for event in events:
+            metadata = event.object["metadata"]
+            key = (metadata.get("namespace", ""), metadata["name"])
+            before = latest.pop(key, None)
+            if event.type != "DELETED":
+                latest[key] = event.object
+            sent_as = self._sent_as(event, before)
+            if sent_as is not None:
+                lines.append(self._event_line(_with_previous(event, before), sent_as))
+        return lines
 
     async def stream(self) -> AsyncIterator[bytes]:
         self.loop = asyncio.get_running_loop()
@@ -310,10 +384,19 @@ class WatchStream:
         lines: list[bytes] = []
         item = first
         while isinstance(item, WatchEvent):
-            if item.rv > last_rv and self._wanted(item.object):
-                last_rv = item.rv
-                lines.append(self._event_line(item))
+            if item.rv > last_rv:
+                sent_as = self._sent_as(item, item.previous)
+                if sent_as is not None:
+                    last_rv = item.rv
+                    lines.append(self._event_line(item, sent_as))
             if self.queue.empty():
                 return lines, last_rv, False
             item = self.queue.get_nowait()
         return lines, last_rv, True
+
+
+def _with_previous(event: WatchEvent, before: Obj | None) -> WatchEvent:
+    """A replayed event with the previous object the replay knows."""
+    if before is None:
+        return event
+    return WatchEvent(event.type, event.rv, event.cluster, event.resource, event.object, before)

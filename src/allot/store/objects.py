@@ -30,7 +30,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -76,11 +76,17 @@ class Resource:
 
 @dataclass(frozen=True)
 class WatchEvent:
+    """One write. ``previous`` is the object as stored before it (None for ADDED and for
+    events read back from the database, which keeps only the new object): the very dict
+    the store held, not a copy, so watches can tell when an object enters or leaves
+    their selector. Neither object may be modified."""
+
     type: str  # ADDED, MODIFIED, DELETED
     rv: int
     cluster: str
     resource: str
     object: Obj
+    previous: Obj | None = field(default=None, compare=False, repr=False)
 
 
 Listener = Callable[[WatchEvent], None]
@@ -689,10 +695,11 @@ class Store:
             (cluster, resource, namespace, name, body),
         )
         # ``obj`` is the store's private copy from here on; listeners must not modify it.
+        previous = self._objects.get(key)
         self._index(key, obj)
         self._set_body(key, body)
         try:
-            self._after_write(WatchEvent(event_type, rv, cluster, resource, obj))
+            self._after_write(WatchEvent(event_type, rv, cluster, resource, obj, previous))
         finally:
             if commit_now:
                 self._commits.commit_now()
@@ -707,10 +714,11 @@ class Store:
             "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?",
             key,
         )
+        previous = self._objects.get(key)
         self._unindex(key)
         self._set_body(key, None)
         try:
-            self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj))
+            self._after_write(WatchEvent("DELETED", rv, cluster, resource, obj, previous))
         finally:
             if commit_now:
                 self._commits.commit_now()

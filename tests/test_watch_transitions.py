@@ -1,0 +1,210 @@
+"""Watches with selectors: an object entering a selector is ADDED, leaving it DELETED.
+
+Upstream's cacher judges each write on the object before and after it
+(``cache_watcher.go``, ``convertToWatchEvent``); :func:`allot.apiserver.watches.transition`
+is that rule, checked here as a table, then through real streams for label and field
+selectors, live and resumed from a resourceVersion (where the previous object is known
+only from the replay's own earlier events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from allot.apiserver.watches import EventLines, WatchRequest, WatchStream, transition
+from allot.registry import selectors
+from allot.registry.resources import ServedResource, by_kind
+from allot.store import Store
+from allot.types import Obj
+
+CLOCK = dt.datetime(2026, 11, 27, 8, 0, tzinfo=dt.UTC)
+
+# (the write, matched before (None: unknown), matches now) -> what the watch sends
+TRANSITIONS: list[tuple[str, bool | None, bool, str | None]] = [
+    ("ADDED", False, True, "ADDED"),
+    ("ADDED", False, False, None),
+    ("MODIFIED", True, True, "MODIFIED"),
+    ("MODIFIED", False, True, "ADDED"),
+    ("MODIFIED", True, False, "DELETED"),
+    ("MODIFIED", False, False, None),
+    ("MODIFIED", None, True, "MODIFIED"),
+    ("MODIFIED", None, False, None),
+    ("DELETED", True, False, "DELETED"),
+    ("DELETED", False, False, None),
+]
+
+
+@pytest.mark.parametrize(("write", "matched", "matches", "sent"), TRANSITIONS)
+def test_the_transition_rule_is_upstreams(
+    write: str, matched: bool | None, matches: bool, sent: str | None
+) -> None:
+    assert transition(write, matched, matches) == sent
+
+
+def _store(tmp_path: Path) -> Store:
+    store = Store(tmp_path / "state.db", clock=lambda: CLOCK, seed=1)
+    store.create("host", by_kind("Namespace").store, {"metadata": {"name": "default"}})
+    return store
+
+
+def _request(
+    resource: ServedResource, matches: Callable[[Obj], bool], resource_version: str | None
+) -> WatchRequest:
+    return WatchRequest(
+        cluster="host",
+        resource=resource,
+        namespace="default",
+        matches=matches,
+        resource_version=resource_version,
+        send_initial_events=False,
+        allow_bookmarks=False,
+        timeout_seconds=0.4,
+        as_table=False,
+        include_object="Metadata",
+    )
+
+
+async def _events(lines: AsyncIterator[bytes]) -> list[Obj]:
+    return [json.loads(line) async for chunk in lines for line in chunk.splitlines()]
+
+
+def _watch_while(store: Store, request: WatchRequest, writes: Callable[[], None]) -> list[Obj]:
+    """The events a watch opened before ``writes`` receives until its timeout."""
+
+    async def run() -> list[Obj]:
+        stream = WatchStream(store, request, lambda: CLOCK, asyncio.Event(), EventLines())
+        reading = asyncio.ensure_future(_events(stream.stream()))
+        await asyncio.sleep(0.05)
+        writes()
+        await store.committed()
+        return await asyncio.wait_for(reading, 5)
+
+    return asyncio.run(run())
+
+
+def _relabel(store: Store, name: str, value: str) -> Obj:
+    resource = by_kind("ConfigMap").store
+    current = store.get("host", resource, "default", name)
+    current["metadata"]["labels"] = {"sel": value}
+    return store.update("host", resource, current)
+
+
+def _label_writes(store: Store) -> Callable[[], None]:
+    resource = by_kind("ConfigMap").store
+
+    def writes() -> None:
+        _relabel(store, "hw", "no")  # leaves: DELETED
+        current = store.get("host", resource, "default", "hw")
+        current["data"] = {"a": "2"}
+        store.update("host", resource, current)  # outside, changed: nothing
+        _relabel(store, "hw", "yes")  # enters: ADDED
+        current = store.get("host", resource, "default", "hw")
+        current["data"] = {"a": "3"}
+        store.update("host", resource, current)  # inside, changed: MODIFIED
+        _relabel(store, "hw", "no")  # leaves again: DELETED
+        store.delete("host", resource, "default", "hw")  # deleted outside: nothing
+
+    return writes
+
+
+def _labelled_config_map(store: Store) -> Obj:
+    body = {"metadata": {"name": "hw", "namespace": "default", "labels": {"sel": "yes"}}}
+    return store.create("host", by_kind("ConfigMap").store, body)
+
+
+def test_a_live_label_watch_sees_the_object_leave_and_enter(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _labelled_config_map(store)
+    request = _request(by_kind("ConfigMap"), selectors.label_selector("sel=yes"), None)
+    events = _watch_while(store, request, _label_writes(store))
+    assert [e["type"] for e in events] == ["ADDED", "DELETED", "ADDED", "MODIFIED", "DELETED"]
+    assert [e["object"]["metadata"]["labels"]["sel"] for e in events] == ["yes"] * 5
+    data = [e["object"].get("data") for e in events]
+    assert data == [None, None, {"a": "2"}, {"a": "3"}, {"a": "3"}]
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert versions == sorted(versions)
+    assert len(set(versions)) == 5
+
+
+def test_the_deleted_event_of_a_leaving_object_carries_its_last_matching_content(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    created = _labelled_config_map(store)
+    request = _request(
+        by_kind("ConfigMap"),
+        selectors.label_selector("sel=yes"),
+        created["metadata"]["resourceVersion"],
+    )
+    written: list[Obj] = []
+    events = _watch_while(store, request, lambda: written.append(_relabel(store, "hw", "no")))
+    assert [e["type"] for e in events] == ["DELETED"]
+    sent = events[0]["object"]
+    assert sent["metadata"]["labels"] == {"sel": "yes"}
+    assert sent["metadata"]["resourceVersion"] == written[0]["metadata"]["resourceVersion"]
+    assert sent["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+def _pod(store: Store, name: str, phase: str) -> Obj:
+    body = {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+        "status": {"phase": phase},
+    }
+    return store.create("host", by_kind("Pod").store, body)
+
+
+def _phase(store: Store, name: str, phase: str) -> None:
+    resource = by_kind("Pod").store
+    current = store.get("host", resource, "default", name)
+    current["status"]["phase"] = phase
+    store.update("host", resource, current)
+
+
+def test_a_live_field_watch_sees_the_object_leave_and_enter(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    _pod(store, "worker", "Pending")
+    matches = selectors.field_selector("status.phase=Running", "pods")
+    request = _request(by_kind("Pod"), matches, None)
+
+    def writes() -> None:
+        _phase(store, "worker", "Running")  # enters: ADDED
+        _phase(store, "worker", "Succeeded")  # leaves: DELETED, as it was (Running)
+        store.delete("host", by_kind("Pod").store, "default", "worker")  # outside: nothing
+
+    events = _watch_while(store, request, writes)
+    assert [(e["type"], e["object"]["status"]["phase"]) for e in events] == [
+        ("ADDED", "Running"),
+        ("DELETED", "Running"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("resume_before_create", "sent"),
+    [
+        # the create is replayed too: every write's previous object is known
+        (True, ["ADDED", "DELETED", "ADDED", "MODIFIED", "DELETED"]),
+        # the first replayed write's previous object is not: judged on its own (it does
+        # not match, so nothing), every later one is
+        (False, ["ADDED", "MODIFIED", "DELETED"]),
+    ],
+)
+def test_a_resumed_label_watch_knows_transitions_from_the_replay(
+    tmp_path: Path, resume_before_create: bool, sent: list[str]
+) -> None:
+    store = _store(tmp_path)
+    before_create = store.current_rv()
+    created = _labelled_config_map(store)
+    _label_writes(store)()
+    start = before_create if resume_before_create else created["metadata"]["resourceVersion"]
+    request = _request(by_kind("ConfigMap"), selectors.label_selector("sel=yes"), str(start))
+    events = _watch_while(store, request, lambda: None)
+    assert [e["type"] for e in events] == sent
+    assert events[-1]["object"]["metadata"]["labels"] == {"sel": "yes"}
+    assert events[-1]["object"]["data"] == {"a": "3"}
