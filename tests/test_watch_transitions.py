@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -20,10 +21,11 @@ import pytest
 from allot.apiserver.watches import EventLines, WatchRequest, WatchStream, transition
 from allot.registry import selectors
 from allot.registry.resources import ServedResource, by_kind
-from allot.store import Store
+from allot.store import Store, objects
 from allot.types import Obj
 
 CLOCK = dt.datetime(2026, 11, 27, 8, 0, tzinfo=dt.UTC)
+TENANT = "legal-ai"  # a tenant's virtual cluster: another cluster of the same store
 
 # (the write, matched before (None: unknown), matches now) -> what the watch sends
 TRANSITIONS: list[tuple[str, bool | None, bool, str | None]] = [
@@ -49,15 +51,19 @@ def test_the_transition_rule_is_upstreams(
 
 def _store(tmp_path: Path) -> Store:
     store = Store(tmp_path / "state.db", clock=lambda: CLOCK, seed=1)
-    store.create("host", by_kind("Namespace").store, {"metadata": {"name": "default"}})
+    for cluster in ("host", TENANT):
+        store.create(cluster, by_kind("Namespace").store, {"metadata": {"name": "default"}})
     return store
 
 
 def _request(
-    resource: ServedResource, matches: Callable[[Obj], bool], resource_version: str | None
+    resource: ServedResource,
+    matches: Callable[[Obj], bool],
+    resource_version: str | None,
+    cluster: str = "host",
 ) -> WatchRequest:
     return WatchRequest(
-        cluster="host",
+        cluster=cluster,
         resource=resource,
         namespace="default",
         matches=matches,
@@ -88,41 +94,51 @@ def _watch_while(store: Store, request: WatchRequest, writes: Callable[[], None]
     return asyncio.run(run())
 
 
-def _relabel(store: Store, name: str, value: str) -> Obj:
+def _relabel(store: Store, name: str, value: str, cluster: str = "host") -> Obj:
     resource = by_kind("ConfigMap").store
-    current = store.get("host", resource, "default", name)
+    current = store.get(cluster, resource, "default", name)
     current["metadata"]["labels"] = {"sel": value}
-    return store.update("host", resource, current)
+    return store.update(cluster, resource, current)
 
 
-def _label_writes(store: Store) -> Callable[[], None]:
+def _label_writes(store: Store, cluster: str = "host") -> Callable[[], None]:
     resource = by_kind("ConfigMap").store
+
+    def change(value: str) -> None:
+        current = store.get(cluster, resource, "default", "hw")
+        current["data"] = {"a": value}
+        store.update(cluster, resource, current)
 
     def writes() -> None:
-        _relabel(store, "hw", "no")  # leaves: DELETED
-        current = store.get("host", resource, "default", "hw")
-        current["data"] = {"a": "2"}
-        store.update("host", resource, current)  # outside, changed: nothing
-        _relabel(store, "hw", "yes")  # enters: ADDED
-        current = store.get("host", resource, "default", "hw")
-        current["data"] = {"a": "3"}
-        store.update("host", resource, current)  # inside, changed: MODIFIED
-        _relabel(store, "hw", "no")  # leaves again: DELETED
-        store.delete("host", resource, "default", "hw")  # deleted outside: nothing
+        _relabel(store, "hw", "no", cluster)  # leaves: DELETED
+        change("2")  # outside, changed: nothing
+        _relabel(store, "hw", "yes", cluster)  # enters: ADDED
+        change("3")  # inside, changed: MODIFIED
+        _relabel(store, "hw", "no", cluster)  # leaves again: DELETED
+        store.delete(cluster, resource, "default", "hw")  # deleted outside: nothing
 
     return writes
 
 
-def _labelled_config_map(store: Store) -> Obj:
+def _labelled_config_map(store: Store, cluster: str = "host") -> Obj:
     body = {"metadata": {"name": "hw", "namespace": "default", "labels": {"sel": "yes"}}}
-    return store.create("host", by_kind("ConfigMap").store, body)
+    return store.create(cluster, by_kind("ConfigMap").store, body)
 
 
-def test_a_live_label_watch_sees_the_object_leave_and_enter(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cluster", ["host", TENANT])
+def test_a_live_label_watch_sees_the_object_leave_and_enter(tmp_path: Path, cluster: str) -> None:
     store = _store(tmp_path)
-    _labelled_config_map(store)
-    request = _request(by_kind("ConfigMap"), selectors.label_selector("sel=yes"), None)
-    events = _watch_while(store, request, _label_writes(store))
+    other = TENANT if cluster == "host" else "host"
+    _labelled_config_map(store, cluster)
+    _labelled_config_map(store, other)
+    matches = selectors.label_selector("sel=yes")
+    request = _request(by_kind("ConfigMap"), matches, None, cluster)
+
+    def writes() -> None:
+        _label_writes(store, cluster)()
+        _relabel(store, "hw", "no", other)  # another cluster's object: never this watch's
+
+    events = _watch_while(store, request, writes)
     assert [e["type"] for e in events] == ["ADDED", "DELETED", "ADDED", "MODIFIED", "DELETED"]
     assert [e["object"]["metadata"]["labels"]["sel"] for e in events] == ["yes"] * 5
     data = [e["object"].get("data") for e in events]
@@ -185,18 +201,9 @@ def test_a_live_field_watch_sees_the_object_leave_and_enter(tmp_path: Path) -> N
     ]
 
 
-@pytest.mark.parametrize(
-    ("resume_before_create", "sent"),
-    [
-        # the create is replayed too: every write's previous object is known
-        (True, ["ADDED", "DELETED", "ADDED", "MODIFIED", "DELETED"]),
-        # the first replayed write's previous object is not: judged on its own (it does
-        # not match, so nothing), every later one is
-        (False, ["ADDED", "MODIFIED", "DELETED"]),
-    ],
-)
-def test_a_resumed_label_watch_knows_transitions_from_the_replay(
-    tmp_path: Path, resume_before_create: bool, sent: list[str]
+@pytest.mark.parametrize("resume_before_create", [True, False])
+def test_a_resumed_label_watch_sees_the_same_transitions(
+    tmp_path: Path, resume_before_create: bool
 ) -> None:
     store = _store(tmp_path)
     before_create = store.current_rv()
@@ -205,6 +212,46 @@ def test_a_resumed_label_watch_knows_transitions_from_the_replay(
     start = before_create if resume_before_create else created["metadata"]["resourceVersion"]
     request = _request(by_kind("ConfigMap"), selectors.label_selector("sel=yes"), str(start))
     events = _watch_while(store, request, lambda: None)
-    assert [e["type"] for e in events] == sent
-    assert events[-1]["object"]["metadata"]["labels"] == {"sel": "yes"}
+    sent = ["DELETED", "ADDED", "MODIFIED", "DELETED"]
+    assert [e["type"] for e in events] == (["ADDED", *sent] if resume_before_create else sent)
+    assert [e["object"]["metadata"]["labels"] for e in events] == [{"sel": "yes"}] * len(events)
     assert events[-1]["object"]["data"] == {"a": "3"}
+
+
+def test_a_resumed_watch_judges_a_write_alone_when_the_previous_one_was_compacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(objects, "EVENT_RETENTION", 10)
+    store = _store(tmp_path)
+    created = _labelled_config_map(store)
+    resource = by_kind("ConfigMap").store
+    for index in range(1000):  # the store compacts its events every 1,000 writes
+        body = {"metadata": {"name": f"filler-{index}", "namespace": "default"}}
+        store.create("host", resource, body)
+    assert store.oldest_rv() > int(created["metadata"]["resourceVersion"])
+    start = store.current_rv()
+    _relabel(store, "hw", "no")  # its previous object's event is gone: judged alone
+    _relabel(store, "hw", "yes")  # its previous one is the write above: ADDED
+    matches = selectors.label_selector("sel=yes")
+    request = _request(by_kind("ConfigMap"), matches, str(start))
+    events = _watch_while(store, request, lambda: None)
+    assert [e["type"] for e in events] == ["ADDED"]
+
+
+def test_events_of_a_database_from_before_previous_versions_replay_unknown(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    store = _store(tmp_path)
+    created = _labelled_config_map(store)
+    _relabel(store, "hw", "no")
+    store.close()
+    with sqlite3.connect(path) as legacy:  # as the schema was before ``prev_rv``
+        legacy.execute("ALTER TABLE events DROP COLUMN prev_rv")
+    reopened = Store(path, clock=lambda: CLOCK, seed=1)
+    _relabel(reopened, "hw", "yes")  # written after: its previous object is known
+    start = int(created["metadata"]["resourceVersion"])
+    events = reopened.events_since("host", by_kind("ConfigMap").store, start)
+    assert [e.type for e in events] == ["MODIFIED", "MODIFIED"]
+    assert events[0].previous is None
+    assert events[1].previous == events[0].object

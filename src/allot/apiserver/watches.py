@@ -12,7 +12,7 @@ state with a BOOKMARK annotated ``k8s.io/initial-events-end``. Label and field s
 filter events as upstream's watch cache does (:func:`transition`): a write that takes an
 object out of a watch's selector is sent as DELETED (its previous content at the write's
 resourceVersion), one that brings it in as ADDED; a resumed watch knows an object's
-previous content only from the replay's own earlier events. With a Table Accept header
+previous content while the store retains the event that wrote it. With a Table Accept header
 each event carries a one-row Table. The stream ends after ``timeoutSeconds`` (default 30
 minutes) or when the server stops.
 
@@ -247,17 +247,17 @@ class WatchStream:
             return _line(sent_as, self._render(_sent_object(event, sent_as)))
         return self.lines.line(event, self.request.resource, sent_as)
 
-    def _sent_as(self, event: WatchEvent, before: Obj | None) -> str | None:
-        """What this watch sends for ``event`` (:func:`transition`), ``before`` being the
-        object as it was (None: unknown, or it did not exist)."""
+    def _sent_as(self, event: WatchEvent) -> str | None:
+        """What this watch sends for ``event`` (:func:`transition`), judging the object as
+        it was before (``event.previous``; None: unknown, or it did not exist) and now."""
         if not self.request.selects:  # the namespace alone, which a write never changes
             return event.type if self._wanted(event.object) else None
         matches = event.type != "DELETED" and self._wanted(event.object)
         matched: bool | None
         if event.type == "ADDED":
             matched = False
-        elif before is not None:
-            matched = self._wanted(before)
+        elif event.previous is not None:
+            matched = self._wanted(event.previous)
         elif event.type == "DELETED":
             matched = self._wanted(event.object)  # its last content, at the deletion
         else:
@@ -313,20 +313,13 @@ class WatchStream:
         return self._replayed(events), events[-1].rv if events else start
 
     def _replayed(self, events: list[WatchEvent]) -> list[bytes]:
-        """The lines of events read back from the database. They hold only the new
-        object: an object's previous content is known from its earlier event in the
-        replay; before its first one it is unknown (see :func:`transition`)."""
+        """The lines of events read back from the database; an event whose previous
+        object was compacted away is judged on its own (see :func:`transition`)."""
         lines: list[bytes] = []
-        latest: dict[tuple[str, str], Obj] = {}
         for event in events:
-            metadata = event.object["metadata"]
-            key = (metadata.get("namespace", ""), metadata["name"])
-            before = latest.pop(key, None)
-            if event.type != "DELETED":
-                latest[key] = event.object
-            sent_as = self._sent_as(event, before)
+            sent_as = self._sent_as(event)
             if sent_as is not None:
-                lines.append(self._event_line(_with_previous(event, before), sent_as))
+                lines.append(self._event_line(event, sent_as))
         return lines
 
     async def stream(self) -> AsyncIterator[bytes]:
@@ -385,7 +378,7 @@ class WatchStream:
         item = first
         while isinstance(item, WatchEvent):
             if item.rv > last_rv:
-                sent_as = self._sent_as(item, item.previous)
+                sent_as = self._sent_as(item)
                 if sent_as is not None:
                     last_rv = item.rv
                     lines.append(self._event_line(item, sent_as))
@@ -393,10 +386,3 @@ class WatchStream:
                 return lines, last_rv, False
             item = self.queue.get_nowait()
         return lines, last_rv, True
-
-
-def _with_previous(event: WatchEvent, before: Obj | None) -> WatchEvent:
-    """A replayed event with the previous object the replay knows."""
-    if before is None:
-        return event
-    return WatchEvent(event.type, event.rv, event.cluster, event.resource, event.object, before)

@@ -76,10 +76,11 @@ class Resource:
 
 @dataclass(frozen=True)
 class WatchEvent:
-    """One write. ``previous`` is the object as stored before it (None for ADDED and for
-    events read back from the database, which keeps only the new object): the very dict
-    the store held, not a copy, so watches can tell when an object enters or leaves
-    their selector. Neither object may be modified."""
+    """One write. ``previous`` is the object as stored before it, so watches can tell
+    when an object enters or leaves their selector: for a live event the very dict the
+    store held (no copy); for one read back (:meth:`Store.events_since`) the object of
+    the event that wrote it, while that one is retained. None for ADDED and when unknown.
+    Neither object may be modified."""
 
     type: str  # ADDED, MODIFIED, DELETED
     rv: int
@@ -116,9 +117,11 @@ class Store:
                 PRIMARY KEY (cluster, resource, namespace, name));
             CREATE TABLE IF NOT EXISTS events (
                 rv INTEGER PRIMARY KEY AUTOINCREMENT, cluster TEXT NOT NULL,
-                resource TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL);
+                resource TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL,
+                prev_rv INTEGER);
             CREATE INDEX IF NOT EXISTS events_by_resource ON events (cluster, resource, rv);
         """)
+        _add_previous_versions(self._db)
         self._objects: dict[ObjectKey, Obj] = {}
         self._by_resource: dict[tuple[str, str], dict[ObjectKey, Obj]] = {}
         self._by_namespace: dict[tuple[str, str, str], dict[ObjectKey, Obj]] = {}
@@ -340,19 +343,44 @@ class Store:
                 yield resource, obj
 
     def events_since(self, cluster: str, resource: Resource, rv: int) -> list[WatchEvent]:
-        """Events after ``rv`` for a resource; Expired when ``rv`` was compacted away."""
+        """Events after ``rv`` for a resource; Expired when ``rv`` was compacted away.
+        Each carries its ``previous`` object while the event that wrote it is retained
+        (its row names it: ``prev_rv``), as a live event does."""
         with self._lock:
             if rv + 1 < self.oldest_rv() and rv < self.current_rv():
                 raise Expired(f"too old resource version: {rv} ({self.oldest_rv() - 1})")
             rows = self._db.execute(
-                "SELECT rv, type, body FROM events WHERE cluster=? AND resource=? AND rv>? "
-                "ORDER BY rv",
+                "SELECT rv, type, body, prev_rv FROM events "
+                "WHERE cluster=? AND resource=? AND rv>? ORDER BY rv",
                 (cluster, resource.key, rv),
             ).fetchall()
+            objects: dict[int, Obj] = {number: json.loads(body) for number, _, body, _ in rows}
+            earlier = [p for *_, p in rows if p is not None and p not in objects]
+            objects.update(self._event_objects(earlier))
         return [
-            WatchEvent(kind, number, cluster, resource.key, json.loads(body))
-            for number, kind, body in rows
+            WatchEvent(
+                kind,
+                number,
+                cluster,
+                resource.key,
+                objects[number],
+                objects.get(previous) if previous is not None else None,
+            )
+            for number, kind, _, previous in rows
         ]
+
+    def _event_objects(self, versions: list[int]) -> dict[int, Obj]:
+        """The objects the retained events of ``versions`` wrote (compacted ones are absent)."""
+        found: dict[int, Obj] = {}
+        for start in range(0, len(versions), 500):
+            chunk = versions[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for number, body in self._db.execute(
+                f"SELECT rv, body FROM events WHERE rv IN ({marks})",
+                chunk,
+            ):
+                found[number] = json.loads(body)
+        return found
 
     def add_listener(
         self,
@@ -687,15 +715,15 @@ class Store:
         body = json.dumps(obj, separators=(",", ":"))
         if len(body) > MAX_OBJECT_BYTES:
             raise TooLarge(f"Request entity too large: limit is {MAX_OBJECT_BYTES}")
+        previous = self._objects.get(key)
         commit_now = self._persist(
             rv,
-            (cluster, resource, event_type, body),
+            (cluster, resource, event_type, body, _version(previous)),
             "INSERT OR REPLACE INTO objects (cluster, resource, namespace, name, body) "
             "VALUES (?, ?, ?, ?, ?)",
             (cluster, resource, namespace, name, body),
         )
         # ``obj`` is the store's private copy from here on; listeners must not modify it.
-        previous = self._objects.get(key)
         self._index(key, obj)
         self._set_body(key, body)
         try:
@@ -708,13 +736,19 @@ class Store:
         cluster, resource, _, name = key
         rv = self._rv + 1
         obj["metadata"]["resourceVersion"] = str(rv)
+        previous = self._objects.get(key)
         commit_now = self._persist(
             rv,
-            (cluster, resource, "DELETED", json.dumps(obj, separators=(",", ":"))),
+            (
+                cluster,
+                resource,
+                "DELETED",
+                json.dumps(obj, separators=(",", ":")),
+                _version(previous),
+            ),
             "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?",
             key,
         )
-        previous = self._objects.get(key)
         self._unindex(key)
         self._set_body(key, None)
         try:
@@ -732,7 +766,11 @@ class Store:
             self._settle_namespace(cluster, key[2])
 
     def _persist(
-        self, rv: int, event: tuple[str, str, str, str], statement: str, values: tuple[str, ...]
+        self,
+        rv: int,
+        event: tuple[str, str, str, str, int | None],
+        statement: str,
+        values: tuple[str, ...],
     ) -> bool:
         """Append event ``rv`` and change the object's row in the loop turn's transaction;
         True when the caller commits once it has told the listeners (no loop runs here).
@@ -740,7 +778,8 @@ class Store:
         commit_now = self._commits.begin()
         try:
             self._db.execute(
-                "INSERT INTO events (rv, cluster, resource, type, body) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO events (rv, cluster, resource, type, body, prev_rv) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (rv, *event),
             )
             try:
@@ -896,6 +935,19 @@ class Store:
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
+
+
+def _add_previous_versions(db: sqlite3.Connection) -> None:
+    """Give a database from before ``events.prev_rv`` the column (its old events keep
+    NULL: their previous object is unknown)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+    if "prev_rv" not in columns:
+        db.execute("ALTER TABLE events ADD COLUMN prev_rv INTEGER")
+
+
+def _version(obj: Obj | None) -> int | None:
+    """The resourceVersion of a stored object: the number of the event that wrote it."""
+    return None if obj is None else int(obj["metadata"]["resourceVersion"])
 
 
 def _owner_uids(obj: Obj) -> list[str]:
