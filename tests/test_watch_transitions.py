@@ -255,3 +255,22 @@ def test_events_of_a_database_from_before_previous_versions_replay_unknown(
     assert [e.type for e in events] == ["MODIFIED", "MODIFIED"]
     assert events[0].previous is None
     assert events[1].previous == events[0].object
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "selected"),
+    [
+        ("sel=yes", {"sel": "yes"}, True),
+        ("sel=yes", {"sel": "no"}, False),
+        ("sel=yes", None, False),
+        ("!sel", None, True),
+        ("sel=yes,tier in (a,b)", {"sel": "yes", "tier": "b"}, True),
+        ("sel=yes,tier in (a,b)", {"sel": "yes", "tier": "c"}, False),
+        ("sel=yes,tier in (a,b)", {"tier": "a"}, False),
+    ],
+)
+def test_label_selectors_of_one_and_several_requirements(
+    selector: str, labels: dict[str, str] | None, selected: bool
+) -> None:
+    metadata: Obj = {"name": "hw"} if labels is None else {"name": "hw", "labels": labels}
+    assert selectors.label_selector(selector)({"metadata": metadata}) is selected

@@ -403,7 +403,7 @@ class ApiServer:
             cluster=cluster,
             resource=target.resource,
             namespace=target.namespace,
-            matches=lambda o: label(o) and field(o),
+            matches=_both(label, field, label_text, field_text),
             resource_version=query.get("resourceVersion"),
             send_initial_events=query.get("sendInitialEvents") == "true",
             allow_bookmarks=query.get("allowWatchBookmarks") == "true",
@@ -626,6 +626,21 @@ def _user(cluster: str) -> str:
 def _flag(request: Request, name: str) -> bool:
     """A boolean query parameter (``true`` or ``1``; the values were checked before)."""
     return request.query_params.get(name, "").lower() in ("true", "1")
+
+
+def _both(
+    label: selectors.Predicate,
+    field: selectors.Predicate,
+    label_text: str | None,
+    field_text: str | None,
+) -> selectors.Predicate:
+    """The label and field selectors as one predicate (one call when only one is given:
+    a watch judges every event, twice with a previous object)."""
+    if not field_text:
+        return label
+    if not label_text:
+        return field
+    return lambda obj: label(obj) and field(obj)
 
 
 def _wants_table(request: Request) -> bool:

@@ -256,8 +256,8 @@ class WatchStream:
         matched: bool | None
         if event.type == "ADDED":
             matched = False
-        elif event.previous is not None:
-            matched = self._wanted(event.previous)
+        elif event.previous is not None:  # same namespace: the selectors alone
+            matched = self.request.matches(event.previous)
         elif event.type == "DELETED":
             matched = self._wanted(event.object)  # its last content, at the deletion
         else:

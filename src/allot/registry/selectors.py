@@ -67,6 +67,9 @@ def label_selector(text: str | None) -> Predicate:
     if not text:
         return lambda obj: True
     checks = [_label_requirement(part) for part in _split_top_level(text)]
+    if len(checks) == 1:  # the common case, judged per watch per event: no generator
+        check = checks[0]
+        return lambda obj: check(obj["metadata"].get("labels") or {})
     return lambda obj: all(check(obj["metadata"].get("labels") or {}) for check in checks)
 
 
