@@ -15,17 +15,23 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tests.e2e.conftest import KUBECTL, Cluster
+import pytest
+
+from allot.cli.main import main as allot
+from tests.e2e.conftest import KUBECTL, Cluster, running_platform
 
 
 @contextmanager
-def _watching(cluster: Cluster, *args: str) -> Iterator[Callable[[int], list[str]]]:
+def _watching(
+    cluster: Cluster, *args: str, tenant: str | None = None
+) -> Iterator[Callable[[int], list[str]]]:
     """``kubectl get ARGS -w --output-watch-events`` in the background, once its watch
     request reached the server (after its list); yields a function that returns its first
     N output lines (waiting at most 20 s for them)."""
-    slots = cluster.server.api.watch_slots
-    opened = slots.open["host"]
-    env = {**os.environ, "HOME": str(cluster.home), "KUBECONFIG": str(cluster.kubeconfig)}
+    slots, on = cluster.server.api.watch_slots, tenant or "host"
+    opened = slots.open[on]
+    kubeconfig = cluster.kubeconfig.with_name(f"{tenant}.yaml") if tenant else cluster.kubeconfig
+    env = {**os.environ, "HOME": str(cluster.home), "KUBECONFIG": str(kubeconfig)}
     process = subprocess.Popen(
         [KUBECTL, "get", *args, "-w", "--output-watch-events"],
         env=env,
@@ -44,7 +50,7 @@ def _watching(cluster: Cluster, *args: str) -> Iterator[Callable[[int], list[str
     reader = threading.Thread(target=read_lines, daemon=True)
     reader.start()
     deadline = time.monotonic() + 20
-    while slots.open["host"] <= opened and time.monotonic() < deadline:
+    while slots.open[on] <= opened and time.monotonic() < deadline:
         time.sleep(0.05)
     read: list[str] = []
 
@@ -110,3 +116,27 @@ def test_a_field_selector_watch_sees_the_object_enter_and_leave(cluster: Cluster
         ("ADDED", "Running"),
         ("DELETED", "Running"),  # the object as it last matched, at the version it left
     ]
+
+
+def test_a_tenants_label_selector_watch_sees_the_object_leave_and_come_back(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    root = tmp_path_factory.mktemp("tenant-watch")
+    with running_platform(root) as platform:
+        assert allot(["tenant", "create", "team-a", "--data-dir", str(root / "data")]) == 0
+        kubeconfig = root / "data" / "kubeconfigs" / "team-a.yaml"
+
+        def as_tenant(*args: str) -> None:
+            platform.kubectl(*args, kubeconfig=kubeconfig)
+
+        as_tenant("create", "cm", "hw", "--from-literal=a=1")
+        as_tenant("label", "cm", "hw", "sel=yes")
+        platform.kubectl("create", "cm", "hw", "--from-literal=a=1")  # the host's own
+        platform.kubectl("label", "cm", "hw", "sel=yes")
+        with _watching(platform, "cm", "-l", "sel=yes", tenant="team-a") as first:
+            assert [line.split()[:2] for line in first(2)][1] == ["ADDED", "hw"]
+            platform.kubectl("label", "cm", "hw", "sel=no", "--overwrite")  # not the tenant's
+            as_tenant("label", "cm", "hw", "sel=no", "--overwrite")
+            as_tenant("label", "cm", "hw", "sel=yes", "--overwrite")
+            events = [line.split()[:2] for line in first(4)[2:]]
+    assert events == [["DELETED", "hw"], ["ADDED", "hw"]]
