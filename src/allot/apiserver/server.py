@@ -142,8 +142,10 @@ def serve(
     announce: Callable[[Endpoint], None] | None = None,
     on_started: Callable[[Endpoint], None] | None = None,
     build: Callable[[], ApiServer] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Serve until interrupted; ``on_started`` runs in a thread once requests are served.
+    """Serve until interrupted; ``on_started`` runs in a thread once requests are served,
+    then the lock records readiness, then ``on_ready`` runs (``allot up``'s last line).
 
     Raises ``DataDirLocked`` when another platform serves ``data_dir`` and ``OSError`` when
     the port cannot be bound, both before anything is written; ``build`` makes the platform
@@ -165,7 +167,7 @@ def serve(
         instance = _Server(_config(server, endpoint, host, bound), server)
         threading.Thread(
             target=_when_started,
-            args=(instance, on_started, endpoint, lock),
+            args=(instance, on_started, endpoint, lock, on_ready),
             daemon=True,
             name="allot-after-start",
         ).start()
@@ -184,9 +186,11 @@ def _when_started(
     action: Callable[[Endpoint], None] | None,
     endpoint: Endpoint,
     lock: DataDirLock,
+    ready: Callable[[], None] | None = None,
 ) -> None:
     """Once requests are served: ``action`` (``allot up`` publishes its fleet), then the
-    lock says the platform is ready (``allot kubeconfig --wait`` waits for that)."""
+    lock says the platform is ready (``allot kubeconfig --wait`` waits for that), then
+    ``ready`` (so what it prints is never seen before the lock says so)."""
     deadline = time.monotonic() + 60
     while not instance.started and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -194,6 +198,8 @@ def _when_started(
         if action is not None:
             action(endpoint)
         lock.record(endpoint.url, ready=True)
+        if ready is not None:
+            ready()
 
 
 class ServerThread:

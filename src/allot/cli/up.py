@@ -219,6 +219,8 @@ def run_up(args: argparse.Namespace) -> int:
 
     def publish(endpoint: Endpoint) -> None:
         _publish(endpoint.kubeconfigs["host"], fleet)
+
+    def ready() -> None:
         print("Ctrl-C stops it.", flush=True)  # last: the platform is ready for kubectl
 
     def build() -> ApiServer:
@@ -235,7 +237,7 @@ def run_up(args: argparse.Namespace) -> int:
 
     umask = os.umask(0o077)  # every file of the data directory is the owner's alone (0600)
     try:
-        serve(args.data_dir, args.host, args.port, announce, publish, build=build)
+        serve(args.data_dir, args.host, args.port, announce, publish, build=build, on_ready=ready)
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal
     except DataDirLocked as err:
