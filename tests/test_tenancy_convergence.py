@@ -309,7 +309,10 @@ def test_a_twin_deleted_while_the_platform_is_down_is_followed_not_recreated() -
             await _stop(api)
             down = Store(data / "state.db")  # while down: the twin goes, "b" arrives unsynced
             down.delete("host", by_kind("ResourceClaim").store, "tenant-legal-ai", twin_name)
-            down.create("legal-ai", by_kind("ResourceClaim").store, _claim("legal-ai", "b"))
+            stored = _claim("legal-ai", "b")  # as the API server stores it: defaulted
+            exactly = stored["spec"]["devices"]["requests"][0]["exactly"]
+            exactly.update(allocationMode="ExactCount", count=1)
+            down.create("legal-ai", by_kind("ResourceClaim").store, stored)
             down.close()
             again = await _start(data)
             await _settle(again)

@@ -16,7 +16,7 @@ tenant's token against its virtual cluster on the whole platform. For every resp
   store's resourceVersion too (nothing else writes there).
 
 Hypothesis runs with a fixed seed per target and a fixed number of examples per operation
-and mode (3 for the host, 2 for the tenant), so the same cases run every time. The explicit
+and mode (2), so the same cases run every time. The explicit
 hostile cases (invalid UTF-8, deep nesting, bad patches, ...) are data in
 ``tests/scenarios/malformed-requests.yaml``, run by ``tests/e2e/test_malformed_requests.py``
 with their exact answers and here against the tenant.
@@ -83,7 +83,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     with ServerThread(root / "data") as server:
         token = server.api.registry.tokens.ensure("host")
         url = f"{server.endpoint.url}/clusters/host"
-        yield Target(url, token, server.endpoint.tls.ca_cert, quiet=True, seed=13, examples=3)
+        yield Target(url, token, server.endpoint.tls.ca_cert, quiet=True, seed=13, examples=2)
 
 
 @pytest.fixture(scope="module")
