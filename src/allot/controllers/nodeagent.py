@@ -594,18 +594,10 @@ def _waiting_for_config(pod: Obj, failures: dict[str, str], now_moment: dt.datet
             ],
         }
     )
-    unready = f"containers with unready status: [{' '.join(c['name'] for c in containers)}]"
     conditions = {c["type"]: c for c in status.get("conditions") or []}
     conditions["Initialized"] = {"type": "Initialized", "status": "True", "lastTransitionTime": now}
-    for kind in ("Ready", "ContainersReady"):
-        conditions[kind] = {
-            "type": kind,
-            "status": "False",
-            "lastTransitionTime": now,
-            "reason": "ContainersNotReady",
-            "message": unready,
-        }
     status["conditions"] = list(conditions.values())
+    _set_readiness(pod, now)  # every container waits: not ready
     return pod
 
 

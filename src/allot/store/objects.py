@@ -152,12 +152,13 @@ class Store:
         self._commits = GroupCommit(self._db, self._lock, self._hand_over, self._forget_uncommitted)
         self._terminating: set[tuple[str, str]] = set()  # (cluster, namespace) being emptied
         self._emptying = False  # a namespace's content is being deleted: settle once after
-        for cluster, resource, _, name in list(self._objects):
-            if resource == "namespaces" and self._objects[(cluster, resource, "", name)][
-                "metadata"
-            ].get("deletionTimestamp"):
-                self._terminating.add((cluster, name))
-                self._settle_namespace(cluster, name)  # emptied while the platform was down
+        for (cluster, resource), objects in list(self._by_resource.items()):
+            if resource != "namespaces":
+                continue
+            for key, namespace in list(objects.items()):
+                if namespace["metadata"].get("deletionTimestamp"):
+                    self._terminating.add((cluster, key[3]))
+                    self._settle_namespace(cluster, key[3])  # emptied while it was down
 
     def _index(self, key: ObjectKey, obj: Obj) -> None:
         previous = self._objects.get(key)
@@ -444,8 +445,7 @@ class Store:
         metadata = obj.setdefault("metadata", {})
         namespace = metadata.get("namespace", "") if resource.namespaced else ""
         if resource.namespaced:
-            name = metadata.get("name") or metadata.get("generateName") or ""
-            self._require_namespace(cluster, namespace, resource, str(name))
+            self._require_namespace(cluster, namespace, resource, metadata)
         with self._lock:
             if not metadata.get("name") and metadata.get("generateName"):
                 metadata["name"] = self._generate_name(
@@ -681,7 +681,7 @@ class Store:
             )
 
     def _require_namespace(
-        self, cluster: str, namespace: str, resource: Resource, name: str
+        self, cluster: str, namespace: str, resource: Resource, metadata: Obj
     ) -> None:
         if not namespace:
             raise BadRequest("the namespace of the object is required")
@@ -694,6 +694,7 @@ class Store:
             )
         phase = self._objects[(cluster, "namespaces", "", namespace)].get("status", {})
         if phase.get("phase") == "Terminating":
+            name = str(metadata.get("name") or metadata.get("generateName") or "")
             raise NamespaceTerminating(namespace, **_about(resource, name))
 
     def _generate_name(self, cluster: str, resource: Resource, namespace: str, prefix: str) -> str:
@@ -858,17 +859,24 @@ class Store:
             return
         self._delete_key(key)
 
+    def _content(self, cluster: str, namespace: str) -> dict[str, list[Obj]]:
+        """What is left in a namespace, by resource (from the per-namespace index)."""
+        return {
+            triple[1]: list(objects.values())
+            for triple, objects in list(self._by_namespace.items())
+            if triple[0] == cluster and triple[2] == namespace and objects
+        }
+
     def _content_keys(self, cluster: str, namespace: str) -> list[ObjectKey]:
         return [
-            key
-            for triple, objects in list(self._by_namespace.items())
-            if triple[0] == cluster and triple[2] == namespace
-            for key in list(objects)
+            (cluster, resource, namespace, obj["metadata"]["name"])
+            for resource, objects in self._content(cluster, namespace).items()
+            for obj in objects
         ]
 
     def _holds_content(self, key: ObjectKey) -> bool:
         """Whether ``key`` is a namespace that still has objects in it."""
-        return key[1] == "namespaces" and bool(self._content_keys(key[0], key[3]))
+        return key[1] == "namespaces" and bool(self._content(key[0], key[3]))
 
     def _settle_namespace(self, cluster: str, name: str) -> None:
         """Remove a terminating namespace whose content is gone, or write what remains in
@@ -878,10 +886,7 @@ class Store:
         if current is None:
             self._terminating.discard((cluster, name))
             return
-        left: dict[str, list[Obj]] = {}
-        for triple, objects in self._by_namespace.items():
-            if triple[0] == cluster and triple[2] == name and objects:
-                left[triple[1]] = list(objects.values())
+        left = self._content(cluster, name)
         obj = clone_document(current)
         if not left and not obj["metadata"].get("finalizers"):
             self._remove(key, obj)

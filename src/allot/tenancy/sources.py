@@ -54,8 +54,18 @@ class SourceSync:
         self.host = host
         self.report = report
 
-    def sync(self, tenant_ctx: ControllerContext, kind: str, namespace: str, name: str) -> None:
-        """Bring one ConfigMap's or Secret's host twin to what the tenant's pods need."""
+    def sync(
+        self,
+        tenant_ctx: ControllerContext,
+        kind: str,
+        namespace: str,
+        name: str,
+        *,
+        used: bool = False,
+    ) -> None:
+        """Bring one ConfigMap's or Secret's host twin to what the tenant's pods need;
+        ``used``: a pod being synced names it (no need to look through the namespace's
+        pods, which a namespace of many pods would pay per pod)."""
         tenant = tenant_ctx.cluster
         try:
             twin_name = names.host_name(name, namespace)
@@ -66,7 +76,7 @@ class SourceSync:
         if twin is not None and tenant_object_name(twin) != (namespace, name):
             return  # a host object of that name the sync did not make: not ours to touch
         obj = tenant_ctx.peek(kind, namespace, name)
-        if obj is None or not self._used(tenant_ctx, kind, namespace, name):
+        if obj is None or not (used or self._used(tenant_ctx, kind, namespace, name)):
             if twin is not None:
                 self.host.delete(kind, host_ns, twin_name)
             self.report((tenant, kind, namespace, name), None)

@@ -559,7 +559,7 @@ class TenantSync:
                 return None
             self._held.discard((tenant, metadata.get("namespace", ""), metadata["name"]))
             for source, name in sorted(pod_sources(obj.get("spec") or {})):
-                self.sources.sync(ctx, source, metadata.get("namespace", ""), name)
+                self.sources.sync(ctx, source, metadata.get("namespace", ""), name, used=True)
         key = (tenant, kind, metadata.get("namespace", ""), metadata["name"])
         try:
             created = self.host.create(
