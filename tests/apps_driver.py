@@ -11,12 +11,13 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+from allot.api.pods import is_pod_ready
 from allot.controllers.context import ControllerContext
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.replicaset import ReplicaSetController
 from allot.controllers.runtime import Controller, RetryLater
 from allot.controllers.statefulset import StatefulSetController
-from allot.controllers.workloads import ClusterContexts, is_pod_ready
+from allot.controllers.workloads import ClusterContexts
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
 from allot.store import WatchEvent

@@ -8,9 +8,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from allot.api.pods import is_pod_active
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
-from allot.controllers.workloads import ClusterContexts, WorkloadKey, is_pod_active
+from allot.controllers.workloads import ClusterContexts, WorkloadKey
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
 from allot.types import Obj, rfc3339

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from allot.controllers.workloads import is_pod_ready
+from allot.api.pods import is_pod_ready
 from tests.apps_driver import NAMESPACE, AppsDriver, image_of
 from tests.test_controller_apps import _deployment, _template
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+from allot.api.pods import is_pod_active, is_pod_ready
 from allot.controllers.context import ControllerContext
 from allot.controllers.workloads import (
     ClusterContexts,
     WorkloadKey,
     controller_of,
     is_controlled_by,
-    is_pod_active,
-    is_pod_ready,
     owner_key,
     pod_from_template,
     service_account,

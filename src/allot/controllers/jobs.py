@@ -31,6 +31,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from allot.api.documents import clone_document
+from allot.api.pods import is_pod_active, is_pod_ready
 from allot.controllers import jobrules
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
@@ -40,8 +41,6 @@ from allot.controllers.workloads import (
     controller_of,
     event_key,
     is_controlled_by,
-    is_pod_active,
-    is_pod_ready,
     owner_key,
     pod_from_template,
 )

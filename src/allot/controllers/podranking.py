@@ -16,8 +16,8 @@ import functools
 import math
 from collections import Counter
 
+from allot.api.pods import is_pod_active, is_pod_ready
 from allot.controllers.adoption import ready_since
-from allot.controllers.workloads import is_pod_active, is_pod_ready
 from allot.types import Obj
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Hashable
 
 from allot.api.meta import selector_matches
+from allot.api.pods import is_pod_active, is_pod_ready
 from allot.controllers.adoption import (
     claim,
     in_namespace,
@@ -34,8 +35,6 @@ from allot.controllers.workloads import (
     WorkloadKey,
     controller_of,
     event_key,
-    is_pod_active,
-    is_pod_ready,
     pod_from_template,
 )
 from allot.statuses import to_status

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Hashable
 
 from allot.api.documents import clone_document
+from allot.api.pods import is_pod_ready
 from allot.controllers import rollout
 from allot.controllers.adoption import (
     claim,
@@ -42,7 +43,6 @@ from allot.controllers.workloads import (
     controller_of,
     controller_ref,
     event_key,
-    is_pod_ready,
     pod_from_template,
 )
 from allot.statuses import to_status

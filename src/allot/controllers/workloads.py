@@ -165,17 +165,3 @@ def pod_from_template(
         "metadata": metadata,
         "spec": clone_document(template.get("spec") or {}),
     }
-
-
-def is_pod_active(pod: Obj) -> bool:
-    """Neither finished nor being deleted (upstream's ``IsPodActive``)."""
-    phase = (pod.get("status") or {}).get("phase")
-    return phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp")
-
-
-def is_pod_ready(pod: Obj) -> bool:
-    """The pod's ``Ready`` condition is ``True``."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from allot.api.meta import StatusCause, StatusDetails, selector_matches
+from allot.api.pods import is_pod_ready
 from allot.registry.errors import InternalError, TooManyRequests
 from allot.types import Obj
 from allot.validation.workloads import int_or_percent
@@ -54,11 +55,6 @@ def budgets_of(pod: Obj, budgets: list[Obj]) -> list[Obj]:
     return [b for b in budgets if selector_matches((b.get("spec") or {}).get("selector"), labels)]
 
 
-def is_ready(pod: Obj) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def may_ignore_budgets(pod: Obj) -> bool:
     """``canIgnorePDB``: a pod that is not running or is already being deleted."""
     phase = (pod.get("status") or {}).get("phase")
@@ -70,7 +66,9 @@ def may_ignore_budgets(pod: Obj) -> bool:
 def budget_status(budget: Obj, pods: list[Obj], find: Find) -> Budget:
     spec = budget.get("spec") or {}
     selected = pods_of(budget, pods)
-    healthy = sum(1 for p in selected if not p["metadata"].get("deletionTimestamp") and is_ready(p))
+    healthy = sum(
+        1 for p in selected if not p["metadata"].get("deletionTimestamp") and is_pod_ready(p)
+    )
     name = budget["metadata"]["name"]
     minimum, maximum = spec.get("minAvailable"), spec.get("maxUnavailable")
     if maximum is None and (minimum is None or isinstance(minimum, int)):
@@ -142,7 +140,7 @@ def check_eviction(pod: Obj, budgets: list[Obj], pods: list[Obj], find: Find) ->
         return
     budget_obj = matching[0]
     budget = budget_status(budget_obj, pods, find)
-    if not is_ready(pod):
+    if not is_pod_ready(pod):
         policy = (budget_obj.get("spec") or {}).get("unhealthyPodEvictionPolicy")
         if policy == "AlwaysAllow" or budget.healthy >= budget.desired > 0:
             return
