@@ -36,7 +36,7 @@ import yaml
 
 from allot.api.kinds import decode, kind_info
 from allot.api.resource_v1 import DeviceClass
-from allot.api.tenancy import Tenant, entitlement_selector
+from allot.api.tenancy import Tenant, entitlement_selector, syncs
 from allot.cluster import kueue
 from allot.cluster.crd import tenant_crd
 from allot.ops.rules import AlertSettings, prometheus_rule
@@ -267,29 +267,40 @@ def _tenant_file(tenant: Tenant, classes: list[Obj], *, with_tenant: bool = True
 
 
 def _vcluster_values(tenant: Tenant) -> RenderedFile:
-    selector = entitlement_selector(tenant.spec)
-    values = {
-        "sync": {
-            "toHost": {
-                "resourceClaims": {"enabled": True},
-                "resourceClaimTemplates": {"enabled": True},
-            },
-            "fromHost": {
-                "deviceClasses": {
-                    "enabled": True,
-                    "selector": selector.to_wire() if selector is not None else {},
-                }
-            },
-        }
-    }
     name = tenant.metadata.name or ""
     header = (
         f"vCluster values for tenant {name}: only its DeviceClasses are synced into the\n"
         f"virtual cluster; its claims and templates sync to {names.host_namespace(name)},\n"
-        "where the policies and the quota apply. Use: vcluster create "
+        "where the policies and the quota apply. DRA sync is a vCluster Pro feature (log in\n"
+        "to vCluster Platform first). Use: vcluster create "
         f"{name} -n {names.host_namespace(name)} -f vcluster/{name}.yaml"
     )
-    return RenderedFile(f"vcluster/{name}.yaml", header, [values])
+    return RenderedFile(f"vcluster/{name}.yaml", header, [vcluster_values(tenant)])
+
+
+def vcluster_values(tenant: Tenant) -> Obj:
+    """The tenant's sync settings in vCluster's keys (``chart/values.schema.json``), with
+    allot's defaults written out: vCluster's are off. A tenant without an entitlement
+    selector is entitled to nothing, so its class sync is off: vCluster reads a missing
+    or empty selector as every class."""
+    spec = tenant.spec
+    selector = entitlement_selector(spec)
+    device_classes: Obj = {"enabled": syncs(spec, "deviceClasses") and selector is not None}
+    if device_classes["enabled"] and selector is not None:
+        device_classes["selector"] = selector.to_wire()
+    from_host: Obj = {"deviceClasses": device_classes}
+    nodes = spec.sync.from_host.nodes if spec.sync and spec.sync.from_host else None
+    if nodes is not None:
+        from_host["nodes"] = nodes.to_wire()
+    return {
+        "sync": {
+            "toHost": {
+                "resourceClaims": {"enabled": syncs(spec, "resourceClaims")},
+                "resourceClaimTemplates": {"enabled": syncs(spec, "resourceClaimTemplates")},
+            },
+            "fromHost": from_host,
+        }
+    }
 
 
 def _namespace(name: str) -> Obj:
