@@ -209,7 +209,10 @@ def _kueue_files(tenants: list[Tenant]) -> list[RenderedFile]:
             "each shared DeviceClass counted as the resource its ClusterQueues name, with the\n"
             "feature gate the mappings need: KueueDRAIntegration (Kueue 0.18+). On Kueue 0.14\n"
             "to 0.17 name it DynamicResourceAllocation instead; if the Deployment passes\n"
-            "--feature-gates, add the gate there and drop featureGates from this file.",
+            "--feature-gates, add the gate there and drop featureGates from this file.\n"
+            "Tenants' workloads reach the host as plain pods (vCluster syncs pods, not Jobs):\n"
+            "ADD pod to your integrations.frameworks (Kueue ships it commented out), keeping\n"
+            "the frameworks you have; without it Kueue queues none of the tenants' pods.",
             [config],
         ),
     ]
