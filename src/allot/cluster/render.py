@@ -60,6 +60,14 @@ OUTPUT_ORDER = (
 )
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value shared by two fields twice instead of as a YAML anchor and alias
+    (``&id001``/``*id001``), which some GitOps tools and reviewers do not follow."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 class PlatformFileError(ValueError):
     """The platform file cannot be rendered; the message names the document."""
 
@@ -78,7 +86,9 @@ class RenderedFile:
 
     def text(self) -> str:
         comments = "".join(f"# {line}\n" if line else "#\n" for line in self.header.splitlines())
-        body = "---\n".join(yaml.safe_dump(o, sort_keys=False) for o in self.objects)
+        body = "---\n".join(
+            yaml.dump(o, Dumper=_PlainDumper, sort_keys=False) for o in self.objects
+        )
         return comments + body
 
 
