@@ -361,13 +361,12 @@ class ApiServer:
         if _wants_table(request):
             return JSONResponse(
                 tables.table(
-                    target.resource.plural,
+                    target.resource,
                     page.items,
                     self.clock(),
                     include_object=request.query_params.get("includeObject", "Metadata"),
                     resource_version=str(page.resource_version),
                     continue_token=page.continue_token,
-                    custom_columns=target.resource.columns,
                 )
             )
         metadata: Obj = {"resourceVersion": str(page.resource_version)}
@@ -466,12 +465,11 @@ class ApiServer:
             if _wants_table(request):
                 return JSONResponse(
                     tables.table(
-                        target.resource.plural,
+                        target.resource,
                         [obj],
                         self.clock(),
                         include_object=request.query_params.get("includeObject", "Metadata"),
                         resource_version=obj["metadata"].get("resourceVersion", ""),
-                        custom_columns=target.resource.columns,
                     )
                 )
             return JSONResponse(obj)
