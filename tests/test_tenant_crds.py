@@ -8,6 +8,8 @@ registry is driven without HTTP."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,14 @@ from allot.api.errors import UnknownKindError
 from allot.api.kinds import custom_kind_clusters
 from allot.api.kinds import lookup as lookup_kind
 from allot.apiserver import discovery, openapi
+from allot.registry.admission import AdmissionDenied
 from allot.registry.clusters import Registry
 from allot.registry.handlers import WriteOptions
 from allot.registry.requests import Target, resolve_target
 from allot.registry.resources import by_kind, custom_resource_clusters
 from allot.statuses import InvalidObjectError
+from tests.queueing_platform import host as host_context
+from tests.queueing_platform import run_with_platform, settle
 
 Obj = dict[str, Any]
 A, B = "team-a", "team-b"
@@ -173,6 +178,8 @@ def test_each_tenants_openapi_document_carries_its_own_schema(api: Registry) -> 
         assert meta in document["components"]["schemas"]
         patch = document["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]
         assert "fieldValidation" in [p["name"] for p in patch["patch"]["parameters"]]
+        refs = set(re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(document)))
+        assert refs <= set(document["components"]["schemas"])
 
 
 def test_deleting_a_crd_deletes_its_objects_in_its_cluster_only(api: Registry) -> None:
@@ -218,3 +225,62 @@ def test_a_restart_serves_every_clusters_crds_again(api: Registry, tmp_path: Pat
     finally:
         again.close()
     api.custom_resources.served.clear()  # closed above; the fixture closes it again
+
+
+def test_a_tenants_quota_counts_its_own_custom_objects(api: Registry) -> None:
+    """``count/widgets.example.com`` in team-a's namespace counts team-a's widgets only."""
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "widgets", "namespace": "default"},
+        "spec": {"hard": {"count/widgets.example.com": "1"}},
+    }
+    api.handlers.create(A, Target(by_kind("ResourceQuota"), "default", None, ""), quota, OPTIONS)
+    _create_widget(api, B, widget("b1", "s"))
+    _create_widget(api, A, widget("a1", 1))
+    with pytest.raises(AdmissionDenied, match="exceeded quota: widgets"):
+        _create_widget(api, A, widget("a2", 2))
+    _create_widget(api, B, widget("b2", "t"))
+
+
+TENANT = "crd-team"
+TENANT_OBJECT = {
+    "apiVersion": "allot.dev/v1alpha1",
+    "kind": "Tenant",
+    "metadata": {"name": TENANT},
+    "spec": {"deviceClassSelector": {"matchLabels": {"gpu.platform/tenant": TENANT}}},
+}
+
+
+def test_a_deleted_tenant_takes_its_crds_and_comes_back_without_them() -> None:
+    """Through the whole platform (tenant guard in the chain, the tenant controller):
+    the tenant creates its CRD and a widget as its own user; deleting the Tenant drops its
+    cluster and unregisters its kinds; the tenant created again under the name serves no
+    widgets until it defines them again, with a schema of its own."""
+
+    async def body(platform: Any) -> None:
+        registry: Registry = platform.registry
+        tenant_user = WriteOptions("test", "Strict", False, user=f"system:allot:{TENANT}")
+        host = host_context(platform)
+        host.create("Tenant", TENANT_OBJECT, "test")
+        await settle(platform)
+        crds = Target(by_kind("CustomResourceDefinition"), None, None, "")
+        registry.handlers.create(TENANT, crds, widget_crd("integer"), tenant_user)
+        registry.handlers.create(TENANT, _widgets(TENANT), widget("w", 1), tenant_user)
+        assert TENANT in custom_resource_clusters()
+        host.delete("Tenant", "", TENANT)
+        await settle(platform, rounds=10)
+        assert host.get("Tenant", "", TENANT) is None
+        assert TENANT not in custom_resource_clusters()
+        assert TENANT not in custom_kind_clusters()
+        host.create("Tenant", TENANT_OBJECT, "test")
+        await settle(platform)
+        assert resolve_target(TENANT, "example.com", "v1", "default", "widgets", None) is None
+        registry.handlers.create(TENANT, crds, widget_crd("string"), tenant_user)
+        created = registry.handlers.create(
+            TENANT, _widgets(TENANT), widget("w", "s"), tenant_user
+        ).object
+        assert created["spec"] == {"size": "s"}
+        assert _names(registry, TENANT) == ["w"]
+
+    run_with_platform(body)

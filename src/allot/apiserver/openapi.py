@@ -392,8 +392,8 @@ def custom_document(cluster: str, group: str, version: str) -> dict[str, Any] | 
     if not served:
         return None
     paths: dict[str, Any] = {}
-    schemas = {k: v for k, v in _components().items() if k.startswith(f"{META}.")}
-    schemas.update(_REQUEST_SCHEMAS)
+    shared = {**_components(), **_REQUEST_SCHEMAS}  # ObjectMeta, DeleteOptions, Patch, ...
+    schemas = {k: v for k, v in shared.items() if k.startswith(f"{META}.")}
     for resource in served:
         paths.update(_operations(resource))
         schemas[_kind_schema_name(resource)] = _custom_schema(resource)
