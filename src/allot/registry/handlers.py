@@ -270,8 +270,8 @@ class Handlers:
         """The deletion grace period of upstream's pod strategy (``CheckGracefulDelete``):
         the request's ``gracePeriodSeconds``, else the pod's
         ``terminationGracePeriodSeconds`` (30); none for a pod that is not bound or has
-        finished, and for every other kind."""
-        if resource.kind != "Pod":
+        finished, and for every other kind (a custom kind called ``Pod`` included)."""
+        if resource.custom or resource.kind != "Pod":
             return 0
         if not self.graceful_pods_in(cluster):
             return 0
