@@ -284,3 +284,18 @@ def test_a_deleted_tenant_takes_its_crds_and_comes_back_without_them() -> None:
         assert _names(registry, TENANT) == ["w"]
 
     run_with_platform(body)
+
+
+def test_a_crd_for_a_built_in_resource_in_another_version_is_not_served(api: Registry) -> None:
+    """``deviceclasses.resource.k8s.io`` in ``v2`` would store its objects with the
+    tenant's mirrored (read-only) DeviceClasses: stored, never served."""
+    crd = widget_crd("integer", group="resource.k8s.io")
+    crd["metadata"]["name"] = "deviceclasses.resource.k8s.io"
+    crd["spec"]["names"] = {"kind": "DeviceClass", "plural": "deviceclasses"}
+    crd["spec"]["scope"] = "Cluster"
+    crd["spec"]["versions"][0]["name"] = "v2"
+    _create_crd(api, A, crd)
+    assert resolve_target(A, "resource.k8s.io", "v2", None, "deviceclasses", None) is None
+    with pytest.raises(UnknownKindError):
+        lookup_kind("resource.k8s.io/v2", "DeviceClass", A)
+    assert discovery.legacy_resources(A, "resource.k8s.io", "v2") is None

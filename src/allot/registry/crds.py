@@ -9,8 +9,9 @@ tenants may define the same group and plural with different schemas, and neither
 other's (nor the host's) in discovery, OpenAPI, REST or watches. Objects are stored like
 any other, in their cluster. Deleting a CRD deletes its objects, as Kubernetes does; a
 removed cluster (a deleted tenant) takes its CRDs with it (:meth:`forget_cluster`). A CRD
-for a kind the server has built in (``tenants.allot.dev``, as ``allot render`` writes it)
-is stored and accepted, but the built-in kind keeps being served. Created by
+for a kind the server has built in (``tenants.allot.dev``, as ``allot render`` writes it),
+or for a built-in resource in another version (whose objects would share its storage), is
+stored and accepted, but only the built-in kind is served. Created by
 :class:`allot.registry.clusters.Registry`.
 """
 
@@ -23,6 +24,7 @@ from allot.registry.resources import (
     by_kind,
     lookup,
     register_custom,
+    stored_as_built_in,
     unregister_custom,
 )
 from allot.store import Store, WatchEvent
@@ -57,7 +59,10 @@ class CustomResources:
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
         group, kind, plural = spec.get("group", ""), names.get("kind", ""), names.get("plural", "")
-        registered = []
+        registered: list[ServedResource] = []
+        if stored_as_built_in(group, plural):  # a tenant could write the catalogue through it
+            self.served[(cluster, crd["metadata"]["name"])] = registered
+            return
         for version in spec.get("versions") or []:
             name = version.get("name", "")
             if not version.get("served") or is_builtin(f"{group}/{name}", kind):

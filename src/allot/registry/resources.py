@@ -82,6 +82,7 @@ def _served(info: KindInfo) -> ServedResource:
 
 _INFO_BY_PATH = {(info.group, info.version, info.plural): info for info in KINDS}
 _INFO_BY_KIND = {info.kind: info for info in KINDS}
+_BUILT_IN_STORAGE = {(info.group, info.plural) for info in KINDS}
 _BUILT_IN: dict[str, ServedResource] = {}
 """Built-in resources by kind, each made when first looked up: its strategy module (and so
 its validators and model) is imported then, not with this module (start-up, issue 15)."""
@@ -140,6 +141,13 @@ def lookup(group: str, version: str, plural: str, cluster: str | None) -> Served
     if info is not None:
         return _built_in(info)
     return _CUSTOM.get(cluster, {}).get((group, version, plural)) if cluster is not None else None
+
+
+def stored_as_built_in(group: str, plural: str) -> bool:
+    """Whether objects of ``plural`` in ``group`` would share a built-in resource's storage
+    (the store keys a resource by plural and group, whatever the version): a CRD such as
+    ``deviceclasses.resource.k8s.io`` in another version may not serve them."""
+    return (group, plural) in _BUILT_IN_STORAGE
 
 
 def by_kind(kind: str) -> ServedResource:
