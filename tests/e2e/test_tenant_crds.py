@@ -146,6 +146,8 @@ def test_a_tenants_crd_is_invisible_to_the_other_tenant_and_the_host(tenancy: Te
     assert "prometheusrules.monitoring.coreos.com" not in groups
     tenants = tenancy.as_tenant(RESEARCH, "explain", "prometheusrules", check=False)
     assert tenants.returncode != 0
+    on_host = tenancy.cluster.kubectl("explain", "prometheusrules.spec.groups").stdout
+    assert "FIELD: groups <[]Object>" in on_host
 
 
 def test_deleting_a_tenants_crd_removes_its_objects_only_there(tenancy: Tenancy) -> None:
