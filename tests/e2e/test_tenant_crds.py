@@ -90,6 +90,11 @@ def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
             running.cluster.kubectl("apply", "-f", str(path))
         running.as_tenant(LEGAL, "apply", "-f", "-", stdin=widget_crd("integer", "Size"))
         running.as_tenant(RESEARCH, "apply", "-f", "-", stdin=widget_crd("string", "Colour"))
+        for tenant in (LEGAL, RESEARCH):  # as an installer waits, in the tenant's cluster
+            running.as_tenant(
+                tenant, "wait", "--for", "condition=established",
+                "crd/widgets.example.com", "--timeout=20s",
+            )  # fmt: skip
         running.as_tenant(LEGAL, "apply", "-f", "-", stdin=widget("w", 3))
         running.as_tenant(RESEARCH, "apply", "-f", "-", stdin=widget("w", "red"))
         only_legal = widget_crd("integer", "Size", group="legal.example.com")
