@@ -179,7 +179,8 @@ def test_a_tenant_kept_below_its_guarantee_fires_after_the_threshold() -> None:
         ("TenantBelowGuarantee", "legal", "Tenant")
     ]
     assert found[0].message == (
-        "tenant legal has had work inside its guarantee waiting for 150s (threshold 120s) "
+        "tenant legal has had work inside its guarantee waiting since "
+        f"{rfc3339(NOW - dt.timedelta(seconds=150))} (threshold 120s) "
         "while it holds 1 of 2 a100, 40Gi of 80Gi gpuMemory"
     )
     patient = {"legal": TenantSpec(alerts=TenantAlerts(below_guarantee_seconds=600))}
@@ -245,6 +246,86 @@ def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
             api.registry.close()
 
     asyncio.run(scenario())
+
+
+def test_an_alert_whose_facts_change_says_so_in_its_object() -> None:
+    """A claim pending with no pod, then with a pod that waits: the Alert object that
+    ``allot alerts`` and ``kubectl get alerts`` print follows the new reason, as the
+    dashboard does, without a second Warning Event."""
+
+    async def scenario() -> None:
+        clock = FakeClock()
+        with tempfile.TemporaryDirectory() as directory:
+            api = build(Path(directory), clock=clock)
+            host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+            host.create(
+                "Namespace",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+                "t",
+            )
+            request = {"name": "g", "exactly": {"deviceClassName": "none"}}
+            host.create(
+                "ResourceClaim",
+                {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "waiting", "namespace": "team"},
+                 "spec": {"devices": {"requests": [request]}}},
+                "t",
+            )  # fmt: skip
+            manager = api.operations.alerts
+            clock.now = NOW + dt.timedelta(minutes=6)
+            [before] = manager.evaluate_now()
+            assert "no pod uses it yet" in before.message
+            host.create(
+                "Pod",
+                {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "user", "namespace": "team"},
+                 "spec": {"resourceClaims": [{"name": "g", "resourceClaimName": "waiting"}],
+                          "containers": [{"name": "c", "image": "x"}]}},
+                "t",
+            )  # fmt: skip
+            [after] = manager.evaluate_now()
+            assert "pod user is waiting to be scheduled" in after.message
+            [alert] = host.list("Alert")
+            assert alert["spec"]["message"] == after.message
+            reasons = [e["reason"] for e in host.list("Event", "team")]
+            assert reasons.count("ClaimPendingTooLong") == 1
+            api.registry.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_claim_generated_for_a_tenant_pod_is_named_as_its_tenant_sees_it() -> None:
+    """A tenant pod's claim from a template is generated on the host for the pod's twin
+    (``train.default-gpu-x7k2p``); the tenant knows it as ``default/train-gpu-x7k2p``. The
+    dashboard's pending panel and fleet view and the alert say the tenant's name, as they
+    do for the tenant's own claims and as the audit does."""
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory() as directory:
+        api = build(Path(directory), clock=clock)
+        host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+        host.create(
+            "Namespace",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-legal"}},
+            "t",
+        )
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": "train.default", "controller": True,
+                 "uid": "0b6d1c9e-7c4f-4a8e-9d4e-2f1f8e1b7a11"}  # fmt: skip
+        request = {"name": "g", "exactly": {"deviceClassName": "none"}}
+        host.create(
+            "ResourceClaim",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "train.default-gpu-x7k2p", "namespace": "tenant-legal",
+                          "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+                          "ownerReferences": [owner]},
+             "spec": {"devices": {"requests": [request]}}},
+            "t",
+        )  # fmt: skip
+        [pending] = api.operations.capacity_document()["pending"]
+        assert (pending["namespace"], pending["claim"]) == ("default", "train-gpu-x7k2p")
+        clock.now = NOW + dt.timedelta(minutes=6)
+        [firing] = api.operations.alerts.evaluate_now()
+        assert firing.message.startswith("claim train-gpu-x7k2p of tenant legal has been")
+        api.registry.close()
 
 
 def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,9 @@ Every ``interval_seconds`` (and on demand, for tests with a fake clock) it takes
 snapshot, evaluates :mod:`allot.ops.rules`, and compares with what fires already. A new
 alert becomes an ``Alert`` object on the host (``kubectl get alerts``, ``allot alerts``),
 a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim with
-the reason it is pending (the tenant sync relays it to the tenant's claim). When the
+the reason it is pending (the tenant sync relays it to the tenant's claim). An alert that
+keeps firing while its message changes (more devices, another reason) has its object's
+message rewritten. When the
 condition ends the Alert object is deleted and a Normal Event says so. Alerts found in the
 store at start keep their ``activeSince``. The timed evaluation runs on the server's
 event loop in steps (a changed slice summarised, an alert raised or cleared) and gives
@@ -110,6 +112,10 @@ class AlertManager:
                 self._raise(firing, stamp)
                 self.firing[name] = firing
                 yield
+            elif firing.message != self.firing[name].message:
+                self._restate(firing)
+                self.firing[name] = firing
+                yield
         for name in [n for n in self.firing if n not in found]:
             self._clear(self.firing[name])
             del self.firing[name]
@@ -205,6 +211,16 @@ class AlertManager:
             created["status"] = {"state": "Firing", "activeSince": stamp}
             self.host.update_status("Alert", created, MANAGER)
         self._claim_events(firing, "Warning", firing.rule, firing.message)
+
+    def _restate(self, firing: Firing) -> None:
+        """A firing alert whose facts changed (a class grew, a quota filled further, a pending
+        claim's reason moved on): its object says so too, so ``allot alerts`` and ``kubectl
+        get alerts`` agree with the dashboard. No new Event: the condition did not restart."""
+        alert = self.host.get("Alert", "", firing.name)
+        if alert is None:
+            return
+        alert["spec"]["message"] = firing.message
+        self.host.update("Alert", alert, MANAGER)
 
     def _clear(self, firing: Firing) -> None:
         self.host.delete("Alert", "", firing.name)

@@ -27,11 +27,12 @@ from typing import Any
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.cel import SelectorCompiler
+from allot.controllers.claims import POD_CLAIM_ANNOTATION
 from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
 from allot.store import Store
-from allot.tenancy import names
+from allot.tenancy import generated, names
 from allot.types import Obj
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
@@ -394,14 +395,14 @@ class CapacityView:
         classes = sorted(claims.claim_classes(claim))
         status = claim.get("status") or {}
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-        annotations = metadata.get("annotations") or {}
         created = metadata.get("creationTimestamp")
+        tenant_namespace, tenant_claim = _tenant_names(metadata) if tenant else ("", "")
         return ClaimInfo(
             namespace,
             metadata["name"],
             tenant,
-            annotations.get(names.NAME_ANNOTATION, metadata["name"]),
-            (metadata.get("labels") or {}).get(names.TENANT_NAMESPACE_LABEL, ""),
+            tenant_claim or metadata["name"],
+            tenant_namespace,
             tuple(classes),
             bool(status.get("allocation")),
             dt.datetime.fromisoformat(created.replace("Z", "+00:00")) if created else None,
@@ -412,6 +413,29 @@ class CapacityView:
             ],
             [c.get("name", "") for c in status.get("reservedFor") or []],
         )
+
+
+def _tenant_names(metadata: Obj) -> tuple[str, str]:
+    """A tenant claim's namespace and name in its tenant: a synced claim says them in its
+    label and annotation; a claim generated on the host for a tenant pod's twin has the name
+    its tenant's mirror of it has (``<pod>-<claim>-xxxxx``), in the pod's namespace."""
+    annotations = metadata.get("annotations") or {}
+    if names.NAME_ANNOTATION in annotations:
+        labels = metadata.get("labels") or {}
+        return labels.get(names.TENANT_NAMESPACE_LABEL, ""), annotations[names.NAME_ANNOTATION]
+    entry = annotations.get(POD_CLAIM_ANNOTATION)
+    twin = next(
+        (o.get("name", "") for o in metadata.get("ownerReferences") or []
+         if o.get("kind") == "Pod" and o.get("controller")),
+        "",
+    )  # fmt: skip
+    if entry is None or not twin:
+        return "", ""
+    try:
+        pod, namespace = names.tenant_name(twin)
+    except ValueError:
+        return "", ""
+    return namespace, generated.tenant_claim_name(pod, entry, metadata["name"])
 
 
 def memory_text(value: int) -> str:

@@ -304,8 +304,9 @@ def _below_guarantee(inputs: RuleInputs, settings: AlertSettings) -> list[Firing
                 "Tenant",
                 "",
                 tenant,
-                f"tenant {tenant} has had work inside its guarantee waiting for "
-                f"{int(now - since)}s (threshold {threshold}s) while it holds {held}",
+                f"tenant {tenant} has had work inside its guarantee waiting since "
+                f"{rfc3339(dt.datetime.fromtimestamp(since, dt.UTC))} (threshold "
+                f"{threshold}s) while it holds {held}",
             )
         )
     return found
