@@ -131,7 +131,9 @@ def test_quota_use_and_gpu_memory_fire_at_the_threshold() -> None:
     held = {("gpu.nvidia.com", "p1", "gpu-0"): claim}
     spec = TenantSpec(quota=TenantQuota(gpu_memory=Quantity.parse("40Gi")))
     found = evaluate(_inputs(_snapshot([claim], held), tenants={"legal": spec}), AlertSettings())
-    assert [f.message for f in found] == ["tenant legal holds 40Gi of its 40Gi GPU memory quota"]
+    assert [f.message for f in found] == [
+        "tenant legal holds 40Gi of its 40Gi GPU memory quota (100%, threshold 90%)"
+    ]
 
 
 def test_incomplete_and_stale_pools_and_sync_errors() -> None:

@@ -169,11 +169,9 @@ def _quota_usage(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
     for tenant, spec in sorted(inputs.tenants.items()):
         most = spec.quota.gpu_memory if spec.quota else None
         held = inputs.snapshot.tenant_memory().get(tenant, 0)
-        if (
-            most is not None
-            and most.sign() > 0
-            and held * 100 * 10**9 >= most.nanos * _percent_threshold(spec, settings)
-        ):
+        percent = _percent_threshold(spec, settings)
+        if most is not None and most.sign() > 0 and held * 100 * 10**9 >= most.nanos * percent:
+            share = held * 100 * 10**9 // most.nanos
             found.append(
                 Firing(
                     "TenantQuotaHigh",
@@ -182,7 +180,8 @@ def _quota_usage(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
                     "Tenant",
                     "",
                     tenant,
-                    f"tenant {tenant} holds {memory_text(held)} of its {most} GPU memory quota",
+                    f"tenant {tenant} holds {memory_text(held)} of its {most} GPU memory quota "
+                    f"({share}%, threshold {percent}%)",
                 )
             )
     return found
