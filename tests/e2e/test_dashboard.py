@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.tenancy import REPO, SLICE_TEMPLATE, Tenancy, seed_platform, slice_trainer
+from allot.cli.main import main as allot
+from tests.e2e.tenancy import (
+    REPO,
+    SLICE_TEMPLATE,
+    Tenancy,
+    seed_platform,
+    slice_trainer,
+    write_values,
+)
 
 pytestmark = pytest.mark.slow
 CHROMIUM = os.environ.get("ALLOT_CHROMIUM") or shutil.which("chromium") or ""
@@ -217,3 +225,28 @@ def test_a_claim_from_a_template_is_named_as_its_tenant_sees_it(
             lambda: len(tenancy.host_json("resourceclaims", "-A")["items"]) == 2,
             "the trainer's claim released",
         )
+
+
+def test_a_deleted_tenant_keeps_a_colour_of_its_own_in_the_usage_chart(
+    browser: Any, tenancy: Tenancy, tmp_path: Path
+) -> None:
+    """The usage of the last day still lists a tenant deleted since (its device-hours are
+    billed); its colour differs from every other tenant's, as the live tenants' do."""
+    values = write_values(tmp_path / "vision-ai.yaml", "research-ai")
+    tenancy.create_tenant("vision-ai", "-f", str(values))
+    tenancy.as_tenant("vision-ai", "apply", "-f", "-", stdin=json.dumps(SLICE_TEMPLATE))
+    tenancy.as_tenant("vision-ai", "apply", "-f", "-", stdin=json.dumps(slice_trainer()))
+    tenancy.wait(
+        lambda: any(
+            (c.get("status") or {}).get("allocation")
+            for c in tenancy.host_json("resourceclaims", "-n", "tenant-vision-ai")["items"]
+        ),
+        "vision-ai's claim allocated",
+    )
+    assert allot(["tenant", "delete", "vision-ai", "--data-dir", str(tenancy.data_dir)]) == 0
+    page, problems = _open(browser, tenancy)
+    swatches = page.locator("#panel-usage td span")
+    colours = {s.inner_text(): s.evaluate("e => e.style.background") for s in swatches.all()}
+    assert "vision-ai" in colours
+    assert len(set(colours.values())) == len(colours), colours
+    assert problems == []

@@ -254,7 +254,8 @@ class Dashboard:
                 series[row.key][hour] = row.device_hours
         if not series:
             return '<p class="empty">No allocations in the last 24 hours.</p>'
-        order = _tenant_order(document)
+        order = _tenant_order(document)  # the fleet's colours; then the tenants since deleted
+        order += sorted(t for t in series if t not in order)
         return _chart(series, order) + _usage_table(series, order)
 
 
