@@ -23,7 +23,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from allot.cli.options import add_data_dir
+from allot.cli.options import add_data_dir, positive_seconds
 from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.errors import KubeError
@@ -61,7 +61,9 @@ def register(subparsers: Any) -> None:
     add_output(usage, extra=("csv",))
     usage.set_defaults(run=run_usage)
     top = subparsers.add_parser("top", help="live capacity per pool and tenant")
-    top.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    top.add_argument(
+        "--interval", type=positive_seconds, default=2.0, help="seconds between refreshes"
+    )
     top.add_argument("--once", action="store_true", help="print once and exit")
     top.set_defaults(run=run_top)
     for parser in (alerts, audit_parser, usage, top):

@@ -57,3 +57,14 @@ def add_kubeconfig(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="kubeconfig context to use (default: the kubeconfig's current context)",
     )
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (a refresh interval, a timeout)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not seconds > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text!r}")
+    return seconds
