@@ -343,3 +343,28 @@ def test_audit_names_a_template_claim_as_its_tenant_sees_it(
     assert entry["claim"] == tenant_claim
     assert entry["host_claim"] != tenant_claim  # the host's own, generated for the twin
     assert entry["host_claim"].startswith("templated.default-gpu-")
+
+
+def test_a_pending_template_claim_alert_reaches_the_tenants_claim(tenancy: Tenancy) -> None:
+    """A tenant pod's claim from a template that fits nowhere (eight slices of seven): the
+    alert's Warning Event is on the claim the tenant lists, under its tenant name, as for a
+    claim the tenant made itself."""
+    eight = TEMPLATE_POD.replace("deviceClassName: gpu-slice}", "deviceClassName: gpu-slice, "
+                                 "allocationMode: ExactCount, count: 8}")  # fmt: skip
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=eight)
+    statuses = tenancy.wait(
+        lambda: (tenancy.tenant_json("research-ai", "pod", "templated").get("status") or {}).get(
+            "resourceClaimStatuses"
+        ),
+        "the tenant pod's claim status",
+    )
+    tenant_claim = statuses[0]["resourceClaimName"]
+    events = tenancy.wait(
+        lambda: [
+            e
+            for e in tenancy.tenant_events("research-ai", tenant_claim)
+            if e.startswith("ClaimPendingTooLong")
+        ],
+        "the alert's Event on the tenant's claim",
+    )
+    assert f"claim {tenant_claim} of tenant research-ai has been pending" in events[0]

@@ -27,7 +27,6 @@ from typing import Any
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.cel import SelectorCompiler
-from allot.controllers.claims import POD_CLAIM_ANNOTATION
 from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
@@ -396,7 +395,7 @@ class CapacityView:
         status = claim.get("status") or {}
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
         created = metadata.get("creationTimestamp")
-        tenant_namespace, tenant_claim = _tenant_names(metadata) if tenant else ("", "")
+        tenant_namespace, tenant_claim = _tenant_names(claim) if tenant else ("", "")
         return ClaimInfo(
             namespace,
             metadata["name"],
@@ -415,27 +414,16 @@ class CapacityView:
         )
 
 
-def _tenant_names(metadata: Obj) -> tuple[str, str]:
+def _tenant_names(claim: Obj) -> tuple[str, str]:
     """A tenant claim's namespace and name in its tenant: a synced claim says them in its
     label and annotation; a claim generated on the host for a tenant pod's twin has the name
     its tenant's mirror of it has (``<pod>-<claim>-xxxxx``), in the pod's namespace."""
+    metadata = claim["metadata"]
     annotations = metadata.get("annotations") or {}
     if names.NAME_ANNOTATION in annotations:
         labels = metadata.get("labels") or {}
         return labels.get(names.TENANT_NAMESPACE_LABEL, ""), annotations[names.NAME_ANNOTATION]
-    entry = annotations.get(POD_CLAIM_ANNOTATION)
-    twin = next(
-        (o.get("name", "") for o in metadata.get("ownerReferences") or []
-         if o.get("kind") == "Pod" and o.get("controller")),
-        "",
-    )  # fmt: skip
-    if entry is None or not twin:
-        return "", ""
-    try:
-        pod, namespace = names.tenant_name(twin)
-    except ValueError:
-        return "", ""
-    return namespace, generated.tenant_claim_name(pod, entry, metadata["name"])
+    return generated.mirror_name(claim) or ("", "")
 
 
 def memory_text(value: int) -> str:
