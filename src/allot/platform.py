@@ -34,6 +34,7 @@ from allot.controllers.deployment import DeploymentController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
+from allot.controllers.podgc import PodGarbageCollector
 from allot.controllers.quota import QuotaStatus
 from allot.controllers.replicaset import ReplicaSetController
 from allot.controllers.runtime import Controller, ControllerManager
@@ -153,6 +154,7 @@ def build(
                 pods,
                 driver_gates,
             ),
+            PodGarbageCollector(context),
             ops.recorder,
             KubernetesService(
                 ClusterContexts(context, "kube-apiserver", directory.is_tenant),

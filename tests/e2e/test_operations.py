@@ -22,7 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
-from allot.driver.publisher import publish
+from allot.driver.publisher import Publisher, publish
+from allot.kube.client import Client
 from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.platform import build
 from tests.e2e.conftest import Cluster
@@ -368,3 +369,64 @@ def test_a_pending_template_claim_alert_reaches_the_tenants_claim(tenancy: Tenan
         "the alert's Event on the tenant's claim",
     )
     assert f"claim {tenant_claim} of tenant research-ai has been pending" in events[0]
+
+
+HOST_GPU_POD = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: big}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu-whole}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, finalizers: [example.com/keep]}
+spec:
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+  resourceClaims: [{name: gpu, resourceClaimName: big}]
+  containers:
+  - {name: c, image: busybox, resources: {claims: [{name: gpu}]}}
+"""
+
+
+def test_a_node_scaled_away_fails_its_pods_and_releases_their_devices(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``allot fleet scale`` removes the node a pod's GPU is on: the pod collector fails
+    the pod (``DisruptionTarget``: ``DeletionByPodGC``) and deletes it, the claim is
+    released and the audit says so, so usage stops billing a GPU that left the fleet."""
+    cluster = tenancy.cluster
+    cluster.kubectl("apply", "-f", "-", stdin=HOST_GPU_POD)
+    tenancy.wait(
+        lambda: (cluster.get_json("pod", "trainer").get("spec") or {}).get("nodeName"),
+        "the trainer bound",
+    )
+    client = Client.from_kubeconfig(cluster.kubeconfig)
+    Publisher(client).reconcile(parse_fleet(SEED_000_FLEET).scaled("a100-whole-pool", 0))
+    pod = tenancy.wait(  # its finalizer keeps it readable once deleted
+        lambda: (
+            (p := cluster.get_json("pod", "trainer"))["metadata"].get("deletionTimestamp") and p
+        ),
+        "the trainer deleted",
+    )
+    assert pod["status"]["phase"] == "Failed"
+    [condition] = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "True",
+        "DeletionByPodGC",
+        "PodGC: node no longer exists",
+    )
+    cluster.kubectl("patch", "pod", "trainer", "--type", "merge", "-p",
+                    '{"metadata":{"finalizers":null}}')  # fmt: skip
+    tenancy.wait(
+        lambda: (
+            not tenancy.host_json("pods")["items"]
+            and not (cluster.get_json("resourceclaim", "big").get("status") or {}).get("allocation")
+        ),
+        "the trainer gone and its claim released",
+    )
+    time.sleep(0.3)
+    assert allot(["audit", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
+    actions = [(e["action"], e["claim"]) for e in json.loads(capsys.readouterr().out)["items"]]
+    assert actions == [("allocate", "big"), ("release", "big")]
