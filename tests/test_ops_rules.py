@@ -12,15 +12,17 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantAlerts, TenantQuota, TenantSpec
 from allot.cli.main import main as allot
 from allot.controllers.context import ControllerContext
 from allot.fairshare.books import Standing
-from allot.fairshare.report import TenantReport
+from allot.fairshare.report import SharingSummary, TenantReport
 from allot.ops import alerts
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
+from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
 from allot.platform import build
 from allot.types import rfc3339
@@ -328,6 +330,23 @@ def test_a_claim_generated_for_a_tenant_pod_is_named_as_its_tenant_sees_it() -> 
         [firing] = api.operations.alerts.evaluate_now()
         assert firing.message.startswith("claim train-gpu-x7k2p of tenant legal has been")
         api.registry.close()
+
+
+def test_the_oldest_pending_age_counts_from_a_release_as_the_alert_does() -> None:
+    """A claim made 30 minutes ago, allocated, and released a minute ago has waited a
+    minute: ``allot_oldest_pending_claim_age_seconds`` (which the PrometheusRule's
+    ClaimPendingTooLong reads) says 60, not 1800, so the rule fires when the embedded alert
+    does."""
+    snapshot = _snapshot([_claim("a", "legal", 30)])
+    released = {("tenant-legal", "a.default"): NOW - dt.timedelta(minutes=1)}
+    sources = MetricSources(lambda: snapshot, list, list, dict, SharingSummary, lambda: released)
+    families = text_string_to_metric_families(PlatformMetrics(sources).render().decode())
+    [age] = [f for f in families if f.name == "allot_oldest_pending_claim_age_seconds"]
+    assert [(s.labels, s.value) for s in age.samples] == [({"tenant": "legal"}, 60.0)]
+    fresh = MetricSources(lambda: snapshot, list, list, dict)  # never allocated: since creation
+    assert b'allot_oldest_pending_claim_age_seconds{tenant="legal"} 1800.0' in (
+        PlatformMetrics(fresh).render()
+    )
 
 
 def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[str]) -> None:

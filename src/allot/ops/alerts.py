@@ -62,6 +62,11 @@ class AlertManager:
     def current(self) -> list[Firing]:
         return sorted(self.firing.values(), key=lambda f: f.name)
 
+    def pending_since(self) -> dict[tuple[str, str], dt.datetime]:
+        """Since when each claim seen allocated before has been pending again (as of the
+        last evaluation), by (namespace, name): what ``/metrics`` measures waits from."""
+        return dict(self._pending_since)
+
     def evaluate_now(self) -> list[Firing]:
         """One evaluation: raise the new alerts, clear the ended ones; returns what fires.
         An evaluation the loop has under way (``run``) is finished first."""

@@ -63,6 +63,7 @@ class Operations:
                 self.alerts.current,
                 lambda: sync.errors,
                 sharing,
+                self.alerts.pending_since,
             )
         )
         self.recorder.on_entries = self.metrics.count
