@@ -33,4 +33,5 @@ def test_signing_out_ends_that_session_only() -> None:
     sessions.close(first)
     assert not sessions.valid(first)
     assert sessions.valid(second)
-    assert not sessions.valid(None) and not sessions.valid("")
+    assert not sessions.valid(None)
+    assert not sessions.valid("")
