@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -430,3 +431,32 @@ def test_a_node_scaled_away_fails_its_pods_and_releases_their_devices(
     assert allot(["audit", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
     actions = [(e["action"], e["claim"]) for e in json.loads(capsys.readouterr().out)["items"]]
     assert actions == [("allocate", "big"), ("release", "big")]
+
+
+def test_the_usage_endpoint_answers_as_allot_usage_does(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``/allot/v1/usage`` names its fields as ``allot usage -o json`` does (the group,
+    ``device_hours``, ``gpu_memory_gib_hours``), and a bad ``since`` is refused naming the
+    query parameter, not a command-line flag."""
+    tenancy.cluster.kubectl(
+        "apply", "-f", "-", stdin=HOST_GPU_POD.replace(", finalizers: [example.com/keep]", "")
+    )
+    tenancy.wait(
+        lambda: (tenancy.cluster.get_json("resourceclaim", "big").get("status") or {}).get(
+            "allocation"
+        ),
+        "the claim allocated",
+    )
+    time.sleep(0.3)
+    [row] = json.loads(_scrape(tenancy, "/clusters/host/allot/v1/usage?by=class"))
+    assert set(row) == {"class", "device_hours", "gpu_memory_gib_hours"}
+    assert row["class"] == "gpu-whole"
+    assert allot(["usage", "--by", "class", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
+    [listed] = json.loads(capsys.readouterr().out)["items"]
+    assert set(listed) == set(row)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _scrape(tenancy, "/clusters/host/allot/v1/usage?since=yesterday")
+    assert refused.value.code == 400
+    message = json.loads(refused.value.read())["message"]
+    assert message.startswith("since 'yesterday': expected a duration like 30m")

@@ -124,7 +124,7 @@ def _since_and_log(args: argparse.Namespace, now: dt.datetime) -> tuple[Any, aud
     try:
         since = parse_since(args.since, now) if args.since else None
     except ValueError as err:
-        raise _Refused(str(err), 2) from None
+        raise _Refused(f"--since {err}", 2) from None
     try:
         return since, _log(args.data_dir)
     except FileNotFoundError as err:
@@ -156,11 +156,7 @@ def run_usage(args: argparse.Namespace) -> int:
     since = since or dt.datetime.min.replace(tzinfo=dt.UTC)
     rows = audit.usage(log.entries(), since=since, until=now, by=audit.GROUPINGS[args.by])
     log.close()
-    documents = [
-        {args.by: r.key, "device_hours": round(r.device_hours, 6),
-         "gpu_memory_gib_hours": round(r.memory_gib_hours, 6)}
-        for r in rows
-    ]  # fmt: skip
+    documents = [r.document(args.by) for r in rows]
     _emit(args.output, documents, [args.by, "device_hours", "gpu_memory_gib_hours"], {})
     return 0
 

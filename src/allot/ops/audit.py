@@ -294,6 +294,15 @@ class UsageRow:
     device_hours: float
     memory_gib_hours: float
 
+    def document(self, by: str) -> dict[str, str | float]:
+        """The row as ``allot usage -o json`` and ``/allot/v1/usage`` give it: the group
+        (``tenant`` or ``class``), device-hours and GPU-memory GiB-hours, to 6 decimals."""
+        return {
+            by: self.key,
+            "device_hours": round(self.device_hours, 6),
+            "gpu_memory_gib_hours": round(self.memory_gib_hours, 6),
+        }
+
 
 def usage(
     entries: list[Entry],

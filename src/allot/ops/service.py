@@ -127,7 +127,7 @@ class Operations:
         if by not in ("tenant", "class"):
             raise BadRequest(f"by must be tenant or class, not {by!r}")
         rows = audit.usage(self.log.entries(), since=since, until=now, by=audit.GROUPINGS[by])
-        return JSONResponse([r.__dict__ for r in rows])
+        return JSONResponse([r.document(by) for r in rows])
 
 
 def _since(text: str | None, now: dt.datetime) -> dt.datetime | None:
@@ -136,4 +136,4 @@ def _since(text: str | None, now: dt.datetime) -> dt.datetime | None:
     try:
         return parse_since(text, now)
     except ValueError as err:
-        raise BadRequest(str(err)) from None
+        raise BadRequest(f"since {err}") from None
