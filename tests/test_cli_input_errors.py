@@ -106,3 +106,16 @@ def test_top_refuses_an_interval_that_is_no_positive_number(
         allot(["top", "--interval", interval, "--data-dir", str(tmp_path)])
     assert exited.value.code == 2
     assert "argument --interval:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("percent", ["0", "150", "-5", "ninety"])
+def test_up_refuses_a_quota_alert_share_outside_1_to_100(
+    percent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A share above 100 would never fire, 0 or less would fire for every quota: bad
+    usage (exit 2), before the data directory is made."""
+    with pytest.raises(SystemExit) as exited:
+        allot(["up", "--alert-quota-percent", percent, "--data-dir", str(tmp_path / "data")])
+    assert exited.value.code == 2
+    assert "argument --alert-quota-percent:" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
