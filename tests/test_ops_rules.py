@@ -238,11 +238,15 @@ def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
             assert manager.evaluate_now() == []
             clock.now = NOW + dt.timedelta(minutes=6)
             firing = manager.evaluate_now()
-            assert [f.rule for f in firing] == ["ClaimPendingTooLong"]
+            assert [(f.rule, f.tenant) for f in firing] == [("ClaimPendingTooLong", "host")]
             assert [a["spec"]["rule"] for a in host.list("Alert")] == ["ClaimPendingTooLong"]
             reasons = [e["reason"] for e in host.list("Event", "team")]
             assert "ClaimPendingTooLong" in reasons
-            assert b'allot_alert{rule="ClaimPendingTooLong"' in api.operations.metrics.render()
+            scraped = api.operations.metrics.render()
+            assert b'allot_alert{rule="ClaimPendingTooLong"' in scraped
+            # a host claim's alert carries tenant="host", as its allot_claims series does
+            assert b'subject="ResourceClaim/team/waiting",tenant="host"} 1.0' in scraped
+            assert b'allot_claims{class="none",state="pending",tenant="host"} 1.0' in scraped
             host.delete("ResourceClaim", "team", "waiting")
             assert manager.evaluate_now() == []
             assert host.list("Alert") == []

@@ -36,6 +36,7 @@ from allot.api.tenancy import TenantSpec
 from allot.fairshare.books import show
 from allot.fairshare.report import TenantReport
 from allot.ops.capacity import ClaimInfo, Snapshot, memory_text
+from allot.registry import HOST_CLUSTER
 from allot.types import Obj, rfc3339
 
 
@@ -115,12 +116,12 @@ def _pending_claims(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]
             Firing(
                 "ClaimPendingTooLong",
                 "warning",
-                claim.tenant,
+                claim.tenant or HOST_CLUSTER,  # as allot_claims and the pending panel name it
                 "ResourceClaim",
                 claim.namespace,
                 claim.name,
-                # a moment, not an age: the message stays true while the alert fires (the
-                # Alert object keeps the text it was raised with)
+                # a moment, not an age: the message changes only when the facts do (the
+                # Alert object is rewritten when it changes)
                 f"claim {claim.tenant_claim} of {owner} has been pending since "
                 f"{rfc3339(since)} (threshold {threshold}s): {inputs.pending_reason(claim)}",
             )
