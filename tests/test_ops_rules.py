@@ -20,7 +20,7 @@ from allot.cli.main import main as allot
 from allot.controllers.context import ControllerContext
 from allot.fairshare.books import Standing
 from allot.fairshare.report import SharingSummary, TenantReport
-from allot.ops import alerts
+from allot.ops import alerts, audit
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
@@ -351,6 +351,46 @@ def test_the_oldest_pending_age_counts_from_a_release_as_the_alert_does() -> Non
     assert b'allot_oldest_pending_claim_age_seconds{tenant="legal"} 1800.0' in (
         PlatformMetrics(fresh).render()
     )
+
+
+def test_a_claim_released_before_a_restart_waits_from_its_release() -> None:
+    """The audit log says the claim released its GPU ten minutes ago, before the platform started:
+    the alert and ``/metrics`` count its wait from that release, as they would have without
+    the restart, not from the claim's creation."""
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory() as directory:
+        api = build(Path(directory), clock=clock)
+        host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+        host.create(
+            "Namespace",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+            "t",
+        )
+        request = {"name": "g", "exactly": {"deviceClassName": "none"}}
+        claim = host.create(
+            "ResourceClaim",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "kept", "namespace": "team"},
+             "spec": {"devices": {"requests": [request]}}},
+            "t",
+        )  # fmt: skip
+        clock.now = NOW + dt.timedelta(hours=1)
+        released = NOW + dt.timedelta(minutes=50)
+        entry = {"tenant": "", "namespace": "team", "claim": "kept", "host_claim": "kept",
+                 "claim_uid": claim["metadata"]["uid"], "pod": "p", "node": "n",
+                 "driver": "gpu.nvidia.com", "pool": "p", "device": "gpu-0",
+                 "device_class": "none", "memory": 0}  # fmt: skip
+        api.operations.log.append(
+            [
+                audit.Entry(rfc3339(NOW), "allocate", **entry),
+                audit.Entry(rfc3339(released), "release", **entry),
+            ]
+        )
+        [firing] = api.operations.alerts.evaluate_now()
+        assert f"has been pending since {rfc3339(released)} " in firing.message
+        scraped = api.operations.metrics.render()
+        assert b'allot_oldest_pending_claim_age_seconds{tenant="host"} 600.0' in scraped
+        api.registry.close()
 
 
 def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[str]) -> None:

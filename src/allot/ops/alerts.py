@@ -46,8 +46,14 @@ class AlertManager:
         sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
         settings: AlertSettings,
         sharing: Callable[[], SharingSummary] = SharingSummary,
+        releases: Callable[[], Mapping[str, dt.datetime]] = dict,
     ) -> None:
+        """``releases``: claim uid -> when it last released its devices, read once at
+        start (the audit log's), so a claim released before a restart keeps waiting from
+        its release."""
         self.host = host
+        self.releases = releases
+        self._released_before: Mapping[str, dt.datetime] = {}
         self.sharing = sharing
         self.capacity = capacity
         self.tenants = tenants
@@ -140,6 +146,8 @@ class AlertManager:
                 self._pending_since.pop(key, None)
             elif key in self._allocated_before:
                 self._pending_since.setdefault(key, snapshot.now)
+            elif claim.uid in self._released_before:  # released before the platform started
+                self._pending_since.setdefault(key, self._released_before[claim.uid])
         self._allocated_before &= seen
         for key in [k for k in self._pending_since if k not in seen]:
             del self._pending_since[key]
@@ -191,6 +199,7 @@ class AlertManager:
                 spec.get("message", ""),
             )
             self.firing[firing.name] = firing
+        self._released_before = self.releases()
         self._loaded = True
 
     def _raise(self, firing: Firing, stamp: str) -> None:

@@ -288,6 +288,17 @@ def query(
     return found
 
 
+def last_releases(entries: list[Entry]) -> dict[str, dt.datetime]:
+    """Claim uid -> when it last released a device, for claims whose last entry is a
+    release (they hold nothing now): where a pending claim's wait began before a restart."""
+    last: dict[str, Entry] = {}
+    for entry in entries:
+        last[entry.claim_uid] = entry
+    return {
+        uid: parse_time(entry.time) for uid, entry in last.items() if entry.action == "release"
+    }
+
+
 @dataclass
 class UsageRow:
     key: str

@@ -79,6 +79,7 @@ class ClaimInfo:
     created: dt.datetime | None
     devices: list[DeviceKey] = field(default_factory=list)
     consumers: list[str] = field(default_factory=list)
+    uid: str = ""
 
 
 @dataclass
@@ -411,6 +412,7 @@ class CapacityView:
                 if not r.get("adminAccess")
             ],
             [c.get("name", "") for c in status.get("reservedFor") or []],
+            str(metadata.get("uid") or ""),
         )
 
 

@@ -54,7 +54,13 @@ class Operations:
         self.log = AuditLog(registry.data_dir / "audit.db")
         self.recorder = AuditRecorder(host, self.log, index=index)
         self.alerts = AlertManager(
-            host, self.capacity, self.tenant_specs, lambda: sync.errors, settings, sharing
+            host,
+            self.capacity,
+            self.tenant_specs,
+            lambda: sync.errors,
+            settings,
+            sharing,
+            lambda: audit.last_releases(self.log.entries()),
         )
         self.metrics = PlatformMetrics(
             MetricSources(
