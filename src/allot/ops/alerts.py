@@ -6,12 +6,13 @@ alert becomes an ``Alert`` object on the host (``kubectl get alerts``, ``allot a
 a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim with
 the reason it is pending (the tenant sync relays it to the tenant's claim). An alert that
 keeps firing while its message changes (more devices, another reason) has its object's
-message rewritten. When the
-condition ends the Alert object is deleted and a Normal Event says so. Alerts found in the
-store at start keep their ``activeSince``. The timed evaluation runs on the server's
-event loop in steps (a changed slice summarised, an alert raised or cleared) and gives
-the loop back every few milliseconds, so that a fleet's worth of new alerts does not
-stall requests and watch streams. Started by :mod:`allot.platform`.
+message rewritten. When the condition ends the Alert object is deleted and a Normal Event
+says so. Alerts found in the store at start keep their ``activeSince``; a claim's pending
+time counts from its last release, which the audit log remembers across restarts. The
+timed evaluation runs on the server's event loop in steps (a changed slice summarised,
+an alert raised or cleared) and gives the loop back every few milliseconds, so that a
+fleet's worth of new alerts does not stall requests and watch streams. Started by
+:mod:`allot.platform`.
 """
 
 from __future__ import annotations

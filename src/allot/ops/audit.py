@@ -294,9 +294,7 @@ def last_releases(entries: list[Entry]) -> dict[str, dt.datetime]:
     last: dict[str, Entry] = {}
     for entry in entries:
         last[entry.claim_uid] = entry
-    return {
-        uid: parse_time(entry.time) for uid, entry in last.items() if entry.action == "release"
-    }
+    return {uid: parse_time(entry.time) for uid, entry in last.items() if entry.action == "release"}
 
 
 @dataclass
