@@ -31,6 +31,7 @@ from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
 from allot.controllers.cronjobs import CronJobController
 from allot.controllers.deployment import DeploymentController
+from allot.controllers.disruption import DisruptionController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -173,8 +174,9 @@ def _workload_controllers(
     context: ControllerContext, directory: TenantDirectory
 ) -> list[Controller]:
     """kube-controller-manager's workload controllers (apps/v1, batch/v1, the default
-    ServiceAccounts), one instance each for the host and every tenant cluster; in a tenant
-    their writes are admitted as the tenant's ``<name>`` service account."""
+    ServiceAccounts, PodDisruptionBudget status), one instance each for the host and every
+    tenant cluster; in a tenant their writes are admitted as the tenant's ``<name>``
+    service account."""
 
     def contexts(name: str) -> ClusterContexts:
         return ClusterContexts(context, name, directory.is_tenant)
@@ -187,6 +189,7 @@ def _workload_controllers(
         JobController(contexts("job-controller")),
         CronJobController(contexts("cronjob-controller")),
         TtlAfterFinishedController(contexts("ttl-after-finished-controller")),
+        DisruptionController(contexts("disruption-controller")),
     ]
 
 

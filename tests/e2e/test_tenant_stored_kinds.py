@@ -1,7 +1,7 @@
 """A Helm-rendered manifest with a ServiceAccount, Role, RoleBinding, PodDisruptionBudget
 and Lease applies in a tenant's virtual cluster with the real kubectl, as on vCluster:
 the kinds are discovered, stored, listed with upstream's columns and short names; the
-tenant's evictions respect its budget."""
+tenant's disruption controller keeps the budget's status and its evictions respect it."""
 
 from __future__ import annotations
 
@@ -103,6 +103,22 @@ def _the_budget_holds_the_tenant_s_only_operator_pod(tenancy: Tenancy) -> None:
     assert tenancy.tenant_json(TENANT, "pod", "operator-0")["metadata"].get(
         "deletionTimestamp"
     ) is None  # fmt: skip
+    status = tenancy.tenant_json(TENANT, "pdb", "operator")["status"]
+    assert {k: v for k, v in status.items() if k != "conditions"} == {
+        "currentHealthy": 1, "desiredHealthy": 1, "disruptionsAllowed": 0, "expectedPods": 1,
+        "observedGeneration": 1,
+    }  # fmt: skip
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("DisruptionAllowed", "False", "InsufficientPods")
+    ]
+    second = {**POD, "metadata": {"name": "operator-1", "labels": {"app": "operator"}}}
+    tenancy.as_tenant(TENANT, "apply", "-f", "-", stdin=json.dumps(second))
+    tenancy.as_tenant(
+        TENANT, "wait", "--for=jsonpath={.status.disruptionsAllowed}=1", "pdb/operator",
+        "--timeout=30s"
+    )  # fmt: skip
+    table = tenancy.as_tenant(TENANT, "get", "pdb", "operator").stdout.splitlines()
+    assert table[1].split()[:4] == ["operator", "1", "N/A", "1"]
 
 
 def _nodes(tenancy: Tenancy) -> list[str]:

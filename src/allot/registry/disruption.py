@@ -1,15 +1,18 @@
-"""PodDisruptionBudgets in the eviction subresource: may this pod be evicted now?
+"""PodDisruptionBudgets: the figures of a budget's status, and may this pod be evicted now?
 
-Upstream's eviction handler reads the budget's ``status``, which kube-controller-manager's
-disruption controller keeps current. allot runs no disruption controller, so the handler
-works the same figures out from the pods at the time of the request, as that controller
-does: the pods the budget selects, the expected count (the pods themselves for a number
-``minAvailable``; otherwise the sum of their controllers' ``spec.replicas``: a ReplicaSet,
-the Deployment of a ReplicaSet, a StatefulSet), the desired healthy count
-(``minAvailable``, or expected minus ``maxUnavailable``, percentages rounded up) and the
-healthy pods (Ready and not being deleted). A pod being deleted no longer counts, so
-evictions one after the other see each other, as the ``disruptedPods`` map makes them
-upstream. Called by :meth:`allot.registry.handlers.Handlers.evict`.
+kube-controller-manager's disruption controller keeps a budget's ``status`` current; here
+:func:`budget_status` works those figures out from the pods, as that controller does, for
+both its callers: allot's disruption controller (:mod:`allot.controllers.disruption`),
+which writes them, and the eviction subresource (:meth:`allot.registry.handlers.Handlers.
+evict`), which works them out at the time of the request instead of reading the status.
+The figures: the pods the budget selects, the expected count (the pods themselves for a
+number ``minAvailable``; otherwise the sum of their controllers' ``spec.replicas``: a
+ReplicaSet, the Deployment of a ReplicaSet, a StatefulSet; pods no controller reference
+names are left out of it, as upstream leaves "unmanaged" pods out since 1.22), the desired
+healthy count (``minAvailable``, or expected minus ``maxUnavailable``, percentages rounded
+up) and the healthy pods (Ready and not being deleted). A pod being deleted no longer
+counts, so evictions one after the other see each other, as the ``disruptedPods`` map
+makes them upstream.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class Budget:
     desired: int
     healthy: int
     failure: str | None = None
+    unmanaged: tuple[str, ...] = ()  # selected pods no controller reference names
 
     @property
     def allowed(self) -> int:
@@ -73,12 +77,14 @@ def budget_status(budget: Obj, pods: list[Obj], find: Find) -> Budget:
     minimum, maximum = spec.get("minAvailable"), spec.get("maxUnavailable")
     if maximum is None and (minimum is None or isinstance(minimum, int)):
         return Budget(name, len(selected), minimum or 0, healthy)
-    expected, failure = expected_scale(selected, find)
+    expected, unmanaged, failure = expected_scale(selected, find)
+    if failure is not None:
+        return Budget(name, 0, 0, healthy, failure, unmanaged)
     if maximum is not None:
         desired = max(expected - int_or_percent(maximum, expected, round_up=True), 0)
     else:
         desired = int_or_percent(minimum, expected, round_up=True)
-    return Budget(name, expected, desired, healthy, failure)
+    return Budget(name, expected, desired, healthy, None, unmanaged)
 
 
 def pods_of(budget: Obj, pods: list[Obj]) -> list[Obj]:
@@ -86,21 +92,25 @@ def pods_of(budget: Obj, pods: list[Obj]) -> list[Obj]:
     return [p for p in pods if selector_matches(selector, p["metadata"].get("labels"))]
 
 
-def expected_scale(pods: list[Obj], find: Find) -> tuple[int, str | None]:
-    """``getExpectedScale``: the replicas of the pods' controllers, each counted once."""
+def expected_scale(pods: list[Obj], find: Find) -> tuple[int, tuple[str, ...], str | None]:
+    """``getExpectedScale``: the replicas of the pods' controllers, each counted once; the
+    names of the pods without a controller reference (left out); why it cannot be worked
+    out (a pod's controller is of a kind without replicas, or gone), or None."""
     scales: dict[str, int] = {}
+    unmanaged: list[str] = []
     for pod in pods:
         ref = _controller_of(pod)
         if ref is None:
-            return 0, f'found no controller ref for pod "{pod["metadata"]["name"]}"'
+            unmanaged.append(pod["metadata"]["name"])
+            continue
         if ref.get("uid") in scales:
             continue
         found = _controller_scale(ref, find)
         if found is None:
-            return 0, f'found no controllers for pod "{pod["metadata"]["name"]}"'
+            return 0, tuple(unmanaged), f'found no controllers for pod "{pod["metadata"]["name"]}"'
         uid, replicas = found
         scales[uid] = replicas  # a Deployment's ReplicaSets all lead to its uid: once
-    return sum(scales.values()), None
+    return sum(scales.values()), tuple(unmanaged), None
 
 
 def _controller_of(obj: Obj) -> dict[str, Any] | None:

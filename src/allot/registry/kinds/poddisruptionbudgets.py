@@ -1,7 +1,8 @@
 """PodDisruptionBudget: serving details (short name ``pdb``, ``/status``), the status a
 new budget starts with, validation and ``kubectl get pdb`` columns (NAME MIN AVAILABLE
 MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE). The eviction subresource checks budgets
-(:mod:`allot.registry.disruption`); no controller writes their status."""
+(:mod:`allot.registry.disruption`); the disruption controller writes their status
+(:mod:`allot.controllers.disruption`)."""
 
 from __future__ import annotations
 
