@@ -36,6 +36,7 @@ from allot.controllers.disruption import DisruptionController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
+from allot.controllers.podgc import PodGarbageCollector
 from allot.controllers.quota import QuotaStatus
 from allot.controllers.replicaset import ReplicaSetController
 from allot.controllers.runtime import Controller, ControllerManager
@@ -155,6 +156,7 @@ def build(
                 pods,
                 driver_gates,
             ),
+            PodGarbageCollector(context),
             ops.recorder,
             KubernetesService(
                 ClusterContexts(context, "kube-apiserver", directory.is_tenant),
