@@ -345,6 +345,10 @@ def test_audit_names_a_template_claim_as_its_tenant_sees_it(
     assert entry["claim"] == tenant_claim
     assert entry["host_claim"] != tenant_claim  # the host's own, generated for the twin
     assert entry["host_claim"].startswith("templated.default-gpu-")
+    labelled = tenancy.host_json("resourceclaims", "-A", "-l", "allot.dev/tenant=research-ai")
+    assert entry["host_claim"] in [c["metadata"]["name"] for c in labelled["items"]]
+    mirror = tenancy.tenant_json("research-ai", "resourceclaim", tenant_claim)
+    assert not any(k.startswith("allot.dev/") for k in mirror["metadata"].get("labels") or {})
 
 
 def test_a_pending_template_claim_alert_reaches_the_tenants_claim(tenancy: Tenancy) -> None:
