@@ -106,6 +106,27 @@ def test_read_of_a_missing_file_is_empty(tmp_path: Path) -> None:
     assert podlogs.read(tmp_path / "c.log", 2) == b"2\n3\n"
 
 
+def test_limit_bytes_cuts_the_log_after_the_tail(tmp_path: Path) -> None:
+    """``kubectl logs --limit-bytes=N`` (with ``--tail``: the last lines, then cut)."""
+    (tmp_path / "c.log").write_bytes(b"one\ntwo\nthree\n")
+    assert podlogs.read(tmp_path / "c.log", None, 5) == b"one\nt"
+    assert podlogs.read(tmp_path / "c.log", 2, 6) == b"two\nth"
+    assert podlogs.read(tmp_path / "c.log", None, 100) == b"one\ntwo\nthree\n"
+
+
+def test_a_followed_log_ends_at_its_limit() -> None:
+    async def chunks() -> Any:
+        for chunk in (b"abc", b"defg", b"never"):
+            yield chunk
+
+    async def scenario(limit: int | None) -> list[bytes]:
+        return [chunk async for chunk in podlogs.limited(chunks(), limit)]
+
+    assert asyncio.run(scenario(5)) == [b"abc", b"de"]
+    assert asyncio.run(scenario(3)) == [b"abc"]
+    assert asyncio.run(scenario(None)) == [b"abc", b"defg", b"never"]
+
+
 def test_follow_sends_what_is_appended_until_the_run_ends(tmp_path: Path) -> None:
     path = tmp_path / "c.log"
     path.write_bytes(b"one\ntwo\n")

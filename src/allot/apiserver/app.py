@@ -524,8 +524,8 @@ class ApiServer:
 
     async def _log(self, request: Request, cluster: str, target: Target) -> Response:
         """``pods/<name>/log``: as the kubelet serves it (:mod:`allot.apiserver.podlogs`),
-        whole, ``tailLines``, the run before (``previous=true``) or, with ``follow=true``,
-        streamed while the container runs."""
+        whole, ``tailLines``, ``limitBytes``, the run before (``previous=true``) or, with
+        ``follow=true``, streamed while the container runs."""
         pod = self.handlers.get(cluster, target)
         source, namespace, name = self.log_source(
             cluster, target.namespace or "", target.name or ""
@@ -540,14 +540,14 @@ class ApiServer:
         path, refused = podlogs.locate(directory, container, status, target.name or "", previous)
         if refused is not None:
             raise BadRequest(refused)
-        tail = request.query_params.get("tailLines")
-        lines = int(tail) if tail is not None and bodies.is_count(tail) else None
+        lines = _count_query(request, "tailLines")
+        limit = _count_query(request, "limitBytes") or None  # kubectl sends no 0
         if previous or not _flag(request, "follow"):  # a previous run has ended
-            return Response(podlogs.read(path, lines), media_type="text/plain")
+            return Response(podlogs.read(path, lines, limit), media_type="text/plain")
         run = str((status or {}).get("containerID") or "")
         running = partial(self._still_running, cluster, target, container, run)
         stream = podlogs.follow(path, lines, running, self.stopping)
-        return StreamingResponse(stream, media_type="text/plain")
+        return StreamingResponse(podlogs.limited(stream, limit), media_type="text/plain")
 
     def _still_running(self, cluster: str, target: Target, container: str, run: str) -> bool:
         """Whether the run of the container whose log is followed goes on: the pod is
@@ -628,6 +628,12 @@ def _user(cluster: str) -> str:
 def _flag(request: Request, name: str) -> bool:
     """A boolean query parameter (``true`` or ``1``; the values were checked before)."""
     return request.query_params.get(name, "").lower() in ("true", "1")
+
+
+def _count_query(request: Request, name: str) -> int | None:
+    """A non-negative integer query parameter (None: absent or not a count)."""
+    text = request.query_params.get(name)
+    return int(text) if text is not None and bodies.is_count(text) else None
 
 
 def _both(

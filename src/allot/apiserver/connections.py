@@ -14,6 +14,13 @@ The protocol also hands uvicorn a :class:`CoalescingTransport`: uvicorn writes a
 response's status line and headers, then its body, as separate writes, and over TLS each
 becomes its own record and socket send. The writes of one loop turn are now joined and
 sent once, at the end of that turn (the same bytes, in the same order).
+
+allot upgrades no connection: ``kubectl exec``, ``attach``, ``port-forward`` and ``cp`` ask
+for a WebSocket (then SPDY) upgrade of ``pods/<name>/exec``, and the application answers
+the request as plain HTTP with the ``Status`` that says these subresources are not served
+(:class:`allot.apiserver.errors.StreamingNotServed`). uvicorn would log two warnings per
+such request (``Unsupported upgrade request``, ``No supported WebSocket library
+detected``) that read like a broken installation; the protocol keeps quiet instead.
 """
 
 from __future__ import annotations
@@ -43,6 +50,10 @@ class ReadDeadlineProtocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_watching()
         super().connection_lost(exc)
+
+    def _unsupported_upgrade_warning(self) -> None:
+        """An upgrade request is answered as plain HTTP by design (see the module's
+        docstring), not a misconfiguration to warn about."""
 
     def _waiting_for_client(self) -> bool:
         """Headers not complete yet, or a body still arriving that the server reads."""

@@ -1,6 +1,6 @@
 """Pod logs as the kubelet serves them: which container states have a log, and the log's
-bytes, whole, tailed (``tailLines``), followed (``follow=true``) or of the run before a
-restart (``previous=true``).
+bytes, whole, tailed (``tailLines``), cut after ``limitBytes``, followed (``follow=true``)
+or of the run before a restart (``previous=true``).
 
 The kubelet answers ``kubectl logs`` from the container's state (its
 ``validateContainerLogStatus``): a running container, a terminated one and one waiting to
@@ -109,14 +109,29 @@ def tail_offset(log: BinaryIO, lines: int | None) -> int:
     return 0
 
 
-def read(path: Path, lines: int | None) -> bytes:
-    """The log (its last ``lines`` lines); empty when the file is not there."""
+def read(path: Path, lines: int | None, limit: int | None = None) -> bytes:
+    """The log (its last ``lines`` lines, at most ``limit`` bytes of them, as the kubelet
+    cuts a log at ``limitBytes``); empty when the file is not there."""
     try:
         with path.open("rb") as log:
             log.seek(tail_offset(log, lines))
-            return log.read()
+            return log.read() if limit is None else log.read(limit)
     except FileNotFoundError:
         return b""
+
+
+async def limited(stream: AsyncIterator[bytes], limit: int | None) -> AsyncIterator[bytes]:
+    """``stream`` until ``limit`` bytes were sent (None: all of it): a followed log with
+    ``limitBytes`` ends there, as the kubelet's does."""
+    left = limit
+    async for chunk in stream:
+        if left is None:
+            yield chunk
+            continue
+        yield chunk[:left]
+        left -= min(left, len(chunk))
+        if left == 0:
+            return
 
 
 async def follow(

@@ -98,6 +98,7 @@ def _config(
         host=host,
         port=port,
         http=with_read_timeout(read_timeout),
+        ws="none",  # no upgrades, even where a WebSocket library is installed (connections)
         log_level="warning",
         ssl_certfile=str(endpoint.tls.server_cert),
         ssl_keyfile=str(endpoint.tls.server_key),

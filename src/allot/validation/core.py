@@ -19,7 +19,7 @@ import re
 from allot.api import core_v1 as corev1
 from allot.api.quantity import Quantity
 from allot.validation import meta as metavalidation
-from allot.validation import names
+from allot.validation import names, podupdates
 from allot.validation.field import (
     ErrorList,
     Path,
@@ -76,11 +76,13 @@ def validate_pod(pod: corev1.Pod) -> ErrorList:
 
 
 def validate_pod_update(new: corev1.Pod, old: corev1.Pod) -> ErrorList:
-    """What an update of a pod may not do (the rest of ``ValidatePodUpdate``'s immutability
-    is not ported, see the conformance ledger): add or rename a scheduling gate."""
+    """What an update of a pod may not do (``ValidatePodUpdate``): change its spec beyond
+    the few mutable fields (:mod:`allot.validation.podupdates`), add or rename a
+    scheduling gate."""
+    errors = podupdates.validate_spec_update(new.spec.to_wire(), old.spec.to_wire())
     known = {gate.name for gate in old.spec.scheduling_gates or []}
     path = Path("spec").child("schedulingGates")
-    return [
+    return errors + [
         forbidden(
             path.index(index).child("name"),
             f"only deletion is allowed, but found new scheduling gate '{gate.name or ''}'",

@@ -1,0 +1,89 @@
+"""Everyday kubectl habits against the platform, as an experienced user types them: a pod's
+spec refuses the changes kube-apiserver refuses, ``kubectl logs --limit-bytes`` cuts the
+log, and ``kubectl exec`` is refused with a clear Status and no alarming server log.
+
+One platform (simulated runtime, seed 000's fleet) for the whole module.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Cluster, running_platform
+
+pytestmark = pytest.mark.slow
+FORBIDDEN = (
+    'The Pod "habit" is invalid: spec: Forbidden: pod updates may not change fields other '
+    "than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+    "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+    "previously negative)"
+)
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_platform(Path(tmp_path_factory.mktemp("habits"))) as cluster:
+        cluster.kubectl("run", "habit", "--image=busybox", "--", "sleep", "1000")
+        cluster.kubectl("wait", "--for=condition=Ready", "pod/habit", "--timeout=60s")
+        yield cluster
+
+
+def test_a_pod_spec_is_immutable_but_for_its_images(platform: Cluster) -> None:
+    for patch in ('{"spec":{"restartPolicy":"Never"}}', '{"spec":{"nodeName":"elsewhere"}}'):
+        refused = platform.kubectl("patch", "pod/habit", "-p", patch, check=False)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith(FORBIDDEN), refused.stderr
+    command = '[{"op":"replace","path":"/spec/containers/0/args","value":["sh"]}]'
+    refused = platform.kubectl("patch", "pod/habit", "--type=json", "-p", command, check=False)
+    assert '- containers[0].args: ["sleep","1000"]\n+ containers[0].args: ["sh"]' in (
+        refused.stderr
+    )
+    platform.kubectl("set", "image", "pod/habit", "habit=busybox:1.37")
+    platform.kubectl("label", "pod/habit", "tier=web")
+    pod = platform.get_json("pod/habit")
+    assert pod["spec"]["containers"][0]["image"] == "busybox:1.37"
+    assert pod["spec"]["nodeName"] == "cpu-pool-0"
+    assert "restartPolicy" not in pod["spec"] or pod["spec"]["restartPolicy"] == "Always"
+
+
+def test_logs_limit_bytes_cuts_the_log(platform: Cluster) -> None:
+    whole = platform.kubectl("logs", "habit").stdout
+    assert len(whole) > 10
+    assert platform.kubectl("logs", "habit", "--limit-bytes=10").stdout == whole[:10]
+    followed = platform.kubectl("logs", "habit", "-f", "--limit-bytes=12", timeout=20)
+    assert followed.stdout == whole[:12]
+
+
+def test_exec_is_refused_cleanly(platform: Cluster) -> None:
+    """kubectl asks for a WebSocket upgrade first, then SPDY: both get the Status, and
+    the server logs nothing about a missing WebSocket library."""
+    records = Records()
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(records)
+    try:
+        started = time.monotonic()
+        for verb in (["exec", "habit", "--", "ls"], ["cp", "habit:/etc/hosts", "/tmp/x"]):
+            refused = platform.kubectl(*verb, check=False, timeout=30)
+            assert refused.returncode == 1
+            assert "error: unable to upgrade connection: pods/exec is not served by allot" in (
+                refused.stderr
+            )
+        assert time.monotonic() - started < 20
+    finally:
+        logger.removeHandler(records)
+    assert not [m for m in records.messages if "upgrade" in m or "WebSocket" in m]
