@@ -178,6 +178,31 @@ def test_wrong_types_name_the_field() -> None:
     ]
 
 
+def test_a_value_that_cannot_be_decoded_is_not_a_strict_decoding_error() -> None:
+    """kube-apiserver's decoder stops at the first value of the wrong type (``kubectl patch
+    deploy web -p '{"spec":{"replicas":"x"}}'``), before its strict checks: the message
+    has no ``strict decoding error:``, which only unknown or duplicate fields get."""
+    document = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "unknown": 1},
+        "spec": {"replicas": "x"},
+    }
+    with pytest.raises(StrictDecodingError) as caught:
+        kinds.decode(document)
+    assert str(caught.value) == (
+        'Deployment in version "v1" cannot be handled as a Deployment: json: cannot '
+        "unmarshal string into Go struct field Deployment.spec.replicas of type int64"
+    )
+    del document["spec"]
+    with pytest.raises(StrictDecodingError) as caught:
+        kinds.decode(document)
+    assert str(caught.value) == (
+        'Deployment in version "v1" cannot be handled as a Deployment: strict decoding '
+        'error: unknown field "metadata.unknown"'
+    )
+
+
 def test_bad_quantity_is_a_decoding_error() -> None:
     document = {
         "apiVersion": "resource.k8s.io/v1",

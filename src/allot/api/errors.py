@@ -66,11 +66,20 @@ class StrictDecodingError(DecodeError):
         self.version = version
         self.problems = problems
         self.hints = hints or []
-        joined = ", ".join(problems)
         super().__init__(
-            f'{kind} in version "{version}" cannot be handled as a {kind}: '
-            f"strict decoding error: {joined}"
+            f'{kind} in version "{version}" cannot be handled as a {kind}: {_decoding(problems)}'
         )
+
+
+STRICT_PROBLEMS = ("unknown field ", "duplicate field ")
+
+
+def _decoding(problems: list[str]) -> str:
+    """The decoder's text: a value that cannot be decoded (a wrong JSON type, a malformed
+    quantity) ends decoding with that one error, as Go's decoder does, before the strict
+    checks (``strict decoding error: unknown field ...``) are made."""
+    failed = [p for p in problems if not p.startswith(STRICT_PROBLEMS)]
+    return failed[0] if failed else f"strict decoding error: {', '.join(problems)}"
 
 
 def yaml_error_text(err: Exception) -> str:
