@@ -186,6 +186,26 @@ def test_a_tenant_pod_deleted_gracefully_is_terminating_until_its_twin_is_gone()
     _run(scenario)
 
 
+def test_a_tenant_pods_new_image_and_deadline_reach_its_twin() -> None:
+    """``kubectl set image pod/x`` in a tenant: vCluster's pod syncer carries images and
+    ``activeDeadlineSeconds`` to the host pod; other spec fields stay the host's."""
+
+    async def scenario(api: Platform) -> None:
+        pod, _ = await _running_pod(api)
+        pod["spec"]["containers"][0]["image"] = "x:2"
+        pod["spec"]["activeDeadlineSeconds"] = 600
+        _as_tenant(api, "update", pod)
+        await _settle(api)
+        host, _ = _contexts(api)
+        twin = host.get("Pod", HOST_NS, names.host_name("pod-a", "default"))
+        assert twin is not None
+        assert twin["spec"]["containers"][0]["image"] == "x:2"
+        assert twin["spec"]["activeDeadlineSeconds"] == 600
+        assert twin["spec"]["nodeName"]  # the host's binding is kept
+
+    _run(scenario)
+
+
 def test_a_pod_that_never_ran_is_removed_at_once() -> None:
     async def scenario(api: Platform) -> None:
         _as_tenant(api, "create", _pod("missing"))  # waits for its claim: never bound

@@ -46,6 +46,7 @@ from allot.tenancy.translate import (
     kept_gates,
     kubelet_pod_to_tenant,
     message_to_tenant,
+    mutable_pod_fields,
     pod_sources,
     pod_status_to_tenant,
     same_content,
@@ -606,18 +607,22 @@ class TenantSync:
 
     def _update_twin(self, kind: str, obj: Obj, twin: Obj, tenant: str) -> None:
         """Labels and annotations follow the tenant's (keeping what the host added); a
-        pod twin loses the gates the tenant removed from its pod. Nothing else of a pod's
-        spec is compared: the admission controller's removal of the admission gate stays."""
+        pod twin loses the gates the tenant removed from its pod and takes its images and
+        ``activeDeadlineSeconds`` (``mutable_pod_fields``). Nothing else of a pod's spec is
+        compared: the admission controller's removal of the admission gate stays."""
         desired = with_host_keys(twin, to_host(kind, obj, tenant))
         gates = kept_gates(twin, obj) if kind == "Pod" else None
         same_gates = gates is None or gates == (
             (twin.get("spec") or {}).get("schedulingGates") or []
         )
-        if same_content(kind, twin, desired) and same_gates:
+        spec = mutable_pod_fields(twin, obj) if kind == "Pod" else twin.get("spec")
+        if same_content(kind, twin, desired) and same_gates and spec == twin.get("spec"):
             return
         updated = clone_document(twin)
         updated["metadata"]["labels"] = desired["metadata"]["labels"]
         updated["metadata"]["annotations"] = desired["metadata"]["annotations"]
+        if kind == "Pod":
+            updated["spec"] = clone_document(spec or {})
         if not same_gates:
             if gates:
                 updated["spec"]["schedulingGates"] = gates

@@ -103,6 +103,25 @@ def kept_gates(twin: Obj, tenant_pod: Obj) -> list[Obj]:
     return [g for g in gates if g.get("name") in wanted]
 
 
+def mutable_pod_fields(twin: Obj, tenant_pod: Obj) -> Obj:
+    """The twin's spec with what a pod update may change taken from the tenant's pod, as
+    vCluster's pod syncer carries it: each container's and init container's image (by
+    container name) and ``activeDeadlineSeconds``; the rest of a twin's spec is the host's
+    once created (tolerations the tenant adds are not carried)."""
+    spec = dict(twin.get("spec") or {})
+    wanted = tenant_pod.get("spec") or {}
+    for field in ("containers", "initContainers"):
+        images = {c.get("name"): c.get("image") for c in wanted.get(field) or []}
+        if field in spec:
+            spec[field] = [
+                {**c, "image": images.get(c.get("name"), c.get("image"))} for c in spec[field]
+            ]
+    spec.pop("activeDeadlineSeconds", None)
+    if wanted.get("activeDeadlineSeconds") is not None:
+        spec["activeDeadlineSeconds"] = wanted["activeDeadlineSeconds"]
+    return spec
+
+
 def with_host_keys(twin: Obj, desired: Obj) -> Obj:
     """``desired``'s metadata plus the ``allot.dev/`` labels and annotations the host
     wrote on the twin itself (the sync's own keys follow ``desired``)."""
