@@ -87,3 +87,17 @@ def test_exec_is_refused_cleanly(platform: Cluster) -> None:
     finally:
         logger.removeHandler(records)
     assert not [m for m in records.messages if "upgrade" in m or "WebSocket" in m]
+
+
+def test_describe_node_shows_the_kubelets_conditions_with_times(platform: Cluster) -> None:
+    described = platform.kubectl("describe", "node", "cpu-pool-0").stdout
+    conditions = described.split("Conditions:")[1].split("Addresses:")[0]
+    assert "0001" not in conditions, conditions  # Go's zero time: no heartbeat written
+    rows = [line.split()[:2] for line in conditions.splitlines()[3:] if line.strip()]
+    assert rows == [
+        ["MemoryPressure", "False"],
+        ["DiskPressure", "False"],
+        ["PIDPressure", "False"],
+        ["Ready", "True"],
+    ]
+    assert "KubeletHasSufficientMemory" in conditions

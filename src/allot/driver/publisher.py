@@ -12,6 +12,7 @@ when a pool is scaled.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.slices import DRIVER, node_slices
 from allot.kube.client import Client
 from allot.kube.errors import KubeConflict, KubeNotFound
-from allot.types import Obj
+from allot.types import Obj, rfc3339
 
 CLASS_TYPES = (
     ("gpu.nvidia.com", "gpu", "nvidia.com/gpu"),
@@ -57,7 +58,32 @@ def device_classes(*, passthrough: bool = False) -> list[Obj]:
     return classes
 
 
-def node_object(spec: NodeSpec) -> Obj:
+NODE_CONDITIONS = (
+    (
+        "MemoryPressure",
+        "False",
+        "KubeletHasSufficientMemory",
+        "kubelet has sufficient memory available",
+    ),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "allot node agent is posting ready status"),
+)
+"""The kubelet's node conditions, in its order; Ready's message says who posts it."""
+
+
+def node_conditions(at: dt.datetime | None) -> list[Obj]:
+    """The conditions of a healthy node, heartbeat and transition at ``at`` (None: no
+    times, for tests that compare whole objects)."""
+    times = {"lastHeartbeatTime": rfc3339(at), "lastTransitionTime": rfc3339(at)} if at else {}
+    return [
+        {"type": kind, "status": status, **times, "reason": reason, "message": message}
+        for kind, status, reason, message in NODE_CONDITIONS
+    ]
+
+
+def node_object(spec: NodeSpec, at: dt.datetime | None = None) -> Obj:
+    """The Node a kubelet registers for ``spec``, its conditions posted at ``at``."""
     labels = dict(spec.labels)
     if spec.gpus:
         labels["nvidia.com/gpu.count"] = str(len(spec.gpus))
@@ -73,14 +99,7 @@ def node_object(spec: NodeSpec) -> Obj:
         "status": {
             "capacity": capacity,
             "allocatable": capacity,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "allot node agent is posting ready status",
-                }
-            ],
+            "conditions": node_conditions(at),
             "addresses": [
                 {"type": "InternalIP", "address": "127.0.0.1"},
                 {"type": "Hostname", "address": spec.name},
@@ -123,7 +142,7 @@ class Publisher:
                 continue
 
     def publish_node(self, spec: NodeSpec, report: PublishReport) -> None:
-        node = node_object(spec)
+        node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
             created = self.client.create(node)
             report.nodes_created.append(spec.name)
