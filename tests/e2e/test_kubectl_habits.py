@@ -101,3 +101,26 @@ def test_describe_node_shows_the_kubelets_conditions_with_times(platform: Cluste
         ["Ready", "True"],
     ]
     assert "KubeletHasSufficientMemory" in conditions
+
+
+def test_the_system_namespaces_may_not_be_deleted(platform: Cluster, tmp_path: Path) -> None:
+    """NamespaceLifecycle, on the host and in a tenant cluster alike; other namespaces go."""
+    registry = platform.server.api.registry
+    tenant = tmp_path / "tenant.yaml"
+    tenant.write_text(
+        platform.kubeconfig.read_text()
+        .replace(registry.tokens.ensure("host"), registry.add_cluster("habits-tenant"))
+        .replace("/clusters/host", "/clusters/habits-tenant")
+    )
+    for kubeconfig in (platform.kubeconfig, tenant):
+        for name in ("default", "kube-system", "kube-public"):
+            refused = platform.kubectl("delete", "ns", name, kubeconfig=kubeconfig, check=False)
+            assert refused.stderr == (
+                f'Error from server (Forbidden): namespaces "{name}" is forbidden: '
+                "this namespace may not be deleted\n"
+            )
+        platform.kubectl(
+            "get", "ns", "default", "kube-system", "kube-public", kubeconfig=kubeconfig
+        )
+        platform.kubectl("create", "ns", "scratch", kubeconfig=kubeconfig)
+        platform.kubectl("delete", "ns", "scratch", kubeconfig=kubeconfig)

@@ -3,9 +3,11 @@
 ``fieldValidation`` follows the API server: ``Strict`` rejects unknown fields with the
 strict-decoding error, ``Warn`` (the server default) drops them and returns warnings,
 ``Ignore`` drops them silently. Defaulting and validation are ``allot.validation``'s.
-Then the plugins run in the order the platform assembled them (:meth:`AdmissionChain.assemble`:
-the tenant guard, ValidatingAdmissionPolicy, ResourceQuota, the catalogue's warnings, the
-revoked-class re-check); each sees the decoded object and may raise
+Deleting ``default``, ``kube-system`` or ``kube-public`` is refused first, as the
+NamespaceLifecycle plugin built into kube-apiserver refuses it. Then the plugins run in
+the order the platform assembled them (:meth:`AdmissionChain.assemble`: the tenant guard,
+ValidatingAdmissionPolicy, ResourceQuota, the catalogue's warnings, the revoked-class
+re-check); each sees the decoded object and may raise
 :class:`AdmissionDenied`; a rejected write changes nothing. Called by the handlers.
 """
 
@@ -85,6 +87,22 @@ class AdmissionRequest:
         return self.user == CONTROLLER_USER
 
 
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+"""What the NamespaceLifecycle admission plugin never lets go (``kube-node-lease`` may)."""
+
+
+def _refuse_immortal_namespace(request: AdmissionRequest) -> None:
+    """NamespaceLifecycle: ``kubectl delete ns default`` (every user, every cluster) is
+    403 ``namespaces "default" is forbidden: this namespace may not be deleted``."""
+    if (
+        request.operation is Operation.DELETE
+        and not request.subresource
+        and request.resource.kind == "Namespace"
+        and request.name in IMMORTAL_NAMESPACES
+    ):
+        raise AdmissionDenied(request.resource, request.name, "this namespace may not be deleted")
+
+
 class AdmissionHook(Protocol):
     def admit(self, request: AdmissionRequest) -> list[str]:
         """Return warnings, or raise AdmissionDenied."""
@@ -140,6 +158,7 @@ class AdmissionChain:
         return None
 
     def admit(self, request: AdmissionRequest) -> list[str]:
+        _refuse_immortal_namespace(request)
         obj = request.object
         context = ResourceContext(
             compiler=self.compiler,
