@@ -78,6 +78,26 @@ def test_a_deployment_decodes_with_its_template_and_explicit_zero_replicas() -> 
     }
 
 
+def test_a_pod_decodes_as_kubectl_debug_sends_it() -> None:
+    """``kubectl debug node/n -it --image busybox`` posts its Pod as protobuf (it used
+    to answer 415 UnsupportedMediaType); a status (field 3) is not read."""
+    container = field(1, "debugger") + field(2, "busybox") + field(16, 1) + field(18, 1)
+    spec = field(2, container) + field(10, "node-a") + field(11, 1) + field(3, "Never")
+    status = field(1, "Running")
+    body = envelope("v1", "Pod", field(1, metadata("dbg")) + field(2, spec) + field(3, status))
+    assert decode(body) == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "dbg"},
+        "spec": {
+            "containers": [{"name": "debugger", "image": "busybox", "stdin": True, "tty": True}],
+            "nodeName": "node-a",
+            "hostNetwork": True,
+            "restartPolicy": "Never",
+        },
+    }
+
+
 def test_a_secret_s_bytes_become_base64_and_negative_numbers_stay_negative() -> None:
     data = field(2, field(1, "token") + field(2, b"s3cr3t\x00"))
     secret = envelope("v1", "Secret", field(1, metadata("s")) + data + field(3, "Opaque"))

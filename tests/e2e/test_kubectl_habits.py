@@ -124,3 +124,21 @@ def test_the_system_namespaces_may_not_be_deleted(platform: Cluster, tmp_path: P
         )
         platform.kubectl("create", "ns", "scratch", kubeconfig=kubeconfig)
         platform.kubectl("delete", "ns", "scratch", kubeconfig=kubeconfig)
+
+
+def test_kubectl_debug_copies_and_node_pods_run_and_ephemeral_is_refused(
+    platform: Cluster,
+) -> None:
+    """``kubectl debug``: a node's debugging pod and a pod's copy are posted as protobuf
+    Pods; an ephemeral container gets a clear refusal, not a kubectl panic (kubectl reads
+    the pod's ``securityContext`` and the 404's ``details`` without checking for nil)."""
+    node = platform.kubectl("debug", "node/cpu-pool-0", "--image=busybox", "--", "true")
+    assert "Creating debugging pod node-debugger-cpu-pool-0-" in node.stdout
+    platform.kubectl("debug", "habit", "--copy-to=habit-copy", "--image=busybox", "--", "true")
+    copy = platform.get_json("pod/habit-copy")
+    assert [c["name"] for c in copy["spec"]["containers"]][:1] == ["habit"]
+    assert platform.get_json("pod/habit")["spec"]["securityContext"] == {}
+    refused = platform.kubectl("debug", "habit", "--image=busybox", check=False)
+    assert refused.returncode == 1
+    assert "panic" not in refused.stderr
+    assert "error: ephemeral containers are disabled for this cluster" in refused.stderr

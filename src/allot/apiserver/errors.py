@@ -11,10 +11,16 @@ from allot.statuses import RequestError
 
 
 class NotFoundPath(RequestError):
+    """A path that names nothing served. kube-apiserver answers it with empty (not
+    absent) ``details``, and clients read them: ``kubectl debug`` tells a missing
+    ``ephemeralcontainers`` subresource from a missing pod by an empty ``details.name``,
+    and dereferences ``details`` to do so."""
+
     code, reason = 404, "NotFound"
 
     def __init__(self) -> None:
         super().__init__("the server could not find the requested resource")
+        self.details = StatusDetails()
 
 
 STREAMING_SUBRESOURCES = ("exec", "attach", "portforward")

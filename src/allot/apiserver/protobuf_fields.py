@@ -2,16 +2,17 @@
 
 kubectl's generators (``kubectl create deployment|job|cronjob|secret|service|
 serviceaccount|configmap|quota|role|rolebinding|clusterrole|clusterrolebinding|pdb``) post
-these kinds as ``application/vnd.kubernetes.protobuf``, and ``kubectl drain``/``delete``
-its Evictions and DeleteOptions. This table is the wire layout of their messages in
-Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1, batch/v1, core/v1, rbac/v1,
-policy/v1 and apimachinery's meta/v1): per message, each field number with its JSON name
-and type. A type is ``s`` (string), ``i`` (integer), ``b`` (bool),
+these kinds as ``application/vnd.kubernetes.protobuf``, ``kubectl debug`` its Pods
+(``node/<name>``, ``--copy-to``; a Pod's status, field 3, is not read: creation drops it)
+and ``kubectl drain``/``delete`` its Evictions and DeleteOptions. This table is the wire
+layout of their messages in Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1,
+batch/v1, core/v1, rbac/v1, policy/v1 and apimachinery's meta/v1): per message, each field
+number with its JSON name and type. A type is ``s`` (string), ``i`` (integer), ``b`` (bool),
 ``d``/``f`` (double/float), ``y`` (bytes, base64 in JSON), ``time``, ``intorstring``,
 ``quantity``, ``raw`` (embedded JSON), ``duration``, ``skip`` (a message of an API group
-allot does not serve), a message name, ``map:<type>`` (string keys); a leading ``*`` marks
-a repeated field. Read by :mod:`allot.apiserver.protobuf`; the numbers are protocol facts
-and only change when upstream adds fields.
+allot does not serve), a message name, ``map:<type>`` (string keys); a leading ``*`` marks a
+repeated field. Read by :mod:`allot.apiserver.protobuf`; the numbers are protocol facts and
+only change when upstream adds fields.
 """
 
 from __future__ import annotations
@@ -639,6 +640,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         43: ("schedulingGroup", "PodSchedulingGroup"),
         44: ("evictionResponders", "*EvictionResponder"),
     },
+    "Pod": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodSpec")},  # 3: status, dropped
     "PodTemplateSpec": {1: ("metadata", "ObjectMeta"), 2: ("spec", "PodSpec")},
     "PolicyRule": {
         1: ("verbs", "*s"),

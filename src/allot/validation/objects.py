@@ -109,8 +109,11 @@ def _validate_meta(obj: ApiModel, info: KindInfo) -> ErrorList:
 
 def default_pod(pod: Any) -> None:
     """``SetDefaults_Pod``: ``restartPolicy: Always``; a limit without a request is also
-    the request."""
+    the request; ``securityContext: {}`` (``SetDefaults_PodSpec``), which clients read
+    without checking for nil (``kubectl debug`` panics on a pod without one)."""
     default_pod_spec(pod.spec)
+    if pod.spec.security_context is None:
+        pod.spec.security_context = {}
 
 
 def default_pod_spec(spec: Any) -> None:
