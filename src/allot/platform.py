@@ -33,6 +33,7 @@ from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
+from allot.controllers.endpoints import EndpointsController, EndpointSliceController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -175,9 +176,9 @@ def _workload_controllers(
     context: ControllerContext, directory: TenantDirectory
 ) -> list[Controller]:
     """kube-controller-manager's workload controllers (apps/v1, batch/v1, the default
-    ServiceAccounts, PodDisruptionBudget status) and the apiextensions controllers' CRD
-    status, one instance each for the host and every tenant cluster; in a tenant their
-    writes are admitted as the tenant's ``<name>`` service account."""
+    ServiceAccounts, PodDisruptionBudget status, Endpoints and EndpointSlices) and the
+    apiextensions controllers' CRD status, one instance each for the host and every tenant
+    cluster; in a tenant their writes are admitted as the tenant's ``<name>`` service account."""
 
     def contexts(name: str) -> ClusterContexts:
         return ClusterContexts(context, name, directory.is_tenant)
@@ -191,6 +192,8 @@ def _workload_controllers(
         CronJobController(contexts("cronjob-controller")),
         TtlAfterFinishedController(contexts("ttl-after-finished-controller")),
         DisruptionController(contexts("disruption-controller")),
+        EndpointsController(contexts("endpoint-controller")),
+        EndpointSliceController(contexts("endpointslice-controller")),
         CrdStatusController(contexts("apiextensions-controllers")),
     ]
 

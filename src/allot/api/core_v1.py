@@ -1,5 +1,5 @@
 """``core/v1`` kinds the platform needs: Pod, Node, Namespace, Event, ConfigMap, Service,
-ServiceAccount, Secret, and the pod template the workload kinds embed.
+Endpoints, ServiceAccount, Secret, and the pod template the workload kinds embed.
 
 Node and node selection are defined in :mod:`allot.api.core_v1_nodes` and re-exported here:
 the allocator and ``allot simulate`` import that small module alone (start-up, issue 15).
@@ -449,6 +449,38 @@ class Service(ApiModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ServiceSpec = Field(default_factory=ServiceSpec)
     status: ServiceStatus | None = None
+
+
+# ------------------------------------------------------------------------- Endpoints
+class EndpointAddress(ApiModel):
+    ip: str | None = None
+    hostname: str | None = None
+    node_name: str | None = None
+    target_ref: ObjectReference | None = None
+
+
+class EndpointPort(ApiModel):
+    name: str | None = None
+    port: int | None = None
+    protocol: str | None = None
+    app_protocol: str | None = None
+
+
+class EndpointSubset(ApiModel):
+    addresses: list[EndpointAddress] | None = None
+    not_ready_addresses: list[EndpointAddress] | None = None
+    ports: list[EndpointPort] | None = None
+
+
+class Endpoints(ApiModel):
+    """What a Service's selector finds: written by the endpoints controller
+    (:mod:`allot.controllers.endpoints`), deprecated upstream in favour of EndpointSlice
+    but still what ``kubectl describe svc`` shows."""
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Endpoints"] = "Endpoints"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    subsets: list[EndpointSubset] | None = None
 
 
 # ------------------------------------------------------------- ServiceAccount, Secret

@@ -113,6 +113,7 @@ KINDS: tuple[KindInfo, ...] = (
     _built_in("v1", "ConfigMap", "configmaps", True, "subdomain", "core_v1"),
     _built_in("v1", "ResourceQuota", "resourcequotas", True, "subdomain", "core_v1"),
     _built_in("v1", "Service", "services", True, "label", "core_v1"),
+    _built_in("v1", "Endpoints", "endpoints", True, "subdomain", "core_v1"),
     _built_in("v1", "ServiceAccount", "serviceaccounts", True, "subdomain", "core_v1"),
     _built_in("v1", "Secret", "secrets", True, "subdomain", "core_v1"),
     _built_in("apps/v1", "Deployment", "deployments", True, "subdomain", "apps_v1"),
@@ -159,6 +160,9 @@ KINDS: tuple[KindInfo, ...] = (
         True,
         "subdomain",
         "policy_v1",
+    ),
+    _built_in(
+        "discovery.k8s.io/v1", "EndpointSlice", "endpointslices", True, "subdomain", "discovery_v1"
     ),
     _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
     _built_in(f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Tenant", "tenants", False, "label", "tenancy"),

@@ -40,7 +40,6 @@ UPSTREAM_CORE_KINDS_NOT_SERVED = (
     "PersistentVolumeClaim",
     "LimitRange",
     "ResourceQuota",
-    "Endpoints",
     "ReplicationController",
 )
 

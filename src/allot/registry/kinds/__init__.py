@@ -130,6 +130,8 @@ _MODULES: dict[str, str] = {
     "ClusterRoleBinding": "rbac",
     "PodDisruptionBudget": "poddisruptionbudgets",
     "Lease": "leases",
+    "Endpoints": "endpoints",
+    "EndpointSlice": "endpoints",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
