@@ -128,6 +128,8 @@ def test_nothing_is_written_when_nothing_changed(tmp_path: Path) -> None:
     _service(bench, [{"port": 80, "targetPort": 8080}])
     _pod(bench, "web-a", True)
     first, slices = _sync(bench)
+    # kubectl describe reads every slice port's name: an unnamed port's is ""
+    assert slices[0]["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
     again, slices_again = _sync(bench)
     assert first is not None
     assert again is not None

@@ -196,8 +196,8 @@ def slice_content(service: Obj, pods: list[Obj]) -> tuple[list[Obj], list[Obj]]:
         if not in_endpoints(pod, True):
             continue
         pod_port_list = pod_ports(service, pod)
-        if pod_port_list and not ports:
-            ports = pod_port_list
+        if pod_port_list and not ports:  # the slice's ports always name themselves
+            ports = [{"name": "", **port} for port in pod_port_list]
         endpoints.append(_slice_endpoint(service, pod, publish))
     return endpoints, ports
 
