@@ -1,6 +1,6 @@
 """The ``kubernetes`` Service in ``default`` of the host and of every tenant cluster, as
-kube-apiserver keeps it: 10.96.0.1, port 443 ``https`` toward the API server's port, made
-again when deleted. The platform runs in-process (as in ``test_tenancy_convergence``)."""
+kube-apiserver keeps it: 10.96.0.1, port 443 ``https`` toward the API server's port, with
+its Endpoints and EndpointSlice (127.0.0.1 and that port), made again when deleted. The platform runs in-process (as in ``test_tenancy_convergence``)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,24 @@ EXPECTED = (
 )
 
 
+def _check_endpoints(api: Platform, cluster: str) -> None:
+    context = _context(api, cluster)
+    service = context.get("Service", "default", "kubernetes")
+    endpoints = context.get("Endpoints", "default", "kubernetes")
+    slice_ = context.get("EndpointSlice", "default", "kubernetes")
+    assert service is not None
+    assert endpoints is not None
+    assert slice_ is not None
+    port = service["spec"]["ports"][0]["targetPort"]
+    assert endpoints["subsets"] == [
+        {"addresses": [{"ip": "127.0.0.1"}],
+         "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
+    ]  # fmt: skip
+    assert slice_["metadata"]["labels"] == {"kubernetes.io/service-name": "kubernetes"}
+    assert slice_["endpoints"] == [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}]
+    assert slice_["ports"] == [{"name": "https", "protocol": "TCP", "port": port}]
+
+
 def test_every_cluster_has_its_kubernetes_service_and_keeps_it() -> None:
     async def body(api: Platform) -> None:
         await _prepare(api)
@@ -41,6 +59,12 @@ def test_every_cluster_has_its_kubernetes_service_and_keeps_it() -> None:
         tenant.delete("Service", "default", "kubernetes")
         await settle(api)
         assert _service(api, TENANT) == EXPECTED  # made again
+        for cluster in ("host", TENANT):
+            _check_endpoints(api, cluster)
+        tenant.delete("Endpoints", "default", "kubernetes")
+        tenant.delete("EndpointSlice", "default", "kubernetes")
+        await settle(api)
+        _check_endpoints(api, TENANT)  # made again
         taken = {
             "apiVersion": "v1",
             "kind": "Service",

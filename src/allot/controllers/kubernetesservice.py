@@ -6,7 +6,10 @@ the service range (10.96.0.1, which the allocator never hands out otherwise), po
 named ``https`` toward the API server's secure port, labels ``component: apiserver`` and
 ``provider: kubernetes``. ``kubectl get svc`` and ``kubectl get all`` show it, and
 manifests and scripts expect it. This controller creates it in the host and every tenant
-cluster when ``default`` appears and again when it is deleted. allot serves no Service
+cluster when ``default`` appears and again when it is deleted, and with it the Endpoints
+and EndpointSlice ``kubernetes`` as kube-apiserver's endpoint reconciler keeps them (the
+address 127.0.0.1, allot's pods' address too, and the server's port; the Endpoints
+labelled ``endpointslice.kubernetes.io/skip-mirror``). allot serves no Service
 networking (see the ledger), so like every Service it is a record, not a route. Registered
 by :mod:`allot.platform`.
 """
@@ -25,12 +28,15 @@ from allot.types import Obj
 NAME = "kubernetes"
 NAMESPACE = "default"
 ADDRESS = str(SERVICE_RANGE.network_address + 1)
+SERVER_ADDRESS = "127.0.0.1"  # where allot's API server listens, as its pods' address
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 DEFAULT_PORT = 6443  # kube-apiserver's secure port, until the platform listens
 
 
 class KubernetesService:
     name = "kubernetes-service"
-    watches = frozenset({"namespaces", "services"})  # the resources keys_for answers for
+    # the resources keys_for answers for
+    watches = frozenset({"namespaces", "services", "endpoints", "endpointslices.discovery.k8s.io"})
 
     def __init__(self, contexts: ClusterContexts, port: Callable[[], int | None]) -> None:
         """``port``: the port the platform's API server listens on, once it does."""
@@ -44,8 +50,12 @@ class KubernetesService:
         if event.resource == "namespaces" and event.type != "DELETED":
             wanted = metadata["name"] == NAMESPACE
         else:
-            wanted = event.resource == "services" and event.type == "DELETED"
+            wanted = event.resource != "namespaces" and event.type == "DELETED"
             wanted = wanted and (metadata.get("namespace"), metadata["name"]) == (NAMESPACE, NAME)
+            if event.resource == "endpointslices.discovery.k8s.io":
+                labels = metadata.get("labels") or {}
+                wanted = event.type == "DELETED" and labels.get(SERVICE_NAME_LABEL) == NAME
+                wanted = wanted and metadata.get("namespace") == NAMESPACE
         return [WorkloadKey(event.cluster, NAMESPACE, NAME)] if wanted else []
 
     def initial_keys(self) -> list[Hashable]:
@@ -58,12 +68,52 @@ class KubernetesService:
         namespace = context.peek("Namespace", "", NAMESPACE)
         if namespace is None or namespace["metadata"].get("deletionTimestamp"):
             return
-        if context.peek("Service", NAMESPACE, NAME) is not None:
-            return
-        try:
-            context.create("Service", self.desired(), "kube-apiserver")
-        except (StoreError, RequestError):  # made meanwhile, or 10.96.0.1 is someone else's
-            return
+        for kind, body in (
+            ("Service", self.desired()),
+            ("Endpoints", self.endpoints()),
+            ("EndpointSlice", self.endpoint_slice()),
+        ):
+            if context.peek(kind, NAMESPACE, NAME) is not None:
+                continue
+            try:
+                context.create(kind, body, "kube-apiserver")
+            except (StoreError, RequestError):  # made meanwhile, or 10.96.0.1 is taken
+                continue
+
+    def _port(self) -> int:
+        return self.port() or DEFAULT_PORT
+
+    def endpoints(self) -> Obj:
+        """What kube-apiserver's lease reconciler writes for itself."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {
+                "name": NAME,
+                "namespace": NAMESPACE,
+                "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+            },
+            "subsets": [
+                {
+                    "addresses": [{"ip": SERVER_ADDRESS}],
+                    "ports": [{"name": "https", "port": self._port(), "protocol": "TCP"}],
+                }
+            ],
+        }
+
+    def endpoint_slice(self) -> Obj:
+        return {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": NAME,
+                "namespace": NAMESPACE,
+                "labels": {SERVICE_NAME_LABEL: NAME},
+            },
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [SERVER_ADDRESS], "conditions": {"ready": True}}],
+            "ports": [{"name": "https", "protocol": "TCP", "port": self._port()}],
+        }
 
     def desired(self) -> Obj:
         return {
@@ -83,7 +133,7 @@ class KubernetesService:
                         "name": "https",
                         "port": 443,
                         "protocol": "TCP",
-                        "targetPort": self.port() or DEFAULT_PORT,
+                        "targetPort": self._port(),
                     }
                 ],
                 "sessionAffinity": "None",
