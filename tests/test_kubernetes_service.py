@@ -1,6 +1,7 @@
 """The ``kubernetes`` Service in ``default`` of the host and of every tenant cluster, as
 kube-apiserver keeps it: 10.96.0.1, port 443 ``https`` toward the API server's port, with
-its Endpoints and EndpointSlice (127.0.0.1 and that port), made again when deleted. The platform runs in-process (as in ``test_tenancy_convergence``)."""
+its Endpoints and EndpointSlice (127.0.0.1 and that port), made again when deleted. The
+platform runs in-process (as in ``test_tenancy_convergence``)."""
 
 from __future__ import annotations
 
