@@ -55,6 +55,11 @@ def _check(run: Any, tenancy: Tenancy, prune_dir: Path) -> None:
         "--prune-allowlist=core/v1/Endpoints",
     )
     assert allowed.stdout.split() == ["configmap/pruned", "unchanged"]
+    resources = run("api-resources").stdout
+    assert re.search(r"\nendpoints +ep +v1 +true +Endpoints\n", resources), resources
+    assert re.search(r"\nendpointslices +discovery\.k8s\.io/v1 +true +EndpointSlice\n", resources)
+    explained = run("explain", "endpointslice.endpoints.conditions").stdout
+    assert "serving" in explained, explained
     run("delete", "svc", "web")
     assert run("get", "ep", "web", check=False).returncode != 0
 
