@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from allot.controllers.endpoints import (
     MANAGED_BY,
     EndpointsController,
     EndpointSliceController,
+    endpoint_subsets,
+    slice_content,
 )
 from allot.controllers.workloads import WorkloadKey
 from allot.registry import HOST_CLUSTER
@@ -313,3 +316,58 @@ def test_tables_are_upstream_s() -> None:
         "web-x", "IPv4", "80,x,* + 1 more...", "10.0.0.1,10.0.0.2,10.0.0.3 + 2 more...", "5m"
     ]  # fmt: skip
     assert _cells("endpointslices", _slice(addressType="IPv4"))[2:4] == ["<unset>", "<unset>"]
+
+
+# ------------------------------------------------------------------ scenario table
+SCENARIOS = yaml.safe_load((Path(__file__).parent / "scenarios" / "endpoints.yaml").read_text())
+
+
+def _scenario_pod(case: dict[str, Any]) -> Obj:
+    metadata: Obj = {
+        "name": case["name"],
+        "namespace": "default",
+        "uid": f"uid-{case['name']}",
+        "labels": case.get("labels", {"app": "web"}),
+    }
+    if case.get("deleting"):
+        metadata["deletionTimestamp"] = "2026-01-01T10:00:00Z"
+    ports = case.get("ports", [{"name": "http", "containerPort": 8080}])
+    status: Obj = {
+        "phase": case.get("phase", "Running"),
+        "conditions": [{"type": "Ready", "status": "True" if case.get("ready", True) else "False"}],
+    }
+    if case.get("ip", "127.0.0.1"):
+        status["podIP"] = case.get("ip", "127.0.0.1")
+    return {"metadata": metadata,
+            "spec": {"containers": [{"name": "c", "image": "nginx", "ports": ports}]},
+            "status": status}  # fmt: skip
+
+
+def _scenario_service(case: dict[str, Any]) -> Obj:
+    spec: Obj = {
+        "selector": case.get("selector", {"app": "web"}),
+        "ports": case.get("ports", [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]),
+    }
+    if case.get("publish"):
+        spec["publishNotReadyAddresses"] = True
+    return {"metadata": {"name": "web", "namespace": "default"}, "spec": spec}
+
+
+@pytest.mark.parametrize("case", SCENARIOS, ids=[c["name"] for c in SCENARIOS])
+def test_scenario(case: dict[str, Any]) -> None:
+    service = _scenario_service(case.get("service", {}))
+    pods = [_scenario_pod(p) for p in case["pods"]]
+    subsets = endpoint_subsets(service, pods)
+
+    def names(field: str) -> list[str]:
+        return sorted(a["targetRef"]["name"] for s in subsets for a in s.get(field) or [])
+
+    assert names("addresses") == case["ready"]
+    assert names("notReadyAddresses") == case["notReady"]
+    assert sorted({p["port"] for s in subsets for p in s.get("ports") or []}) == case["ports"]
+    endpoints, _ = slice_content(service, pods)
+    conditions = {
+        e["targetRef"]["name"]: [e["conditions"][k] for k in ("ready", "serving", "terminating")]
+        for e in endpoints
+    }
+    assert conditions == case["slice"]
