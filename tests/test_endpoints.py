@@ -371,3 +371,24 @@ def test_scenario(case: dict[str, Any]) -> None:
         for e in endpoints
     }
     assert conditions == case["slice"]
+
+
+def test_what_is_deleted_by_hand_is_written_again(tmp_path: Path) -> None:
+    bench = Bench(tmp_path)
+    _service(bench, [{"port": 80, "targetPort": 8080}])
+    _pod(bench, "web-a", True)
+    endpoints, slices = _sync(bench)
+    assert endpoints is not None
+    bench.context.delete("Endpoints", "default", "web")
+    bench.context.delete("EndpointSlice", "default", slices[0]["metadata"]["name"])
+    for controller, resource, obj in (
+        (EndpointsController(bench.contexts("endpoint-controller")), "endpoints", endpoints),
+        (EndpointSliceController(bench.contexts("endpointslice-controller")),
+         "endpointslices.discovery.k8s.io", slices[0]),
+    ):  # fmt: skip
+        assert controller.keys_for(WatchEvent("DELETED", 1, HOST_CLUSTER, resource, obj)) == [KEY]
+    again, slices_again = _sync(bench)
+    assert again is not None
+    assert again["subsets"] == endpoints["subsets"]
+    assert [s["endpoints"] for s in slices_again] == [slices[0]["endpoints"]]
+    bench.close()
