@@ -159,6 +159,23 @@ KINDS: tuple[KindInfo, ...] = (
         "policy_v1",
     ),
     _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
+    _built_in("networking.k8s.io/v1", "Ingress", "ingresses", True, "subdomain", "networking_v1"),
+    _built_in(
+        "networking.k8s.io/v1",
+        "IngressClass",
+        "ingressclasses",
+        False,
+        "subdomain",
+        "networking_v1",
+    ),
+    _built_in(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        True,
+        "subdomain",
+        "networking_v1",
+    ),
     _built_in(f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Tenant", "tenants", False, "label", "tenancy"),
     _built_in(
         "apiextensions.k8s.io/v1",

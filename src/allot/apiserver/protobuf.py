@@ -183,12 +183,22 @@ WHOLE_KINDS = (
     "ClusterRole",
     "ClusterRoleBinding",
     "PodDisruptionBudget",
+    "Ingress",
     "Eviction",
     "DeleteOptions",
 )
-INLINE = frozenset({"localObjectReference", "volumeSource", "handler", "ephemeralContainerCommon"})
+INLINE = frozenset(
+    {
+        "localObjectReference",
+        "volumeSource",
+        "handler",
+        "ephemeralContainerCommon",
+        "ingressRuleValue",
+    }
+)
 """Fields of embedded structs (``json:",inline"``): a ConfigMap or Secret reference's
-name, a volume's source, a probe's handler, an ephemeral container's common fields."""
+name, a volume's source, a probe's handler, an ephemeral container's common fields, an
+Ingress rule's ``http``."""
 KEEP_ZERO = frozenset(
     {
         "replicas",

@@ -1024,4 +1024,35 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         3: ("runAsUserName", "s"),
         4: ("hostProcess", "b"),
     },
+    # networking.k8s.io/v1 (kubectl create ingress)
+    "Ingress": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "IngressSpec"),
+        3: ("status", "IngressStatus"),
+    },
+    "IngressSpec": {
+        1: ("defaultBackend", "IngressBackend"),
+        2: ("tls", "*IngressTLS"),
+        3: ("rules", "*IngressRule"),
+        4: ("ingressClassName", "s"),
+    },
+    "IngressBackend": {
+        3: ("resource", "TypedLocalObjectReference"),
+        4: ("service", "IngressServiceBackend"),
+    },
+    "IngressServiceBackend": {1: ("name", "s"), 2: ("port", "ServiceBackendPort")},
+    "ServiceBackendPort": {1: ("name", "s"), 2: ("number", "i")},
+    "IngressTLS": {1: ("hosts", "*s"), 2: ("secretName", "s")},
+    "IngressRule": {1: ("host", "s"), 2: ("ingressRuleValue", "IngressRuleValue")},
+    "IngressRuleValue": {1: ("http", "HTTPIngressRuleValue")},
+    "HTTPIngressRuleValue": {1: ("paths", "*HTTPIngressPath")},
+    "HTTPIngressPath": {1: ("path", "s"), 2: ("backend", "IngressBackend"), 3: ("pathType", "s")},
+    "IngressStatus": {1: ("loadBalancer", "IngressLoadBalancerStatus")},
+    "IngressLoadBalancerStatus": {1: ("ingress", "*IngressLoadBalancerIngress")},
+    "IngressLoadBalancerIngress": {
+        1: ("ip", "s"),
+        2: ("hostname", "s"),
+        4: ("ports", "*IngressPortStatus"),
+    },
+    "IngressPortStatus": {1: ("port", "i"), 2: ("protocol", "s"), 3: ("error", "s")},
 }

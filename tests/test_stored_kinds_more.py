@@ -1,0 +1,324 @@
+"""The second set of stored kinds (Ingress, IngressClass, NetworkPolicy,
+HorizontalPodAutoscaler, PriorityClass, PersistentVolumeClaim, StorageClass) is served in
+every cluster with upstream's schema, defaults, validation texts, ``kubectl get`` columns
+and the protobuf bodies of kubectl's generators."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from allot.api.errors import StrictDecodingError
+from allot.apiserver.protobuf import decode as decode_protobuf
+from allot.registry import HOST_CLUSTER
+from allot.registry.clusters import Registry
+from allot.registry.requests import Target
+from allot.registry.resources import by_kind
+from allot.statuses import InvalidObjectError, to_status
+from allot.types import Obj
+from tests.test_protobuf_workloads import envelope, field, metadata
+from tests.test_stored_kinds import (
+    CREATED,
+    OPTIONS,
+    cells,
+    columns,
+    create,
+    document,
+    refusal,
+    registry,
+    target,
+)
+
+__all__ = ["registry"]  # the fixture, shared with the first set's tests
+NETWORKING = "networking.k8s.io/v1"
+
+
+def _ingress(**spec: Any) -> Obj:
+    return {
+        "apiVersion": NETWORKING,
+        "kind": "Ingress",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _backend(name: str = "web", **port: Any) -> Obj:
+    return {"service": {"name": name, "port": port}}
+
+
+def _path(path: str | None, path_type: str | None, backend: Obj | None = None) -> Obj:
+    found: Obj = {"backend": backend or _backend(number=80)}
+    if path is not None:
+        found["path"] = path
+    if path_type is not None:
+        found["pathType"] = path_type
+    return found
+
+
+def _rule(*paths: Obj, host: str | None = None) -> Obj:
+    rule: Obj = {"http": {"paths": list(paths)}}
+    if host is not None:
+        rule["host"] = host
+    return rule
+
+
+def _ingress_class(**spec: Any) -> Obj:
+    return {
+        "apiVersion": NETWORKING,
+        "kind": "IngressClass",
+        "metadata": {"name": "c"},
+        "spec": spec,
+    }
+
+
+def _policy(**spec: Any) -> Obj:
+    return {
+        "apiVersion": NETWORKING,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+LABEL_TEXT = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+REFUSALS = [
+    (
+        _ingress(),
+        'Ingress.networking.k8s.io "web" is invalid: spec: Invalid value: null: either '
+        "`defaultBackend` or `rules` must be specified",
+    ),
+    (
+        _ingress(rules=[_rule(_path("/", None)), _rule(_path("api", "Prefix"), host="10.0.0.1")]),
+        'Ingress.networking.k8s.io "web" is invalid: [spec.rules[0].http.paths[0].pathType: '
+        "Required value: pathType must be specified, spec.rules[1].host: Invalid value: "
+        '"10.0.0.1": must be a DNS name, not an IP address, '
+        'spec.rules[1].http.paths[0].path: Invalid value: "api": must be an absolute path]',
+    ),
+    (
+        _ingress(rules=[_rule(_path("/a/../b/.", "Exact"), _path("/", "Regex"))]),
+        'Ingress.networking.k8s.io "web" is invalid: [spec.rules[0].http.paths[0].path: '
+        "Invalid value: \"/a/../b/.\": must not contain '/../', "
+        'spec.rules[0].http.paths[0].path: Invalid value: "/a/../b/.": cannot end with '
+        "'/.', spec.rules[0].http.paths[1].pathType: Unsupported value: \"Regex\": "
+        'supported values: "Exact", "ImplementationSpecific", "Prefix"]',
+    ),
+    (
+        _ingress(
+            defaultBackend={"service": {"name": "Web", "port": {"name": "http", "number": 80}}},
+            rules=[{"host": "*.*.example.com"}, {"http": {"paths": []}}],
+        ),
+        'Ingress.networking.k8s.io "web" is invalid: [spec.defaultBackend.service.name: '
+        f'Invalid value: "Web": {LABEL_TEXT}, spec.defaultBackend: Invalid value: "": cannot '
+        "set both port name & port number, spec.rules[0].host: Invalid value: "
+        "\"*.*.example.com\": a wildcard DNS-1123 subdomain must start with '*.', followed by "
+        "a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' "
+        "or '.' and end with an alphanumeric character (e.g. '*.example.com', regex used for "
+        "validation is '\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+        "'), spec.rules[1].http.paths: Required value]",
+    ),
+    (
+        _ingress(defaultBackend={}),
+        'Ingress.networking.k8s.io "web" is invalid: spec.defaultBackend: Invalid value: "": '
+        "resource or service backend is required",
+    ),
+    (
+        _ingress(
+            defaultBackend=_backend(),
+            ingressClassName="nginx",
+        )
+        | {
+            "metadata": {
+                "name": "web",
+                "namespace": "default",
+                "annotations": {"kubernetes.io/ingress.class": "traefik"},
+            }
+        },
+        'Ingress.networking.k8s.io "web" is invalid: [spec.defaultBackend: Required value: port '
+        "name or number is required, annotations.kubernetes.io/ingress.class: Invalid value: "
+        '"traefik": must match `ingressClassName` when both are specified]',
+    ),
+    (
+        _ingress_class(),
+        'IngressClass.networking.k8s.io "c" is invalid: spec.controller: Required value',
+    ),
+    (
+        _ingress_class(
+            controller="nginx", parameters={"kind": "P", "name": "a/b", "scope": "Namespace"}
+        ),
+        'IngressClass.networking.k8s.io "c" is invalid: [spec.controller: Invalid value: '
+        '"nginx": must be a domain-prefixed path (such as "acme.io/foo"), '
+        "spec.parameters.name: Invalid value: \"a/b\": may not contain '/', "
+        "spec.parameters.namespace: Required value: `parameters.scope` is set to 'Namespace']",
+    ),
+    (
+        _ingress_class(controller="example.com/lb", parameters={"name": "p", "namespace": "x"}),
+        'IngressClass.networking.k8s.io "c" is invalid: [spec.parameters.kind: Required value, '
+        "spec.parameters.namespace: Forbidden: `parameters.scope` is set to 'Cluster']",
+    ),
+    (
+        _policy(
+            ingress=[
+                {
+                    "from": [{}, {"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}],
+                    "ports": [{"port": "http", "endPort": 90}, {"protocol": "ICMP"}],
+                }
+            ],
+            egress=[{"to": [{"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.0.0.0/8"]}}]}],
+            policyTypes=["Ingress", "Both"],
+        ),
+        'NetworkPolicy.networking.k8s.io "p" is invalid: [spec.ingress[0].ports[0].endPort: '
+        "Invalid value: 90: may not be specified when `port` is non-numeric, "
+        'spec.ingress[0].ports[1].protocol: Unsupported value: "ICMP": supported values: '
+        '"TCP", "UDP", "SCTP", spec.ingress[0].from[0]: Required value: must specify a peer, '
+        "spec.ingress[0].from[1]: Forbidden: may not specify both ipBlock and another peer, "
+        'spec.egress[0].to[0].ipBlock.except[0]: Invalid value: "10.0.0.0/8": must be a '
+        'strict subset of `cidr`, spec.policyTypes[1]: Unsupported value: "Both": supported '
+        'values: "Ingress", "Egress"]',
+    ),
+    (
+        _policy(ingress=[{"ports": [{"port": 70000}, {"endPort": 5}]}]),
+        'NetworkPolicy.networking.k8s.io "p" is invalid: [spec.ingress[0].ports[0].port: '
+        "Invalid value: 70000: must be between 1 and 65535, inclusive, "
+        "spec.ingress[0].ports[1].endPort: Invalid value: 5: may not be specified when "
+        "`port` is not specified]",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "message"), REFUSALS)
+def test_invalid_objects_are_refused_with_upstream_texts(
+    registry: Registry, doc: Obj, message: str
+) -> None:
+    assert refusal(registry, doc) == message
+
+
+def test_kinds_are_served_with_upstream_names() -> None:
+    expected = {
+        "Ingress": ("ingresses", True, ("ing",), ("status",), NETWORKING),
+        "IngressClass": ("ingressclasses", False, (), (), NETWORKING),
+        "NetworkPolicy": ("networkpolicies", True, ("netpol",), (), NETWORKING),
+    }
+    for kind, (plural, namespaced, short, subresources, api_version) in expected.items():
+        served = by_kind(kind)
+        assert (served.plural, served.namespaced, served.short_names, served.subresources) == (
+            plural, namespaced, short, subresources
+        ), kind  # fmt: skip
+        assert served.info.api_version == api_version
+
+
+def test_an_ingress_starts_with_an_empty_load_balancer(registry: Registry) -> None:
+    sent = {**document("Ingress"), "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}}
+    created = create(registry, sent, "legal-ai")
+    assert created["status"] == {"loadBalancer": {}}
+    status = Target(by_kind("Ingress"), "default", "web", "status")
+    bad = {
+        **created,
+        "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3"}, {"hostname": "10.0.0.1"}]}},
+    }
+    with pytest.raises(InvalidObjectError) as caught:
+        registry.handlers.update("legal-ai", status, bad, OPTIONS)
+    assert str(to_status(caught.value).message) == (
+        'Ingress.networking.k8s.io "web" is invalid: [status.loadBalancer.ingress[0].ip: '
+        'Invalid value: "1.2.3": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff), '
+        'status.loadBalancer.ingress[1].hostname: Invalid value: "10.0.0.1": must be a DNS '
+        "name, not an IP address]"
+    )
+    good = {**created, "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.9"}]}}}
+    written = registry.handlers.update("legal-ai", status, good, OPTIONS).object
+    assert cells("ingresses", written)[3] == "10.0.0.9"
+
+
+def test_ingress_and_class_tables() -> None:
+    assert columns("ingresses") == ["Name", "Class", "Hosts", "Address", "Ports", "Age"]
+    assert cells("ingresses", document("Ingress")) == [
+        "web", "nginx", "web.example.com", "", "80, 443", "60m"
+    ]  # fmt: skip
+    many = _ingress(rules=[{"host": f"h{i}.example.com"} for i in range(5)] + [{}])
+    many["metadata"]["creationTimestamp"] = CREATED
+    assert cells("ingresses", many)[1:5] == [
+        "<none>", "h0.example.com,h1.example.com,h2.example.com + 3 more...", "", "80"
+    ]  # fmt: skip
+    assert (
+        cells("ingresses", _ingress(defaultBackend=_backend()) | {"metadata": {"name": "x"}})[2]
+        == "*"
+    )
+    assert columns("ingressclasses") == ["Name", "Controller", "Parameters", "Age"]
+    assert cells("ingressclasses", document("IngressClass")) == [
+        "nginx", "k8s.io/ingress-nginx", "IngressParameters.k8s.example.com/external-lb", "60m"
+    ]  # fmt: skip
+
+
+def test_an_ingress_class_parameters_default_to_cluster_scope_and_its_controller_is_fixed(
+    registry: Registry,
+) -> None:
+    created = create(registry, document("IngressClass"))
+    assert created["spec"]["parameters"]["scope"] == "Cluster"
+    changed = {**created, "spec": {**created["spec"], "controller": "example.com/other"}}
+    with pytest.raises(InvalidObjectError) as caught:
+        registry.handlers.update(HOST_CLUSTER, target("IngressClass", "nginx"), changed, OPTIONS)
+    assert str(to_status(caught.value).message) == (
+        'IngressClass.networking.k8s.io "nginx" is invalid: spec.controller: Invalid value: '
+        '"example.com/other": field is immutable'
+    )
+
+
+def test_network_policy_defaults_and_table(registry: Registry) -> None:
+    created = create(registry, document("NetworkPolicy"))
+    assert created["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert created["spec"]["ingress"][0]["ports"] == [
+        {"protocol": "TCP", "port": 8080, "endPort": 8090}
+    ]
+    bare = create(registry, _policy())
+    assert bare["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    assert columns("networkpolicies") == ["Name", "Pod-Selector", "Age"]
+    assert cells("networkpolicies", created)[1] == "app=web"
+    assert cells("networkpolicies", bare)[1] == "<none>"
+
+
+def test_unknown_ingress_fields_are_refused(registry: Registry) -> None:
+    doc = document("Ingress")
+    doc["spec"]["rules"][0]["http"]["paths"][0]["backend"]["serviceName"] = "web"
+    with pytest.raises(
+        StrictDecodingError, match=r'unknown field "spec.rules\[0\].http.paths\[0\].backend'
+    ):
+        create(registry, doc)
+
+
+def test_kubectl_create_ingress_protobuf_body_decodes() -> None:
+    """``kubectl create ingress web --class=nginx --rule="web.example.com/*=web:80,tls=s"``."""
+    port = field(2, 80)
+    backend = field(4, field(1, "web") + field(2, port))
+    path = field(1, "/") + field(2, backend) + field(3, "Prefix")
+    rule = field(1, "web.example.com") + field(2, field(1, field(1, path)))
+    tls = field(1, "web.example.com") + field(2, "s")
+    spec = field(2, tls) + field(3, rule) + field(4, "nginx")
+    raw = field(1, metadata("web")) + field(2, spec) + field(3, field(1, b""))
+    assert decode_protobuf(envelope(NETWORKING, "Ingress", raw)) == {
+        "apiVersion": NETWORKING,
+        "kind": "Ingress",
+        "metadata": {"name": "web"},
+        "spec": {
+            "ingressClassName": "nginx",
+            "rules": [
+                {
+                    "host": "web.example.com",
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": "web", "port": {"number": 80}}},
+                            }
+                        ]
+                    },
+                }
+            ],
+            "tls": [{"hosts": ["web.example.com"], "secretName": "s"}],
+        },
+        "status": {"loadBalancer": {}},
+    }
