@@ -322,3 +322,188 @@ def test_kubectl_create_ingress_protobuf_body_decodes() -> None:
         },
         "status": {"loadBalancer": {}},
     }
+
+
+def _autoscaler(**spec: Any) -> Obj:
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 3,
+            **spec,
+        },
+    }
+
+
+AUTOSCALER_REFUSALS = [
+    (
+        _autoscaler(minReplicas=0, maxReplicas=0, scaleTargetRef={"kind": "Deployment"}),
+        'HorizontalPodAutoscaler.autoscaling "web" is invalid: [spec.minReplicas: Invalid '
+        "value: 0: must be greater than or equal to 1, spec.maxReplicas: Invalid value: 0: "
+        "must be greater than 0, spec.scaleTargetRef.name: Required value]",
+    ),
+    (
+        _autoscaler(minReplicas=5),
+        'HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.maxReplicas: Invalid value: '
+        "3: must be greater than or equal to `minReplicas`",
+    ),
+    (
+        _autoscaler(
+            metrics=[
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization"}},
+                },
+                {"type": "Pods", "resource": {"name": "cpu", "target": {"type": "Bad"}}},
+                {"type": "Foo"},
+                {
+                    "type": "External",
+                    "external": {"metric": {"name": "q"}, "target": {"type": "Value"}},
+                    "pods": {},
+                },
+            ]
+        ),
+        'HorizontalPodAutoscaler.autoscaling "web" is invalid: [spec.metrics[0].resource.target'
+        ".averageUtilization: Required value: must set either a target raw value or a target "
+        'utilization, spec.metrics[1].resource.target.type: Invalid value: "Bad": must be '
+        "either Utilization, Value, or AverageValue, spec.metrics[1].resource.target."
+        "averageUtilization: Required value: must set either a target raw value or a target "
+        "utilization, spec.metrics[1].pods: Required value: must populate information for the "
+        'given metric source, spec.metrics[2].type: Unsupported value: "Foo": supported '
+        'values: "ContainerResource", "External", "Object", "Pods", "Resource", '
+        "spec.metrics[3].external.target.averageValue: Required value: must set either a "
+        "target value for metric or a per-pod target, spec.metrics[3].pods: Forbidden: must "
+        "populate the given metric source only]",
+    ),
+    (
+        _autoscaler(
+            behavior={
+                "scaleUp": {
+                    "selectPolicy": "Fast",
+                    "stabilizationWindowSeconds": 4000,
+                    "policies": [{"type": "Nodes", "value": 0, "periodSeconds": 1801}],
+                },
+                "scaleDown": {"policies": []},
+            }
+        ),
+        'HorizontalPodAutoscaler.autoscaling "web" is invalid: [spec.behavior.scaleUp.'
+        "stabilizationWindowSeconds: Invalid value: 4000: must be less than or equal to 3600, "
+        'spec.behavior.scaleUp.selectPolicy: Unsupported value: "Fast": supported values: '
+        '"Disabled", "Max", "Min", spec.behavior.scaleUp.policies[0].type: Unsupported value: '
+        '"Nodes": supported values: "Percent", "Pods", spec.behavior.scaleUp.policies[0].value: '
+        "Invalid value: 0: must be greater than zero, spec.behavior.scaleUp.policies[0]."
+        "periodSeconds: Invalid value: 1801: must be less than or equal to 1800, "
+        "spec.behavior.scaleDown.policies: Required value: must specify at least one Policy]",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "message"), AUTOSCALER_REFUSALS)
+def test_invalid_autoscalers_are_refused_with_upstream_texts(
+    registry: Registry, doc: Obj, message: str
+) -> None:
+    assert refusal(registry, doc) == message
+
+
+def test_an_autoscaler_is_defaulted_as_upstream(registry: Registry) -> None:
+    created = create(registry, _autoscaler(behavior={"scaleDown": {"selectPolicy": "Min"}}))
+    assert created["spec"]["minReplicas"] == 1
+    assert created["spec"]["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80},
+            },
+        }
+    ]
+    assert created["spec"]["behavior"] == {
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "selectPolicy": "Max",
+            "policies": [
+                {"type": "Pods", "value": 4, "periodSeconds": 15},
+                {"type": "Percent", "value": 100, "periodSeconds": 15},
+            ],
+        },
+        "scaleDown": {
+            "selectPolicy": "Min",
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+        },
+    }
+    assert created["status"] == {"desiredReplicas": 0}
+    status = Target(by_kind("HorizontalPodAutoscaler"), "default", "web", "status")
+    refused = {**created, "status": {"desiredReplicas": -1}}
+    with pytest.raises(InvalidObjectError, match=r"status.desiredReplicas: Invalid value: -1"):
+        registry.handlers.update(HOST_CLUSTER, status, refused, OPTIONS)
+
+
+def test_autoscaler_table_formats_targets_as_upstream() -> None:
+    assert columns("horizontalpodautoscalers") == [
+        "Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"
+    ]  # fmt: skip
+    doc = document("HorizontalPodAutoscaler")
+    assert cells("horizontalpodautoscalers", doc) == [
+        "web",
+        "Deployment/web",
+        "cpu: <unknown>/60%, memory: <unknown>/500Mi + 1 more...",
+        "2",
+        10,
+        0,
+        "60m",
+    ]
+    doc["status"] = {
+        "currentReplicas": 2,
+        "currentMetrics": [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "current": {"averageUtilization": 41}},
+            },
+            {
+                "type": "Resource",
+                "resource": {"name": "memory", "current": {"averageValue": "2Mi"}},
+            },
+        ],
+    }
+    doc["spec"]["metrics"] = doc["spec"]["metrics"][:2]
+    assert cells("horizontalpodautoscalers", doc)[2:6] == [
+        "cpu: 41%/60%, memory: 2Mi/500Mi", "2", 10, 2
+    ]  # fmt: skip
+    doc["spec"]["metrics"] = []
+    doc["spec"].pop("minReplicas")
+    assert cells("horizontalpodautoscalers", doc)[2:4] == ["<none>", "<unset>"]
+
+
+def test_kubectl_autoscale_protobuf_body_decodes() -> None:
+    """``kubectl autoscale deployment web --min 1 --max 3 --cpu-percent 50``."""
+    ref = field(1, "Deployment") + field(2, "web") + field(3, "apps/v1")
+    target = field(1, "Utilization") + field(4, 50)
+    metric = field(1, "Resource") + field(4, field(1, "cpu") + field(2, target))
+    spec = field(1, ref) + field(2, 1) + field(3, 3) + field(4, metric)
+    raw = field(1, metadata("web")) + field(2, spec) + field(3, field(4, 0))
+    assert decode_protobuf(envelope("autoscaling/v2", "HorizontalPodAutoscaler", raw)) == {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+            "minReplicas": 1,
+            "maxReplicas": 3,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": 50},
+                    },
+                }
+            ],
+        },
+        "status": {},
+    }
+    served = by_kind("HorizontalPodAutoscaler")
+    assert (served.plural, served.short_names, served.categories, served.subresources) == (
+        "horizontalpodautoscalers", ("hpa",), ("all",), ("status",)
+    )  # fmt: skip

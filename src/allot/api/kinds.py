@@ -159,6 +159,14 @@ KINDS: tuple[KindInfo, ...] = (
         "policy_v1",
     ),
     _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
+    _built_in(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        True,
+        "subdomain",
+        "autoscaling_v2",
+    ),
     _built_in("networking.k8s.io/v1", "Ingress", "ingresses", True, "subdomain", "networking_v1"),
     _built_in(
         "networking.k8s.io/v1",

@@ -33,6 +33,7 @@ _MODULE_PREFIX = {
     "allot.api.policy_v1": "io.k8s.api.policy.v1",
     "allot.api.coordination_v1": "io.k8s.api.coordination.v1",
     "allot.api.networking_v1": "io.k8s.api.networking.v1",
+    "allot.api.autoscaling_v2": "io.k8s.api.autoscaling.v2",
     "allot.api.meta": "io.k8s.apimachinery.pkg.apis.meta.v1",
 }
 

@@ -184,6 +184,7 @@ WHOLE_KINDS = (
     "ClusterRoleBinding",
     "PodDisruptionBudget",
     "Ingress",
+    "HorizontalPodAutoscaler",
     "Eviction",
     "DeleteOptions",
 )
@@ -218,6 +219,9 @@ KEEP_ZERO = frozenset(
         "gracePeriodSeconds",
         "orphanDependents",
         "ignoreStoreReadErrorWithClusterBreakingPotential",
+        "minReplicas",
+        "averageUtilization",
+        "stabilizationWindowSeconds",
     }
 )
 """Optional (pointer) counts and flags whose explicit 0 or false is kept; other zero

@@ -133,6 +133,7 @@ _MODULES: dict[str, str] = {
     "Ingress": "networking",
     "IngressClass": "networking",
     "NetworkPolicy": "networking",
+    "HorizontalPodAutoscaler": "horizontalpodautoscalers",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
