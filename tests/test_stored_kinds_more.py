@@ -12,7 +12,10 @@ import pytest
 from allot.api.errors import StrictDecodingError
 from allot.apiserver.protobuf import decode as decode_protobuf
 from allot.registry import HOST_CLUSTER
+from allot.registry.admission import AdmissionDenied
 from allot.registry.clusters import Registry
+from allot.registry.handlers import WriteOptions
+from allot.registry.listing import ListOptions
 from allot.registry.requests import Target
 from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError, to_status
@@ -506,4 +509,164 @@ def test_kubectl_autoscale_protobuf_body_decodes() -> None:
     served = by_kind("HorizontalPodAutoscaler")
     assert (served.plural, served.short_names, served.categories, served.subresources) == (
         "horizontalpodautoscalers", ("hpa",), ("all",), ("status",)
+    )  # fmt: skip
+
+
+SCHEDULING = "scheduling.k8s.io/v1"
+TENANT_USER = WriteOptions("kubectl", "Strict", False, user="legal-ai")
+
+
+def _priority_class(name: str, value: int, **fields: Any) -> Obj:
+    return {
+        "apiVersion": SCHEDULING,
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **fields,
+    }
+
+
+def _pod(name: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec},
+    }
+
+
+def _create_as_tenant(registry: Registry, doc: Obj) -> Obj:
+    return registry.handlers.create("legal-ai", target(doc["kind"]), doc, TENANT_USER).object
+
+
+def _forbidden(registry: Registry, doc: Obj) -> str:
+    with pytest.raises(AdmissionDenied) as caught:
+        _create_as_tenant(registry, doc)
+    return str(to_status(caught.value).message)
+
+
+@pytest.mark.parametrize("cluster", [HOST_CLUSTER, "legal-ai"])
+def test_every_cluster_has_the_system_priority_classes(registry: Registry, cluster: str) -> None:
+    page = registry.handlers.list_page(cluster, target("PriorityClass"), ListOptions())
+    assert [
+        (c["metadata"]["name"], c["value"], c.get("globalDefault"), c["preemptionPolicy"])
+        for c in page.items
+    ] == [
+        ("system-cluster-critical", 2000000000, None, "PreemptLowerPriority"),
+        ("system-node-critical", 2000001000, None, "PreemptLowerPriority"),
+    ]
+    assert columns("priorityclasses") == [
+        "Name", "Value", "Global-Default", "Age", "PreemptionPolicy"
+    ]  # fmt: skip
+    assert cells("priorityclasses", page.items[0]) == [
+        "system-cluster-critical", 2000000000, False, "60m", "PreemptLowerPriority"
+    ]  # fmt: skip
+
+
+PRIORITY_REFUSALS = [
+    (
+        _priority_class("system-high", 10),
+        'PriorityClass.scheduling.k8s.io "system-high" is invalid: metadata.name: Forbidden: '
+        "priority class names with 'system-' prefix are reserved for system use only. error: "
+        "system-high is not a known system priority class",
+    ),
+    (
+        _priority_class("system-node-critical", 2000000000),
+        'PriorityClass.scheduling.k8s.io "system-node-critical" is invalid: metadata.name: '
+        "Forbidden: priority class names with 'system-' prefix are reserved for system use "
+        "only. error: value of system-node-critical PriorityClass must be 2000001000",
+    ),
+    (
+        _priority_class("huge", 1000000001, preemptionPolicy="Sometimes"),
+        'PriorityClass.scheduling.k8s.io "huge" is invalid: [value: Forbidden: maximum allowed '
+        "value of a user defined priority is 1000000000, preemptionPolicy: Unsupported value: "
+        '"Sometimes": supported values: "Never", "PreemptLowerPriority"]',
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "message"), PRIORITY_REFUSALS)
+def test_invalid_priority_classes_are_refused_with_upstream_texts(
+    registry: Registry, doc: Obj, message: str
+) -> None:
+    assert refusal(registry, doc) == message
+
+
+def test_a_priority_class_keeps_its_value_and_only_one_is_the_default(registry: Registry) -> None:
+    created = create(registry, document("PriorityClass"))
+    assert created["preemptionPolicy"] == "PreemptLowerPriority"
+    changed = {**created, "value": 5, "preemptionPolicy": "Never"}
+    with pytest.raises(InvalidObjectError) as caught:
+        registry.handlers.update(
+            HOST_CLUSTER, target("PriorityClass", "batch-high"), changed, OPTIONS
+        )
+    assert str(to_status(caught.value).message) == (
+        'PriorityClass.scheduling.k8s.io "batch-high" is invalid: [value: Forbidden: may not be '
+        'changed in an update., preemptionPolicy: Invalid value: "Never": field is immutable]'
+    )
+    create(registry, _priority_class("standard", 10, globalDefault=True))
+    with pytest.raises(AdmissionDenied) as denied:
+        create(registry, _priority_class("other", 20, globalDefault=True))
+    assert str(to_status(denied.value).message) == (
+        'priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass standard is '
+        "already marked as default. Only one default can exist"
+    )
+    assert create(registry, _priority_class("zero", 0))["value"] == 0
+
+
+def test_a_pod_s_priority_class_resolves_into_its_priority(registry: Registry) -> None:
+    _create_as_tenant(registry, _priority_class("batch", 500, preemptionPolicy="Never"))
+    spec = _create_as_tenant(registry, _pod("a", priorityClassName="batch"))["spec"]
+    assert (spec["priority"], spec["preemptionPolicy"]) == (500, "Never")
+    critical = _create_as_tenant(registry, _pod("b", priorityClassName="system-node-critical"))
+    assert critical["spec"]["priority"] == 2000001000
+    plain = _create_as_tenant(registry, _pod("c"))["spec"]
+    assert "priority" not in plain
+    assert "priorityClassName" not in plain
+    assert _forbidden(registry, _pod("d", priorityClassName="gold")) == (
+        'pods "d" is forbidden: no PriorityClass with name gold was found'
+    )
+    assert _forbidden(registry, _pod("e", priorityClassName="batch", priority=7)) == (
+        'pods "e" is forbidden: the integer value of priority (7) must not be provided in pod '
+        "spec; priority admission controller computed 500 from the given PriorityClass name"
+    )
+    assert _forbidden(
+        registry, _pod("f", priorityClassName="batch", preemptionPolicy="PreemptLowerPriority")
+    ) == (
+        'pods "f" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) must '
+        "not be provided in pod spec; priority admission controller computed Never from the "
+        "given PriorityClass name"
+    )
+
+
+def test_the_global_default_class_applies_to_pods_without_one(registry: Registry) -> None:
+    _create_as_tenant(registry, _priority_class("low", -5, globalDefault=True))
+    spec = _create_as_tenant(registry, _pod("a"))["spec"]
+    assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == (
+        "low", -5, "PreemptLowerPriority"
+    )  # fmt: skip
+    host = registry.handlers.create(HOST_CLUSTER, target("Pod"), _pod("b"), OPTIONS).object
+    assert "priority" not in host["spec"]  # the tenant's default is its cluster's alone
+
+
+def test_a_pod_the_platform_writes_with_a_priority_keeps_it(registry: Registry) -> None:
+    """A tenant pod's twin carries the priority resolved in the tenant's cluster."""
+    twin = _pod("twin", priorityClassName="tenant-only", priority=42)
+    spec = create(registry, twin)["spec"]
+    assert (spec["priorityClassName"], spec["priority"]) == ("tenant-only", 42)
+
+
+def test_kubectl_create_priorityclass_protobuf_body_decodes() -> None:
+    """``kubectl create priorityclass high --value=1000 --description=x``."""
+    raw = field(1, metadata("high")) + field(2, 1000) + field(4, "x")
+    assert decode_protobuf(envelope(SCHEDULING, "PriorityClass", raw)) == {
+        "apiVersion": SCHEDULING,
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+        "description": "x",
+    }
+    served = by_kind("PriorityClass")
+    assert (served.plural, served.namespaced, served.short_names) == (
+        "priorityclasses", False, ("pc",)
     )  # fmt: skip

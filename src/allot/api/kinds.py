@@ -160,6 +160,14 @@ KINDS: tuple[KindInfo, ...] = (
     ),
     _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
     _built_in(
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        "priorityclasses",
+        False,
+        "subdomain",
+        "scheduling_v1",
+    ),
+    _built_in(
         "autoscaling/v2",
         "HorizontalPodAutoscaler",
         "horizontalpodautoscalers",

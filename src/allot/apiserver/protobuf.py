@@ -185,6 +185,7 @@ WHOLE_KINDS = (
     "PodDisruptionBudget",
     "Ingress",
     "HorizontalPodAutoscaler",
+    "PriorityClass",
     "Eviction",
     "DeleteOptions",
 )

@@ -1152,4 +1152,12 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         4: ("reason", "s"),
         5: ("message", "s"),
     },
+    # scheduling.k8s.io/v1 (kubectl create priorityclass)
+    "PriorityClass": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("value", "i"),
+        3: ("globalDefault", "b"),
+        4: ("description", "s"),
+        5: ("preemptionPolicy", "s"),
+    },
 }

@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from allot.api.scheduling_v1 import system_classes
 from allot.registry import kubeconfigs
 from allot.registry.admission import AdmissionChain, AdmissionHook
 from allot.registry.classwarnings import CatalogueWarnings
 from allot.registry.crds import CustomResources
 from allot.registry.handlers import Handlers
 from allot.registry.policies import PolicyAdmission
+from allot.registry.priority import PriorityAdmission
 from allot.registry.quota import QuotaAdmission
 from allot.registry.resources import by_kind
 from allot.store import Store
@@ -62,7 +64,8 @@ class Registry:
         # the platform adds tenants' pending objects
         self.quota = QuotaAdmission(self.store, clock=clock)
         self.catalogue_warnings = CatalogueWarnings(self.store, self.admission.compiler)
-        self.admission.assemble(self.standard_plugins())
+        self.priority = PriorityAdmission(self.store)  # mutating: first in every chain
+        self.admission.assemble([self.priority, *self.standard_plugins()])
         self.add_cluster(HOST_CLUSTER)
         self.custom_resources = CustomResources(self.store)
 
@@ -96,7 +99,18 @@ class Registry:
                         "status": {"phase": "Active"},
                     },
                 )
+        self._create_system_priority_classes(name)
         return token
+
+    def _create_system_priority_classes(self, cluster: str) -> None:
+        """``system-node-critical`` and ``system-cluster-critical``, as the API server's
+        start-up hook creates them in every cluster (kept if they exist)."""
+        classes = by_kind("PriorityClass").store
+        existing, _ = self.store.list_objects(cluster, classes, shared=True)
+        names = {c["metadata"]["name"] for c in existing}
+        for priority_class in system_classes():
+            if priority_class["metadata"]["name"] not in names:
+                self.store.create(cluster, classes, priority_class)
 
     def remove_cluster(self, name: str) -> None:
         """Forget a virtual cluster: its objects, its token, its kubeconfig and what its

@@ -134,6 +134,7 @@ _MODULES: dict[str, str] = {
     "IngressClass": "networking",
     "NetworkPolicy": "networking",
     "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+    "PriorityClass": "priorityclasses",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
