@@ -5,6 +5,7 @@ and the protobuf bodies of kubectl's generators."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -670,3 +671,136 @@ def test_kubectl_create_priorityclass_protobuf_body_decodes() -> None:
     assert (served.plural, served.namespaced, served.short_names) == (
         "priorityclasses", False, ("pc",)
     )  # fmt: skip
+
+
+def _claim(**spec: Any) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _storage_class(**fields: Any) -> Obj:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "fast"},
+        **fields,
+    }
+
+
+STORAGE_REFUSALS = [
+    (
+        _claim(),
+        'PersistentVolumeClaim "data" is invalid: [spec.accessModes: Required value: at least 1 '
+        "access mode is required, spec.resources[storage]: Required value]",
+    ),
+    (
+        _claim(
+            accessModes=["ReadWriteOncePod", "ReadWriteMany", "WriteOnly"],
+            resources={"requests": {"storage": "0"}},
+            storageClassName="Fast",
+            volumeMode="Raw",
+        ),
+        'PersistentVolumeClaim "data" is invalid: [spec.accessModes: Unsupported value: '
+        '"WriteOnly": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", '
+        '"ReadWriteOncePod", spec.accessModes: Forbidden: may not use ReadWriteOncePod with '
+        'other access modes, spec.resources[storage]: Invalid value: "0": must be greater than '
+        'zero, spec.storageClassName: Invalid value: "Fast": a lowercase RFC 1123 subdomain '
+        "must consist of lower case alphanumeric characters, '-' or '.', and must start and "
+        "end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'), "
+        'spec.volumeMode: Unsupported value: "Raw": supported values: "Block", "Filesystem"]',
+    ),
+    (
+        _storage_class(reclaimPolicy="Recycle", parameters={"": "x"}),
+        'StorageClass.storage.k8s.io "fast" is invalid: [provisioner: Required value, '
+        'parameters: Invalid value: "": field can not be empty., reclaimPolicy: Unsupported '
+        'value: "Recycle": supported values: "Delete", "Retain"]',
+    ),
+    (
+        _storage_class(provisioner="a/b/c", volumeBindingMode="Later"),
+        'StorageClass.storage.k8s.io "fast" is invalid: [provisioner: Invalid value: "a/b/c": '
+        "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+        "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') "
+        "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'), "
+        'volumeBindingMode: Unsupported value: "Later": supported values: "Immediate", '
+        '"WaitForFirstConsumer"]',
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "message"), STORAGE_REFUSALS)
+def test_invalid_claims_and_classes_are_refused_with_upstream_texts(
+    registry: Registry, doc: Obj, message: str
+) -> None:
+    assert refusal(registry, doc) == message
+
+
+def test_a_claim_stays_pending_and_gets_the_default_class(registry: Registry) -> None:
+    create(registry, document("StorageClass"), "legal-ai")
+    claim = _claim(accessModes=["ReadWriteOnce"], resources={"requests": {"storage": "1Gi"}})
+    created = create(registry, {**claim, "status": {"phase": "Bound"}}, "legal-ai")
+    assert created["status"] == {"phase": "Pending"}
+    assert created["spec"]["storageClassName"] == "fast"
+    assert created["spec"]["volumeMode"] == "Filesystem"
+    unclassed = {**claim, "metadata": {"name": "raw", "namespace": "default"}}
+    unclassed["spec"] = {**claim["spec"], "storageClassName": ""}
+    assert create(registry, unclassed, "legal-ai")["spec"]["storageClassName"] == ""
+    on_host = create(registry, claim)  # the tenant's default class is its own
+    assert "storageClassName" not in on_host["spec"]
+    changed = {**created, "spec": {**created["spec"], "accessModes": ["ReadWriteMany"]}}
+    with pytest.raises(InvalidObjectError) as caught:
+        registry.handlers.update(
+            "legal-ai", target("PersistentVolumeClaim", "data"), changed, OPTIONS
+        )
+    assert str(to_status(caught.value).message) == (
+        'PersistentVolumeClaim "data" is invalid: spec: Forbidden: spec is immutable after '
+        "creation except resources.requests and volumeAttributesClassName for bound claims"
+    )
+
+
+def test_storage_class_defaults_updates_and_table(registry: Registry) -> None:
+    created = create(registry, _storage_class(provisioner="example.com/nfs"))
+    assert (created["reclaimPolicy"], created["volumeBindingMode"]) == ("Delete", "Immediate")
+    changed = {**created, "provisioner": "example.com/other", "parameters": {"a": "b"}}
+    with pytest.raises(InvalidObjectError) as caught:
+        registry.handlers.update(HOST_CLUSTER, target("StorageClass", "fast"), changed, OPTIONS)
+    assert str(to_status(caught.value).message) == (
+        'StorageClass.storage.k8s.io "fast" is invalid: [parameters: Forbidden: updates to '
+        "parameters are forbidden., provisioner: Forbidden: updates to provisioner are "
+        "forbidden.]"
+    )
+    assert columns("storageclasses") == [
+        "Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"
+    ]  # fmt: skip
+    assert cells("storageclasses", document("StorageClass")) == [
+        "fast (default)", "ebs.csi.aws.com", "Delete", "WaitForFirstConsumer", True, "60m"
+    ]  # fmt: skip
+
+
+def test_claim_table() -> None:
+    assert columns("persistentvolumeclaims") == [
+        "Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass",
+        "VolumeAttributesClass", "Age", "VolumeMode*",
+    ]  # fmt: skip
+    pending = {**document("PersistentVolumeClaim"), "status": {"phase": "Pending"}}
+    assert cells("persistentvolumeclaims", pending) == [
+        "data", "Pending", "", "", "", "fast", "<unset>", "60m", "<unset>"
+    ]  # fmt: skip
+    bound = copy.deepcopy(pending)
+    bound["spec"].update(volumeName="pv-1", volumeMode="Filesystem")
+    bound["status"] = {
+        "phase": "Bound",
+        "accessModes": ["ReadWriteMany", "ReadWriteOnce"],
+        "capacity": {"storage": "10Gi"},
+    }
+    assert cells("persistentvolumeclaims", bound)[1:5] == ["Bound", "pv-1", "10Gi", "RWO,RWX"]
+    served = by_kind("PersistentVolumeClaim")
+    assert (served.plural, served.short_names, served.subresources) == (
+        "persistentvolumeclaims", ("pvc",), ("status",)
+    )  # fmt: skip
+    assert by_kind("StorageClass").short_names == ("sc",)

@@ -112,7 +112,7 @@ def build(
     entitlements = Entitlements(context)
     registry.assemble(
         [
-            registry.priority,  # mutating: pods carry their priority into the guard's twin
+            *registry.mutating_plugins(),  # pods carry their priority into the guard's twin
             TenantGuard(registry.handlers, directory),  # tenants' writes, before any other
             *registry.standard_plugins(),
             RevokedClaimsAdmission(entitlements),

@@ -160,6 +160,17 @@ KINDS: tuple[KindInfo, ...] = (
     ),
     _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
     _built_in(
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        True,
+        "subdomain",
+        "core_v1_storage",
+    ),
+    _built_in(
+        "storage.k8s.io/v1", "StorageClass", "storageclasses", False, "subdomain", "storage_v1"
+    ),
+    _built_in(
         "scheduling.k8s.io/v1",
         "PriorityClass",
         "priorityclasses",

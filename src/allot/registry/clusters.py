@@ -24,6 +24,7 @@ from allot.registry import kubeconfigs
 from allot.registry.admission import AdmissionChain, AdmissionHook
 from allot.registry.classwarnings import CatalogueWarnings
 from allot.registry.crds import CustomResources
+from allot.registry.defaultstorageclass import DefaultStorageClassAdmission
 from allot.registry.handlers import Handlers
 from allot.registry.policies import PolicyAdmission
 from allot.registry.priority import PriorityAdmission
@@ -64,10 +65,16 @@ class Registry:
         # the platform adds tenants' pending objects
         self.quota = QuotaAdmission(self.store, clock=clock)
         self.catalogue_warnings = CatalogueWarnings(self.store, self.admission.compiler)
-        self.priority = PriorityAdmission(self.store)  # mutating: first in every chain
-        self.admission.assemble([self.priority, *self.standard_plugins()])
+        self.priority = PriorityAdmission(self.store)
+        self.default_storage_class = DefaultStorageClassAdmission(self.store)
+        self.admission.assemble([*self.mutating_plugins(), *self.standard_plugins()])
         self.add_cluster(HOST_CLUSTER)
         self.custom_resources = CustomResources(self.store)
+
+    def mutating_plugins(self) -> list[AdmissionHook]:
+        """The plugins that complete a new object (Priority, DefaultStorageClass): first in
+        every chain, as upstream runs mutating admission before validating admission."""
+        return [self.priority, self.default_storage_class]
 
     def standard_plugins(self) -> list[AdmissionHook]:
         """The plugins every cluster has: ValidatingAdmissionPolicy, ResourceQuota and the

@@ -135,6 +135,8 @@ _MODULES: dict[str, str] = {
     "NetworkPolicy": "networking",
     "HorizontalPodAutoscaler": "horizontalpodautoscalers",
     "PriorityClass": "priorityclasses",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "StorageClass": "storageclasses",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
