@@ -6,12 +6,14 @@ and the protobuf bodies of kubectl's generators."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from allot.api.errors import StrictDecodingError
 from allot.apiserver.protobuf import decode as decode_protobuf
+from allot.cli.main import main
 from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied
 from allot.registry.clusters import Registry
@@ -804,3 +806,19 @@ def test_claim_table() -> None:
         "persistentvolumeclaims", ("pvc",), ("status",)
     )  # fmt: skip
     assert by_kind("StorageClass").short_names == ("sc",)
+
+
+def test_allot_validate_judges_the_new_kinds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kinds of partly served groups (networking.k8s.io, storage.k8s.io...) are judged,
+    not skipped; kinds allot does not serve still are."""
+    manifest = tmp_path / "chart.yaml"
+    manifest.write_text(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec: {}\n"
+        "---\napiVersion: v1\nkind: LimitRange\nmetadata: {name: l}\n"
+    )
+    assert main(["validate", str(manifest)]) == 1
+    out = capsys.readouterr()
+    assert "either `defaultBackend` or `rules` must be specified" in out.out + out.err
+    assert "v1 LimitRange l skipped" in out.out + out.err

@@ -7,7 +7,9 @@ Namespaces and SelfSubjectAccessReviews only the fields the server needs are
 read (ObjectMeta's name, generateName, namespace, labels, annotations; the review's
 attributes). The workload kinds (Deployment, ReplicaSet, StatefulSet, ControllerRevision,
 Job, CronJob, Service, ServiceAccount, Secret, ConfigMap, ResourceQuota), the RBAC kinds
-(Role, RoleBinding, ClusterRole, ClusterRoleBinding), policy/v1 PodDisruptionBudget and
+(Role, RoleBinding, ClusterRole, ClusterRoleBinding), networking/v1 Ingress, autoscaling/v2
+HorizontalPodAutoscaler (``kubectl autoscale``), scheduling/v1 PriorityClass, policy/v1
+PodDisruptionBudget and
 Eviction (``kubectl drain``) and meta/v1 DeleteOptions (the body of kubectl's deletes) are
 decoded whole from
 the field table of :mod:`allot.apiserver.protobuf_fields`, into the JSON kubectl would

@@ -1,11 +1,13 @@
 """Protobuf field numbers of the workload kinds, for decoding kubectl's protobuf bodies.
 
 kubectl's generators (``kubectl create deployment|job|cronjob|secret|service|
-serviceaccount|configmap|quota|role|rolebinding|clusterrole|clusterrolebinding|pdb``) post
-these kinds as ``application/vnd.kubernetes.protobuf``, and ``kubectl drain``/``delete``
-its Evictions and DeleteOptions. This table is the wire layout of their messages in
-Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1, batch/v1, core/v1, rbac/v1,
-policy/v1 and apimachinery's meta/v1): per message, each field number with its JSON name
+serviceaccount|configmap|quota|role|rolebinding|clusterrole|clusterrolebinding|pdb|ingress|
+priorityclass``, ``kubectl autoscale``) post these kinds as
+``application/vnd.kubernetes.protobuf``, and ``kubectl drain``/``delete`` its Evictions and
+DeleteOptions. This table is the wire layout of their messages in Kubernetes'
+``generated.proto`` files (k8s.io/api apps/v1, batch/v1, core/v1, rbac/v1, policy/v1,
+networking/v1, autoscaling/v2, scheduling/v1 and apimachinery's meta/v1): per message,
+each field number with its JSON name
 and type. A type is ``s`` (string), ``i`` (integer), ``b`` (bool),
 ``d``/``f`` (double/float), ``y`` (bytes, base64 in JSON), ``time``, ``intorstring``,
 ``quantity``, ``raw`` (embedded JSON), ``duration``, ``skip`` (a message of an API group
