@@ -822,3 +822,17 @@ def test_allot_validate_judges_the_new_kinds(
     out = capsys.readouterr()
     assert "either `defaultBackend` or `rules` must be specified" in out.out + out.err
     assert "v1 LimitRange l skipped" in out.out + out.err
+
+
+def test_an_ingress_without_a_class_gets_the_default_one(registry: Registry) -> None:
+    assert (
+        "ingressClassName"
+        not in create(registry, _ingress(defaultBackend=_backend(number=80)))["spec"]
+    )
+    create(registry, document("IngressClass"))
+    given = _ingress(defaultBackend=_backend(number=80))
+    given["metadata"]["name"] = "second"
+    assert create(registry, given)["spec"]["ingressClassName"] == "nginx"
+    annotated = copy.deepcopy(given)
+    annotated["metadata"].update(name="third", annotations={"kubernetes.io/ingress.class": "x"})
+    assert "ingressClassName" not in create(registry, annotated)["spec"]

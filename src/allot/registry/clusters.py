@@ -24,7 +24,7 @@ from allot.registry import kubeconfigs
 from allot.registry.admission import AdmissionChain, AdmissionHook
 from allot.registry.classwarnings import CatalogueWarnings
 from allot.registry.crds import CustomResources
-from allot.registry.defaultstorageclass import DefaultStorageClassAdmission
+from allot.registry.defaultclasses import DefaultIngressClassAdmission, DefaultStorageClassAdmission
 from allot.registry.handlers import Handlers
 from allot.registry.policies import PolicyAdmission
 from allot.registry.priority import PriorityAdmission
@@ -66,15 +66,19 @@ class Registry:
         self.quota = QuotaAdmission(self.store, clock=clock)
         self.catalogue_warnings = CatalogueWarnings(self.store, self.admission.compiler)
         self.priority = PriorityAdmission(self.store)
-        self.default_storage_class = DefaultStorageClassAdmission(self.store)
+        self.default_classes: list[AdmissionHook] = [
+            DefaultStorageClassAdmission(self.store),
+            DefaultIngressClassAdmission(self.store),
+        ]
         self.admission.assemble([*self.mutating_plugins(), *self.standard_plugins()])
         self.add_cluster(HOST_CLUSTER)
         self.custom_resources = CustomResources(self.store)
 
     def mutating_plugins(self) -> list[AdmissionHook]:
-        """The plugins that complete a new object (Priority, DefaultStorageClass): first in
-        every chain, as upstream runs mutating admission before validating admission."""
-        return [self.priority, self.default_storage_class]
+        """The plugins that complete a new object (Priority, DefaultStorageClass,
+        DefaultIngressClass): first in every chain, as upstream runs mutating admission
+        before validating admission."""
+        return [self.priority, *self.default_classes]
 
     def standard_plugins(self) -> list[AdmissionHook]:
         """The plugins every cluster has: ValidatingAdmissionPolicy, ResourceQuota and the

@@ -1,7 +1,7 @@
 """StorageClass: serving details (short name ``sc``), defaulting, validation and ``kubectl
 get sc`` columns (NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION
 AGE, the default class named ``(default)``). The default class is given to new claims by
-:mod:`allot.registry.defaultstorageclass`; no provisioner acts on any class."""
+:mod:`allot.registry.defaultclasses`; no provisioner acts on any class."""
 
 from __future__ import annotations
 
