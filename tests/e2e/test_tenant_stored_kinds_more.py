@@ -104,6 +104,9 @@ def test_a_web_chart_with_ingress_hpa_netpol_pvc_and_priority_applies_in_a_tenan
         again = tenancy.as_tenant(TENANT, "apply", "-f", "-", stdin=CHART).stdout
         assert all(line.endswith(" unchanged") for line in again.splitlines()), again
         _tables_have_upstream_columns(tenancy)
+        for kind in ("ing/web", "hpa/web", "netpol/web", "pvc/web-data", "pc/web-critical"):
+            described = tenancy.as_tenant(TENANT, "describe", kind).stdout
+            assert described.startswith("Name:"), described
         for field in ("ingress.spec.rules", "hpa.spec.maxReplicas", "pc.preemptionPolicy"):
             explained = tenancy.as_tenant(TENANT, "explain", field).stdout
             assert f"FIELD: {field.rsplit('.', 1)[1]}" in explained, explained
