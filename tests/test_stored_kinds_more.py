@@ -836,3 +836,16 @@ def test_an_ingress_without_a_class_gets_the_default_one(registry: Registry) -> 
     annotated = copy.deepcopy(given)
     annotated["metadata"].update(name="third", annotations={"kubernetes.io/ingress.class": "x"})
     assert "ingressClassName" not in create(registry, annotated)["spec"]
+
+
+def test_only_the_platform_s_dry_runs_pass_an_unknown_class(registry: Registry) -> None:
+    """The tenant guard tries a tenant's pod template on the host in a dry run: the class
+    is the tenant's. A controller's real pod with an unknown class is refused, as the
+    ReplicaSet controller's would be upstream."""
+    dry = WriteOptions("guard", "Ignore", True)
+    tried = registry.handlers.create(
+        HOST_CLUSTER, target("Pod"), _pod("t", priorityClassName="tenant-only"), dry
+    ).object
+    assert "priority" not in tried["spec"]
+    with pytest.raises(AdmissionDenied, match="no PriorityClass with name tenant-only"):
+        create(registry, _pod("r", priorityClassName="tenant-only"))

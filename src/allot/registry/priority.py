@@ -6,9 +6,9 @@ global default class's, if one exists. An unknown class, or a priority or policy
 client wrote that differs from the class's, is refused with upstream's texts. On a
 PriorityClass's create or update it keeps the global default unique. A pod the platform
 itself writes that already carries a priority (a tenant pod's twin, resolved in the
-tenant's cluster), or that names a class the cluster does not have (the tenant guard's
-dry run of a tenant template on the host), is left as it is: the tenant's cluster judged
-it. Assembled first in the chain by
+tenant's cluster), or a dry run of its own that names a class the cluster does not have
+(the tenant guard trying a tenant's pod template on the host), is left as it is: the
+tenant's cluster judged it. Assembled first in the chain by
 :mod:`allot.registry.clusters` and :func:`allot.platform.build`.
 """
 
@@ -64,7 +64,7 @@ class PriorityAdmission:
                 ),
                 None,
             )
-            if found is None and request.internal:
+            if found is None and request.internal and request.dry_run:
                 return  # a tenant's class, judged in its cluster (the guard's dry runs)
             if found is None:
                 self._deny(
