@@ -16,6 +16,7 @@ from pydantic import Field
 
 from allot.api.base import ApiModel
 from allot.api.core_v1 import IntOrString
+from allot.api.core_v1_storage import TypedLocalObjectReference
 from allot.api.meta import LabelSelector, ObjectMeta
 
 GROUP = "networking.k8s.io"
@@ -35,12 +36,6 @@ class ServiceBackendPort(ApiModel):
 class IngressServiceBackend(ApiModel):
     name: str | None = None
     port: ServiceBackendPort | None = None
-
-
-class TypedLocalObjectReference(ApiModel):
-    api_group: str | None = Field(default=None, alias="apiGroup")
-    kind: str | None = None
-    name: str | None = None
 
 
 class IngressBackend(ApiModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 
 from allot.api import networking_v1 as net
+from allot.api.core_v1_storage import TypedLocalObjectReference
 from allot.api.meta import LabelSelector
 from allot.validation import names
 from allot.validation.field import (
@@ -165,7 +166,7 @@ def _validate_backend(backend: net.IngressBackend, path: Path) -> ErrorList:
     return errors
 
 
-def _validate_resource_reference(ref: net.TypedLocalObjectReference, path: Path) -> ErrorList:
+def _validate_resource_reference(ref: TypedLocalObjectReference, path: Path) -> ErrorList:
     errors: ErrorList = []
     if ref.api_group is not None:
         errors += [
@@ -253,9 +254,7 @@ def validate_ingress_class(obj: net.IngressClass) -> ErrorList:
 
 def _validate_parameters(params: net.IngressClassParametersReference, path: Path) -> ErrorList:
     errors = _validate_resource_reference(
-        net.TypedLocalObjectReference(
-            api_group=params.api_group, kind=params.kind, name=params.name
-        ),
+        TypedLocalObjectReference(api_group=params.api_group, kind=params.kind, name=params.name),
         path,
     )
     if params.scope is None:
