@@ -94,3 +94,28 @@ def test_render_and_apply_refuse_a_platform_file_without_objects(
     assert allot([*argv, "-f", str(empty)]) == 2
     assert capsys.readouterr().err == f'error: "{empty}" holds no DeviceClass and no Tenant\n'
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("interval", ["-1", "0", "nan", "soon"])
+def test_top_refuses_an_interval_that_is_no_positive_number(
+    interval: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad usage (exit 2) before the platform is asked, not a frame and then an internal
+    error from ``sleep``, nor a loop that asks the platform as fast as it can."""
+    with pytest.raises(SystemExit) as exited:
+        allot(["top", "--interval", interval, "--data-dir", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "argument --interval:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("percent", ["0", "150", "-5", "ninety"])
+def test_up_refuses_a_quota_alert_share_outside_1_to_100(
+    percent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A share above 100 would never fire, 0 or less would fire for every quota: bad
+    usage (exit 2), before the data directory is made."""
+    with pytest.raises(SystemExit) as exited:
+        allot(["up", "--alert-quota-percent", percent, "--data-dir", str(tmp_path / "data")])
+    assert exited.value.code == 2
+    assert "argument --alert-quota-percent:" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()

@@ -124,6 +124,7 @@ def test_the_configuration_maps_each_shared_class(files: dict[str, list[Any]]) -
         "apiVersion": "config.kueue.x-k8s.io/v1beta1",
         "kind": "Configuration",
         "featureGates": {"KueueDRAIntegration": True},
+        "integrations": {"frameworks": ["pod"]},
         "metrics": {"enableClusterQueueResources": True},
         "resources": {
             "excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage"],
@@ -142,6 +143,9 @@ def test_the_configuration_file_says_its_exclusions_are_global(
     first = config.text().splitlines()[0]
     assert first.startswith("# GLOBAL: excludeResourcePrefixes (cpu, memory, ephemeral-storage)")
     assert "# feature gate the mappings need: KueueDRAIntegration (Kueue 0.18+)" in config.text()
+    assert "# ADD pod to your integrations.frameworks (Kueue ships it commented out)" in (
+        config.text()
+    )
 
 
 def _sharing(name: str, cohort: str | None, *classes: str) -> dict[str, Any]:

@@ -92,3 +92,10 @@ def test_bad_platform_files(text: str, message: str) -> None:
 def test_the_cli_reports_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert allot(["render", "-f", str(tmp_path / "none.yaml"), "--out", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_rendered_files_have_no_yaml_aliases(tmp_path: Path) -> None:
+    """Shared values are written out, not as anchors (``&id001``) and aliases."""
+    for name, text in _rendered(tmp_path).items():
+        assert "&id0" not in text, name
+        assert "*id0" not in text, name

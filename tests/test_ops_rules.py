@@ -12,15 +12,17 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from allot.api.quantity import Quantity
 from allot.api.tenancy import TenantAlerts, TenantQuota, TenantSpec
 from allot.cli.main import main as allot
 from allot.controllers.context import ControllerContext
 from allot.fairshare.books import Standing
-from allot.fairshare.report import TenantReport
-from allot.ops import alerts
+from allot.fairshare.report import SharingSummary, TenantReport
+from allot.ops import alerts, audit
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
+from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
 from allot.platform import build
 from allot.types import rfc3339
@@ -131,7 +133,9 @@ def test_quota_use_and_gpu_memory_fire_at_the_threshold() -> None:
     held = {("gpu.nvidia.com", "p1", "gpu-0"): claim}
     spec = TenantSpec(quota=TenantQuota(gpu_memory=Quantity.parse("40Gi")))
     found = evaluate(_inputs(_snapshot([claim], held), tenants={"legal": spec}), AlertSettings())
-    assert [f.message for f in found] == ["tenant legal holds 40Gi of its 40Gi GPU memory quota"]
+    assert [f.message for f in found] == [
+        "tenant legal holds 40Gi of its 40Gi GPU memory quota (100%, threshold 90%)"
+    ]
 
 
 def test_incomplete_and_stale_pools_and_sync_errors() -> None:
@@ -179,7 +183,8 @@ def test_a_tenant_kept_below_its_guarantee_fires_after_the_threshold() -> None:
         ("TenantBelowGuarantee", "legal", "Tenant")
     ]
     assert found[0].message == (
-        "tenant legal has had work inside its guarantee waiting for 150s (threshold 120s) "
+        "tenant legal has had work inside its guarantee waiting since "
+        f"{rfc3339(NOW - dt.timedelta(seconds=150))} (threshold 120s) "
         "while it holds 1 of 2 a100, 40Gi of 80Gi gpuMemory"
     )
     patient = {"legal": TenantSpec(alerts=TenantAlerts(below_guarantee_seconds=600))}
@@ -233,11 +238,15 @@ def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
             assert manager.evaluate_now() == []
             clock.now = NOW + dt.timedelta(minutes=6)
             firing = manager.evaluate_now()
-            assert [f.rule for f in firing] == ["ClaimPendingTooLong"]
+            assert [(f.rule, f.tenant) for f in firing] == [("ClaimPendingTooLong", "host")]
             assert [a["spec"]["rule"] for a in host.list("Alert")] == ["ClaimPendingTooLong"]
             reasons = [e["reason"] for e in host.list("Event", "team")]
             assert "ClaimPendingTooLong" in reasons
-            assert b'allot_alert{rule="ClaimPendingTooLong"' in api.operations.metrics.render()
+            scraped = api.operations.metrics.render()
+            assert b'allot_alert{rule="ClaimPendingTooLong"' in scraped
+            # a host claim's alert carries tenant="host", as its allot_claims series does
+            assert b'subject="ResourceClaim/team/waiting",tenant="host"} 1.0' in scraped
+            assert b'allot_claims{class="none",state="pending",tenant="host"} 1.0' in scraped
             host.delete("ResourceClaim", "team", "waiting")
             assert manager.evaluate_now() == []
             assert host.list("Alert") == []
@@ -245,6 +254,143 @@ def test_the_manager_raises_and_clears_with_a_fake_clock() -> None:
             api.registry.close()
 
     asyncio.run(scenario())
+
+
+def test_an_alert_whose_facts_change_says_so_in_its_object() -> None:
+    """A claim pending with no pod, then with a pod that waits: the Alert object that
+    ``allot alerts`` and ``kubectl get alerts`` print follows the new reason, as the
+    dashboard does, without a second Warning Event."""
+
+    async def scenario() -> None:
+        clock = FakeClock()
+        with tempfile.TemporaryDirectory() as directory:
+            api = build(Path(directory), clock=clock)
+            host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+            host.create(
+                "Namespace",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+                "t",
+            )
+            request = {"name": "g", "exactly": {"deviceClassName": "none"}}
+            host.create(
+                "ResourceClaim",
+                {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "waiting", "namespace": "team"},
+                 "spec": {"devices": {"requests": [request]}}},
+                "t",
+            )  # fmt: skip
+            manager = api.operations.alerts
+            clock.now = NOW + dt.timedelta(minutes=6)
+            [before] = manager.evaluate_now()
+            assert "no pod uses it yet" in before.message
+            host.create(
+                "Pod",
+                {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "user", "namespace": "team"},
+                 "spec": {"resourceClaims": [{"name": "g", "resourceClaimName": "waiting"}],
+                          "containers": [{"name": "c", "image": "x"}]}},
+                "t",
+            )  # fmt: skip
+            [after] = manager.evaluate_now()
+            assert "pod user is waiting to be scheduled" in after.message
+            [alert] = host.list("Alert")
+            assert alert["spec"]["message"] == after.message
+            reasons = [e["reason"] for e in host.list("Event", "team")]
+            assert reasons.count("ClaimPendingTooLong") == 1
+            api.registry.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_claim_generated_for_a_tenant_pod_is_named_as_its_tenant_sees_it() -> None:
+    """A tenant pod's claim from a template is generated on the host for the pod's twin
+    (``train.default-gpu-x7k2p``); the tenant knows it as ``default/train-gpu-x7k2p``. The
+    dashboard's pending panel and fleet view and the alert say the tenant's name, as they
+    do for the tenant's own claims and as the audit does."""
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory() as directory:
+        api = build(Path(directory), clock=clock)
+        host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+        host.create(
+            "Namespace",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-legal"}},
+            "t",
+        )
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": "train.default", "controller": True,
+                 "uid": "0b6d1c9e-7c4f-4a8e-9d4e-2f1f8e1b7a11"}  # fmt: skip
+        request = {"name": "g", "exactly": {"deviceClassName": "none"}}
+        host.create(
+            "ResourceClaim",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "train.default-gpu-x7k2p", "namespace": "tenant-legal",
+                          "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+                          "ownerReferences": [owner]},
+             "spec": {"devices": {"requests": [request]}}},
+            "t",
+        )  # fmt: skip
+        [pending] = api.operations.capacity_document()["pending"]
+        assert (pending["namespace"], pending["claim"]) == ("default", "train-gpu-x7k2p")
+        clock.now = NOW + dt.timedelta(minutes=6)
+        [firing] = api.operations.alerts.evaluate_now()
+        assert firing.message.startswith("claim train-gpu-x7k2p of tenant legal has been")
+        api.registry.close()
+
+
+def test_the_oldest_pending_age_counts_from_a_release_as_the_alert_does() -> None:
+    """A claim made 30 minutes ago, allocated, and released a minute ago has waited a
+    minute: ``allot_oldest_pending_claim_age_seconds`` (which the PrometheusRule's
+    ClaimPendingTooLong reads) says 60, not 1800, so the rule fires when the embedded alert
+    does."""
+    snapshot = _snapshot([_claim("a", "legal", 30)])
+    released = {("tenant-legal", "a.default"): NOW - dt.timedelta(minutes=1)}
+    sources = MetricSources(lambda: snapshot, list, list, dict, SharingSummary, lambda: released)
+    families = text_string_to_metric_families(PlatformMetrics(sources).render().decode())
+    [age] = [f for f in families if f.name == "allot_oldest_pending_claim_age_seconds"]
+    assert [(s.labels, s.value) for s in age.samples] == [({"tenant": "legal"}, 60.0)]
+    fresh = MetricSources(lambda: snapshot, list, list, dict)  # never allocated: since creation
+    assert b'allot_oldest_pending_claim_age_seconds{tenant="legal"} 1800.0' in (
+        PlatformMetrics(fresh).render()
+    )
+
+
+def test_a_claim_released_before_a_restart_waits_from_its_release() -> None:
+    """The audit log says the claim released its GPU ten minutes ago, before the platform started:
+    the alert and ``/metrics`` count its wait from that release, as they would have without
+    the restart, not from the claim's creation."""
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory() as directory:
+        api = build(Path(directory), clock=clock)
+        host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+        host.create(
+            "Namespace",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+            "t",
+        )
+        request = {"name": "g", "exactly": {"deviceClassName": "none"}}
+        claim = host.create(
+            "ResourceClaim",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "kept", "namespace": "team"},
+             "spec": {"devices": {"requests": [request]}}},
+            "t",
+        )  # fmt: skip
+        clock.now = NOW + dt.timedelta(hours=1)
+        released = NOW + dt.timedelta(minutes=50)
+        entry = {"tenant": "", "namespace": "team", "claim": "kept", "host_claim": "kept",
+                 "claim_uid": claim["metadata"]["uid"], "pod": "p", "node": "n",
+                 "driver": "gpu.nvidia.com", "pool": "p", "device": "gpu-0",
+                 "device_class": "none", "memory": 0}  # fmt: skip
+        api.operations.log.append(
+            [
+                audit.Entry(rfc3339(NOW), "allocate", **entry),
+                audit.Entry(rfc3339(released), "release", **entry),
+            ]
+        )
+        [firing] = api.operations.alerts.evaluate_now()
+        assert f"has been pending since {rfc3339(released)} " in firing.message
+        scraped = api.operations.metrics.render()
+        assert b'allot_oldest_pending_claim_age_seconds{tenant="host"} 600.0' in scraped
+        api.registry.close()
 
 
 def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -90,3 +91,47 @@ def test_a_tenant_document_is_taken_as_is() -> None:
     tenant, warnings = tenant_document("gold", document)
     assert tenant["metadata"]["name"] == "gold"
     assert warnings == []
+
+
+@pytest.mark.parametrize(
+    ("policies", "made"),
+    [
+        ({"resourceQuota": {"enabled": True}}, True),
+        ({"resourceQuota": {"enabled": "true"}}, True),
+        ({"resourceQuota": {"enabled": "auto"}}, False),
+        ({"resourceQuota": {}}, False),
+        ({"resourceQuota": {"enabled": "auto"}, "limitRange": {"enabled": True}}, True),
+        ({"resourceQuota": {}, "limitRange": {"enabled": "true"}}, True),
+        ({"resourceQuota": {"enabled": False}, "limitRange": {"enabled": True}}, False),
+    ],
+)
+def test_the_quota_is_made_when_vcluster_makes_it(policies: dict[str, Any], made: bool) -> None:
+    """vCluster's chart (templates/resourcequota.yaml) compares the switches as text; its
+    default for both is ``auto``, which makes no quota unless the other switch is true."""
+    policies["resourceQuota"]["quota"] = {"pods": 5}
+    document, warnings = tenant_document("t", {"policies": policies})
+    if made:
+        assert document["spec"]["quota"]["hard"] == {"pods": "5"}
+    else:
+        assert "quota" not in document["spec"]
+        assert warnings[-1].startswith("policies.resourceQuota.quota: ignored, as vCluster")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"sleep": {"auto": {"afterInactivity": "1h"}}},
+        {"deletion": {}},
+        {"snapshots": {}},
+        {"serviceCIDR": "10.96.0.0/12"},
+        {"sync": {"toHost": {"endpointSlices": {"enabled": True}}}},
+        {"sync": {"toHost": {"gatewayApi": {"enabled": True}}}},
+        {"sync": {"fromHost": {"gateways": {"enabled": True}}}},
+        {"sync": {"fromHost": {"gatewayClasses": {"enabled": True}}}},
+    ],
+)
+def test_keys_of_current_vcluster_releases_are_known(values: dict[str, Any]) -> None:
+    """Keys of vCluster v0.32 to v0.37's values schema warn, never fail as unknown."""
+    _, warnings = tenant_document("t", values)
+    assert len(warnings) == 1
+    assert warnings[0].endswith("vCluster setting not used by the embedded platform, ignored")

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from allot.registry.admission import AdmissionDenied
+from allot.api.kinds import decode
+from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.registry.clusters import Registry
+from allot.registry.resources import by_kind
 from allot.statuses import to_status
 from allot.tenancy import entitlement
 from tests.tenant_host import create, host_with_policy
@@ -67,3 +69,39 @@ def test_the_platform_namespaces_are_not_matched(api: Registry) -> None:
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}}
     create(api, ns)
     create(api, _pod("ops", {"hostNetwork": True, "securityContext": {"runAsUser": 0}}))
+
+
+def _debug_request(api: Registry, pod: dict[str, Any]) -> AdmissionRequest:
+    """The UPDATE of ``pods/ephemeralcontainers`` that ``kubectl debug`` sends (and
+    vCluster's pod sync sends on the host for a tenant's ``kubectl debug``)."""
+    stored = create(api, pod).object
+    debugger = {"name": "debugger", "image": "busybox", "securityContext": {"privileged": True}}
+    spec = {**stored["spec"], "ephemeralContainers": [debugger]}
+    created, debugged = decode(stored), decode({**stored, "spec": spec})
+    return AdmissionRequest(
+        cluster="host",
+        operation=Operation.UPDATE,
+        resource=by_kind("Pod"),
+        subresource="ephemeralcontainers",
+        namespace=pod["metadata"]["namespace"],
+        name="p",
+        object=debugged,
+        old_object=created,
+        user="system:allot:host",
+    )
+
+
+def test_a_privileged_debug_container_is_denied(api: Registry) -> None:
+    request = _debug_request(api, _pod("tenant-legal-ai"))
+    with pytest.raises(AdmissionDenied) as denied:
+        api.policies.admit(request)
+    assert to_status(denied.value).message == (
+        "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'allot-tenant-pods' with binding "
+        "'allot-tenant-pods.legal-ai' denied request: privileged containers and added "
+        "capabilities are not allowed in tenant pods (container debugger) (tenant legal-ai)"
+    )
+
+
+def test_a_debug_container_outside_tenant_namespaces_is_not_matched(api: Registry) -> None:
+    create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}})
+    assert api.policies.admit(_debug_request(api, _pod("ops"))) == []

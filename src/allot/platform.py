@@ -29,12 +29,14 @@ from allot.apiserver.app import ApiServer
 from allot.cel import SelectorCompiler
 from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
+from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
+from allot.controllers.podgc import PodGarbageCollector
 from allot.controllers.quota import QuotaStatus
 from allot.controllers.replicaset import ReplicaSetController
 from allot.controllers.runtime import Controller, ControllerManager
@@ -155,6 +157,7 @@ def build(
                 pods,
                 driver_gates,
             ),
+            PodGarbageCollector(context),
             ops.recorder,
             KubernetesService(
                 ClusterContexts(context, "kube-apiserver", directory.is_tenant),
@@ -173,9 +176,9 @@ def _workload_controllers(
     context: ControllerContext, directory: TenantDirectory
 ) -> list[Controller]:
     """kube-controller-manager's workload controllers (apps/v1, batch/v1, the default
-    ServiceAccounts, PodDisruptionBudget status), one instance each for the host and every
-    tenant cluster; in a tenant their writes are admitted as the tenant's ``<name>``
-    service account."""
+    ServiceAccounts, PodDisruptionBudget status) and the apiextensions controllers' CRD
+    status, one instance each for the host and every tenant cluster; in a tenant their
+    writes are admitted as the tenant's ``<name>`` service account."""
 
     def contexts(name: str) -> ClusterContexts:
         return ClusterContexts(context, name, directory.is_tenant)
@@ -189,6 +192,7 @@ def _workload_controllers(
         CronJobController(contexts("cronjob-controller")),
         TtlAfterFinishedController(contexts("ttl-after-finished-controller")),
         DisruptionController(contexts("disruption-controller")),
+        CrdStatusController(contexts("apiextensions-controllers")),
     ]
 
 

@@ -181,6 +181,35 @@ def test_unreachable_and_unauthorised_clusters(
         assert capsys.readouterr().err == 'error: context "nosuch" does not exist\n'  # kubectl's
 
 
+def test_a_crd_whose_names_are_held_stops_the_run(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """apply waits for the Tenant CRD to be Established; one whose singular another CRD
+    of allot.dev holds never is, and the run says why instead of failing on the Tenants."""
+    squatter = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "squatters.allot.dev"},
+        "spec": {
+            "group": "allot.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "squatters", "kind": "Squatter", "singular": "tenant"},
+            "versions": [{"name": "v1", "served": True, "storage": True,
+                          "schema": {"openAPIV3Schema": {"type": "object"}}}],
+        },
+    }  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(squatter))
+    cluster.kubectl("wait", "--for", "condition=established", "crd/squatters.allot.dev")
+    code = allot(["apply", "-f", str(PLATFORM), "--kubeconfig", str(cluster.kubeconfig)])
+    assert code == 1
+    out, err = capsys.readouterr()
+    assert (
+        "customresourcedefinition/tenants.allot.dev: its names are not accepted "
+        '(SingularConflict: "tenant" is already in use)'
+    ) in err
+    assert "tenant.allot.dev/" not in out  # no Tenant was attempted
+
+
 def test_doctor_reads_the_live_cluster(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,6 +38,23 @@ def _rule(groups: object) -> str:
     )
 
 
+def test_a_crd_is_established_as_a_real_server_reports_it(cluster: Cluster) -> None:
+    """What installers wait for before they create custom objects."""
+    name = "prometheusrules.monitoring.coreos.com"
+    cluster.kubectl("wait", "--for", "condition=established", f"crd/{name}", "--timeout=20s")
+    status = cluster.get_json("crd", name)["status"]
+    assert status["acceptedNames"] == {
+        "plural": "prometheusrules", "singular": "prometheusrule", "shortNames": ["promrule"],
+        "kind": "PrometheusRule", "listKind": "PrometheusRuleList",
+        "categories": ["prometheus-operator"],
+    }  # fmt: skip
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("NamesAccepted", "True", "NoConflicts"),
+        ("Established", "True", "InitialNamesAccepted"),
+    ]
+    assert status["storedVersions"] == ["v1"]
+
+
 def test_a_crd_makes_its_kind_served(cluster: Cluster) -> None:
     resources = cluster.kubectl("api-resources", "--api-group", "monitoring.coreos.com").stdout
     assert "prometheusrules" in resources

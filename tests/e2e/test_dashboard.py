@@ -5,6 +5,7 @@ keyboard. A screenshot is kept in ``artifacts/dashboard.png``. Skips without Chr
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -13,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+from allot.cli.main import main as allot
+from tests.e2e.tenancy import (
+    REPO,
+    SLICE_TEMPLATE,
+    Tenancy,
+    seed_platform,
+    slice_trainer,
+    write_values,
+)
 
 pytestmark = pytest.mark.slow
 CHROMIUM = os.environ.get("ALLOT_CHROMIUM") or shutil.which("chromium") or ""
@@ -161,3 +170,83 @@ def test_a_page_whose_session_ends_goes_back_to_the_sign_in_form(
     assert page.locator("input#token").count() == 1
     assert "Your session has ended" in page.inner_text("main")
     assert [p for p in problems if "401" not in p] == []  # the refused refresh is logged
+
+
+def test_addresses_typed_by_hand_lead_to_the_dashboard(browser: Any, tenancy: Tenancy) -> None:
+    """After a refused sign-in the address bar says /ui/login: opening it again (or /ui/,
+    or /ui/logout) shows the dashboard's sign-in form, not the API server's JSON; a path
+    the dashboard does not have says so in a page; a token pasted with spaces signs in."""
+    context = browser.new_context(ignore_https_errors=True)
+    page = context.new_page()
+    server = tenancy.cluster.server
+    page.goto(f"{server.endpoint.url}/ui")
+    page.get_by_label("Host token").fill("not-a-token")
+    page.get_by_role("button", name="Sign in").click()
+    assert page.url.endswith("/ui/login")
+    for path in ("/ui/login", "/ui/", "/ui/logout"):
+        response = page.goto(f"{server.endpoint.url}{path}")
+        assert response.status == 200, path
+        assert page.url.endswith("/ui"), path
+        assert page.locator("input#token").count() == 1, path
+    response = page.goto(f"{server.endpoint.url}/ui/tenants")
+    assert response.status == 404
+    assert "There is no such page of the dashboard." in page.inner_text("main")
+    page.get_by_role("link", name="Open the dashboard").click()
+    page.get_by_label("Host token").fill(f"  {server.api.registry.tokens.ensure('host')} ")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
+    assert page.locator("#panel-fleet .gpu").count() >= 1
+
+
+def test_a_claim_from_a_template_is_named_as_its_tenant_sees_it(
+    browser: Any, tenancy: Tenancy
+) -> None:
+    """A tenant pod's claim from a template: the fleet view names the holder by the claim
+    the tenant's ``kubectl get resourceclaims`` lists, as for the tenant's own claims."""
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=json.dumps(SLICE_TEMPLATE))
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=json.dumps(slice_trainer()))
+    try:
+        generated = tenancy.wait(
+            lambda: [
+                c["metadata"]["name"]
+                for c in tenancy.tenant_json("research-ai", "resourceclaims")["items"]
+                if c["metadata"]["name"].startswith("trainer-gpu-")
+                and (c.get("status") or {}).get("allocation")
+            ],
+            "the trainer's claim allocated",
+        )
+        page, problems = _open(browser, tenancy)
+        held = page.locator(f'.slice[aria-label$="held by research-ai (default/{generated[0]})"]')
+        assert held.count() == 1
+        assert problems == []
+    finally:
+        tenancy.as_tenant("research-ai", "delete", "pod", "trainer", "--wait=true")
+        tenancy.wait(
+            lambda: len(tenancy.host_json("resourceclaims", "-A")["items"]) == 2,
+            "the trainer's claim released",
+        )
+
+
+def test_a_deleted_tenant_keeps_a_colour_of_its_own_in_the_usage_chart(
+    browser: Any, tenancy: Tenancy, tmp_path: Path
+) -> None:
+    """The usage of the last day still lists a tenant deleted since (its device-hours are
+    billed); its colour differs from every other tenant's, as the live tenants' do."""
+    values = write_values(tmp_path / "vision-ai.yaml", "research-ai")
+    tenancy.create_tenant("vision-ai", "-f", str(values))
+    tenancy.as_tenant("vision-ai", "apply", "-f", "-", stdin=json.dumps(SLICE_TEMPLATE))
+    tenancy.as_tenant("vision-ai", "apply", "-f", "-", stdin=json.dumps(slice_trainer()))
+    tenancy.wait(
+        lambda: any(
+            (c.get("status") or {}).get("allocation")
+            for c in tenancy.host_json("resourceclaims", "-n", "tenant-vision-ai")["items"]
+        ),
+        "vision-ai's claim allocated",
+    )
+    assert allot(["tenant", "delete", "vision-ai", "--data-dir", str(tenancy.data_dir)]) == 0
+    page, problems = _open(browser, tenancy)
+    swatches = page.locator("#panel-usage td span")
+    colours = {s.inner_text(): s.evaluate("e => e.style.background") for s in swatches.all()}
+    assert "vision-ai" in colours
+    assert len(set(colours.values())) == len(colours), colours
+    assert problems == []

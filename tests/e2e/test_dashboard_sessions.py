@@ -46,3 +46,17 @@ def test_every_answer_carries_the_security_headers(tenancy: Tenancy, path: str) 
     for name, value in SECURITY_HEADERS.items():
         assert response.headers[name] == value
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+
+
+def test_a_sign_in_body_that_is_no_form_gets_the_form_again(tenancy: Tenancy) -> None:
+    """A broken multipart upload to /ui/login: the sign-in form with a 400 saying so, not
+    the API server's 404 Status."""
+    with https(tenancy) as browser:
+        response = browser.post(
+            "/ui/login",
+            content=b"garbage",
+            headers={"content-type": "multipart/form-data; boundary=zz"},
+        )
+    assert response.status_code == 400
+    assert "The sign-in form could not be read" in response.text
+    assert 'id="token"' in response.text

@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from allot.apiserver.server import ServerThread
 from allot.cli.main import main as allot
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
-from allot.driver.publisher import publish
+from allot.driver.publisher import Publisher, publish
+from allot.kube.client import Client
 from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.platform import build
 from tests.e2e.conftest import Cluster
@@ -343,3 +345,122 @@ def test_audit_names_a_template_claim_as_its_tenant_sees_it(
     assert entry["claim"] == tenant_claim
     assert entry["host_claim"] != tenant_claim  # the host's own, generated for the twin
     assert entry["host_claim"].startswith("templated.default-gpu-")
+    labelled = tenancy.host_json("resourceclaims", "-A", "-l", "allot.dev/tenant=research-ai")
+    assert entry["host_claim"] in [c["metadata"]["name"] for c in labelled["items"]]
+    mirror = tenancy.tenant_json("research-ai", "resourceclaim", tenant_claim)
+    assert not any(k.startswith("allot.dev/") for k in mirror["metadata"].get("labels") or {})
+
+
+def test_a_pending_template_claim_alert_reaches_the_tenants_claim(tenancy: Tenancy) -> None:
+    """A tenant pod's claim from a template that fits nowhere (eight slices of seven): the
+    alert's Warning Event is on the claim the tenant lists, under its tenant name, as for a
+    claim the tenant made itself."""
+    eight = TEMPLATE_POD.replace("deviceClassName: gpu-slice}", "deviceClassName: gpu-slice, "
+                                 "allocationMode: ExactCount, count: 8}")  # fmt: skip
+    tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=eight)
+    statuses = tenancy.wait(
+        lambda: (tenancy.tenant_json("research-ai", "pod", "templated").get("status") or {}).get(
+            "resourceClaimStatuses"
+        ),
+        "the tenant pod's claim status",
+    )
+    tenant_claim = statuses[0]["resourceClaimName"]
+    events = tenancy.wait(
+        lambda: [
+            e
+            for e in tenancy.tenant_events("research-ai", tenant_claim)
+            if e.startswith("ClaimPendingTooLong")
+        ],
+        "the alert's Event on the tenant's claim",
+    )
+    assert f"claim {tenant_claim} of tenant research-ai has been pending" in events[0]
+
+
+HOST_GPU_POD = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: big}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu-whole}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, finalizers: [example.com/keep]}
+spec:
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+  resourceClaims: [{name: gpu, resourceClaimName: big}]
+  containers:
+  - {name: c, image: busybox, resources: {claims: [{name: gpu}]}}
+"""
+
+
+def test_a_node_scaled_away_fails_its_pods_and_releases_their_devices(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``allot fleet scale`` removes the node a pod's GPU is on: the pod collector fails
+    the pod (``DisruptionTarget``: ``DeletionByPodGC``) and deletes it, the claim is
+    released and the audit says so, so usage stops billing a GPU that left the fleet."""
+    cluster = tenancy.cluster
+    cluster.kubectl("apply", "-f", "-", stdin=HOST_GPU_POD)
+    tenancy.wait(
+        lambda: (cluster.get_json("pod", "trainer").get("spec") or {}).get("nodeName"),
+        "the trainer bound",
+    )
+    client = Client.from_kubeconfig(cluster.kubeconfig)
+    Publisher(client).reconcile(parse_fleet(SEED_000_FLEET).scaled("a100-whole-pool", 0))
+    pod = tenancy.wait(  # its finalizer keeps it readable once deleted
+        lambda: (
+            (p := cluster.get_json("pod", "trainer"))["metadata"].get("deletionTimestamp") and p
+        ),
+        "the trainer deleted",
+    )
+    assert pod["status"]["phase"] == "Failed"
+    [condition] = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "True",
+        "DeletionByPodGC",
+        "PodGC: node no longer exists",
+    )
+    cluster.kubectl("patch", "pod", "trainer", "--type", "merge", "-p",
+                    '{"metadata":{"finalizers":null}}')  # fmt: skip
+    tenancy.wait(
+        lambda: (
+            not tenancy.host_json("pods")["items"]
+            and not (cluster.get_json("resourceclaim", "big").get("status") or {}).get("allocation")
+        ),
+        "the trainer gone and its claim released",
+    )
+    time.sleep(0.3)
+    assert allot(["audit", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
+    actions = [(e["action"], e["claim"]) for e in json.loads(capsys.readouterr().out)["items"]]
+    assert actions == [("allocate", "big"), ("release", "big")]
+
+
+def test_the_usage_endpoint_answers_as_allot_usage_does(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``/allot/v1/usage`` names its fields as ``allot usage -o json`` does (the group,
+    ``device_hours``, ``gpu_memory_gib_hours``), and a bad ``since`` is refused naming the
+    query parameter, not a command-line flag."""
+    tenancy.cluster.kubectl(
+        "apply", "-f", "-", stdin=HOST_GPU_POD.replace(", finalizers: [example.com/keep]", "")
+    )
+    tenancy.wait(
+        lambda: (tenancy.cluster.get_json("resourceclaim", "big").get("status") or {}).get(
+            "allocation"
+        ),
+        "the claim allocated",
+    )
+    time.sleep(0.3)
+    [row] = json.loads(_scrape(tenancy, "/clusters/host/allot/v1/usage?by=class"))
+    assert set(row) == {"class", "device_hours", "gpu_memory_gib_hours"}
+    assert row["class"] == "gpu-whole"
+    assert allot(["usage", "--by", "class", "-o", "json", "--data-dir", str(tenancy.data_dir)]) == 0
+    [listed] = json.loads(capsys.readouterr().out)["items"]
+    assert set(listed) == set(row)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _scrape(tenancy, "/clusters/host/allot/v1/usage?since=yesterday")
+    assert refused.value.code == 400
+    message = json.loads(refused.value.read())["message"]
+    assert message.startswith("since 'yesterday': expected a duration like 30m")

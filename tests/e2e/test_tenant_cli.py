@@ -35,6 +35,7 @@ def test_list_as_json(tenancy: Tenancy, capsys: pytest.CaptureFixture[str]) -> N
     tenants = listed["items"]
     assert [t["metadata"]["name"] for t in tenants] == ["legal-ai", "research-ai"]
     assert tenants[0]["status"]["entitledDeviceClasses"] == ["gpu-whole"]
+    assert all("managedFields" not in t["metadata"] for t in tenants)  # as kubectl get -o json
 
 
 def test_list_as_yaml_table_and_wide(tenancy: Tenancy, capsys: pytest.CaptureFixture[str]) -> None:

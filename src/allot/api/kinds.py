@@ -6,8 +6,10 @@ nodes and slices builds no workload, admission or tenancy model). :func:`decode`
 parsed JSON/YAML document into a model the way the API server's strict decoder does:
 unknown fields become ``unknown field "spec.foo"`` (all of them, in document order),
 wrongly typed values name the field and the expected type, and a v1beta1-shaped DRA
-request under ``resource.k8s.io/v1`` gets a hint on how to fix it. Used by the manifests
-layer, the API server and the tests.
+request under ``resource.k8s.io/v1`` gets a hint on how to fix it. Custom kinds (CRD
+versions) are registered per cluster (:mod:`allot.registry.crds`): built-in kinds are the
+same everywhere, a custom kind is known only to the cluster whose CRD made it. Used by the
+manifests layer, the API server and the tests.
 """
 
 from __future__ import annotations
@@ -245,27 +247,41 @@ def kind_info(obj: ApiModel) -> KindInfo:
     return info
 
 
-def register_kind(info: KindInfo) -> None:
-    """Serve a custom kind (a CRD version) besides the built-in ones."""
-    _BY_GVK[(info.api_version, info.kind)] = info
+_CUSTOM_BY_GVK: dict[str, dict[tuple[str, str], KindInfo]] = {}
+"""Custom kinds (CRD versions) per cluster: each cluster serves its own CRDs, so two
+clusters may define the same group and kind with different schemas."""
+
+
+def register_kind(cluster: str, info: KindInfo) -> None:
+    """Serve a custom kind (a CRD version) in ``cluster``, besides the built-in ones."""
+    _CUSTOM_BY_GVK.setdefault(cluster, {})[(info.api_version, info.kind)] = info
     _BY_MODEL[info.model] = info
 
 
-def unregister_kind(api_version: str, kind: str) -> None:
-    info = _BY_GVK.get((api_version, kind))
-    if info is not None and info not in KINDS:
-        del _BY_GVK[(api_version, kind)]
+def unregister_kind(cluster: str, api_version: str, kind: str) -> None:
+    kinds = _CUSTOM_BY_GVK.get(cluster, {})
+    info = kinds.pop((api_version, kind), None)
+    if info is not None:
         _BY_MODEL.pop(info.model, None)
+    if not kinds:
+        _CUSTOM_BY_GVK.pop(cluster, None)
+
+
+def custom_kind_clusters() -> list[str]:
+    """The clusters that serve at least one custom kind (a removed cluster never does)."""
+    return sorted(_CUSTOM_BY_GVK)
 
 
 def is_builtin(api_version: str, kind: str) -> bool:
-    info = _BY_GVK.get((api_version, kind))
-    return info is not None and info in KINDS
+    return (api_version, kind) in _BY_GVK
 
 
-def lookup(api_version: str, kind: str) -> KindInfo:
-    """The served kind, or UnknownKindError with kubectl's wording."""
+def lookup(api_version: str, kind: str, cluster: str | None = None) -> KindInfo:
+    """The served kind: a built-in one, else ``cluster``'s custom kind (None: built-in
+    kinds only); UnknownKindError with kubectl's wording."""
     info = _BY_GVK.get((api_version, kind))
+    if info is None and cluster is not None:
+        info = _CUSTOM_BY_GVK.get(cluster, {}).get((api_version, kind))
     if info is None:
         message = f'no matches for kind "{kind}" in version "{api_version}"'
         if api_version in SERVED_ELSEWHERE:
@@ -278,14 +294,21 @@ def lookup(api_version: str, kind: str) -> KindInfo:
     return info
 
 
-def decode(document: Any, spec_of: ApiModel | None = None, *, check_size: bool = True) -> ApiModel:
+def decode(
+    document: Any,
+    spec_of: ApiModel | None = None,
+    *,
+    check_size: bool = True,
+    cluster: str | None = None,
+) -> ApiModel:
     """Decode one wire document strictly into its model.
 
     ``spec_of``: a decoded object whose ``spec`` the document is known to carry unchanged
     (a ``/status`` write keeps the stored spec): that spec is taken as it is, shared, not
     decoded again; everything else is decoded (and the size checked) as always.
     ``check_size=False``: the caller does not need the request limit checked here (the
-    registry, whose store checks what it stores; documents read back from a cluster)."""
+    registry, whose store checks what it stores; documents read back from a cluster).
+    ``cluster``: whose custom kinds (CRDs) are known besides the built-in ones."""
     if not isinstance(document, dict):
         raise UnknownKindError(
             "Object 'Kind' is missing in document: not a JSON object", api_version="", kind=""
@@ -302,7 +325,7 @@ def decode(document: Any, spec_of: ApiModel | None = None, *, check_size: bool =
         raise UnknownKindError(
             f"Object 'apiVersion' is missing in '{_preview(document)}'", api_version="", kind=kind
         )
-    info = lookup(api_version, kind)
+    info = lookup(api_version, kind, cluster)
     if check_size and len(json.dumps(document, separators=(",", ":"), default=str)) > (
         MAX_REQUEST_BODY_BYTES
     ):

@@ -207,9 +207,10 @@ class Alert(ApiModel):
 
 
 class ResourceQuotaPolicy(ApiModel):
-    """vCluster's ``policies.resourceQuota``; ``quota`` becomes ResourceQuota ``hard``."""
+    """vCluster's ``policies.resourceQuota``; ``quota`` becomes ResourceQuota ``hard``.
+    ``enabled`` is a bool or a string (vCluster's default is ``auto``)."""
 
-    enabled: bool | None = None
+    enabled: bool | str | None = None
     quota: SortedMap[Quantity] | None = None
     scopes: list[str] | None = None
     scope_selector: dict[str, Any] | None = None

@@ -227,28 +227,31 @@ class ApiServer:
         core = request.url.path.rstrip("/").endswith("/api")
         if discovery.wants_aggregated(request.headers.get("accept", "")):
             return JSONResponse(
-                discovery.aggregated(core=core), media_type=discovery.AGGREGATED_CONTENT_TYPE
+                discovery.aggregated(cluster, core=core),
+                media_type=discovery.AGGREGATED_CONTENT_TYPE,
             )
-        return JSONResponse(discovery.legacy_api() if core else discovery.legacy_groups())
+        return JSONResponse(discovery.legacy_api() if core else discovery.legacy_groups(cluster))
 
     async def _core_resources(self, request: Request, cluster: str) -> Response:
         _only_get(request)
         if request.path_params["version"] != "v1":
             raise NotFoundPath()
-        return JSONResponse(discovery.legacy_resources("", "v1"))
+        return JSONResponse(discovery.legacy_resources(cluster, "", "v1"))
 
     async def _group(self, request: Request, cluster: str) -> Response:
         _only_get(request)
-        return JSONResponse(_found(discovery.legacy_group(request.path_params["group"])))
+        return JSONResponse(_found(discovery.legacy_group(cluster, request.path_params["group"])))
 
     async def _group_resources(self, request: Request, cluster: str) -> Response:
         _only_get(request)
         params = request.path_params
-        return JSONResponse(_found(discovery.legacy_resources(params["group"], params["version"])))
+        return JSONResponse(
+            _found(discovery.legacy_resources(cluster, params["group"], params["version"]))
+        )
 
     async def _openapi_index(self, request: Request, cluster: str) -> Response:
         _only_get(request)
-        return JSONResponse(openapi.index(f"/clusters/{cluster}"))
+        return JSONResponse(openapi.index(cluster, f"/clusters/{cluster}"))
 
     async def _openapi_v2(self, request: Request, cluster: str) -> Response:
         _only_get(request)
@@ -259,7 +262,7 @@ class ApiServer:
     async def _openapi_document(self, request: Request, cluster: str) -> Response:
         _only_get(request)
         params = request.path_params
-        body = _found(openapi.document_bytes(params.get("group", ""), params["version"]))
+        body = _found(openapi.document_bytes(cluster, params.get("group", ""), params["version"]))
         return Response(
             body, media_type="application/json", headers={"Cache-Control": "public, immutable"}
         )
@@ -289,7 +292,7 @@ class ApiServer:
         if str(attributes.get("verb") or "") not in WRITE_VERBS:
             return None
         group, plural = str(attributes.get("group") or ""), str(attributes.get("resource"))
-        for resource in all_resources():
+        for resource in all_resources(cluster):
             if (resource.group, resource.plural) == (group, plural):
                 subresource = str(attributes.get("subresource") or "")
                 return self.registry.admission.forbids(cluster, resource, subresource)
@@ -307,6 +310,7 @@ class ApiServer:
         ) and "name" not in params:
             return await self._access_review(request, cluster)
         target = resolve_target(
+            cluster,
             group,
             params["version"],
             params.get("namespace"),
@@ -357,13 +361,12 @@ class ApiServer:
         if _wants_table(request):
             return JSONResponse(
                 tables.table(
-                    target.resource.plural,
+                    target.resource,
                     page.items,
                     self.clock(),
                     include_object=request.query_params.get("includeObject", "Metadata"),
                     resource_version=str(page.resource_version),
                     continue_token=page.continue_token,
-                    custom_columns=target.resource.columns,
                 )
             )
         metadata: Obj = {"resourceVersion": str(page.resource_version)}
@@ -462,12 +465,11 @@ class ApiServer:
             if _wants_table(request):
                 return JSONResponse(
                     tables.table(
-                        target.resource.plural,
+                        target.resource,
                         [obj],
                         self.clock(),
                         include_object=request.query_params.get("includeObject", "Metadata"),
                         resource_version=obj["metadata"].get("resourceVersion", ""),
-                        custom_columns=target.resource.columns,
                     )
                 )
             return JSONResponse(obj)

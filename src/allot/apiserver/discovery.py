@@ -4,7 +4,8 @@ The aggregated answer must carry the content type
 ``application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`` and a
 ``responseKind`` per resource, or kubectl silently sees nothing. The legacy documents
 (``/api``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``, ``/api/v1``) serve ``auth can-i`` and
-the Python dynamic client. Called by the HTTP handlers.
+the Python dynamic client. Each cluster's documents list the built-in kinds and that
+cluster's own custom kinds (its CRDs), never another cluster's. Called by the HTTP handlers.
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ def _resource_entry(resource: resources.ServedResource) -> dict[str, Any]:
     return entry
 
 
-def aggregated(core: bool) -> dict[str, Any]:
+def aggregated(cluster: str, core: bool) -> dict[str, Any]:
     items = []
-    for group, version in resources.group_versions():
+    for group, version in resources.group_versions(cluster):
         if (group == "") != core:
             continue
         items.append(
@@ -78,7 +79,8 @@ def aggregated(core: bool) -> dict[str, Any]:
                         "version": version,
                         "freshness": "Current",
                         "resources": [
-                            _resource_entry(r) for r in resources.in_group_version(group, version)
+                            _resource_entry(r)
+                            for r in resources.in_group_version(group, version, cluster)
                         ],
                     }
                 ],
@@ -107,23 +109,23 @@ def _group(group: str, version: str) -> dict[str, Any]:
     return {"name": group, "versions": [gv], "preferredVersion": gv}
 
 
-def legacy_groups() -> dict[str, Any]:
+def legacy_groups(cluster: str) -> dict[str, Any]:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [_group(g, v) for g, v in resources.group_versions() if g],
+        "groups": [_group(g, v) for g, v in resources.group_versions(cluster) if g],
     }
 
 
-def legacy_group(group: str) -> dict[str, Any] | None:
-    for name, version in resources.group_versions():
+def legacy_group(cluster: str, group: str) -> dict[str, Any] | None:
+    for name, version in resources.group_versions(cluster):
         if name == group and name:
             return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, version)}
     return None
 
 
-def legacy_resources(group: str, version: str) -> dict[str, Any] | None:
-    served = resources.in_group_version(group, version)
+def legacy_resources(cluster: str, group: str, version: str) -> dict[str, Any] | None:
+    served = resources.in_group_version(group, version, cluster)
     if not served:
         return None
     entries: list[dict[str, Any]] = []

@@ -5,6 +5,8 @@ kubectl needs them for ``create``/``apply`` (a PATCH operation per kind with a
 ``fieldValidation=Strict``) and for ``explain`` (schemas named like upstream's,
 ``io.k8s.api.resource.v1.ResourceClaim``, with ``x-kubernetes-group-version-kind`` and
 ``$ref`` drill-down). Documents are built once per process and served with a content hash.
+A cluster's CRDs get documents of their own (built per request from the cluster's custom
+kinds, never another cluster's), with the CRD's schema as upstream's apiextensions serves it.
 """
 
 from __future__ import annotations
@@ -277,7 +279,7 @@ def _operations(resource: resources.ServedResource) -> dict[str, Any]:
     collection = f"{prefix}{scope}/{resource.plural}"
     item = f"{collection}/{{name}}"
     scope_parameters = [_path_parameter("namespace")] if resource.namespaced else []
-    kind = _schema_name(resource.info.model)
+    kind = _kind_schema_name(resource)
     operation = _operation_builder(resource)
     paths: dict[str, Any] = {
         collection: {
@@ -341,7 +343,7 @@ def _operation_builder(
         "version": resource.version,
         "kind": resource.kind,
     }
-    schema = answer_schema or _schema_name(resource.info.model)
+    schema = answer_schema or _kind_schema_name(resource)
     reference = {"$ref": f"#/components/schemas/{schema}"}
     ok = {"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}}
 
@@ -364,7 +366,8 @@ def _operation_builder(
 
 @functools.lru_cache(maxsize=16)
 def document(group: str, version: str) -> dict[str, Any] | None:
-    served = resources.in_group_version(group, version, custom=False)
+    """A built-in group version's document (the same in every cluster)."""
+    served = resources.in_group_version(group, version, None)
     if not served:
         return None
     paths: dict[str, Any] = {}
@@ -378,29 +381,99 @@ def document(group: str, version: str) -> dict[str, Any] | None:
     }
 
 
-def document_bytes(group: str, version: str) -> bytes | None:
-    doc = document(group, version)
+def document_bytes(cluster: str, group: str, version: str) -> bytes | None:
+    """A group version's document in ``cluster``: built-in, else of its own CRDs."""
+    doc = document(group, version) or custom_document(cluster, group, version)
     return None if doc is None else json.dumps(doc, separators=(",", ":")).encode()
+
+
+def custom_document(cluster: str, group: str, version: str) -> dict[str, Any] | None:
+    """The document of a group version that only ``cluster``'s CRDs serve: each kind's
+    paths and its schema, the CRD's ``openAPIV3Schema`` named as upstream names a CRD's
+    (``com.example.v1.Widget``), with ``metadata`` as ObjectMeta (``kubectl explain``)."""
+    served = [
+        r for r in resources.custom_resources(cluster) if (r.group, r.version) == (group, version)
+    ]
+    if not served:
+        return None
+    paths: dict[str, Any] = {}
+    shared = {**_components(), **_REQUEST_SCHEMAS}  # ObjectMeta, DeleteOptions, Patch, ...
+    schemas = {k: v for k, v in shared.items() if k.startswith(f"{META}.")}
+    for resource in served:
+        paths.update(_operations(resource))
+        schemas[_kind_schema_name(resource)] = _custom_schema(resource)
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }
+
+
+def _kind_schema_name(resource: resources.ServedResource) -> str:
+    """The schema's name: the model's for a built-in kind, upstream's CRD naming (the
+    group reversed, then version and kind) for a custom one."""
+    if not resource.custom:
+        return _schema_name(resource.info.model)
+    reversed_group = ".".join(reversed(resource.group.split(".")))
+    return f"{reversed_group}.{resource.version}.{resource.kind}"
+
+
+def _custom_schema(resource: resources.ServedResource) -> dict[str, Any]:
+    source: Any = getattr(resource.info.model, "openapi_schema", {}) or {}
+    schema: dict[str, Any] = json.loads(json.dumps(source))  # a copy: the model keeps its own
+    schema.setdefault("type", "object")
+    properties = schema.setdefault("properties", {})
+    properties["apiVersion"] = {"type": "string", "description": _API_VERSION_TEXT}
+    properties["kind"] = {"type": "string", "description": _KIND_TEXT}
+    properties["metadata"] = {
+        "allOf": [{"$ref": f"#/components/schemas/{META}.ObjectMeta"}],
+        "description": "Standard object's metadata.",
+    }
+    schema["x-kubernetes-group-version-kind"] = [
+        {"group": resource.group, "kind": resource.kind, "version": resource.version}
+    ]
+    return schema
+
+
+_API_VERSION_TEXT = (
+    "The versioned schema this object is written in (group/version); the server serves "
+    "the versions its CustomResourceDefinition marks as served."
+)
+_KIND_TEXT = "The REST kind of this object, in CamelCase, as the CustomResourceDefinition names it."
 
 
 def path_key(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
+def _digest(body: bytes) -> str:
+    return hashlib.sha512(body).hexdigest()[:64].upper()
+
+
 @functools.lru_cache(maxsize=1)
 def index_hashes() -> dict[str, str]:
+    """The built-in group versions' document hashes (the same in every cluster)."""
     hashes = {}
-    for group, version in resources.group_versions(custom=False):
-        body = document_bytes(group, version) or b""
-        hashes[path_key(group, version)] = hashlib.sha512(body).hexdigest()[:64].upper()
+    for group, version in resources.group_versions(None):
+        doc = document(group, version)
+        body = b"" if doc is None else json.dumps(doc, separators=(",", ":")).encode()
+        hashes[path_key(group, version)] = _digest(body)
     return hashes
 
 
-def index(prefix: str) -> dict[str, Any]:
+def index(cluster: str, prefix: str) -> dict[str, Any]:
+    """``/openapi/v3``: the built-in group versions and those of ``cluster``'s CRDs,
+    each hashed by its content (a changed CRD changes its document's URL)."""
+    hashes = dict(index_hashes())
+    for group, version in resources.group_versions(cluster):
+        key = path_key(group, version)
+        if key not in hashes:
+            hashes[key] = _digest(document_bytes(cluster, group, version) or b"")
     return {
         "paths": {
             key: {"serverRelativeURL": f"{prefix}/openapi/v3/{key}?hash={digest}"}
-            for key, digest in index_hashes().items()
+            for key, digest in hashes.items()
         }
     }
 

@@ -3,7 +3,8 @@
 kubectl never formats cells itself, so the server does: each kind's strategy module
 (:mod:`allot.registry.kinds`) holds its column set and cell logic, as upstream's
 ``printers.go`` does (claims ``NAME STATE AGE``, pods ``NAME READY STATUS RESTARTS AGE``
-plus wide columns, ...); CRDs get their ``additionalPrinterColumns``. Rows carry
+plus wide columns, ...); CRDs get their ``additionalPrinterColumns`` (or NAME and AGE, even
+where a CRD's plural is also a built-in one's, such as Volcano's ``jobs``). Rows carry
 ``PartialObjectMetadata`` (or the full object with ``includeObject=Object``) because kubectl
 reads namespaces and labels from there. Called by the list, get and watch handlers.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from allot.registry.kinds import table_for
 from allot.registry.kinds.columns import AGE, NAME, Cells, age, column, human_duration
+from allot.registry.resources import ServedResource
 from allot.types import Obj
 
 
@@ -61,19 +63,20 @@ def _json_path(obj: Any, path: str) -> Any:
 
 
 def table(
-    plural: str,
+    resource: ServedResource,
     objects: list[Obj],
     now: dt.datetime,
     *,
     include_object: str,
     resource_version: str = "",
     continue_token: str = "",
-    custom_columns: tuple[tuple[str, str, str], ...] = (),
 ) -> Obj:
-    if custom_columns:
-        columns, cells = printer_columns(custom_columns)
+    """The Table of ``objects`` of ``resource``: a custom resource's printer columns (or
+    NAME and AGE), a built-in one's strategy columns."""
+    if resource.columns:
+        columns, cells = printer_columns(resource.columns)
     else:
-        known = table_for(plural)
+        known = None if resource.custom else table_for(resource.plural)
         columns, cells = (known.columns, known.cells) if known else ([NAME, AGE], _default_cells)
     rows = []
     for obj in objects:

@@ -270,7 +270,7 @@ class WatchStream:
         if not request.as_table:
             return obj
         return tables.table(
-            request.resource.plural,
+            request.resource,
             [obj],
             self.clock(),
             include_object=request.include_object,

@@ -23,7 +23,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from allot.cli.options import add_data_dir
+from allot.cli.options import add_data_dir, positive_seconds
 from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.errors import KubeError
@@ -61,7 +61,9 @@ def register(subparsers: Any) -> None:
     add_output(usage, extra=("csv",))
     usage.set_defaults(run=run_usage)
     top = subparsers.add_parser("top", help="live capacity per pool and tenant")
-    top.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    top.add_argument(
+        "--interval", type=positive_seconds, default=2.0, help="seconds between refreshes"
+    )
     top.add_argument("--once", action="store_true", help="print once and exit")
     top.set_defaults(run=run_top)
     for parser in (alerts, audit_parser, usage, top):
@@ -122,7 +124,7 @@ def _since_and_log(args: argparse.Namespace, now: dt.datetime) -> tuple[Any, aud
     try:
         since = parse_since(args.since, now) if args.since else None
     except ValueError as err:
-        raise _Refused(str(err), 2) from None
+        raise _Refused(f"--since {err}", 2) from None
     try:
         return since, _log(args.data_dir)
     except FileNotFoundError as err:
@@ -154,11 +156,7 @@ def run_usage(args: argparse.Namespace) -> int:
     since = since or dt.datetime.min.replace(tzinfo=dt.UTC)
     rows = audit.usage(log.entries(), since=since, until=now, by=audit.GROUPINGS[args.by])
     log.close()
-    documents = [
-        {args.by: r.key, "device_hours": round(r.device_hours, 6),
-         "gpu_memory_gib_hours": round(r.memory_gib_hours, 6)}
-        for r in rows
-    ]  # fmt: skip
+    documents = [r.document(args.by) for r in rows]
     _emit(args.output, documents, [args.by, "device_hours", "gpu_memory_gib_hours"], {})
     return 0
 

@@ -57,3 +57,25 @@ def add_kubeconfig(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="kubeconfig context to use (default: the kubeconfig's current context)",
     )
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (a refresh interval, a timeout)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not seconds > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text!r}")
+    return seconds
+
+
+def quota_percent(text: str) -> int:
+    """An argparse type: the share of a quota an alert fires at, 1 to 100 per cent."""
+    try:
+        percent = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid whole number: {text!r}") from None
+    if not 1 <= percent <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 100, not {text!r}")
+    return percent

@@ -58,13 +58,22 @@ def add_report_output(parser: argparse.ArgumentParser) -> None:
 
 
 def kube_list(items: Sequence[Any]) -> Obj:
-    """Items as the ``List`` kubectl prints for ``get -o json`` across kinds."""
+    """Items as the ``List`` kubectl prints for ``get -o json`` across kinds: without
+    ``metadata.managedFields``, which kubectl leaves out unless asked."""
     return {
         "apiVersion": "v1",
         "kind": "List",
-        "items": list(items),
+        "items": [_without_managed_fields(item) for item in items],
         "metadata": {"resourceVersion": ""},
     }
+
+
+def _without_managed_fields(item: Any) -> Any:
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(metadata, dict) or "managedFields" not in metadata:
+        return item
+    shown = {k: v for k, v in metadata.items() if k != "managedFields"}
+    return {**item, "metadata": shown}
 
 
 def emit(output: str, items: Sequence[Any], columns: Sequence[Column], empty: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from allot.apiserver.lock import DataDirLocked, running
-from allot.cli.options import add_data_dir
+from allot.cli.options import add_data_dir, quota_percent
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
@@ -105,7 +105,7 @@ def register(subparsers: Any) -> None:
     )
     up.add_argument(
         "--alert-quota-percent",
-        type=int,
+        type=quota_percent,
         default=90,
         help="raise an alert when a tenant uses this share of a quota",
     )

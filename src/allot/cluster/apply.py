@@ -1,7 +1,10 @@
 """``allot apply``: the rendered objects onto a cluster, idempotently, and pruning.
 
 Objects go in dependency order (CRDs, namespaces, classes, policies, params, bindings,
-quotas, Tenants, the PrometheusRule) by server-side apply under field manager ``allot``.
+quotas, Tenants, the PrometheusRule) by server-side apply under field manager ``allot``;
+a CRD it creates or changes is waited for until the server reports it ``Established``, as
+Helm waits, so the Tenants after it never meet a kind not served yet (a CRD whose names
+another CRD holds never is: the run stops with the server's reason).
 An object whose live state already holds everything rendered is left alone (so a second
 apply changes nothing). Objects labelled ``app.kubernetes.io/managed-by: allot`` that are
 no longer rendered are deleted afterwards, most dependent first, except those of a Tenant
@@ -16,6 +19,8 @@ report says exactly what was applied before it.
 from __future__ import annotations
 
 import difflib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +49,8 @@ PRUNABLE = [
     ("monitoring.coreos.com/v1", "PrometheusRule"),
     *((KUEUE_API, kind) for kind in KUEUE_KINDS),
 ]
+CRD_API, CRD_KIND = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+ESTABLISH_SECONDS = 60.0
 KUEUE_MISSING = (
     "Kueue is not installed: the cluster does not serve {api}; install Kueue 0.14 or later "
     "and apply again for fair sharing"
@@ -115,6 +122,8 @@ def apply(client: Client, objects: list[Obj], prune: bool = True, force: bool = 
                 client.apply(obj, FIELD_MANAGER, force=force)
             except KubeError as err:
                 raise ApplyError(f"{action.line().rsplit(' ', 1)[0]}: {err}", report) from None
+            if obj["kind"] == CRD_KIND:
+                wait_established(client, obj["metadata"]["name"], report)
         report.actions.append(action)
     if prune:
         for stale in reversed(_stale(client, objects)):
@@ -131,6 +140,36 @@ def apply(client: Client, objects: list[Obj], prune: bool = True, force: bool = 
                 Action("prune", stale["kind"], namespace, metadata["name"], note=note)
             )
     return report
+
+
+def wait_established(
+    client: Client,
+    name: str,
+    report: Report,
+    seconds: float = ESTABLISH_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Return once the CRD ``name`` is ``Established``; ApplyError when its names are
+    refused (``NamesAccepted`` ``False``: it never will be) or after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        live = client.get(CRD_API, CRD_KIND, name)
+        conditions = {c.get("type"): c for c in (live.get("status") or {}).get("conditions") or []}
+        if (conditions.get("Established") or {}).get("status") == "True":
+            return
+        naming = conditions.get("NamesAccepted") or {}
+        if naming.get("status") == "False":
+            why = f"{naming.get('reason')}: {naming.get('message')}"
+            raise ApplyError(
+                f"customresourcedefinition/{name}: its names are not accepted ({why})", report
+            )
+        if time.monotonic() > deadline:
+            raise ApplyError(
+                f"customresourcedefinition/{name}: not Established after {seconds:g} s; see "
+                f"kubectl describe crd {name}",
+                report,
+            )
+        sleep(0.1)
 
 
 def _planned(client: Client, obj: Obj) -> Action:

@@ -27,8 +27,10 @@ later; deprecated but served since 0.15, where v1beta2 is stored):
   resource it does not cover and allot's shares cover devices only, but global: it stops
   Kueue counting those resources for every ClusterQueue of the cluster, which the header
   says too (``pods`` is counted only by queues that cover it, so it is not excluded);
-  and ``metrics.enableClusterQueueResources``, the quota and usage gauges the
-  ``TenantBelowGuarantee`` rule reads), a file to merge into Kueue's
+  ``integrations.frameworks: [pod]``, since tenants' workloads reach the host as plain pods
+  (vCluster syncs pods, not their Jobs) and Kueue's default configuration leaves the
+  ``pod`` integration off; and ``metrics.enableClusterQueueResources``, the quota and
+  usage gauges the ``TenantBelowGuarantee`` rule reads), a file to merge into Kueue's
   ``kueue-manager-config``, like the vCluster values.
 
 Each ClusterQueue covers every class shared by a member of its cohort, at ``nominalQuota:
@@ -66,6 +68,10 @@ where a ClusterQueue covers it."""
 DRA_FEATURE_GATE = "KueueDRAIntegration"
 """The gate ``deviceClassMappings`` need (Kueue 0.18+; ``DynamicResourceAllocation`` before)."""
 OLD_DRA_FEATURE_GATE = "DynamicResourceAllocation"
+POD_FRAMEWORK = "pod"
+"""Kueue's integration for plain pods. A tenant's workloads reach the host as pods (vCluster
+syncs pods, never the Jobs or Deployments that made them), so without it Kueue queues none
+of them; Kueue's shipped configuration leaves it commented out."""
 
 
 class KueueRenderError(ValueError):
@@ -140,6 +146,7 @@ def configuration(tenants: list[Tenant]) -> Obj:
         "apiVersion": CONFIG_API,
         "kind": "Configuration",
         "featureGates": {DRA_FEATURE_GATE: True},
+        "integrations": {"frameworks": [POD_FRAMEWORK]},
         "metrics": {"enableClusterQueueResources": True},  # TenantBelowGuarantee reads them
         "resources": {
             "excludeResourcePrefixes": list(EXCLUDED_RESOURCES),

@@ -36,7 +36,7 @@ import yaml
 
 from allot.api.kinds import decode, kind_info
 from allot.api.resource_v1 import DeviceClass
-from allot.api.tenancy import Tenant, entitlement_selector
+from allot.api.tenancy import Tenant, entitlement_selector, syncs
 from allot.cluster import kueue
 from allot.cluster.crd import tenant_crd
 from allot.ops.rules import AlertSettings, prometheus_rule
@@ -60,6 +60,14 @@ OUTPUT_ORDER = (
 )
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value shared by two fields twice instead of as a YAML anchor and alias
+    (``&id001``/``*id001``), which some GitOps tools and reviewers do not follow."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 class PlatformFileError(ValueError):
     """The platform file cannot be rendered; the message names the document."""
 
@@ -78,7 +86,9 @@ class RenderedFile:
 
     def text(self) -> str:
         comments = "".join(f"# {line}\n" if line else "#\n" for line in self.header.splitlines())
-        body = "---\n".join(yaml.safe_dump(o, sort_keys=False) for o in self.objects)
+        body = "---\n".join(
+            yaml.dump(o, Dumper=_PlainDumper, sort_keys=False) for o in self.objects
+        )
         return comments + body
 
 
@@ -209,7 +219,10 @@ def _kueue_files(tenants: list[Tenant]) -> list[RenderedFile]:
             "each shared DeviceClass counted as the resource its ClusterQueues name, with the\n"
             "feature gate the mappings need: KueueDRAIntegration (Kueue 0.18+). On Kueue 0.14\n"
             "to 0.17 name it DynamicResourceAllocation instead; if the Deployment passes\n"
-            "--feature-gates, add the gate there and drop featureGates from this file.",
+            "--feature-gates, add the gate there and drop featureGates from this file.\n"
+            "Tenants' workloads reach the host as plain pods (vCluster syncs pods, not Jobs):\n"
+            "ADD pod to your integrations.frameworks (Kueue ships it commented out), keeping\n"
+            "the frameworks you have; without it Kueue queues none of the tenants' pods.",
             [config],
         ),
     ]
@@ -267,29 +280,40 @@ def _tenant_file(tenant: Tenant, classes: list[Obj], *, with_tenant: bool = True
 
 
 def _vcluster_values(tenant: Tenant) -> RenderedFile:
-    selector = entitlement_selector(tenant.spec)
-    values = {
-        "sync": {
-            "toHost": {
-                "resourceClaims": {"enabled": True},
-                "resourceClaimTemplates": {"enabled": True},
-            },
-            "fromHost": {
-                "deviceClasses": {
-                    "enabled": True,
-                    "selector": selector.to_wire() if selector is not None else {},
-                }
-            },
-        }
-    }
     name = tenant.metadata.name or ""
     header = (
         f"vCluster values for tenant {name}: only its DeviceClasses are synced into the\n"
         f"virtual cluster; its claims and templates sync to {names.host_namespace(name)},\n"
-        "where the policies and the quota apply. Use: vcluster create "
+        "where the policies and the quota apply. DRA sync is a vCluster Pro feature (log in\n"
+        "to vCluster Platform first). Use: vcluster create "
         f"{name} -n {names.host_namespace(name)} -f vcluster/{name}.yaml"
     )
-    return RenderedFile(f"vcluster/{name}.yaml", header, [values])
+    return RenderedFile(f"vcluster/{name}.yaml", header, [vcluster_values(tenant)])
+
+
+def vcluster_values(tenant: Tenant) -> Obj:
+    """The tenant's sync settings in vCluster's keys (``chart/values.schema.json``), with
+    allot's defaults written out: vCluster's are off. A tenant without an entitlement
+    selector is entitled to nothing, so its class sync is off: vCluster reads a missing
+    or empty selector as every class."""
+    spec = tenant.spec
+    selector = entitlement_selector(spec)
+    device_classes: Obj = {"enabled": syncs(spec, "deviceClasses") and selector is not None}
+    if device_classes["enabled"] and selector is not None:
+        device_classes["selector"] = selector.to_wire()
+    from_host: Obj = {"deviceClasses": device_classes}
+    nodes = spec.sync.from_host.nodes if spec.sync and spec.sync.from_host else None
+    if nodes is not None:
+        from_host["nodes"] = nodes.to_wire()
+    return {
+        "sync": {
+            "toHost": {
+                "resourceClaims": {"enabled": syncs(spec, "resourceClaims")},
+                "resourceClaimTemplates": {"enabled": syncs(spec, "resourceClaimTemplates")},
+            },
+            "fromHost": from_host,
+        }
+    }
 
 
 def _namespace(name: str) -> Obj:

@@ -4,12 +4,15 @@ Every ``interval_seconds`` (and on demand, for tests with a fake clock) it takes
 snapshot, evaluates :mod:`allot.ops.rules`, and compares with what fires already. A new
 alert becomes an ``Alert`` object on the host (``kubectl get alerts``, ``allot alerts``),
 a series in ``/metrics`` and, for a pending claim, a Warning Event on the host claim with
-the reason it is pending (the tenant sync relays it to the tenant's claim). When the
-condition ends the Alert object is deleted and a Normal Event says so. Alerts found in the
-store at start keep their ``activeSince``. The timed evaluation runs on the server's
-event loop in steps (a changed slice summarised, an alert raised or cleared) and gives
-the loop back every few milliseconds, so that a fleet's worth of new alerts does not
-stall requests and watch streams. Started by :mod:`allot.platform`.
+the reason it is pending (the tenant sync relays it to the tenant's claim). An alert that
+keeps firing while its message changes (more devices, another reason) has its object's
+message rewritten. When the condition ends the Alert object is deleted and a Normal Event
+says so. Alerts found in the store at start keep their ``activeSince``; a claim's pending
+time counts from its last release, which the audit log remembers across restarts. The
+timed evaluation runs on the server's event loop in steps (a changed slice summarised,
+an alert raised or cleared) and gives the loop back every few milliseconds, so that a
+fleet's worth of new alerts does not stall requests and watch streams. Started by
+:mod:`allot.platform`.
 """
 
 from __future__ import annotations
@@ -44,8 +47,14 @@ class AlertManager:
         sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]],
         settings: AlertSettings,
         sharing: Callable[[], SharingSummary] = SharingSummary,
+        releases: Callable[[], Mapping[str, dt.datetime]] = dict,
     ) -> None:
+        """``releases``: claim uid -> when it last released its devices, read once at
+        start (the audit log's), so a claim released before a restart keeps waiting from
+        its release."""
         self.host = host
+        self.releases = releases
+        self._released_before: Mapping[str, dt.datetime] = {}
         self.sharing = sharing
         self.capacity = capacity
         self.tenants = tenants
@@ -59,6 +68,11 @@ class AlertManager:
 
     def current(self) -> list[Firing]:
         return sorted(self.firing.values(), key=lambda f: f.name)
+
+    def pending_since(self) -> dict[tuple[str, str], dt.datetime]:
+        """Since when each claim seen allocated before has been pending again (as of the
+        last evaluation), by (namespace, name): what ``/metrics`` measures waits from."""
+        return dict(self._pending_since)
 
     def evaluate_now(self) -> list[Firing]:
         """One evaluation: raise the new alerts, clear the ended ones; returns what fires.
@@ -110,6 +124,10 @@ class AlertManager:
                 self._raise(firing, stamp)
                 self.firing[name] = firing
                 yield
+            elif firing.message != self.firing[name].message:
+                self._restate(firing)
+                self.firing[name] = firing
+                yield
         for name in [n for n in self.firing if n not in found]:
             self._clear(self.firing[name])
             del self.firing[name]
@@ -129,6 +147,8 @@ class AlertManager:
                 self._pending_since.pop(key, None)
             elif key in self._allocated_before:
                 self._pending_since.setdefault(key, snapshot.now)
+            elif claim.uid in self._released_before:  # released before the platform started
+                self._pending_since.setdefault(key, self._released_before[claim.uid])
         self._allocated_before &= seen
         for key in [k for k in self._pending_since if k not in seen]:
             del self._pending_since[key]
@@ -180,6 +200,7 @@ class AlertManager:
                 spec.get("message", ""),
             )
             self.firing[firing.name] = firing
+        self._released_before = self.releases()
         self._loaded = True
 
     def _raise(self, firing: Firing, stamp: str) -> None:
@@ -205,6 +226,16 @@ class AlertManager:
             created["status"] = {"state": "Firing", "activeSince": stamp}
             self.host.update_status("Alert", created, MANAGER)
         self._claim_events(firing, "Warning", firing.rule, firing.message)
+
+    def _restate(self, firing: Firing) -> None:
+        """A firing alert whose facts changed (a class grew, a quota filled further, a pending
+        claim's reason moved on): its object says so too, so ``allot alerts`` and ``kubectl
+        get alerts`` agree with the dashboard. No new Event: the condition did not restart."""
+        alert = self.host.get("Alert", "", firing.name)
+        if alert is None:
+            return
+        alert["spec"]["message"] = firing.message
+        self.host.update("Alert", alert, MANAGER)
 
     def _clear(self, firing: Firing) -> None:
         self.host.delete("Alert", "", firing.name)

@@ -288,11 +288,29 @@ def query(
     return found
 
 
+def last_releases(entries: list[Entry]) -> dict[str, dt.datetime]:
+    """Claim uid -> when it last released a device, for claims whose last entry is a
+    release (they hold nothing now): where a pending claim's wait began before a restart."""
+    last: dict[str, Entry] = {}
+    for entry in entries:
+        last[entry.claim_uid] = entry
+    return {uid: parse_time(entry.time) for uid, entry in last.items() if entry.action == "release"}
+
+
 @dataclass
 class UsageRow:
     key: str
     device_hours: float
     memory_gib_hours: float
+
+    def document(self, by: str) -> dict[str, str | float]:
+        """The row as ``allot usage -o json`` and ``/allot/v1/usage`` give it: the group
+        (``tenant`` or ``class``), device-hours and GPU-memory GiB-hours, to 6 decimals."""
+        return {
+            by: self.key,
+            "device_hours": round(self.device_hours, 6),
+            "gpu_memory_gib_hours": round(self.memory_gib_hours, 6),
+        }
 
 
 def usage(

@@ -31,7 +31,7 @@ from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
 from allot.store import Store
-from allot.tenancy import names
+from allot.tenancy import generated, names
 from allot.types import Obj
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
@@ -79,6 +79,7 @@ class ClaimInfo:
     created: dt.datetime | None
     devices: list[DeviceKey] = field(default_factory=list)
     consumers: list[str] = field(default_factory=list)
+    uid: str = ""
 
 
 @dataclass
@@ -394,14 +395,14 @@ class CapacityView:
         classes = sorted(claims.claim_classes(claim))
         status = claim.get("status") or {}
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-        annotations = metadata.get("annotations") or {}
         created = metadata.get("creationTimestamp")
+        tenant_namespace, tenant_claim = _tenant_names(claim) if tenant else ("", "")
         return ClaimInfo(
             namespace,
             metadata["name"],
             tenant,
-            annotations.get(names.NAME_ANNOTATION, metadata["name"]),
-            (metadata.get("labels") or {}).get(names.TENANT_NAMESPACE_LABEL, ""),
+            tenant_claim or metadata["name"],
+            tenant_namespace,
             tuple(classes),
             bool(status.get("allocation")),
             dt.datetime.fromisoformat(created.replace("Z", "+00:00")) if created else None,
@@ -411,7 +412,20 @@ class CapacityView:
                 if not r.get("adminAccess")
             ],
             [c.get("name", "") for c in status.get("reservedFor") or []],
+            str(metadata.get("uid") or ""),
         )
+
+
+def _tenant_names(claim: Obj) -> tuple[str, str]:
+    """A tenant claim's namespace and name in its tenant: a synced claim says them in its
+    label and annotation; a claim generated on the host for a tenant pod's twin has the name
+    its tenant's mirror of it has (``<pod>-<claim>-xxxxx``), in the pod's namespace."""
+    metadata = claim["metadata"]
+    annotations = metadata.get("annotations") or {}
+    if names.NAME_ANNOTATION in annotations:
+        labels = metadata.get("labels") or {}
+        return labels.get(names.TENANT_NAMESPACE_LABEL, ""), annotations[names.NAME_ANNOTATION]
+    return generated.mirror_name(claim) or ("", "")
 
 
 def memory_text(value: int) -> str:

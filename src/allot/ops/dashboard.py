@@ -5,7 +5,9 @@ every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Acc
 the host cluster's token: ``/ui?token=...`` (or the login form) opens a session whose random
 id (never the token) goes into an HttpOnly, Secure, SameSite=Strict cookie for 12 hours;
 every request checks it, ``/ui/logout`` ends it, and a restart of the platform ends them
-all; an open page whose session ended goes back to the sign-in form and says why. Every
+all; an open page whose session ended goes back to the sign-in form and says why. Other
+addresses under ``/ui`` a browser may open by hand answer as pages (the dashboard or a
+404 page), never with the API server's JSON. Every
 answer carries a Content-Security-Policy (scripts and styles from the dashboard itself only,
 no framing), ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer`` and
 ``X-Content-Type-Options: nosniff``. The fleet view draws nodes, their GPUs and MIG slices, each
@@ -26,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -69,7 +72,19 @@ def dashboard_routes(registry: Registry, ops: Operations) -> list[Route]:
         Route("/ui/logout", _secured(dashboard.logout), methods=["POST"]),
         Route("/ui/fragment/{panel}", _secured(dashboard.fragment), methods=["GET"]),
         Route("/ui/static/{name}", _secured(dashboard.static), methods=["GET"]),
+        Route("/ui/{rest:path}", _secured(_elsewhere), methods=["GET"]),
     ]
+
+
+async def _elsewhere(request: Request) -> Response:
+    """A page of the dashboard a browser may open by hand: ``/ui/``, ``/ui/login`` (the
+    address after a refused sign-in, entered again) and ``/ui/logout`` lead to the dashboard
+    (signing out is a POST, so a link cannot sign anyone out); any other path is an HTML
+    page saying it does not exist, not the API server's JSON Status."""
+    if request.path_params["rest"] in ("", "login", "logout"):
+        return RedirectResponse("/ui", status_code=303)
+    return _page("allot — not found", '<p class="error" role="alert">There is no such page of '
+                 'the dashboard.</p><p><a href="/ui">Open the dashboard</a></p>', 404)  # fmt: skip
 
 
 def _secured(
@@ -137,8 +152,11 @@ class Dashboard:
         return HTMLResponse(self.render_page())
 
     async def login(self, request: Request) -> Response:
-        form = await request.form()
-        return self._sign_in(str(form.get("token") or ""))
+        try:
+            form = await request.form()
+        except HTTPException:  # a body that is no form (a broken multipart upload)
+            return _login("The sign-in form could not be read; send it again.", 400)
+        return self._sign_in(str(form.get("token") or "").strip())
 
     async def logout(self, request: Request) -> Response:
         self.sessions.close(request.cookies.get(COOKIE))
@@ -236,7 +254,8 @@ class Dashboard:
                 series[row.key][hour] = row.device_hours
         if not series:
             return '<p class="empty">No allocations in the last 24 hours.</p>'
-        order = _tenant_order(document)
+        order = _tenant_order(document)  # the fleet's colours; then the tenants since deleted
+        order += sorted(t for t in series if t not in order)
         return _chart(series, order) + _usage_table(series, order)
 
 
@@ -452,13 +471,20 @@ def _usage_table(series: dict[str, list[float]], order: list[str]) -> str:
 # ------------------------------------------------------------------ access
 def _login(error: str, code: int) -> HTMLResponse:
     message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
-    body = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>allot — sign in</title>'
-        f'{HEAD_LINKS}</head><body><main class="login">'
+    return _page(
+        "allot — sign in",
         "<h1>allot dashboard</h1><p>Sign in with the host cluster's token "
         "(<code>allot kubeconfig --token</code> prints it).</p>"
         f'{message}<form method="post" action="/ui/login"><label for="token">Host token</label>'
         '<input id="token" name="token" type="password" autocomplete="off" required>'
-        "<button type=submit>Sign in</button></form></main></body></html>"
+        "<button type=submit>Sign in</button></form>",
+        code,
+    )
+
+
+def _page(title: str, content: str, code: int) -> HTMLResponse:
+    body = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f'{HEAD_LINKS}</head><body><main class="login">{content}</main></body></html>'
     )
     return HTMLResponse(body, status_code=code)

@@ -20,7 +20,7 @@ def parse_since(text: str, now: dt.datetime) -> dt.datetime:
         moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(
-            f"--since {text!r}: expected a duration like 30m, 2h, 7d or an RFC 3339 time "
+            f"{text!r}: expected a duration like 30m, 2h, 7d or an RFC 3339 time "
             "like 2026-11-22T10:00:00Z"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)

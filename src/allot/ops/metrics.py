@@ -33,6 +33,7 @@ the per-class view as series of their own. Claims of host namespaces carry
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -74,6 +75,10 @@ class MetricSources:
     alerts: Callable[[], list[Firing]]
     sync_errors: Callable[[], Mapping[tuple[str, str, str, str], str]]
     sharing: Callable[[], SharingSummary] = SharingSummary
+    pending_since: Callable[[], Mapping[tuple[str, str], dt.datetime]] = dict
+    """Since when each claim that held devices before and was released has been pending
+    (namespace, name): the alert manager's, so the PrometheusRule measures what the
+    embedded ``ClaimPendingTooLong`` measures."""
 
 
 class PlatformMetrics:
@@ -156,7 +161,8 @@ class _Collector:
                 self._rows.devices(snapshot) + self._rows.counters(snapshot),
                 _text(_pools(snapshot)),
             )
-        live = _text(_claims(snapshot)) + _text(_quotas(self.sources.quotas()))
+        live = _text(_claims(snapshot, self.sources.pending_since()))
+        live += _text(_quotas(self.sources.quotas()))
         others = _text(_problems(self.sources.alerts(), self.sources.sync_errors()))
         others += _text(_sharing(self.sources.sharing()))
         return (known[1] + live + known[2] + others).encode("utf-8")
@@ -336,7 +342,9 @@ def _fold(counter: str) -> str:
     return "memory-slices" if counter.startswith("memory-slice-") else counter
 
 
-def _claims(snapshot: Snapshot) -> Iterator[Metric]:
+def _claims(
+    snapshot: Snapshot, released: Mapping[tuple[str, str], dt.datetime]
+) -> Iterator[Metric]:
     claims = _gauge(
         "allot_claims", "Claims per tenant, class and state.", ["tenant", "class", "state"]
     )
@@ -347,14 +355,18 @@ def _claims(snapshot: Snapshot) -> Iterator[Metric]:
         tenant = claim.tenant or HOST_TENANT
         for device_class in claim.classes or ("",):
             counts[(tenant, device_class, state)] += 1
-        if not claim.allocated and claim.created is not None:
-            waited = (snapshot.now - claim.created).total_seconds()
+        since = released.get((claim.namespace, claim.name), claim.created)
+        if not claim.allocated and since is not None:
+            waited = (snapshot.now - since).total_seconds()
             oldest[tenant] = max(oldest.get(tenant, 0.0), waited)
     for key, count in sorted(counts.items()):
         claims.add_metric(list(key), count)
     yield claims
     age = _gauge(
-        "allot_oldest_pending_claim_age_seconds", "Age of the oldest unallocated claim.", ["tenant"]
+        "allot_oldest_pending_claim_age_seconds",
+        "How long the longest-waiting unallocated claim has waited (since its creation, or "
+        "since its release if it held devices before).",
+        ["tenant"],
     )
     for tenant, seconds in sorted(oldest.items()):
         age.add_metric([tenant], seconds)

@@ -36,6 +36,7 @@ from allot.api.tenancy import TenantSpec
 from allot.fairshare.books import show
 from allot.fairshare.report import TenantReport
 from allot.ops.capacity import ClaimInfo, Snapshot, memory_text
+from allot.registry import HOST_CLUSTER
 from allot.types import Obj, rfc3339
 
 
@@ -115,12 +116,12 @@ def _pending_claims(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]
             Firing(
                 "ClaimPendingTooLong",
                 "warning",
-                claim.tenant,
+                claim.tenant or HOST_CLUSTER,  # as allot_claims and the pending panel name it
                 "ResourceClaim",
                 claim.namespace,
                 claim.name,
-                # a moment, not an age: the message stays true while the alert fires (the
-                # Alert object keeps the text it was raised with)
+                # a moment, not an age: the message changes only when the facts do (the
+                # Alert object is rewritten when it changes)
                 f"claim {claim.tenant_claim} of {owner} has been pending since "
                 f"{rfc3339(since)} (threshold {threshold}s): {inputs.pending_reason(claim)}",
             )
@@ -169,11 +170,9 @@ def _quota_usage(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
     for tenant, spec in sorted(inputs.tenants.items()):
         most = spec.quota.gpu_memory if spec.quota else None
         held = inputs.snapshot.tenant_memory().get(tenant, 0)
-        if (
-            most is not None
-            and most.sign() > 0
-            and held * 100 * 10**9 >= most.nanos * _percent_threshold(spec, settings)
-        ):
+        percent = _percent_threshold(spec, settings)
+        if most is not None and most.sign() > 0 and held * 100 * 10**9 >= most.nanos * percent:
+            share = held * 100 * 10**9 // most.nanos
             found.append(
                 Firing(
                     "TenantQuotaHigh",
@@ -182,7 +181,8 @@ def _quota_usage(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
                     "Tenant",
                     "",
                     tenant,
-                    f"tenant {tenant} holds {memory_text(held)} of its {most} GPU memory quota",
+                    f"tenant {tenant} holds {memory_text(held)} of its {most} GPU memory quota "
+                    f"({share}%, threshold {percent}%)",
                 )
             )
     return found
@@ -304,8 +304,9 @@ def _below_guarantee(inputs: RuleInputs, settings: AlertSettings) -> list[Firing
                 "Tenant",
                 "",
                 tenant,
-                f"tenant {tenant} has had work inside its guarantee waiting for "
-                f"{int(now - since)}s (threshold {threshold}s) while it holds {held}",
+                f"tenant {tenant} has had work inside its guarantee waiting since "
+                f"{rfc3339(dt.datetime.fromtimestamp(since, dt.UTC))} (threshold "
+                f"{threshold}s) while it holds {held}",
             )
         )
     return found

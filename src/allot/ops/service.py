@@ -54,7 +54,13 @@ class Operations:
         self.log = AuditLog(registry.data_dir / "audit.db")
         self.recorder = AuditRecorder(host, self.log, index=index)
         self.alerts = AlertManager(
-            host, self.capacity, self.tenant_specs, lambda: sync.errors, settings, sharing
+            host,
+            self.capacity,
+            self.tenant_specs,
+            lambda: sync.errors,
+            settings,
+            sharing,
+            lambda: audit.last_releases(self.log.entries()),
         )
         self.metrics = PlatformMetrics(
             MetricSources(
@@ -63,6 +69,7 @@ class Operations:
                 self.alerts.current,
                 lambda: sync.errors,
                 sharing,
+                self.alerts.pending_since,
             )
         )
         self.recorder.on_entries = self.metrics.count
@@ -126,7 +133,7 @@ class Operations:
         if by not in ("tenant", "class"):
             raise BadRequest(f"by must be tenant or class, not {by!r}")
         rows = audit.usage(self.log.entries(), since=since, until=now, by=audit.GROUPINGS[by])
-        return JSONResponse([r.__dict__ for r in rows])
+        return JSONResponse([r.document(by) for r in rows])
 
 
 def _since(text: str | None, now: dt.datetime) -> dt.datetime | None:
@@ -135,4 +142,4 @@ def _since(text: str | None, now: dt.datetime) -> dt.datetime | None:
     try:
         return parse_since(text, now)
     except ValueError as err:
-        raise BadRequest(str(err)) from None
+        raise BadRequest(f"since {err}") from None

@@ -111,21 +111,22 @@ class AdmissionChain:
         self.hooks = list(plugins)
 
     def decode(
-        self, body: dict[str, Any], mode: str, spec_of: ApiModel | None = None
+        self, cluster: str, body: dict[str, Any], mode: str, spec_of: ApiModel | None = None
     ) -> tuple[ApiModel, list[str]]:
         """Decode honouring ``fieldValidation``; returns the object and warnings.
-        ``spec_of``: the decoded object whose spec ``body`` carries unchanged (not decoded
-        again, see :func:`allot.api.kinds.decode`)."""
-        try:
-            return decode(body, spec_of, check_size=False), []  # the store checks it
+        ``cluster``: whose custom kinds the body may be of. ``spec_of``: the decoded object
+        whose spec ``body`` carries unchanged (not decoded again, see
+        :func:`allot.api.kinds.decode`)."""
+        try:  # the store checks the size
+            return decode(body, spec_of, check_size=False, cluster=cluster), []
         except StrictDecodingError as err:
             unknown = [p for p in err.problems if p.startswith("unknown field ")]
             if mode == "Strict" or len(unknown) != len(err.problems):
                 raise
-            info_model = _model_for(body)
+            info_model = _model_for(cluster, body)
             cleaned = strip_unknown(info_model, body) if info_model else body
             warnings = [] if mode == "Ignore" else unknown
-            return decode(cleaned, check_size=False), warnings
+            return decode(cleaned, check_size=False, cluster=cluster), warnings
 
     def forbids(self, cluster: str, resource: ServedResource, subresource: str) -> str | None:
         """Why every write of ``resource`` in ``cluster`` would be refused, whatever the
@@ -166,11 +167,11 @@ class AdmissionChain:
         return validate_update(obj, request.old_object, context, rules)
 
 
-def _model_for(body: dict[str, Any]) -> type[BaseModel] | None:
+def _model_for(cluster: str, body: dict[str, Any]) -> type[BaseModel] | None:
     from allot.api.kinds import lookup
 
     try:
-        return lookup(str(body.get("apiVersion")), str(body.get("kind"))).model
+        return lookup(str(body.get("apiVersion")), str(body.get("kind")), cluster).model
     except Exception:
         return None
 

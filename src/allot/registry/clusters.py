@@ -127,6 +127,7 @@ class Registry:
         """Forget a virtual cluster: its objects, its token, its kubeconfig and what its
         policies wrote to the admission audit."""
         self.store.drop_cluster(name)
+        self.custom_resources.forget_cluster(name)  # its CRDs went with its objects
         self.tokens.remove(name)
         self._forget_policy_audit(name)
         (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)

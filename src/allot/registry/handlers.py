@@ -97,7 +97,7 @@ class Handlers:
         resource = target.resource
         body = self._checked_body(resource, target, body)
         uid = self._prepare_create(cluster, resource, body)
-        model, warnings = self.admission.decode(body, options.field_validation)
+        model, warnings = self.admission.decode(cluster, body, options.field_validation)
         metadata = body.get("metadata") or {}
         request = AdmissionRequest(
             cluster,
@@ -270,8 +270,8 @@ class Handlers:
         """The deletion grace period of upstream's pod strategy (``CheckGracefulDelete``):
         the request's ``gracePeriodSeconds``, else the pod's
         ``terminationGracePeriodSeconds`` (30); none for a pod that is not bound or has
-        finished, and for every other kind."""
-        if resource.kind != "Pod":
+        finished, and for every other kind (a custom kind called ``Pod`` included)."""
+        if resource.custom or resource.kind != "Pod":
             return 0
         if not self.graceful_pods_in(cluster):
             return 0
@@ -440,7 +440,7 @@ class Handlers:
         # a status write stores the current spec (as upstream's status strategies, which
         # reset spec to the old object's): decoded just above, it is not decoded again
         same_spec = old_model if target.subresource == "status" and not resource.custom else None
-        model, warnings = self.admission.decode(new, options.field_validation, same_spec)
+        model, warnings = self.admission.decode(cluster, new, options.field_validation, same_spec)
         request = AdmissionRequest(
             cluster,
             Operation.UPDATE,

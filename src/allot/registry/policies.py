@@ -259,7 +259,7 @@ class PolicyAdmission:
         kind = spec.get("paramKind")
         if not kind:
             return [None]
-        resource = _param_resource(kind)
+        resource = _param_resource(request.cluster, kind)
         ref = binding_spec.get("paramRef") or {}
         if not ref:
             raise PolicyFailure(
@@ -328,15 +328,15 @@ def _names_in(match: Obj) -> bool:
     return any(rule.get("resourceNames") for rule in rules)
 
 
-def _param_resource(kind: Obj) -> ServedResource:
+def _param_resource(cluster: str, kind: Obj) -> ServedResource:
     try:
-        info = lookup(str(kind.get("apiVersion")), str(kind.get("kind")))
+        info = lookup(str(kind.get("apiVersion")), str(kind.get("kind")), cluster)
     except Exception:
         raise PolicyFailure(
             f"failed to configure policy: paramKind {kind.get('apiVersion')}, "
             f"Kind={kind.get('kind')} is not served"
         ) from None
-    resource = lookup_resource(info.group, info.version, info.plural)
+    resource = lookup_resource(info.group, info.version, info.plural, cluster)
     assert resource is not None
     return resource
 

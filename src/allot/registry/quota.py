@@ -296,7 +296,7 @@ def namespace_usage(
             charged = usage(resource, item, charging)
             add_usage(total, {k: v for k, v in charged.items() if k in wanted})
 
-    for resource in all_resources():
+    for resource in all_resources(cluster):
         if not resource.namespaced or not _may_charge(resource, wanted):
             continue
         items, _ = store.list_objects(cluster, resource.store, namespace, shared=True)

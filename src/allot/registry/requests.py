@@ -24,6 +24,7 @@ class Target:
 
 
 def resolve_target(
+    cluster: str,
     group: str,
     version: str,
     namespace: str | None,
@@ -35,12 +36,13 @@ def resolve_target(
 
     ``namespace`` comes from a ``namespaces/<ns>/<plural>`` path. Such a path whose plural
     is not a served kind is the namespace object's own subresource
-    (``namespaces/<name>/finalize``), as kube-apiserver reads it."""
-    if namespace is not None and resources.lookup(group, version, plural) is None:
+    (``namespaces/<name>/finalize``), as kube-apiserver reads it. ``cluster``'s custom
+    resources (its CRDs) are served besides the built-in ones."""
+    if namespace is not None and resources.lookup(group, version, plural, cluster) is None:
         if name is not None:
             return None
         namespace, plural, name, subresource = None, "namespaces", namespace, plural
-    resource = resources.lookup(group, version, plural)
+    resource = resources.lookup(group, version, plural, cluster)
     if resource is None:
         return None
     if subresource and subresource not in resource.subresources:

@@ -17,7 +17,10 @@ ConfigMap per tenant (in ``allot-system``, which tenants cannot write):
   keeps tenant pods inside their sandbox (Pod Security's "baseline" host rules and
   "restricted"'s non-root rule): no ``hostNetwork``/``hostPID``/``hostIPC``, no
   ``hostPath`` volumes, no ``privileged`` containers or added capabilities, no
-  ``runAsUser: 0``.
+  ``runAsUser: 0``. It matches UPDATE of ``pods/ephemeralcontainers`` too: ``kubectl debug``
+  adds containers to a running pod through it (vCluster's pod sync does the same on the
+  host for a tenant's ``kubectl debug``), so a privileged debug container would otherwise
+  never meet the sandbox rules.
 
 Each tenant gets a binding per policy that selects its host namespace by the
 platform-set ``allot.dev/tenant`` label, with ``parameterNotFoundAction: Deny``, and a
@@ -53,12 +56,19 @@ _DENIED_CLASSES = (
     " r.firstAvailable.map(s, s.deviceClassName).filter(n, !(n in variables.allowed))"
     ".join(', ') : '<unknown request type>')).filter(n, n != '').join(', ')"
 )
+_OBJECT = "dyn(object)"
+_OLD = "dyn(oldObject)"
+"""The claims policy matches claims and templates, and a real API server type-checks its
+expressions against both schemas: what only one kind has (a claim's ``status``, a
+template's ``spec.spec``) is read through ``dyn``, or the policy's ``status.typeChecking``
+reports it."""
 _GRANTS = (
-    "request.operation == 'CREATE' || (has(object.status) && ((has(object.status.allocation)"
-    " && !(has(oldObject.status) && has(oldObject.status.allocation))) ||"
-    " (has(object.status.reservedFor) && object.status.reservedFor.exists(r,"
-    " !(has(oldObject.status) && has(oldObject.status.reservedFor) &&"
-    " oldObject.status.reservedFor.exists(o, o.uid == r.uid))))))"
+    f"request.operation == 'CREATE' || (has({_OBJECT}.status) &&"
+    f" ((has({_OBJECT}.status.allocation) && !(has({_OLD}.status) &&"
+    f" has({_OLD}.status.allocation))) || (has({_OBJECT}.status.reservedFor) &&"
+    f" {_OBJECT}.status.reservedFor.exists(r, !(has({_OLD}.status) &&"
+    f" has({_OLD}.status.reservedFor) && {_OLD}.status.reservedFor.exists(o, o.uid =="
+    " r.uid))))))"
 )
 """The write creates the object, or newly allocates the claim or reserves it for a new
 consumer (``status`` UPDATE): when the entitlement decides."""
@@ -141,10 +151,10 @@ def _variables_for_params() -> list[Obj]:
 
 
 def _policy(
-    name: str, group: str, resources: list[str], spec: Obj, status_updates: list[str] | None = None
+    name: str, group: str, resources: list[str], spec: Obj, updates: list[str] | None = None
 ) -> Obj:
     """A fail-closed, ConfigMap-parameterised policy on CREATE of ``resources`` (and on
-    UPDATE of the ``status`` of ``status_updates``)."""
+    UPDATE of the subresources ``updates``, such as ``resourceclaims/status``)."""
     rules = [
         {
             "apiGroups": [group],
@@ -153,13 +163,13 @@ def _policy(
             "resources": resources,
         }
     ]
-    if status_updates:
+    if updates:
         rules.append(
             {
                 "apiGroups": [group],
                 "apiVersions": ["v1"],
                 "operations": ["UPDATE"],
-                "resources": [f"{r}/status" for r in status_updates],
+                "resources": updates,
             }
         )
     return {
@@ -188,7 +198,7 @@ def claims_policy() -> Obj:
                 {
                     "name": "spec",
                     "expression": "request.kind.kind == 'ResourceClaimTemplate' ?"
-                    " object.spec.spec : object.spec",
+                    f" {_OBJECT}.spec.spec : {_OBJECT}.spec",
                 },
                 {
                     "name": "requests",
@@ -217,7 +227,7 @@ def claims_policy() -> Obj:
                 },
             ],
         },
-        status_updates=["resourceclaims"],
+        updates=["resourceclaims/status"],
     )
 
 
@@ -301,7 +311,7 @@ def pods_policy() -> Obj:
                     "name": "containers",
                     "expression": "object.spec.containers + (has(object.spec.initContainers) ?"
                     " object.spec.initContainers : []) + (has(object.spec.ephemeralContainers)"
-                    " ? object.spec.ephemeralContainers : [])",
+                    " ? dyn(object.spec.ephemeralContainers) : [])",  # their own type
                 },
                 *_variables_for_params(),
                 {
@@ -325,6 +335,7 @@ def pods_policy() -> Obj:
                 *_pod_security_rules(),
             ],
         },
+        updates=["pods/ephemeralcontainers"],
     )
 
 

@@ -56,6 +56,26 @@ def tenant_claim_name(tenant_pod: str, pod_claim: str, host_claim: str) -> str:
     return generate_name(tenant_pod, pod_claim) + host_claim[-SUFFIX:]
 
 
+def mirror_name(host_claim: Obj) -> tuple[str, str] | None:
+    """The tenant ``(namespace, name)`` of the mirror of a claim generated on the host for a
+    tenant pod's twin (``<pod>.<namespace>``), read from the claim alone: its controller Pod
+    and its pod claim annotation. None for any other claim."""
+    metadata = host_claim["metadata"]
+    entry = (metadata.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+    twin = next(
+        (o.get("name", "") for o in metadata.get("ownerReferences") or []
+         if o.get("kind") == "Pod" and o.get("controller")),
+        "",
+    )  # fmt: skip
+    if entry is None or not twin:
+        return None
+    try:
+        pod, namespace = names.tenant_name(twin)
+    except ValueError:
+        return None
+    return namespace, tenant_claim_name(pod, str(entry), metadata["name"])
+
+
 def mirror_claim(
     tenant_pod: Obj, pod_claim: str, host_claim: Obj, pod_twin: Callable[[str], Obj | None]
 ) -> Obj:

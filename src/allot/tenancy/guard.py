@@ -1,28 +1,30 @@
 """The admission plugin of tenant clusters: what a tenant may write in its own cluster.
 
 A tenant cannot write DeviceClasses or ResourceSlices (the catalogue and the inventory are
-the platform's; the sync mirrors them read-only), cannot create Tenants, and cannot set or
-change ``allot.dev/`` labels or annotations (those mark host twins, and the sync's record
-of a tenant object's twin), nor the ``resource.kubernetes.io/extended-resource-claim``
-annotation that marks the scheduler's claim for a pod's extended resources; a template's
-``spec.metadata`` (copied into the claims made from it) included. What the host decides
-stays the host's: the ``status`` of claims and pods (allocation, ``reservedFor``, phase)
-and their ``binding`` are written only by the platform, and a pod's ``spec.nodeName`` is
-never the tenant's to set (the host scheduler places the twin). A claim, template or pod
-is checked against the host before it is accepted: its host twin is created in dry-run, so
-entitlement policies and quotas refuse it *in the tenant's own request*, with the host's
-message, instead of leaving an unsynced object behind as vCluster does; a Deployment,
-ReplicaSet, StatefulSet, Job or CronJob is checked the same way when it is created or its
-pod template changes (a pod made from the template is dry-run on the host), so a template
-the host would refuse is refused with the workload, not pod by pod later. Writes of the
-workload controllers in a tenant cluster (``system:serviceaccount:kube-system:...``) are
-the tenant's and are judged like its own. Nodes are read-only (the sync shows the host
-nodes the tenant's pods run on), and so are the claims generated for its pods from
-templates (:mod:`allot.tenancy.generated`), which go with their pods. Every write is
-held to the tenant's storage limits (``spec.storage``: objects and bytes its cluster may
-keep in the platform's store, the mirrored catalogue included; 10,000 and 256Mi by
-default). Names whose host translation would be too long are refused here too. Registered
-by :mod:`allot.platform`.
+the platform's; the sync mirrors them read-only), cannot create Tenants or Alerts (its own
+CustomResourceDefinitions it may: their kinds are its cluster's alone, see
+:mod:`allot.registry.crds`, and only their objects' metadata and storage are judged here),
+and cannot set or change ``allot.dev/`` labels or annotations (those mark host twins, and
+the sync's record of a tenant object's twin), nor the
+``resource.kubernetes.io/extended-resource-claim`` annotation that marks the scheduler's
+claim for a pod's extended resources; a template's ``spec.metadata`` (copied into the claims
+made from it) included. What the host decides stays the host's: the ``status`` of claims and
+pods (allocation, ``reservedFor``, phase) and their ``binding`` are written only by the
+platform, and a pod's ``spec.nodeName`` is never the tenant's to set (the host scheduler
+places the twin). A claim, template or pod is checked against the host before it is
+accepted: its host twin is created in dry-run, so entitlement policies and quotas refuse it
+*in the tenant's own request*, with the host's message, instead of leaving an unsynced
+object behind as vCluster does; a Deployment, ReplicaSet, StatefulSet, Job or CronJob is
+checked the same way when it is created or its pod template changes (a pod made from the
+template is dry-run on the host), so a template the host would refuse is refused with the
+workload, not pod by pod later. Writes of the workload controllers in a tenant cluster
+(``system:serviceaccount:kube-system:...``) are the tenant's and are judged like its own.
+Nodes are read-only (the sync shows the host nodes the tenant's pods run on), and so are the
+claims generated for its pods from templates (:mod:`allot.tenancy.generated`), which go with
+their pods. Every write is held to the tenant's storage limits (``spec.storage``: objects
+and bytes its cluster may keep in the platform's store, the mirrored catalogue included;
+10,000 and 256Mi by default). Names whose host translation would be too long are refused
+here too. Registered by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from allot.types import Obj
 from allot.validation.field import Path, invalid
 
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
-HOST_ONLY_KINDS = ("Tenant", "CustomResourceDefinition", "Alert")
+HOST_ONLY_KINDS = ("Tenant", "Alert")
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
 WORKLOAD_TEMPLATES = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
 """Kinds whose pod template is dry-run on the host as a pod (see ``_preflight_template``)."""
@@ -80,7 +82,7 @@ class TenantGuard:
         catalogue, nodes, host-only kinds and the host's subresources; None for a host
         cluster or a kind the tenant writes (its objects are judged in ``admit``)."""
         entry = self.directory.get(cluster)
-        if entry is None:
+        if entry is None or resource.custom:  # the tenant's own CRDs' kinds are its own
             return None
         kind = resource.kind
         if kind in PLATFORM_KINDS:
@@ -104,7 +106,7 @@ class TenantGuard:
         entry = self.directory.get(request.cluster)
         if entry is None or request.internal:
             return []
-        kind = request.resource.kind
+        kind = built_in_kind(request.resource)
         refusal = self.forbids(request.cluster, request.resource, request.subresource)
         if refusal is not None:
             raise AdmissionDenied(request.resource, request.name, refusal)
@@ -227,7 +229,8 @@ class TenantGuard:
         assert request.object is not None
         new = request.object.to_wire()
         old = request.old_object.to_wire() if request.old_object is not None else {}
-        for path, metadata, old_metadata in _metadata_blocks(request.resource.kind, new, old):
+        blocks = _metadata_blocks(built_in_kind(request.resource), new, old)
+        for path, metadata, old_metadata in blocks:
             for field, key in _reserved_keys(metadata):
                 if request.old_object is not None and _value(metadata, field, key) == _value(
                     old_metadata, field, key
@@ -278,6 +281,12 @@ class TenantGuard:
             raise AdmissionDenied(
                 request.resource, request.name, f"the host refuses it: {details}"
             ) from None
+
+
+def built_in_kind(resource: ServedResource) -> str:
+    """The kind the guard's rules name, or "" for a custom kind (a tenant's CRD may call
+    its kind ``Pod`` in its own group: only its metadata and storage are judged)."""
+    return "" if resource.custom else resource.kind
 
 
 def workload_template(kind: str, obj: Obj) -> tuple[str, Obj | None]:

@@ -370,7 +370,7 @@ class TenantSync:
             return
         twin = self.host.peek(kind, namespace, involved.get("name", ""))
         if twin is not None:
-            origin = tenant_object_name(twin)
+            origin = tenant_object_name(twin) or self._mirror_of(kind, twin)
             target = self.context(tenant).peek(kind, *origin) if origin else None
         else:
             origin, target = self._origin_of_gone(tenant, kind, involved)
@@ -393,6 +393,12 @@ class TenantSync:
             message,
             (event.get("source") or {}).get("component") or "host",
         )
+
+    @staticmethod
+    def _mirror_of(kind: str, twin: Obj) -> tuple[str, str] | None:
+        """A claim generated on the host for a tenant pod: the tenant's read-only mirror of
+        it receives its Events (an alert's ``ClaimPendingTooLong``), as a synced claim does."""
+        return generated.mirror_name(twin) if kind == "ResourceClaim" else None
 
     def _origin_of_gone(
         self, tenant: str, kind: str, involved: Obj

@@ -71,8 +71,26 @@ def to_host(kind: str, obj: Obj, tenant: str, gated: bool = False) -> Obj:
                 *(spec.get("schedulingGates") or []),
                 {"name": ADMISSION_GATE},
             ]
+    elif kind == "ResourceClaimTemplate":
+        spec = _labelled_template(spec, tenant, namespace)
     twin["spec"] = spec
     return twin
+
+
+def _labelled_template(spec: Obj, tenant: str, namespace: str) -> Obj:
+    """A template twin whose claims carry the tenant's labels: the host's resourceclaim
+    controller gives a generated claim the template's ``spec.metadata.labels``, so
+    ``kubectl get resourceclaims -A -l allot.dev/tenant=T`` finds them as it finds the
+    twins of the tenant's own claims (a mirror in the tenant leaves ``allot.dev/`` keys
+    out, so the tenant never sees them)."""
+    metadata = dict(spec.get("metadata") or {})
+    labels = {
+        k: v
+        for k, v in (metadata.get("labels") or {}).items()
+        if not k.startswith(names.PLATFORM_PREFIX)
+    }
+    labels.update({names.TENANT_LABEL: tenant, names.TENANT_NAMESPACE_LABEL: namespace})
+    return {**spec, "metadata": {**metadata, "labels": labels}}
 
 
 def kept_gates(twin: Obj, tenant_pod: Obj) -> list[Obj]:
@@ -197,7 +215,9 @@ def same_content(kind: str, twin: Obj, desired: Obj) -> bool:
         return False
     if kind in SOURCE_KINDS.values():
         return all(twin.get(f) == desired.get(f) for f in SOURCE_FIELDS)
-    return kind == "Pod" or twin.get("spec") == desired.get("spec")
+    # a pod's spec is the host's once created; a template's cannot change (immutable),
+    # and one made before its claims' labels were added keeps its spec
+    return kind in ("Pod", "ResourceClaimTemplate") or twin.get("spec") == desired.get("spec")
 
 
 def tenant_object_name(twin: Obj) -> tuple[str, str] | None:

@@ -4,10 +4,12 @@
 000's ``legal-ai-vcluster-config.yaml`` works as is). allot reads
 ``sync.toHost.resourceClaims``, ``sync.toHost.resourceClaimTemplates``,
 ``sync.fromHost.deviceClasses``, ``sync.fromHost.nodes`` and ``policies.resourceQuota``
-(its ``quota`` becomes the tenant's ResourceQuota). Other keys vCluster knows are reported
-as warnings (they have no meaning for the embedded platform); keys vCluster does not know
-are errors naming their path, so a typo never passes silently. A document with
-``kind: Tenant`` is taken as the Tenant itself. Pure; used by ``allot tenant create``.
+(its ``quota`` becomes the tenant's ResourceQuota when vCluster would make one:
+``enabled: true``, or ``auto``, the default, with ``policies.limitRange.enabled: true``).
+Other keys vCluster knows are reported as warnings (they have no meaning for the embedded
+platform); keys vCluster does not know are errors naming their path, so a typo never
+passes silently. A document with ``kind: Tenant`` is taken as the Tenant itself. Pure; used
+by ``allot tenant create``.
 """
 
 from __future__ import annotations
@@ -26,21 +28,24 @@ from allot.api.tenancy import (
 )
 from allot.types import Obj
 
+# The keys of vCluster's chart/values.schema.json in every release with DRA sync (v0.32 to
+# v0.37), plus the older external and sleepMode.
 VCLUSTER_TOP_LEVEL = {
-    "controlPlane", "deploy", "experimental", "exportKubeConfig", "external",
+    "controlPlane", "deletion", "deploy", "experimental", "exportKubeConfig", "external",
     "integrations", "logging", "networking", "plugins", "policies", "privateNodes",
-    "rbac", "sleepMode", "sync", "telemetry", "global", "pro", "plugin", "platform",
+    "rbac", "serviceCIDR", "sleep", "sleepMode", "snapshots", "sync", "telemetry",
+    "global", "pro", "plugin", "platform",
 }  # fmt: skip
 VCLUSTER_TO_HOST = {
     "pods", "secrets", "configMaps", "ingresses", "services", "endpoints",
-    "networkPolicies", "persistentVolumeClaims", "persistentVolumes", "volumeSnapshots",
-    "volumeSnapshotContents", "storageClasses", "serviceAccounts", "podDisruptionBudgets",
-    "priorityClasses", "namespaces", "customResources", "resourceClaims",
-    "resourceClaimTemplates",
+    "endpointSlices", "gatewayApi", "networkPolicies", "persistentVolumeClaims",
+    "persistentVolumes", "volumeSnapshots", "volumeSnapshotContents", "storageClasses",
+    "serviceAccounts", "podDisruptionBudgets", "priorityClasses", "namespaces",
+    "customResources", "resourceClaims", "resourceClaimTemplates",
 }  # fmt: skip
 VCLUSTER_FROM_HOST = {
-    "nodes", "events", "ingressClasses", "runtimeClasses", "priorityClasses",
-    "storageClasses", "csiNodes", "csiDrivers", "csiStorageCapacities",
+    "nodes", "events", "ingressClasses", "gatewayClasses", "gateways", "runtimeClasses",
+    "priorityClasses", "storageClasses", "csiNodes", "csiDrivers", "csiStorageCapacities",
     "volumeSnapshotClasses", "configMaps", "secrets", "customResources", "deviceClasses",
 }  # fmt: skip
 USED = {
@@ -72,14 +77,43 @@ def tenant_document(name: str, document: Obj) -> tuple[Obj, list[str]]:
         ) from None
     spec = TenantSpec(sync=values.sync)
     quota = values.policies.resource_quota if values.policies else None
-    if quota is not None and quota.enabled is not False and quota.quota:
-        spec.quota = TenantQuota(hard=quota.quota)
+    if quota is not None and quota.quota:
+        if _quota_enabled(quota.enabled, _limit_range_switch(document)):
+            spec.quota = TenantQuota(hard=quota.quota)
+        else:
+            warnings.append(
+                "policies.resourceQuota.quota: ignored, as vCluster ignores it: the quota is "
+                "made only when policies.resourceQuota.enabled is true (or it is auto, the "
+                "default, and policies.limitRange.enabled is true)"
+            )
     return {
         "apiVersion": f"{TENANCY_GROUP}/{TENANCY_VERSION}",
         "kind": "Tenant",
         "metadata": {"name": name},
         "spec": spec.to_wire(),
     }, warnings
+
+
+def _quota_enabled(quota: bool | str | None, limit_range: object) -> bool:
+    """vCluster's chart rule (``templates/resourcequota.yaml``): a switch is compared as text,
+    ``auto`` (the default) follows the limit range's switch, ``false`` always wins."""
+    quota_text = _switch_text(quota)
+    on = quota_text == "true" or _switch_text(limit_range) == "true"
+    return on and quota_text != "false"
+
+
+def _switch_text(value: object) -> str:
+    if value is None:
+        return "auto"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _limit_range_switch(document: Obj) -> object:
+    policies = document.get("policies")
+    limit_range = policies.get("limitRange") if isinstance(policies, dict) else None
+    return limit_range.get("enabled") if isinstance(limit_range, dict) else None
 
 
 def _check_keys(document: Obj) -> list[str]:

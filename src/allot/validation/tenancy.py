@@ -42,6 +42,7 @@ NEGATIVE = "must be greater than or equal to 0"  # apimachinery's IsNegativeErro
 WITHOUT_COHORT = "must be nil when cohort is empty"  # Kueue's ClusterQueue webhook
 ABOVE_GUARANTEE = "must be less than or equal to guaranteed"
 INT32 = (-(2**31), 2**31 - 1)
+PERCENT = "must be between 1 and 100, inclusive"  # apimachinery's InclusiveRangeError
 
 
 def validate_tenant(tenant: tenancy.Tenant) -> ErrorList:
@@ -83,6 +84,26 @@ def validate_tenant(tenant: tenancy.Tenant) -> ErrorList:
                 )
             )
     errors += validate_sharing(spec, Path("spec").child("sharing"))
+    errors += validate_alerts(spec.alerts, Path("spec").child("alerts"))
+    return errors
+
+
+def validate_alerts(alerts: tenancy.TenantAlerts | None, path: Path) -> ErrorList:
+    """Thresholds that can hold: waits of 0 seconds or more, a quota share of 1 to 100 per
+    cent (a negative wait fires at once for every pending claim, a share above 100 never)."""
+    if alerts is None:
+        return []
+    errors: ErrorList = []
+    waits = (
+        ("pendingClaimSeconds", alerts.pending_claim_seconds),
+        ("belowGuaranteeSeconds", alerts.below_guarantee_seconds),
+    )
+    for field, seconds in waits:
+        if seconds is not None and seconds < 0:
+            errors.append(invalid(path.child(field), seconds, NEGATIVE))
+    percent = alerts.quota_usage_percent
+    if percent is not None and not 1 <= percent <= 100:
+        errors.append(invalid(path.child("quotaUsagePercent"), percent, PERCENT))
     return errors
 
 
