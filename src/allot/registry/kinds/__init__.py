@@ -130,6 +130,13 @@ _MODULES: dict[str, str] = {
     "ClusterRoleBinding": "rbac",
     "PodDisruptionBudget": "poddisruptionbudgets",
     "Lease": "leases",
+    "Ingress": "networking",
+    "IngressClass": "networking",
+    "NetworkPolicy": "networking",
+    "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+    "PriorityClass": "priorityclasses",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "StorageClass": "storageclasses",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
