@@ -115,6 +115,7 @@ def build(
     entitlements = Entitlements(context)
     registry.assemble(
         [
+            *registry.mutating_plugins(),  # pods carry their priority into the guard's twin
             TenantGuard(registry.handlers, directory),  # tenants' writes, before any other
             *registry.standard_plugins(),
             RevokedClaimsAdmission(entitlements),

@@ -51,7 +51,7 @@ class InvalidObjectError(Exception):
 
 
 def invalid_message(info: KindInfo, name: str, errors: list[FieldError]) -> str:
-    texts = [str(error) for error in errors]
+    texts = list(dict.fromkeys(str(error) for error in errors))  # ToAggregate drops repeats
     body = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     return f'{info.qualified_kind} "{name}" is invalid: {body}'
 

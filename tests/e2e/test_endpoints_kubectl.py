@@ -1,7 +1,8 @@
 """``kubectl expose`` then "does my Service select my pods?" with the real kubectl, in the
 host and in a tenant: ``kubectl get ep,endpointslices`` and ``kubectl describe svc`` show
 the Ready pods' addresses, and ``kubectl apply --prune`` no longer stops on Endpoints (it stops on
-PersistentVolumeClaim, which allot does not serve, unless given an allowlist)."""
+ReplicationController, which allot does not serve, unless given an allowlist); ``kubectl
+describe ingress`` shows its backends' endpoints."""
 
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ def _check(run: Any, tenancy: Tenancy, prune_dir: Path) -> None:
     (prune_dir / "cm.yaml").write_text(CONFIG)
     pruned = run("apply", "--prune", "-l", "team=blue", "-f", str(prune_dir), check=False)
     # kubectl's default prune list gets past Endpoints and stops at the next kind allot
-    # lacks (PersistentVolumeClaim: see the conformance ledger)
+    # lacks (ReplicationController: see the conformance ledger)
     assert "Endpoints" not in pruned.stderr, pruned.stderr
-    assert 'no matches for kind "PersistentVolumeClaim"' in pruned.stderr, pruned.stderr
+    assert 'no matches for kind "ReplicationController"' in pruned.stderr, pruned.stderr
     allowed = run(
         "apply",
         "--prune",
@@ -55,6 +56,9 @@ def _check(run: Any, tenancy: Tenancy, prune_dir: Path) -> None:
         "--prune-allowlist=core/v1/Endpoints",
     )
     assert allowed.stdout.split() == ["configmap/pruned", "unchanged"]
+    run("create", "ingress", "web", "--rule=shop.example/=web:8080")
+    ingress = run("describe", "ingress", "web").stdout
+    assert "web:8080 (127.0.0.1:80,127.0.0.1:80)" in ingress, ingress
     resources = run("api-resources").stdout
     assert re.search(r"\nendpoints +ep +v1 +true +Endpoints\n", resources), resources
     assert re.search(r"\nendpointslices +discovery\.k8s\.io/v1 +true +EndpointSlice\n", resources)

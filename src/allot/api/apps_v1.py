@@ -3,7 +3,7 @@
 Every field Kubernetes 1.36 defines for them, so ordinary workload manifests decode
 strictly (unknown fields still refused). The pod template is core/v1's
 :class:`~allot.api.core_v1.PodTemplateSpec`; a StatefulSet's volume claim templates are
-carried as JSON objects (PersistentVolumeClaims are not served). Served by
+carried as JSON objects (no claims are made from them: see the ledger). Served by
 :mod:`allot.registry.kinds.deployments` and its siblings; the workload controllers read
 and write them.
 """

@@ -165,6 +165,50 @@ KINDS: tuple[KindInfo, ...] = (
         "discovery.k8s.io/v1", "EndpointSlice", "endpointslices", True, "subdomain", "discovery_v1"
     ),
     _built_in("coordination.k8s.io/v1", "Lease", "leases", True, "subdomain", "coordination_v1"),
+    _built_in(
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        True,
+        "subdomain",
+        "core_v1_storage",
+    ),
+    _built_in(
+        "storage.k8s.io/v1", "StorageClass", "storageclasses", False, "subdomain", "storage_v1"
+    ),
+    _built_in(
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        "priorityclasses",
+        False,
+        "subdomain",
+        "scheduling_v1",
+    ),
+    _built_in(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        True,
+        "subdomain",
+        "autoscaling_v2",
+    ),
+    _built_in("networking.k8s.io/v1", "Ingress", "ingresses", True, "subdomain", "networking_v1"),
+    _built_in(
+        "networking.k8s.io/v1",
+        "IngressClass",
+        "ingressclasses",
+        False,
+        "subdomain",
+        "networking_v1",
+    ),
+    _built_in(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        True,
+        "subdomain",
+        "networking_v1",
+    ),
     _built_in(f"{TENANCY_GROUP}/{TENANCY_VERSION}", "Tenant", "tenants", False, "label", "tenancy"),
     _built_in(
         "apiextensions.k8s.io/v1",

@@ -35,6 +35,11 @@ _MODULE_PREFIX = {
     "allot.api.policy_v1": "io.k8s.api.policy.v1",
     "allot.api.coordination_v1": "io.k8s.api.coordination.v1",
     "allot.api.discovery_v1": "io.k8s.api.discovery.v1",
+    "allot.api.networking_v1": "io.k8s.api.networking.v1",
+    "allot.api.autoscaling_v2": "io.k8s.api.autoscaling.v2",
+    "allot.api.scheduling_v1": "io.k8s.api.scheduling.v1",
+    "allot.api.core_v1_storage": "io.k8s.api.core.v1",
+    "allot.api.storage_v1": "io.k8s.api.storage.v1",
     "allot.api.meta": "io.k8s.apimachinery.pkg.apis.meta.v1",
 }
 

@@ -5,20 +5,21 @@ kubectl posts some objects as ``application/vnd.kubernetes.protobuf``: the magic
 ``k8s\\x00`` followed by a ``runtime.Unknown`` envelope (type meta, raw object bytes). For
 Namespaces and SelfSubjectAccessReviews only the fields the server needs are read
 (ObjectMeta's name, generateName, namespace, labels, annotations; the review's attributes).
-Pods (``kubectl debug``, without their status) and the workload kinds (Deployment,
+Pods (``kubectl debug``, without their status), the workload kinds (Deployment,
 ReplicaSet, StatefulSet, ControllerRevision, Job, CronJob, Service, ServiceAccount, Secret,
 ConfigMap, ResourceQuota), the RBAC kinds (Role, RoleBinding, ClusterRole,
-ClusterRoleBinding), policy/v1 PodDisruptionBudget and Eviction (``kubectl drain``) and
-meta/v1 DeleteOptions (the body of kubectl's deletes) are decoded whole from the field table
-of :mod:`allot.apiserver.protobuf_fields`, into the JSON kubectl would have sent: Go writes
-every non-pointer field, so zero scalars are dropped (as JSON's ``omitempty`` does) except
-the optional counts where an explicit 0 means something (``replicas: 0``). Field numbers
-come from ``k8s.io/api``'s generated.proto. Other kinds answer 415
-(:class:`ProtobufUnsupported`); bytes that are not such a message (no prefix, truncated, a
-wire type that does not fit the field, no kind) are the client's error and answer 400 with
-the texts of the API server's decoder (gogo-protobuf's ``unexpected EOF``, ``proto: illegal
-wireType 7``); strings are decoded with invalid UTF-8 replaced, so validation judges them as
-it would upstream.
+ClusterRoleBinding), networking/v1 Ingress, autoscaling/v2 HorizontalPodAutoscaler
+(``kubectl autoscale``), scheduling/v1 PriorityClass, policy/v1 PodDisruptionBudget and
+Eviction (``kubectl drain``) and meta/v1 DeleteOptions (the body of kubectl's deletes) are
+decoded whole from the field table of :mod:`allot.apiserver.protobuf_fields`, into the JSON
+kubectl would have sent: Go writes every non-pointer field, so zero scalars are dropped (as
+JSON's ``omitempty`` does) except the optional counts where an explicit 0 means something
+(``replicas: 0``). Field numbers come from ``k8s.io/api``'s generated.proto. Other kinds
+answer 415 (:class:`ProtobufUnsupported`); bytes that are not such a message (no prefix,
+truncated, a wire type that does not fit the field, no kind) are the client's error and
+answer 400 with the texts of the API server's decoder (gogo-protobuf's ``unexpected EOF``,
+``proto: illegal wireType 7``); strings are decoded with invalid UTF-8 replaced, so
+validation judges them as it would upstream.
 """
 
 from __future__ import annotations
@@ -184,12 +185,24 @@ WHOLE_KINDS = (
     "ClusterRole",
     "ClusterRoleBinding",
     "PodDisruptionBudget",
+    "Ingress",
+    "HorizontalPodAutoscaler",
+    "PriorityClass",
     "Eviction",
     "DeleteOptions",
 )
-INLINE = frozenset({"localObjectReference", "volumeSource", "handler", "ephemeralContainerCommon"})
+INLINE = frozenset(
+    {
+        "localObjectReference",
+        "volumeSource",
+        "handler",
+        "ephemeralContainerCommon",
+        "ingressRuleValue",
+    }
+)
 """Fields of embedded structs (``json:",inline"``): a ConfigMap or Secret reference's
-name, a volume's source, a probe's handler, an ephemeral container's common fields."""
+name, a volume's source, a probe's handler, an ephemeral container's common fields, an
+Ingress rule's ``http``."""
 KEEP_ZERO = frozenset(
     {
         "replicas",
@@ -209,6 +222,9 @@ KEEP_ZERO = frozenset(
         "gracePeriodSeconds",
         "orphanDependents",
         "ignoreStoreReadErrorWithClusterBreakingPotential",
+        "minReplicas",
+        "averageUtilization",
+        "stabilizationWindowSeconds",
     }
 )
 """Optional (pointer) counts and flags whose explicit 0 or false is kept; other zero

@@ -1,13 +1,15 @@
 """Protobuf field numbers of the workload kinds, for decoding kubectl's protobuf bodies.
 
 kubectl's generators (``kubectl create deployment|job|cronjob|secret|service|
-serviceaccount|configmap|quota|role|rolebinding|clusterrole|clusterrolebinding|pdb``) post
-these kinds as ``application/vnd.kubernetes.protobuf``, ``kubectl debug`` its Pods
-(``node/<name>``, ``--copy-to``; a Pod's status, field 3, is not read: creation drops it)
-and ``kubectl drain``/``delete`` its Evictions and DeleteOptions. This table is the wire
-layout of their messages in Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1,
-batch/v1, core/v1, rbac/v1, policy/v1 and apimachinery's meta/v1): per message, each field
-number with its JSON name and type. A type is ``s`` (string), ``i`` (integer), ``b`` (bool),
+serviceaccount|configmap|quota|role|rolebinding|clusterrole|clusterrolebinding|pdb|ingress|
+priorityclass``, ``kubectl autoscale``) post these kinds as
+``application/vnd.kubernetes.protobuf``, ``kubectl debug`` its Pods (``node/<name>``,
+``--copy-to``; a Pod's status, field 3, is not read: creation drops it) and ``kubectl
+drain``/``delete`` its Evictions and DeleteOptions. This table is the wire layout of their
+messages in Kubernetes' ``generated.proto`` files (k8s.io/api apps/v1, batch/v1, core/v1,
+rbac/v1, policy/v1, networking/v1, autoscaling/v2, scheduling/v1 and apimachinery's
+meta/v1): per message, each field number with its JSON name and type. A type is ``s``
+(string), ``i`` (integer), ``b`` (bool),
 ``d``/``f`` (double/float), ``y`` (bytes, base64 in JSON), ``time``, ``intorstring``,
 ``quantity``, ``raw`` (embedded JSON), ``duration``, ``skip`` (a message of an API group
 allot does not serve), a message name, ``map:<type>`` (string keys); a leading ``*`` marks a
@@ -1025,5 +1027,141 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         2: ("gmsaCredentialSpec", "s"),
         3: ("runAsUserName", "s"),
         4: ("hostProcess", "b"),
+    },
+    # networking.k8s.io/v1 (kubectl create ingress)
+    "Ingress": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "IngressSpec"),
+        3: ("status", "IngressStatus"),
+    },
+    "IngressSpec": {
+        1: ("defaultBackend", "IngressBackend"),
+        2: ("tls", "*IngressTLS"),
+        3: ("rules", "*IngressRule"),
+        4: ("ingressClassName", "s"),
+    },
+    "IngressBackend": {
+        3: ("resource", "TypedLocalObjectReference"),
+        4: ("service", "IngressServiceBackend"),
+    },
+    "IngressServiceBackend": {1: ("name", "s"), 2: ("port", "ServiceBackendPort")},
+    "ServiceBackendPort": {1: ("name", "s"), 2: ("number", "i")},
+    "IngressTLS": {1: ("hosts", "*s"), 2: ("secretName", "s")},
+    "IngressRule": {1: ("host", "s"), 2: ("ingressRuleValue", "IngressRuleValue")},
+    "IngressRuleValue": {1: ("http", "HTTPIngressRuleValue")},
+    "HTTPIngressRuleValue": {1: ("paths", "*HTTPIngressPath")},
+    "HTTPIngressPath": {1: ("path", "s"), 2: ("backend", "IngressBackend"), 3: ("pathType", "s")},
+    "IngressStatus": {1: ("loadBalancer", "IngressLoadBalancerStatus")},
+    "IngressLoadBalancerStatus": {1: ("ingress", "*IngressLoadBalancerIngress")},
+    "IngressLoadBalancerIngress": {
+        1: ("ip", "s"),
+        2: ("hostname", "s"),
+        4: ("ports", "*IngressPortStatus"),
+    },
+    "IngressPortStatus": {1: ("port", "i"), 2: ("protocol", "s"), 3: ("error", "s")},
+    # autoscaling/v2 (kubectl autoscale)
+    "HorizontalPodAutoscaler": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "HorizontalPodAutoscalerSpec"),
+        3: ("status", "HorizontalPodAutoscalerStatus"),
+    },
+    "HorizontalPodAutoscalerSpec": {
+        1: ("scaleTargetRef", "CrossVersionObjectReference"),
+        2: ("minReplicas", "i"),
+        3: ("maxReplicas", "i"),
+        4: ("metrics", "*MetricSpec"),
+        5: ("behavior", "HorizontalPodAutoscalerBehavior"),
+    },
+    "CrossVersionObjectReference": {1: ("kind", "s"), 2: ("name", "s"), 3: ("apiVersion", "s")},
+    "MetricSpec": {
+        1: ("type", "s"),
+        2: ("object", "ObjectMetricSource"),
+        3: ("pods", "PodsMetricSource"),
+        4: ("resource", "ResourceMetricSource"),
+        5: ("external", "ExternalMetricSource"),
+        7: ("containerResource", "ContainerResourceMetricSource"),
+    },
+    "MetricTarget": {
+        1: ("type", "s"),
+        2: ("value", "quantity"),
+        3: ("averageValue", "quantity"),
+        4: ("averageUtilization", "i"),
+    },
+    "MetricIdentifier": {1: ("name", "s"), 2: ("selector", "LabelSelector")},
+    "ObjectMetricSource": {
+        1: ("describedObject", "CrossVersionObjectReference"),
+        2: ("target", "MetricTarget"),
+        3: ("metric", "MetricIdentifier"),
+    },
+    "PodsMetricSource": {1: ("metric", "MetricIdentifier"), 2: ("target", "MetricTarget")},
+    "ResourceMetricSource": {1: ("name", "s"), 2: ("target", "MetricTarget")},
+    "ContainerResourceMetricSource": {
+        1: ("name", "s"),
+        2: ("target", "MetricTarget"),
+        3: ("container", "s"),
+    },
+    "ExternalMetricSource": {1: ("metric", "MetricIdentifier"), 2: ("target", "MetricTarget")},
+    "HorizontalPodAutoscalerBehavior": {
+        1: ("scaleUp", "HPAScalingRules"),
+        2: ("scaleDown", "HPAScalingRules"),
+    },
+    "HPAScalingRules": {
+        1: ("selectPolicy", "s"),
+        2: ("policies", "*HPAScalingPolicy"),
+        3: ("stabilizationWindowSeconds", "i"),
+        4: ("tolerance", "quantity"),
+    },
+    "HPAScalingPolicy": {1: ("type", "s"), 2: ("value", "i"), 3: ("periodSeconds", "i")},
+    "HorizontalPodAutoscalerStatus": {
+        1: ("observedGeneration", "i"),
+        2: ("lastScaleTime", "time"),
+        3: ("currentReplicas", "i"),
+        4: ("desiredReplicas", "i"),
+        5: ("currentMetrics", "*MetricStatus"),
+        6: ("conditions", "*HorizontalPodAutoscalerCondition"),
+    },
+    "MetricStatus": {
+        1: ("type", "s"),
+        2: ("object", "ObjectMetricStatus"),
+        3: ("pods", "PodsMetricStatus"),
+        4: ("resource", "ResourceMetricStatus"),
+        5: ("external", "ExternalMetricStatus"),
+        7: ("containerResource", "ContainerResourceMetricStatus"),
+    },
+    "MetricValueStatus": {
+        1: ("value", "quantity"),
+        2: ("averageValue", "quantity"),
+        3: ("averageUtilization", "i"),
+    },
+    "ObjectMetricStatus": {
+        1: ("metric", "MetricIdentifier"),
+        2: ("current", "MetricValueStatus"),
+        3: ("describedObject", "CrossVersionObjectReference"),
+    },
+    "PodsMetricStatus": {1: ("metric", "MetricIdentifier"), 2: ("current", "MetricValueStatus")},
+    "ResourceMetricStatus": {1: ("name", "s"), 2: ("current", "MetricValueStatus")},
+    "ContainerResourceMetricStatus": {
+        1: ("name", "s"),
+        2: ("current", "MetricValueStatus"),
+        3: ("container", "s"),
+    },
+    "ExternalMetricStatus": {
+        1: ("metric", "MetricIdentifier"),
+        2: ("current", "MetricValueStatus"),
+    },
+    "HorizontalPodAutoscalerCondition": {
+        1: ("type", "s"),
+        2: ("status", "s"),
+        3: ("lastTransitionTime", "time"),
+        4: ("reason", "s"),
+        5: ("message", "s"),
+    },
+    # scheduling.k8s.io/v1 (kubectl create priorityclass)
+    "PriorityClass": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("value", "i"),
+        3: ("globalDefault", "b"),
+        4: ("description", "s"),
+        5: ("preemptionPolicy", "s"),
     },
 }

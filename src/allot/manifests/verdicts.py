@@ -6,7 +6,7 @@ catalogue a fair-sharing Tenant's shares must name), and record a :class:`Verdic
 either the accepted object or the ``Status`` the API server would return. What the API server does
 to a new object before validating it is done too (a Job's generated selector, with a
 placeholder uid; a Service's cluster IP). Kinds that Kubernetes serves but allot does not
-(Ingresses, NetworkPolicies...) are reported as skipped, not failed.
+(LimitRanges, PersistentVolumes...) are reported as skipped, not failed.
 Called by ``allot validate`` and ``make demo``.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from allot.api.base import ApiModel
 from allot.api.errors import ApiError
-from allot.api.kinds import decode, kind_info, lookup
+from allot.api.kinds import decode, is_builtin, kind_info, lookup
 from allot.api.meta import Status
 from allot.cel import SelectorCompiler
 from allot.manifests.documents import Document
@@ -172,6 +172,8 @@ def _name_of(content: dict[str, object]) -> str:
 
 
 def _is_upstream_kind_not_served(api_version: str, kind: str) -> bool:
+    if is_builtin(api_version, kind):  # served although its group is not all served
+        return False
     if api_version.startswith(UPSTREAM_GROUPS_NOT_SERVED):
         return True
     return api_version == "v1" and kind in UPSTREAM_CORE_KINDS_NOT_SERVED

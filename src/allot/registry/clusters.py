@@ -19,12 +19,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from allot.api.scheduling_v1 import system_classes
 from allot.registry import kubeconfigs
 from allot.registry.admission import AdmissionChain, AdmissionHook
 from allot.registry.classwarnings import CatalogueWarnings
 from allot.registry.crds import CustomResources
+from allot.registry.defaultclasses import DefaultIngressClassAdmission, DefaultStorageClassAdmission
 from allot.registry.handlers import Handlers
 from allot.registry.policies import PolicyAdmission
+from allot.registry.priority import PriorityAdmission
 from allot.registry.quota import QuotaAdmission
 from allot.registry.resources import by_kind
 from allot.store import Store
@@ -62,9 +65,20 @@ class Registry:
         # the platform adds tenants' pending objects
         self.quota = QuotaAdmission(self.store, clock=clock)
         self.catalogue_warnings = CatalogueWarnings(self.store, self.admission.compiler)
-        self.admission.assemble(self.standard_plugins())
+        self.priority = PriorityAdmission(self.store)
+        self.default_classes: list[AdmissionHook] = [
+            DefaultStorageClassAdmission(self.store),
+            DefaultIngressClassAdmission(self.store),
+        ]
+        self.admission.assemble([*self.mutating_plugins(), *self.standard_plugins()])
         self.add_cluster(HOST_CLUSTER)
         self.custom_resources = CustomResources(self.store)
+
+    def mutating_plugins(self) -> list[AdmissionHook]:
+        """The plugins that complete a new object (Priority, DefaultStorageClass,
+        DefaultIngressClass): first in every chain, as upstream runs mutating admission
+        before validating admission."""
+        return [self.priority, *self.default_classes]
 
     def standard_plugins(self) -> list[AdmissionHook]:
         """The plugins every cluster has: ValidatingAdmissionPolicy, ResourceQuota and the
@@ -96,7 +110,18 @@ class Registry:
                         "status": {"phase": "Active"},
                     },
                 )
+        self._create_system_priority_classes(name)
         return token
+
+    def _create_system_priority_classes(self, cluster: str) -> None:
+        """``system-node-critical`` and ``system-cluster-critical``, as the API server's
+        start-up hook creates them in every cluster (kept if they exist)."""
+        classes = by_kind("PriorityClass").store
+        existing, _ = self.store.list_objects(cluster, classes, shared=True)
+        names = {c["metadata"]["name"] for c in existing}
+        for priority_class in system_classes():
+            if priority_class["metadata"]["name"] not in names:
+                self.store.create(cluster, classes, priority_class)
 
     def remove_cluster(self, name: str) -> None:
         """Forget a virtual cluster: its objects, its token, its kubeconfig and what its

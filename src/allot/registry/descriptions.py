@@ -1,7 +1,7 @@
 """Descriptions for ``kubectl explain``, written for allot (not copied from upstream).
 
 Keyed by (model name, wire field name); the OpenAPI generator adds them to the schemas of
-the DRA and workload kinds, where users most often need to know what a field does.
+the DRA, workload and stored kinds, where users most often need to know what a field does.
 """
 
 from __future__ import annotations
@@ -123,4 +123,46 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     "None makes the Service headless.",
     ("ServiceSpec", "selector"): "The labels of the pods the Service stands for.",
     ("ServiceSpec", "ports"): "The ports the Service exposes; targetPort defaults to port.",
+    ("IngressSpec", "ingressClassName"): "The IngressClass whose controller should serve "
+    "this Ingress; without it, the cluster's default class. allot runs no ingress "
+    "controller: Ingresses are stored and route nothing.",
+    ("IngressSpec", "rules"): "Host rules: each maps a host (or every host) and HTTP paths "
+    "to backends.",
+    ("IngressSpec", "defaultBackend"): "Where requests that match no rule go; required when "
+    "there are no rules.",
+    ("IngressSpec", "tls"): "Hosts served over TLS on port 443, with the Secret holding the "
+    "certificate.",
+    ("HTTPIngressPath", "pathType"): "Exact, Prefix (element by element on '/') or "
+    "ImplementationSpecific. Required.",
+    ("HorizontalPodAutoscalerSpec", "scaleTargetRef"): "The object to scale: a Deployment, "
+    "ReplicaSet or StatefulSet (anything with a scale subresource).",
+    ("HorizontalPodAutoscalerSpec", "minReplicas"): "The fewest replicas to scale down to; "
+    "defaults to 1.",
+    ("HorizontalPodAutoscalerSpec", "maxReplicas"): "The most replicas to scale up to; at "
+    "least minReplicas. Required.",
+    ("HorizontalPodAutoscalerSpec", "metrics"): "What to scale on (default: 80% average "
+    "CPU). allot runs no autoscaler and no metrics server: replicas are not changed.",
+    ("HorizontalPodAutoscalerSpec", "behavior"): "How fast to scale up and down: "
+    "stabilization windows and rate policies.",
+    ("NetworkPolicySpec", "podSelector"): "The pods of the namespace the policy applies to; "
+    "{} selects them all. allot stores policies; it does not enforce them.",
+    ("NetworkPolicySpec", "policyTypes"): "Ingress, Egress or both; defaults to Ingress, plus "
+    "Egress when egress rules are given.",
+    ("PriorityClass", "value"): "The priority pods naming this class get (spec.priority); at "
+    "most 1000000000 for user classes.",
+    ("PriorityClass", "globalDefault"): "Whether pods without a priorityClassName get this "
+    "class. At most one class may be the default.",
+    ("PriorityClass", "preemptionPolicy"): "PreemptLowerPriority (the default) or Never; "
+    "copied into the pods' spec.preemptionPolicy.",
+    ("PersistentVolumeClaimSpec", "accessModes"): "ReadWriteOnce, ReadOnlyMany, ReadWriteMany "
+    "or ReadWriteOncePod (alone). At least one.",
+    ("PersistentVolumeClaimSpec", "resources"): "requests.storage: the size asked for. Required.",
+    ("PersistentVolumeClaimSpec", "storageClassName"): "The StorageClass to provision from; "
+    "absent: the default class, '': none. allot has no provisioner: claims stay Pending.",
+    ("StorageClass", "provisioner"): "The driver that would provision volumes of this class "
+    "(none runs in allot). Immutable.",
+    ("StorageClass", "reclaimPolicy"): "Delete (the default) or Retain a volume when its claim "
+    "goes. Immutable.",
+    ("StorageClass", "volumeBindingMode"): "Immediate (the default) or WaitForFirstConsumer "
+    "(bind once a pod uses the claim). Immutable.",
 }

@@ -70,6 +70,51 @@ def is_valid_path_segment_name(value: str) -> list[str]:
     return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
 
 
+_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])*$")
+
+
+def is_valid_port_num(value: int) -> list[str]:
+    """``IsValidPortNum``: 1 to 65535."""
+    return [] if 1 <= value <= 65535 else ["must be between 1 and 65535, inclusive"]
+
+
+def is_valid_port_name(value: str) -> list[str]:
+    """``IsValidPortName`` (an IANA service name): at most 15 characters, lower case
+    letters, digits and single hyphens, at least one letter."""
+    messages = []
+    if len(value) > 15:
+        messages.append("must be no more than 15 characters")
+    if not _PORT_NAME.match(value):
+        messages.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if "--" in value:
+        messages.append("must not contain consecutive hyphens")
+    if not re.search("[a-z]", value):
+        messages.append("must contain at least one letter (a-z)")
+    return messages
+
+
+_WILDCARD_FMT = rf"\*\.{DNS1123_SUBDOMAIN_FMT}"
+_WILDCARD = re.compile(f"^{_WILDCARD_FMT}$")
+
+
+def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
+    """``IsWildcardDNS1123Subdomain``: ``*.example.com``."""
+    errors = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        errors.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
+    if not _WILDCARD.match(value):
+        errors.append(
+            _regex_error(
+                "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS "
+                "subdomain, which must consist of lower case alphanumeric characters, '-' or "
+                "'.' and end with an alphanumeric character",
+                _WILDCARD_FMT,
+                "*.example.com",
+            )
+        )
+    return errors
+
+
 def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 

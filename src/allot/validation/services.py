@@ -35,7 +35,6 @@ IP_FAMILY_POLICIES = ["PreferDualStack", "RequireDualStack", "SingleStack"]
 DEFAULT_AFFINITY_TIMEOUT = 10800
 SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 MAX_SECRET_BYTES = 1024 * 1024
-_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])*$")
 
 
 # ------------------------------------------------------------------------ defaulting
@@ -169,9 +168,7 @@ def _validate_ports(spec: corev1.ServiceSpec) -> ErrorList:
 
 
 def _port_number(value: int | None, path: Path) -> ErrorList:
-    if value is None or not 1 <= value <= 65535:
-        return [invalid(path, value or 0, "must be between 1 and 65535, inclusive")]
-    return []
+    return [invalid(path, value or 0, m) for m in names.is_valid_port_num(value or 0)]
 
 
 def _validate_target_port(value: int | str | None, path: Path) -> ErrorList:
@@ -179,16 +176,7 @@ def _validate_target_port(value: int | str | None, path: Path) -> ErrorList:
         return _port_number(value, path)
     if value is None:
         return []
-    messages = []
-    if len(value) > 15:
-        messages.append("must be no more than 15 characters")
-    if not _PORT_NAME.match(value):
-        messages.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if "--" in value:
-        messages.append("must not contain consecutive hyphens")
-    if not re.search("[a-z]", value):
-        messages.append("must contain at least one letter (a-z)")
-    return [invalid(path, value, message) for message in messages]
+    return [invalid(path, value, message) for message in names.is_valid_port_name(value)]
 
 
 def _validate_cluster_ips(spec: corev1.ServiceSpec) -> ErrorList:

@@ -132,6 +132,13 @@ _MODULES: dict[str, str] = {
     "Lease": "leases",
     "Endpoints": "endpoints",
     "EndpointSlice": "endpoints",
+    "Ingress": "networking",
+    "IngressClass": "networking",
+    "NetworkPolicy": "networking",
+    "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+    "PriorityClass": "priorityclasses",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "StorageClass": "storageclasses",
 }
 """The module of this package that declares each built-in kind's strategy. A module is
 imported when one of its kinds is first asked for, so ``allot validate`` of DRA objects
