@@ -17,6 +17,7 @@ from allot.validation.field import (
     not_supported,
     required,
 )
+from allot.validation.meta import validate_kind_and_name
 from allot.validation.workloads import nonnegative
 
 SPEC = Path("spec")
@@ -115,15 +116,7 @@ def validate_horizontal_pod_autoscaler(obj: hpa.HorizontalPodAutoscaler) -> Erro
 
 def validate_reference(ref: hpa.CrossVersionObjectReference, path: Path) -> ErrorList:
     """``ValidateCrossVersionObjectReference``."""
-    errors: ErrorList = []
-    for name, value in (("kind", ref.kind), ("name", ref.name)):
-        if not value:
-            errors.append(required(path.child(name)))
-        else:
-            errors += [
-                invalid(path.child(name), value, m) for m in names.is_valid_path_segment_name(value)
-            ]
-    return errors
+    return validate_kind_and_name(ref.kind, ref.name, path)
 
 
 _SOURCES = (

@@ -234,3 +234,17 @@ def _validate_node_requirement(requirement: NodeSelectorRequirement, path: Path)
 
 def json_size(value: object) -> int:
     return len(json.dumps(value, separators=(",", ":")).encode())
+
+
+def validate_kind_and_name(kind: str | None, name: str | None, path: Path) -> ErrorList:
+    """A reference's ``kind`` and ``name``: both required, each a valid path segment (the
+    part ``ValidateCrossVersionObjectReference`` and the typed local references of
+    Ingress backends share)."""
+    errors: ErrorList = []
+    for field, value in (("kind", kind), ("name", name)):
+        if not value:
+            errors.append(required(path.child(field)))
+            continue
+        messages = names.is_valid_path_segment_name(value)
+        errors += [invalid(path.child(field), value, m) for m in messages]
+    return errors

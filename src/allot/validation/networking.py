@@ -22,6 +22,7 @@ from allot.validation.field import (
     required,
     too_long,
 )
+from allot.validation.meta import validate_kind_and_name
 from allot.validation.workloads import immutable, validate_label_selector
 
 SPEC = Path("spec")
@@ -173,14 +174,7 @@ def _validate_resource_reference(ref: TypedLocalObjectReference, path: Path) -> 
             invalid(path.child("apiGroup"), ref.api_group, m)
             for m in names.is_dns1123_subdomain(ref.api_group)
         ]
-    for name, value in (("kind", ref.kind), ("name", ref.name)):
-        if not value:
-            errors.append(required(path.child(name)))
-        else:
-            errors += [
-                invalid(path.child(name), value, m) for m in names.is_valid_path_segment_name(value)
-            ]
-    return errors
+    return errors + validate_kind_and_name(ref.kind, ref.name, path)
 
 
 def _validate_tls(tls: net.IngressTLS, path: Path) -> ErrorList:
