@@ -23,10 +23,10 @@ from typing import Any
 
 import kubernetes.client as k8s
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2, timestamp_pb2
 
-from allot.cel import libraries, values
+from allot.cel import values
+from allot.cel.compiler import new_env
 
 F = descriptor_pb2.FieldDescriptorProto
 PACKAGE = "k8s"
@@ -148,16 +148,7 @@ def _pool(roots: list[str]) -> descriptor_pool.DescriptorPool:
 
 
 def _env(pool: Any, variables: dict[str, Any]) -> Any:
-    return cel.NewEnv(
-        descriptor_pool=pool,
-        variables=variables,
-        functions=libraries.function_declarations(),
-        extensions=[
-            ext_bindings.ExtBindings(),
-            ext_strings.ExtStrings(),
-            ext_optional.ExtOptional(),
-        ],
-    )
+    return new_env(variables, pool)
 
 
 @dataclass(frozen=True)

@@ -77,10 +77,11 @@ def _variables(*, with_internal: bool) -> dict[str, Any]:
     return variables
 
 
-def new_env(variables: dict[str, Any]) -> Any:
-    """A runtime environment with Kubernetes' libraries and these variables."""
+def new_env(variables: dict[str, Any], descriptor_pool: Any = None) -> Any:
+    """A runtime environment with Kubernetes' libraries and these variables (their message
+    types from ``descriptor_pool``: allot's own pool unless a caller brings typed ones)."""
     return cel.NewEnv(
-        descriptor_pool=values.POOL,
+        descriptor_pool=values.POOL if descriptor_pool is None else descriptor_pool,
         variables=variables,
         functions=libraries.function_declarations(),
         extensions=[

@@ -76,12 +76,7 @@ def _endpoint_port(port: corev1.EndpointPort, name_required: bool, path: Path) -
             invalid(path.child("port"), port.port or 0, "must be between 1 and 65535, inclusive")
         )
     errors += _protocol(port.protocol, path.child("protocol"))
-    if port.app_protocol is not None:
-        errors += [
-            invalid(path.child("appProtocol"), port.app_protocol, message)
-            for message in names.is_qualified_name(port.app_protocol)
-        ]
-    return errors
+    return errors + _app_protocol(port.app_protocol, path.child("appProtocol"))
 
 
 def _protocol(protocol: str | None, path: Path) -> ErrorList:
@@ -226,9 +221,12 @@ def _slice_ports(ports: list[discovery.EndpointPort]) -> ErrorList:
             errors.append(duplicate(at.child("name"), name))
         seen.add(name)
         errors += _protocol(port.protocol, at.child("protocol"))
-        if port.app_protocol is not None:
-            errors += [
-                invalid(at.child("appProtocol"), port.app_protocol, message)
-                for message in names.is_qualified_name(port.app_protocol)
-            ]
+        errors += _app_protocol(port.app_protocol, at.child("appProtocol"))
     return errors
+
+
+def _app_protocol(value: str | None, path: Path) -> ErrorList:
+    """An ``appProtocol``, when given, is a qualified name."""
+    if value is None:
+        return []
+    return [invalid(path, value, message) for message in names.is_qualified_name(value)]
