@@ -37,6 +37,12 @@ def target(http: httpx.Client) -> None:
         json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "target"},
               "data": {"a": "1"}},
     )  # fmt: skip
+    install_iteration_budget(http)
+
+
+def install_iteration_budget(http: httpx.Client) -> None:
+    """The policy the scenario "a policy expression past the CEL iteration budget" meets:
+    bound to ConfigMaps named ``expensive``, its expression past the runtime's budget."""
     rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
               "resources": ["configmaps"]}]  # fmt: skip
     policy = {
@@ -59,7 +65,8 @@ def target(http: httpx.Client) -> None:
         "spec": {"policyName": "iteration-budget", "validationActions": ["Deny"]},
     }
     for path, obj in ((POLICIES, policy), (BINDINGS, binding)):
-        assert http.post(path, json=obj).status_code == 201
+        response = http.post(path, json=obj)
+        assert response.status_code == 201, response.text
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
