@@ -17,8 +17,8 @@ tenant's token against its virtual cluster on the whole platform. For every resp
 
 Hypothesis runs with a fixed seed per target and a fixed number of examples per operation
 and mode (2 on the host; 1 in the tenant, whose operations are the host's own less the
-host-only kinds), so the same cases run every time and the suite stays within its CI budget. The explicit
-hostile cases (invalid UTF-8, deep nesting, bad patches, ...) are data in
+host-only kinds), so the same cases run every time and the suite stays within its CI
+budget. The explicit hostile cases (invalid UTF-8, deep nesting, bad patches, ...) are data in
 ``tests/scenarios/malformed-requests.yaml``, run by ``tests/e2e/test_malformed_requests.py``
 with their exact answers and here against the tenant.
 """
