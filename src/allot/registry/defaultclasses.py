@@ -9,6 +9,8 @@ newest if several are. Assembled with the other mutating plugins by
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from allot.api import networking_v1 as networking
 from allot.registry.admission import AdmissionRequest, Operation
 from allot.registry.kinds.storageclasses import is_default_class
@@ -17,13 +19,12 @@ from allot.store import Store
 from allot.types import Obj
 
 
-def _newest_default(store: Store, cluster: str, kind: str, annotation: str | None) -> str | None:
+def _newest_default(
+    store: Store, cluster: str, kind: str, is_default: Callable[[Obj], bool]
+) -> str | None:
+    """The name of the newest ``kind`` object that ``is_default`` marks (None: none is)."""
     classes, _ = store.list_objects(cluster, by_kind(kind).store, shared=True)
-    defaults = [
-        c
-        for c in classes
-        if (is_default_class(c) if annotation is None else _annotated(c, annotation))
-    ]
+    defaults = [c for c in classes if is_default(c)]
     if not defaults:
         return None
     newest = max(
@@ -33,8 +34,9 @@ def _newest_default(store: Store, cluster: str, kind: str, annotation: str | Non
     return str(newest["metadata"]["name"])
 
 
-def _annotated(obj: Obj, annotation: str) -> bool:
-    return (obj["metadata"].get("annotations") or {}).get(annotation) == "true"
+def is_default_ingress_class(obj: Obj) -> bool:
+    annotations = obj["metadata"].get("annotations") or {}
+    return annotations.get(networking.DEFAULT_CLASS_ANNOTATION) == "true"
 
 
 def _creating(request: AdmissionRequest, kind: str) -> bool:
@@ -56,7 +58,7 @@ class DefaultStorageClassAdmission:
         spec = request.object.spec  # type: ignore[union-attr]
         if spec.storage_class_name is None:
             spec.storage_class_name = _newest_default(
-                self.store, request.cluster, "StorageClass", None
+                self.store, request.cluster, "StorageClass", is_default_class
             )
         return []
 
@@ -73,6 +75,6 @@ class DefaultIngressClassAdmission:
         spec = ingress.spec  # type: ignore[union-attr]
         if spec.ingress_class_name is None and networking.CLASS_ANNOTATION not in annotations:
             spec.ingress_class_name = _newest_default(
-                self.store, request.cluster, "IngressClass", networking.DEFAULT_CLASS_ANNOTATION
+                self.store, request.cluster, "IngressClass", is_default_ingress_class
             )
         return []
