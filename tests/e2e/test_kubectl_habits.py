@@ -8,6 +8,7 @@ One platform (simulated runtime, seed 000's fleet) for the whole module.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,3 +143,46 @@ def test_kubectl_debug_copies_and_node_pods_run_and_ephemeral_is_refused(
     assert refused.returncode == 1
     assert "panic" not in refused.stderr
     assert "error: ephemeral containers are disabled for this cluster" in refused.stderr
+
+
+def test_the_kubelets_events_name_their_container_and_reviews_are_discovered(
+    platform: Cluster,
+) -> None:
+    """Two containers' ``Started`` are two Events (the kubelet's ``spec.containers{NAME}``,
+    ``kubectl get events -o wide``'s SUBOBJECT and SOURCE), not one counted twice; ``kubectl
+    api-resources`` lists the access review that ``kubectl auth can-i`` posts."""
+    container = {"image": "busybox:1.37", "command": ["sleep", "1000"]}
+    platform.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "duo"},
+            "spec": {"containers": [{"name": n, **container} for n in ("a", "b")]},
+        }
+    )
+    platform.kubectl("wait", "--for=condition=Ready", "pod/duo", "--timeout=60s")
+    wide = platform.kubectl(
+        "get", "events", "-o", "wide", "--field-selector", "involvedObject.name=duo,reason=Started"
+    ).stdout.splitlines()
+    assert wide[0].split() == [
+        *("LAST", "SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE"),
+        *("FIRST", "SEEN", "COUNT", "NAME"),
+    ]
+    rows = sorted(re.split(r"\s{2,}", line)[4:6] for line in wide[1:])
+    assert rows == [
+        ["spec.containers{a}", "kubelet, cpu-pool-0"],
+        ["spec.containers{b}", "kubelet, cpu-pool-0"],
+    ]
+    listed = platform.kubectl("events", "--for", "pod/duo").stdout
+    assert listed.count("Container started") == 2, listed
+    assert "(x2" not in listed, listed
+    cluster_wide = platform.kubectl("api-resources", "--namespaced=false").stdout.splitlines()
+    review = next(line.split() for line in cluster_wide if line.startswith("selfsubjectaccess"))
+    assert review == [
+        "selfsubjectaccessreviews",
+        "authorization.k8s.io/v1",
+        "false",
+        "SelfSubjectAccessReview",
+    ]
+    assert "authorization.k8s.io/v1" in platform.kubectl("api-versions").stdout.split()
+    assert platform.kubectl("auth", "can-i", "create", "pods").stdout == "yes\n"
