@@ -186,3 +186,21 @@ def test_the_kubelets_events_name_their_container_and_reviews_are_discovered(
     ]
     assert "authorization.k8s.io/v1" in platform.kubectl("api-versions").stdout.split()
     assert platform.kubectl("auth", "can-i", "create", "pods").stdout == "yes\n"
+
+
+def test_logs_timestamps_and_since(platform: Cluster) -> None:
+    """``kubectl logs --timestamps`` stamps each line with when it was written (a
+    simulated container's log: at its start), ``--since``/``--since-time`` keep the lines
+    written since, also followed."""
+    whole = platform.kubectl("logs", "habit").stdout
+    stamped = platform.kubectl("logs", "habit", "--timestamps").stdout.splitlines()
+    started = platform.get_json("pod/habit")["status"]["containerStatuses"][0]["state"]
+    assert [line.split(" ", 1)[1] for line in stamped] == whole.splitlines()
+    stamp = stamped[0].split(" ", 1)[0]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", stamp), stamp
+    assert stamp[:19] >= started["running"]["startedAt"][:19]
+    assert platform.kubectl("logs", "habit", "--since=1h").stdout == whole
+    assert platform.kubectl("logs", "habit", "--since-time=2000-01-01T00:00:00Z").stdout == whole
+    assert platform.kubectl("logs", "habit", "--since-time=2100-01-01T00:00:00Z").stdout == ""
+    followed = platform.kubectl("logs", "habit", "-f", "--timestamps", "--limit-bytes=31")
+    assert followed.stdout == stamp + " "

@@ -45,7 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from allot.controllers import envsources, processes
+from allot.controllers import envsources, logtimes, processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
 from allot.driver.devicenodes import DeviceNodes
@@ -131,7 +131,9 @@ class SimulatedRuntime:
             for spec in containers:
                 log = directory / f"{spec['name']}.log"
                 setup = setups.get(spec["name"]) or ContainerSetup()
-                log.write_text(simulated_log(spec, setup.devices))
+                text = simulated_log(spec, setup.devices).encode()
+                log.write_bytes(text)
+                logtimes.restart(log, len(text), time.time_ns())
         seconds = simulated_run_seconds(pod, self.job_seconds)
         if seconds is not None:
             code = int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
@@ -188,6 +190,15 @@ class _Container:
     restarts: int = 0
     exit_code: int | None = None
     restart_at: float | None = None
+    seen: int = 0  # how much of the log has a time (allot.controllers.logtimes)
+
+    def stamp(self) -> None:
+        """Record when the log's new output was seen: now, within a poll."""
+        with contextlib.suppress(FileNotFoundError):
+            size = self.log.stat().st_size
+            if size > self.seen:
+                logtimes.record(self.log, size, time.time_ns())
+                self.seen = size
 
 
 @dataclass(frozen=True)
@@ -282,7 +293,11 @@ class ProcessRuntime:
         group = f"{key[2] or key[1]}-{name}"
         before_exec = self.limits.prepare(group, spec)
         process = _spawn(argv, environment, directory, log, before_exec)
-        return _Container(argv, environment, directory, log, group, marker, before_exec, process)
+        container = _Container(
+            argv, environment, directory, log, group, marker, before_exec, process
+        )
+        container.seen = log.stat().st_size  # an earlier run's output has its times
+        return container
 
     @staticmethod
     def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
@@ -326,6 +341,7 @@ class ProcessRuntime:
         pod: Obj,
         reports: _Reports,
     ) -> None:
+        container.stamp()
         if container.restart_at is not None:
             if now >= container.restart_at:
                 container.restart_at = None
@@ -333,6 +349,8 @@ class ProcessRuntime:
                 container.restarts += 1
                 with contextlib.suppress(FileNotFoundError):  # the run before is --previous
                     os.replace(container.log, previous_log(container.log))
+                logtimes.move(container.log, previous_log(container.log))
+                container.seen = 0
                 container.process = _spawn(
                     container.argv,
                     container.environment,
@@ -347,6 +365,7 @@ class ProcessRuntime:
         code = container.process.poll()
         if code is None:
             return
+        container.stamp()  # what it wrote before it ended
         container.exit_code = _exit_code(code)
         processes.kill_now(self._members(container))  # its background children too
         if policy == "Always" or (policy == "OnFailure" and container.exit_code != 0):
