@@ -186,6 +186,8 @@ def test_the_kubelets_events_name_their_container_and_reviews_are_discovered(
     ]
     assert "authorization.k8s.io/v1" in platform.kubectl("api-versions").stdout.split()
     assert platform.kubectl("auth", "can-i", "create", "pods").stdout == "yes\n"
+    listed_reviews = platform.kubectl("get", "selfsubjectaccessreviews", check=False)
+    assert listed_reviews.stderr.startswith("Error from server (MethodNotAllowed)"), listed_reviews
 
 
 def test_logs_timestamps_and_since(platform: Cluster) -> None:

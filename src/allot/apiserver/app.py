@@ -303,12 +303,13 @@ class ApiServer:
     async def _resource(self, request: Request, cluster: str) -> Response:
         params = request.path_params
         group = params.get("group", "")
-        if (group, params["version"], params["plural"], request.method) == (
+        if (group, params["version"], params["plural"]) == (
             "authorization.k8s.io",
             "v1",
             "selfsubjectaccessreviews",
-            "POST",
-        ) and "name" not in params:
+        ):
+            if request.method != "POST" or "name" in params:  # create is its only verb
+                raise MethodNotAllowed(request.method)
             return await self._access_review(request, cluster)
         target = resolve_target(
             cluster,
