@@ -299,6 +299,16 @@ def test_a_followed_log_with_times_sends_whole_lines_stamped(tmp_path: Path) -> 
             {"sinceTime": "yesterday"},
             'sinceTime: Invalid value: "yesterday": must be an RFC 3339 time',
         ),
+        (
+            {"tailLines": "-1"},
+            'PodLogOptions "p" is invalid: tailLines: Invalid value: -1: must be greater than '
+            "or equal to 0",
+        ),
+        (
+            {"limitBytes": "0", "sinceSeconds": "-2"},
+            'PodLogOptions "p" is invalid: [limitBytes: Invalid value: 0: must be greater than '
+            "0, sinceSeconds: Invalid value: -2: must be greater than 0]",
+        ),
     ],
 )
 def test_log_time_options_are_checked(query: dict[str, str], error: str) -> None:

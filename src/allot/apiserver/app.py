@@ -530,6 +530,8 @@ class ApiServer:
         ``sinceTime``) with their times (``timestamps``), the run before
         (``previous=true``) or, with ``follow=true``, streamed while the container runs."""
         pod = self.handlers.get(cluster, target)
+        # the runtimes stamp their logs with the machine's time (allot.controllers.logtimes)
+        times = podlogs.requested_times(request.query_params, target.name or "", time.time_ns())
         source, namespace, name = self.log_source(
             cluster, target.namespace or "", target.name or ""
         )
@@ -544,9 +546,7 @@ class ApiServer:
         if refused is not None:
             raise BadRequest(refused)
         lines = _count_query(request, "tailLines")
-        limit = _count_query(request, "limitBytes") or None  # kubectl sends no 0
-        # the runtimes stamp their logs with the machine's time (allot.controllers.logtimes)
-        times = podlogs.requested_times(request.query_params, target.name or "", time.time_ns())
+        limit = _count_query(request, "limitBytes")  # 0 was refused above
         if previous or not _flag(request, "follow"):  # a previous run has ended
             return Response(podlogs.read(path, lines, limit, times), media_type="text/plain")
         run = str((status or {}).get("containerID") or "")

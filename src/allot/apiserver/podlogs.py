@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from allot.controllers import logtimes
 from allot.controllers.runtimes import previous_log
-from allot.registry.bodies import is_count
+from allot.registry.bodies import is_integer
 from allot.registry.errors import BadRequest, Unprocessable
 from allot.types import Obj
 
@@ -130,27 +130,36 @@ class Times:
 
 
 def requested_times(query: Mapping[str, str], pod: str, now: int) -> Times:
-    """``sinceSeconds``, ``sinceTime`` and ``timestamps`` of a log request, checked as
-    the API server's ``ValidatePodLogOptions`` checks them (``now``: unix nanoseconds)."""
+    """The times a log request asks for (``sinceSeconds``, ``sinceTime``,
+    ``timestamps``; ``now``: unix nanoseconds), once its options are checked as the API
+    server's ``ValidatePodLogOptions`` checks them: 422 naming every wrong option."""
     seconds, moment = query.get("sinceSeconds"), query.get("sinceTime")
-    invalid = f'PodLogOptions "{pod}" is invalid: '
-    if seconds is not None and moment is not None:
-        raise Unprocessable(
-            f"{invalid}: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"
-        )
-    since = None
-    if seconds is not None:
-        if not seconds.lstrip("-").isdigit():
-            raise BadRequest(f'sinceSeconds: Invalid value: "{seconds}": must be an integer')
-        if not is_count(seconds) or int(seconds) < 1:
-            raise Unprocessable(
-                f"{invalid}sinceSeconds: Invalid value: {int(seconds)}: must be greater than 0"
-            )
-        since = now - int(seconds) * 1_000_000_000
+    if seconds is not None and not is_integer(seconds):
+        raise BadRequest(f'sinceSeconds: Invalid value: "{seconds}": must be an integer')
+    errors = _option_errors(query)
+    if errors:
+        listed = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+        raise Unprocessable(f'PodLogOptions "{pod}" is invalid: {listed}')
+    since = None if seconds is None else now - int(seconds) * 1_000_000_000
     if moment is not None:
         since = _since_time(moment)
-    timestamps = query.get("timestamps", "").lower() in ("true", "1")
-    return Times(since, timestamps)
+    return Times(since, query.get("timestamps", "").lower() in ("true", "1"))
+
+
+def _option_errors(query: Mapping[str, str]) -> list[str]:
+    """What ``ValidatePodLogOptions`` finds wrong, in its order (integers already parse)."""
+    errors = []
+    tail, limit = query.get("tailLines"), query.get("limitBytes")
+    if tail is not None and int(tail) < 0:
+        errors.append(f"tailLines: Invalid value: {int(tail)}: must be greater than or equal to 0")
+    if limit is not None and int(limit) < 1:
+        errors.append(f"limitBytes: Invalid value: {int(limit)}: must be greater than 0")
+    seconds = query.get("sinceSeconds")
+    if seconds is not None and query.get("sinceTime") is not None:
+        errors.append(": Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified")
+    elif seconds is not None and int(seconds) < 1:
+        errors.append(f"sinceSeconds: Invalid value: {int(seconds)}: must be greater than 0")
+    return errors
 
 
 def _since_time(text: str) -> int:
