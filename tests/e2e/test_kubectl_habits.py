@@ -206,3 +206,9 @@ def test_logs_timestamps_and_since(platform: Cluster) -> None:
     assert platform.kubectl("logs", "habit", "--since-time=2100-01-01T00:00:00Z").stdout == ""
     followed = platform.kubectl("logs", "habit", "-f", "--timestamps", "--limit-bytes=31")
     assert followed.stdout == stamp + " "
+    path = "/api/v1/namespaces/default/pods/habit/log?tailLines=-1"
+    refused = platform.kubectl("get", "--raw", path, check=False)
+    assert refused.stderr == (
+        'The PodLogOptions "habit" is invalid: tailLines: Invalid value: -1: must be greater '
+        "than or equal to 0\n"
+    )

@@ -26,12 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from allot.api.kinds import KindInfo
 from allot.controllers import logtimes
 from allot.controllers.runtimes import previous_log
 from allot.registry.bodies import is_integer
-from allot.registry.errors import BadRequest, Unprocessable
+from allot.registry.errors import BadRequest
+from allot.statuses import InvalidObjectError
 from allot.types import Obj
+from allot.validation.field import FieldError, forbidden, invalid
+from allot.validation.field import Path as FieldPath
 
+LOG_OPTIONS = KindInfo("", "v1", "PodLogOptions", "", True, "subdomain", "allot.api.base:ApiModel")
+"""What an invalid log request names (``PodLogOptions "p" is invalid: ...``)."""
 CHUNK_BYTES = 64 * 1024
 FOLLOW_POLL_SECONDS = 0.2
 # waiting reasons the kubelet words its own way
@@ -138,27 +144,29 @@ def requested_times(query: Mapping[str, str], pod: str, now: int) -> Times:
         raise BadRequest(f'sinceSeconds: Invalid value: "{seconds}": must be an integer')
     errors = _option_errors(query)
     if errors:
-        listed = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
-        raise Unprocessable(f'PodLogOptions "{pod}" is invalid: {listed}')
+        raise InvalidObjectError(LOG_OPTIONS, pod, errors)
     since = None if seconds is None else now - int(seconds) * 1_000_000_000
     if moment is not None:
         since = _since_time(moment)
     return Times(since, query.get("timestamps", "").lower() in ("true", "1"))
 
 
-def _option_errors(query: Mapping[str, str]) -> list[str]:
+def _option_errors(query: Mapping[str, str]) -> list[FieldError]:
     """What ``ValidatePodLogOptions`` finds wrong, in its order (integers already parse)."""
     errors = []
     tail, limit = query.get("tailLines"), query.get("limitBytes")
     if tail is not None and int(tail) < 0:
-        errors.append(f"tailLines: Invalid value: {int(tail)}: must be greater than or equal to 0")
+        errors.append(
+            invalid(FieldPath("tailLines"), int(tail), "must be greater than or equal to 0")
+        )
     if limit is not None and int(limit) < 1:
-        errors.append(f"limitBytes: Invalid value: {int(limit)}: must be greater than 0")
+        errors.append(invalid(FieldPath("limitBytes"), int(limit), "must be greater than 0"))
     seconds = query.get("sinceSeconds")
     if seconds is not None and query.get("sinceTime") is not None:
-        errors.append(": Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified")
+        only_one = "at most one of `sinceTime` or `sinceSeconds` may be specified"
+        errors.append(forbidden(FieldPath(""), only_one))
     elif seconds is not None and int(seconds) < 1:
-        errors.append(f"sinceSeconds: Invalid value: {int(seconds)}: must be greater than 0")
+        errors.append(invalid(FieldPath("sinceSeconds"), int(seconds), "must be greater than 0"))
     return errors
 
 
