@@ -323,3 +323,26 @@ def test_log_time_options() -> None:
         {"sinceTime": "2026-11-18T11:06:41Z", "timestamps": "true"}, "p", T0
     ) == podlogs.Times(T0 + SECOND, timestamps=True)
     assert not podlogs.requested_times({}, "p", T0).needed
+
+
+def test_log_time_records_are_read_as_they_grow(tmp_path: Path) -> None:
+    """A followed log reads its sidecar again from where it stopped; a record written
+    half (no newline yet) waits for its end, and records that go back are skipped."""
+    log = tmp_path / "c.log"
+    reader = logtimes.Reader(log)
+    assert reader.records() == []
+    logtimes.record(log, 4, T0)
+    with logtimes.times_path(log).open("a") as times:
+        times.write("9 ")
+    assert reader.records() == [(4, T0)]
+    with logtimes.times_path(log).open("a") as times:
+        times.write(f"{T0 + SECOND}\n3 {T0 + 2 * SECOND}\n")
+    assert reader.records() == [(4, T0), (9, T0 + SECOND)]
+    assert logtimes.load(log) == reader.records()
+    assert [logtimes.seen_at(reader.records(), o) for o in (0, 3, 4, 8, 9)] == [
+        T0,
+        T0,
+        T0 + SECOND,
+        T0 + SECOND,
+        None,
+    ]

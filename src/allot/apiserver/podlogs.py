@@ -263,7 +263,7 @@ async def follow(
         async for _, chunk in stream:
             yield chunk
         return
-    start, pending = 0, b""
+    start, pending, records = 0, b"", logtimes.Reader(path)
     async for offset, chunk in stream:
         if not pending:
             start = offset
@@ -271,17 +271,17 @@ async def follow(
         cut = pending.rfind(b"\n") + 1
         if not cut:
             continue
-        sent = _chosen(_lines_now(path, pending[:cut], start), times)
+        sent = _chosen(_lines_now(records, pending[:cut], start), times)
         start, pending = start + cut, pending[cut:]
         if sent:
             yield sent
-    if pending and (sent := _chosen(_lines_now(path, pending, start), times)):
+    if pending and (sent := _chosen(_lines_now(records, pending, start), times)):
         yield sent
 
 
-def _lines_now(path: Path, data: bytes, start: int) -> Iterator[tuple[bytes, int]]:
+def _lines_now(records: logtimes.Reader, data: bytes, start: int) -> Iterator[tuple[bytes, int]]:
     """Followed lines with their times: bytes not recorded yet are seen now."""
-    return _timed_lines(data, start, logtimes.load(path), time.time_ns)
+    return _timed_lines(data, start, records.records(), time.time_ns)
 
 
 async def _follow_bytes(

@@ -47,21 +47,36 @@ def move(log: Path, to: Path) -> None:
 
 
 def load(log: Path) -> Records:
-    """The log's records in the order of their offsets (none: no sidecar, or a record
-    that is not two integers, which ends the reading)."""
-    records: Records = []
-    try:
-        text = times_path(log).read_text()
-    except FileNotFoundError:
-        return records
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            break
-        end, nanos = int(parts[0]), int(parts[1])
-        if not records or end > records[-1][0]:
-            records.append((end, nanos))
-    return records
+    """The log's records in the order of their offsets (none: no sidecar)."""
+    return Reader(log).records()
+
+
+class Reader:
+    """A log's records, read again only from where the last reading stopped (a followed
+    log asks for them as it grows); a record that is not two integers, or a partly
+    written last one, ends a reading."""
+
+    def __init__(self, log: Path) -> None:
+        self.path = times_path(log)
+        self.known: Records = []
+        self.position = 0
+
+    def records(self) -> Records:
+        try:
+            with self.path.open("rb") as times:
+                times.seek(self.position)
+                text = times.read()
+        except FileNotFoundError:
+            return self.known
+        for line in text.split(b"\n")[:-1]:  # the part after the last newline is unfinished
+            parts = line.split()
+            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+                break
+            self.position += len(line) + 1
+            end, nanos = int(parts[0]), int(parts[1])
+            if not self.known or end > self.known[-1][0]:
+                self.known.append((end, nanos))
+        return self.known
 
 
 def seen_at(records: Records, offset: int) -> int | None:
