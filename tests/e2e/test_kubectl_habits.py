@@ -8,14 +8,17 @@ One platform (simulated runtime, seed 000's fleet) for the whole module.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.e2e.conftest import Cluster, running_platform
+from tests.e2e.conftest import KUBECTL, Cluster, running_platform
 
 pytestmark = pytest.mark.slow
 FORBIDDEN = (
@@ -212,3 +215,32 @@ def test_logs_timestamps_and_since(platform: Cluster) -> None:
         'The PodLogOptions "habit" is invalid: tailLines: Invalid value: -1: must be greater '
         "than or equal to 0\n"
     )
+
+
+def test_kubectl_proxy_serves_the_clusters_api(platform: Cluster, tmp_path: Path) -> None:
+    """``kubectl proxy`` forwards ``/api/...`` without the kubeconfig's ``/clusters/NAME``
+    path: the root serves the API of the cluster the token names, host or tenant."""
+    registry = platform.server.api.registry
+    tenant = tmp_path / "tenant.yaml"
+    tenant.write_text(
+        platform.kubeconfig.read_text()
+        .replace(registry.tokens.ensure("host"), registry.add_cluster("proxied-tenant"))
+        .replace("/clusters/host", "/clusters/proxied-tenant")
+    )
+    platform.kubectl("create", "configmap", "only-here", kubeconfig=tenant)
+    for kubeconfig, names in ((platform.kubeconfig, {"habit"}), (tenant, set())):
+        env = {**os.environ, "HOME": str(platform.home), "KUBECONFIG": str(kubeconfig)}
+        command = [KUBECTL, "proxy", "--port=0"]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as proxy:
+            try:
+                assert proxy.stdout is not None
+                port = proxy.stdout.readline().rsplit(":", 1)[1].strip()
+                with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as http:
+                    pods = http.get("/api/v1/namespaces/default/pods").json()["items"]
+                    maps = http.get("/api/v1/namespaces/default/configmaps").json()["items"]
+                    version = http.get("/version").json()
+            finally:
+                proxy.terminate()
+        assert names <= {p["metadata"]["name"] for p in pods}
+        assert ("only-here" in {m["metadata"]["name"] for m in maps}) == (kubeconfig == tenant)
+        assert version["gitVersion"] == "v1.36.0"
