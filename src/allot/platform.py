@@ -31,6 +31,7 @@ from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
 from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
+from allot.controllers.daemonset import DaemonSetController
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
 from allot.controllers.endpoints import EndpointsController, EndpointSliceController
@@ -39,7 +40,7 @@ from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.podgc import PodGarbageCollector
 from allot.controllers.quota import QuotaStatus
-from allot.controllers.replicaset import ReplicaSetController
+from allot.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
 from allot.controllers.runtime import Controller, ControllerManager
 from allot.controllers.runtimes import (
     DEFAULT_JOB_SECONDS,
@@ -188,6 +189,8 @@ def _workload_controllers(
         ServiceAccounts(contexts(MANAGER_ACCOUNTS)),
         DeploymentController(contexts("deployment-controller")),
         ReplicaSetController(contexts("replicaset-controller")),
+        ReplicaSetController(contexts("replication-controller"), REPLICATION_CONTROLLER),
+        DaemonSetController(contexts("daemon-set-controller")),
         StatefulSetController(contexts("statefulset-controller")),
         JobController(contexts("job-controller")),
         CronJobController(contexts("cronjob-controller")),
