@@ -216,6 +216,7 @@ spec:
   template:
     metadata: {labels: {app: node-agent}}
     spec:
+      tolerations: [{operator: Exists}]   # the GPU nodes' taints too, as node agents do
       containers: [{name: agent, image: "busybox:1.36"}]
 """
 SETTINGS = """apiVersion: v1
