@@ -109,7 +109,7 @@ def _apply_step(driver: AppsDriver, step: dict[str, Any], pod: dict[str, Any]) -
 
 
 def _check(driver: AppsDriver, expect: dict[str, Any]) -> None:
-    pods = sorted(driver.pods(), key=lambda p: p["metadata"]["creationTimestamp"])
+    pods = sorted(driver.pods(), key=lambda p: (p["metadata"]["creationTimestamp"], image_of(p)))
     daemonset = driver.context.get("DaemonSet", NAMESPACE, "web")
     assert daemonset is not None
     if "pods" in expect:
@@ -132,6 +132,8 @@ def _check(driver: AppsDriver, expect: dict[str, Any]) -> None:
     messages = driver.event_messages("web")
     for pattern in expect.get("events") or []:
         assert any(re.fullmatch(pattern, m) for m in messages), (pattern, messages)
+    for pattern in expect.get("absent") or []:
+        assert not any(re.fullmatch(pattern, m) for m in messages), (pattern, messages)
 
 
 @pytest.mark.parametrize("scenario", DAEMONSETS, ids=[s["name"] for s in DAEMONSETS])
