@@ -38,7 +38,7 @@ from allot.api import core_v1 as corev1
 from allot.api.documents import clone_document
 from allot.api.pods import is_pod_ready
 from allot.controllers import rollout
-from allot.controllers.adoption import claim, in_namespace, is_pod_available, owner_keys, typed
+from allot.controllers.adoption import claim, is_pod_available, owner_keys, typed
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodefit import NodeFilter
 from allot.controllers.podcontrol import create_pod, delete_pod, slow_start
@@ -261,16 +261,15 @@ class DaemonSync:
             return False, self.fit.untolerated(typed_node, ("NoExecute",)) is None
         return True, True
 
+    def _candidates(self, kind: str) -> list[Obj]:
+        """What the set may claim: what it controls and the namespace's orphans."""
+        owned = self.context.owned_by(kind, self.ds)
+        return owned + self.context.orphans(kind, self.namespace)
+
     def pods_by_node(self) -> dict[str, list[Obj]]:
         """The set's pods by the node they run on or are pinned to, after adoption and
         release (``getNodesToDaemonPods``; finished pods being deleted left out)."""
-        pods = claim(
-            self.context,
-            self.ds,
-            "Pod",
-            in_namespace(self.context, "Pod", self.namespace),
-            MANAGER,
-        )
+        pods = claim(self.context, self.ds, "Pod", self._candidates("Pod"), MANAGER)
         by_node: dict[str, list[Obj]] = {}
         for pod in pods:
             phase = (pod.get("status") or {}).get("phase")
@@ -479,13 +478,8 @@ class DaemonSync:
     def _history(self) -> tuple[Obj, list[Obj]]:
         """``constructHistory``: the current template's revision (made, or renumbered to
         be the newest) and the older ones."""
-        revisions = claim(
-            self.context,
-            self.ds,
-            "ControllerRevision",
-            in_namespace(self.context, "ControllerRevision", self.namespace),
-            MANAGER,
-        )
+        candidates = self._candidates("ControllerRevision")
+        revisions = claim(self.context, self.ds, "ControllerRevision", candidates, MANAGER)
         wanted = self._patch()
         current = [r for r in revisions if rollout.semantic(r.get("data")) == wanted]
         old = [r for r in revisions if rollout.semantic(r.get("data")) != wanted]
