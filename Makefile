@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
+# The suite runs on one pytest-xdist worker per core (CI: 2), a test file per worker at a time
+# so that a module's platform is started once; PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= auto
 DEMO_ARGS ?=
 
 .PHONY: demo test lint bench clean chromium bubblewrap
@@ -24,7 +27,7 @@ demo: $(RUNTIME_STAMP) bubblewrap
 	$(BIN)/python -m allot.demo $(DEMO_ARGS)
 
 test: $(STAMP) chromium bubblewrap
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxprocesses=8 --dist loadfile $(PYTEST_ARGS)
 
 # As root (CI) a missing Debian package is installed: $(1) the command, $(2) the package,
 # $(3) what goes without it. Elsewhere the tests that need it skip, saying how to install it.

@@ -1,7 +1,8 @@
 """A synchronous driver for the apps controllers: a real Registry, a fake clock, and every
 store event mapped to keys and reconciled until nothing is left to do (what the
 ControllerManager does in the server's loop). The scenarios step pods' status themselves
-(Running and Ready) as a kubelet would. Used by tests/test_controller_apps.py."""
+(Running and Ready) as a kubelet would. Used by tests/test_controller_apps.py and
+tests/test_controller_daemonset.py."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Any
 
 from allot.api.pods import is_pod_ready
 from allot.controllers.context import ControllerContext
+from allot.controllers.daemonset import DaemonSetController
 from allot.controllers.deployment import DeploymentController
-from allot.controllers.replicaset import ReplicaSetController
+from allot.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
 from allot.controllers.runtime import Controller, RetryLater
 from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.workloads import ClusterContexts
@@ -45,6 +47,8 @@ class AppsDriver:
             DeploymentController(contexts("deployment-controller")),
             ReplicaSetController(contexts("replicaset-controller")),
             StatefulSetController(contexts("statefulset-controller")),
+            DaemonSetController(contexts("daemon-set-controller")),
+            ReplicaSetController(contexts("replication-controller"), REPLICATION_CONTROLLER),
         ]
         self.context = ControllerContext(cluster, store, handlers, self.clock)
         self._events: list[WatchEvent] = []

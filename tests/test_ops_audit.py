@@ -27,6 +27,7 @@ def _entry(minutes: int, action: str, tenant: str, device: str, memory_gib: int,
     return Entry(
         moment, action, tenant, f"tenant-{tenant}", f"claim-{device}", f"claim-{device}.default",
         f"uid-{device}", "pod", "node-0", "gpu.nvidia.com", "pool-0", device, cls, memory_gib * GIB,
+        "default",
     )  # fmt: skip
 
 
@@ -52,6 +53,35 @@ def test_the_log_is_append_only(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         reader.append([ENTRIES[0]])
     reader.close()
+
+
+def test_a_log_written_before_the_tenant_namespace_column_is_read_and_extended(
+    tmp_path: Path,
+) -> None:
+    """An older file: read-only, its rows read with an empty ``tenant_namespace``; opened for
+    writing, the column is added (old rows keep it empty) and the log stays append-only."""
+    path = tmp_path / "audit.db"
+    old_schema = audit.SCHEMA.replace(",\n    tenant_namespace TEXT NOT NULL DEFAULT ''", "")
+    assert "tenant_namespace" not in old_schema
+    db = sqlite3.connect(str(path))
+    db.executescript(old_schema)
+    old_fields = [f for f in audit.FIELDS if f != "tenant_namespace"]
+    row = [getattr(ENTRIES[0], f) for f in old_fields]
+    db.execute(
+        f"INSERT INTO entries ({', '.join(old_fields)}) VALUES ({', '.join('?' * len(row))})", row
+    )
+    db.commit()
+    db.close()
+    before = replace(ENTRIES[0], tenant_namespace="")
+    reader = AuditLog(path, read_only=True)
+    assert reader.entries() == [before]
+    reader.close()
+    log = AuditLog(path)
+    log.append(ENTRIES[1:2])
+    assert log.entries() == [before, ENTRIES[1]]
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        log._db.execute("UPDATE entries SET tenant_namespace = 'x'")
+    log.close()
 
 
 def test_open_allocations_survive_reopening(tmp_path: Path) -> None:
@@ -108,7 +138,8 @@ def test_since_parsing() -> None:
 
 def test_the_recorder_catches_up_after_a_restart_without_duplicates(tmp_path: Path) -> None:
     """Allocated while up, deleted while down: the release is recorded at the next start,
-    once; a further restart adds nothing."""
+    once; a further restart adds nothing. Each entry names the claim's namespace as its
+    tenant (or the host) sees it."""
 
     async def run_platform(work: Callable[[ControllerContext], None] | None = None) -> None:
         api = build(tmp_path)
@@ -131,21 +162,25 @@ def test_the_recorder_catches_up_after_a_restart_without_duplicates(tmp_path: Pa
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-a"}},
             "t",
         )
-        claim = host.create(
-            "ResourceClaim",
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {"name": "c", "namespace": "tenant-a"},
-                "spec": {
-                    "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "x"}}]}
+        twin = {"namespace": "tenant-a", "labels": {"allot.dev/tenant-namespace": "ml"}}
+        for device, metadata in (("dev-0", twin), ("dev-1", {"namespace": "default"})):
+            claim = host.create(
+                "ResourceClaim",
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": "c", **metadata},
+                    "spec": {
+                        "devices": {
+                            "requests": [{"name": "g", "exactly": {"deviceClassName": "x"}}]
+                        }
+                    },
                 },
-            },
-            "t",
-        )
-        result = {"request": "g", "driver": "d.example.com", "pool": "p", "device": "dev-0"}
-        claim["status"] = {"allocation": {"devices": {"results": [result]}}}
-        host.update_status("ResourceClaim", claim, "t")
+                "t",
+            )
+            result = {"request": "g", "driver": "d.example.com", "pool": "p", "device": device}
+            claim["status"] = {"allocation": {"devices": {"results": [result]}}}
+            host.update_status("ResourceClaim", claim, "t")
 
     asyncio.run(run_platform(allocate))
     store = Store(tmp_path / "state.db")
@@ -154,9 +189,11 @@ def test_the_recorder_catches_up_after_a_restart_without_duplicates(tmp_path: Pa
     asyncio.run(run_platform())
     asyncio.run(run_platform())
     log = AuditLog(tmp_path / "audit.db", read_only=True)
-    assert [(e.action, e.tenant, e.device) for e in log.entries()] == [
-        ("allocate", "a", "dev-0"),
-        ("release", "a", "dev-0"),
+    assert [(e.action, e.tenant, e.device, e.tenant_namespace) for e in log.entries()] == [
+        ("allocate", "a", "dev-0", "ml"),  # a twin: the namespace in its tenant
+        ("allocate", "", "dev-1", "default"),  # the host's own
+        ("release", "", "dev-1", "default"),
+        ("release", "a", "dev-0", "ml"),
     ]
     log.close()
 

@@ -31,6 +31,7 @@ from allot.controllers.claims import ClaimController
 from allot.controllers.context import ControllerContext
 from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
+from allot.controllers.daemonset import DaemonSetController
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
 from allot.controllers.endpoints import EndpointsController, EndpointSliceController
@@ -39,7 +40,7 @@ from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.podgc import PodGarbageCollector
 from allot.controllers.quota import QuotaStatus
-from allot.controllers.replicaset import ReplicaSetController
+from allot.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
 from allot.controllers.runtime import Controller, ControllerManager
 from allot.controllers.runtimes import (
     DEFAULT_JOB_SECONDS,
@@ -53,6 +54,7 @@ from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
 from allot.controllers.serviceaccounts import ServiceAccounts
 from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
+from allot.controllers.volumes import VolumePhaseController
 from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
 from allot.driver import nvml
@@ -176,8 +178,9 @@ def build(
 def _workload_controllers(
     context: ControllerContext, directory: TenantDirectory
 ) -> list[Controller]:
-    """kube-controller-manager's workload controllers (apps/v1, batch/v1, the default
-    ServiceAccounts, PodDisruptionBudget status, Endpoints and EndpointSlices) and the
+    """kube-controller-manager's workload controllers (apps/v1, batch/v1,
+    ReplicationControllers, the default ServiceAccounts, PodDisruptionBudget status,
+    Endpoints and EndpointSlices, PersistentVolumes' phase) and the
     apiextensions controllers' CRD status, one instance each for the host and every tenant
     cluster; in a tenant their writes are admitted as the tenant's ``<name>`` service account."""
 
@@ -188,6 +191,9 @@ def _workload_controllers(
         ServiceAccounts(contexts(MANAGER_ACCOUNTS)),
         DeploymentController(contexts("deployment-controller")),
         ReplicaSetController(contexts("replicaset-controller")),
+        ReplicaSetController(contexts("replication-controller"), REPLICATION_CONTROLLER),
+        DaemonSetController(contexts("daemon-set-controller")),
+        VolumePhaseController(contexts("persistent-volume-binder")),
         StatefulSetController(contexts("statefulset-controller")),
         JobController(contexts("job-controller")),
         CronJobController(contexts("cronjob-controller")),

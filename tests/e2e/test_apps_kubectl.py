@@ -1,12 +1,16 @@
 """The apps controllers end to end with the real kubectl, on the host and in tenants:
 rollout status/history/undo, scale, set image, delete with --cascade=orphan and
-foreground, a StatefulSet whose pods each get their own generated claim, and a tenant
-Deployment scaled past its pod quota (FailedCreate on its ReplicaSet)."""
+foreground, a StatefulSet whose pods each get their own generated claim, a tenant
+Deployment scaled past its pod quota (FailedCreate on its ReplicaSet), and a DaemonSet
+applied with ``kubectl apply --prune`` (kubectl's default prune list) rolled out on every
+node."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -205,3 +209,57 @@ def test_tenant_deployment_past_its_pod_quota(tenancy: Tenancy) -> None:
     deployment = _get(tenancy, "apps-ai", "deployment", "big")
     reasons = {c["type"]: c["reason"] for c in deployment["status"]["conditions"]}
     assert reasons["ReplicaFailure"] == "FailedCreate"
+
+
+AGENT = """apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: node-agent, labels: {app: node-agent}}
+spec:
+  selector: {matchLabels: {app: node-agent}}
+  template:
+    metadata: {labels: {app: node-agent}}
+    spec:
+      tolerations: [{operator: Exists}]   # the GPU nodes' taints too, as node agents do
+      containers: [{name: agent, image: "busybox:1.36"}]
+"""
+SETTINGS = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: agent-settings, labels: {app: node-agent}}
+data: {interval: 10s}
+"""
+
+
+def test_prune_with_the_default_list_and_a_daemonset_rollout(
+    tenancy: Tenancy, tmp_path: Path
+) -> None:
+    """``kubectl apply --prune -l`` with kubectl's built-in prune list (ReplicationController,
+    PersistentVolume and DaemonSet included) applies and prunes; the DaemonSet puts one
+    pod on every node and ``kubectl rollout status ds`` completes."""
+    host = tenancy.cluster.kubectl
+    (tmp_path / "agent.yaml").write_text(AGENT)
+    (tmp_path / "settings.yaml").write_text(SETTINGS)
+    applied = host("apply", "--prune", "-l", "app=node-agent", "-f", str(tmp_path)).stdout
+    assert "daemonset.apps/node-agent created" in applied, applied
+    assert "configmap/agent-settings created" in applied, applied
+    rolled = host("rollout", "status", "ds/node-agent", TIMEOUT).stdout
+    assert 'daemon set "node-agent" successfully rolled out' in rolled, rolled
+    nodes = host("get", "nodes", "-o", "name").stdout.split()
+    pods = _get(tenancy, "host", "pods", "-l", "app=node-agent")["items"]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(n.split("/")[1] for n in nodes)
+    table = host("get", "ds", "node-agent").stdout
+    header = "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE"
+    assert " ".join(table.split()[:9]) == header, table
+    count = str(len(nodes))
+    assert table.split()[10:15] == [count] * 5, table
+    (tmp_path / "settings.yaml").unlink()
+    pruned = host("apply", "--prune", "-l", "app=node-agent", "-f", str(tmp_path)).stdout
+    assert "configmap/agent-settings pruned" in pruned, pruned
+    assert "daemonset.apps/node-agent unchanged" in pruned, pruned
+    resources = host("api-resources").stdout
+    for row in (
+        r"daemonsets +ds +apps/v1 +true +DaemonSet",
+        r"replicationcontrollers +rc +v1 +true +ReplicationController",
+        r"persistentvolumes +pv +v1 +false +PersistentVolume",
+    ):
+        assert re.search(row, resources), resources
+    host("delete", "ds", "node-agent")

@@ -1,8 +1,8 @@
 """``kubectl expose`` then "does my Service select my pods?" with the real kubectl, in the
 host and in a tenant: ``kubectl get ep,endpointslices`` and ``kubectl describe svc`` show
-the Ready pods' addresses, and ``kubectl apply --prune`` no longer stops on Endpoints (it stops on
-ReplicationController, which allot does not serve, unless given an allowlist); ``kubectl
-describe ingress`` shows its backends' endpoints."""
+the Ready pods' addresses, and ``kubectl apply --prune`` with kubectl's default prune list
+(Endpoints among its kinds) works, as with an allowlist; ``kubectl describe ingress`` shows
+its backends' endpoints."""
 
 from __future__ import annotations
 
@@ -40,11 +40,8 @@ def _check(run: Any, tenancy: Tenancy, prune_dir: Path) -> None:
     described = run("describe", "svc", "web").stdout
     assert re.search(r"\nEndpoints: +127\.0\.0\.1:80,127\.0\.0\.1:80\n", described), described
     (prune_dir / "cm.yaml").write_text(CONFIG)
-    pruned = run("apply", "--prune", "-l", "team=blue", "-f", str(prune_dir), check=False)
-    # kubectl's default prune list gets past Endpoints and stops at the next kind allot
-    # lacks (ReplicationController: see the conformance ledger)
-    assert "Endpoints" not in pruned.stderr, pruned.stderr
-    assert 'no matches for kind "ReplicationController"' in pruned.stderr, pruned.stderr
+    pruned = run("apply", "--prune", "-l", "team=blue", "-f", str(prune_dir))
+    assert pruned.stdout.split() == ["configmap/pruned", "created"], pruned.stdout
     allowed = run(
         "apply",
         "--prune",

@@ -134,6 +134,11 @@ def test_audit_matches_the_allocations_and_usage_adds_up(
         if e["action"] == "release"
     ]
     assert releases == [("legal-ai", "gpu-0", "legal-whole-gpu", "contract-summarizer")]
+    places = {(e["tenant"], e["namespace"], e["tenant_namespace"]) for e in entries}
+    assert places == {
+        ("legal-ai", "tenant-legal-ai", "default"),
+        ("research-ai", "tenant-research-ai", "default"),
+    }
     whole = next(e for e in entries if e["action"] == "allocate" and e["device"] == "gpu-0")
     assert (whole["node"], whole["device_class"], whole["memory"]) == (
         "a100-whole-pool-0", "gpu-whole", 40 * (1 << 30),
@@ -153,7 +158,8 @@ def test_audit_matches_the_allocations_and_usage_adds_up(
         == 0
     )
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("time,action,tenant")
+    assert lines[0].startswith("time,action,tenant,tenant_namespace,claim,")
+    assert lines[0].endswith(",namespace")
     assert len(lines) == 2
 
 
@@ -342,7 +348,7 @@ def test_audit_names_a_template_claim_as_its_tenant_sees_it(
         return [e for e in items if e["pod"] == "templated"]
 
     entry = tenancy.wait(audited, "the template claim audited")[0]
-    assert entry["claim"] == tenant_claim
+    assert (entry["claim"], entry["tenant_namespace"]) == (tenant_claim, "default")
     assert entry["host_claim"] != tenant_claim  # the host's own, generated for the twin
     assert entry["host_claim"].startswith("templated.default-gpu-")
     labelled = tenancy.host_json("resourceclaims", "-A", "-l", "allot.dev/tenant=research-ai")

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from allot.tenancy import names
 from tests.faults.world import claim, pod
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
@@ -41,19 +42,29 @@ class Ledger:
     counts: Counter[str] = field(default_factory=Counter)
     server_errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Twins deleted before their tenant object's create was noted (the host's worker can
+    # see and delete a twin before the tenant's worker thread has read its 201): the
+    # tenant object's uid -> the state its record takes when noted.
+    early: dict[str, str] = field(default_factory=dict)
 
     def note(self, key: ObjectKey, uid: str, state: str) -> None:
         with self.lock:
+            if state == "present" and uid in self.early:
+                state = self.early.pop(uid)
             self.records[key] = Record(uid, state)
             self.counts[state] += 1
 
-    def follow(self, key: ObjectKey) -> None:
-        """The object's host twin was deleted: the sync must delete it too."""
+    def follow(self, key: ObjectKey, uid: str | None = None, state: str = "followed") -> None:
+        """The object's host twin was deleted: the sync must delete it too. ``uid``: the
+        tenant object the twin stood for (None: whichever is present). ``state`` is
+        ``unknown`` when the twin's delete got no answer: it may have been done."""
         with self.lock:
             record = self.records.get(key)
-            if record is not None and record.state == "present":
-                record.state = "followed"
-                self.counts["followed"] += 1
+            if record is not None and record.state == "present" and uid in (None, record.uid):
+                record.state = state
+                self.counts[state] += 1
+            elif uid is not None and (record is None or record.uid != uid):
+                self.early[uid] = state
 
 
 class Worker(threading.Thread):
@@ -111,13 +122,16 @@ class Worker(threading.Thread):
         except httpx.HTTPError:
             self.dead = True
             return
-        twins = sorted(p["metadata"]["name"] for p in listing.json().get("items") or [])
+        twins = {p["metadata"]["name"]: p for p in listing.json().get("items") or []}
         if not twins:
             return
-        twin = self.rng.choice(twins)
-        if self.write("DELETE", "Pod", namespace, twin) == "deleted":
+        twin = self.rng.choice(sorted(twins))
+        origin = (twins[twin]["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
+        outcome = self.write("DELETE", "Pod", namespace, twin)
+        if outcome in ("deleted", "unknown"):
             name, _, tenant_namespace = twin.rpartition(".")
-            self.ledger.follow((tenant, "Pod", tenant_namespace, name))
+            state = "followed" if outcome == "deleted" else "unknown"
+            self.ledger.follow((tenant, "Pod", tenant_namespace, name), origin, state)
 
     def write(
         self, verb: str, kind: str, namespace: str, name: str, body: dict[str, Any] | None = None

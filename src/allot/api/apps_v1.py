@@ -1,4 +1,4 @@
-"""``apps/v1`` kinds: Deployment, ReplicaSet, StatefulSet, ControllerRevision.
+"""``apps/v1`` kinds: Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision.
 
 Every field Kubernetes 1.36 defines for them, so ordinary workload manifests decode
 strictly (unknown fields still refused). The pod template is core/v1's
@@ -169,6 +169,54 @@ class StatefulSet(ApiModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: StatefulSetSpec = Field(default_factory=StatefulSetSpec)
     status: StatefulSetStatus | None = None
+
+
+# ----------------------------------------------------------------------- DaemonSet
+class RollingUpdateDaemonSet(ApiModel):
+    max_unavailable: IntOrString | None = None
+    max_surge: IntOrString | None = None
+
+
+class DaemonSetUpdateStrategy(ApiModel):
+    type: str | None = None
+    rolling_update: RollingUpdateDaemonSet | None = None
+
+
+class DaemonSetSpec(ApiModel):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec | None = None
+    update_strategy: DaemonSetUpdateStrategy | None = None
+    min_ready_seconds: int | None = None
+    revision_history_limit: int | None = None
+
+
+class DaemonSetCondition(ApiModel):
+    type: str | None = None
+    status: str | None = None
+    last_transition_time: Time | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class DaemonSetStatus(ApiModel):
+    current_number_scheduled: int | None = None
+    number_misscheduled: int | None = None
+    desired_number_scheduled: int | None = None
+    number_ready: int | None = None
+    observed_generation: int | None = None
+    updated_number_scheduled: int | None = None
+    number_available: int | None = None
+    number_unavailable: int | None = None
+    collision_count: int | None = None
+    conditions: list[DaemonSetCondition] | None = None
+
+
+class DaemonSet(ApiModel):
+    api_version: Literal["apps/v1"] = "apps/v1"
+    kind: Literal["DaemonSet"] = "DaemonSet"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: DaemonSetSpec = Field(default_factory=DaemonSetSpec)
+    status: DaemonSetStatus | None = None
 
 
 # -------------------------------------------------------------- ControllerRevision

@@ -1,5 +1,6 @@
 """``core/v1`` kinds the platform needs: Pod, Node, Namespace, Event, ConfigMap, Service,
-Endpoints, ServiceAccount, Secret, and the pod template the workload kinds embed.
+Endpoints, ServiceAccount, Secret, ReplicationController, and the pod template the workload
+kinds embed.
 
 Node and node selection are defined in :mod:`allot.api.core_v1_nodes` and re-exported here:
 the allocator and ``allot simulate`` import that small module alone (start-up, issue 15).
@@ -280,6 +281,41 @@ class PodTemplateSpec(ApiModel):
 
     metadata: ObjectMeta | None = None
     spec: PodSpec | None = None
+
+
+# ------------------------------------------------------------ ReplicationController
+class ReplicationControllerSpec(ApiModel):
+    """A ReplicaSet's spec before label selectors: ``selector`` is a plain label map."""
+
+    replicas: int | None = None
+    min_ready_seconds: int | None = None
+    selector: SortedMap[str] | None = None
+    template: PodTemplateSpec | None = None
+
+
+class ReplicationControllerCondition(ApiModel):
+    type: str | None = None
+    status: str | None = None
+    last_transition_time: Time | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class ReplicationControllerStatus(ApiModel):
+    replicas: int | None = None
+    fully_labeled_replicas: int | None = None
+    ready_replicas: int | None = None
+    available_replicas: int | None = None
+    observed_generation: int | None = None
+    conditions: list[ReplicationControllerCondition] | None = None
+
+
+class ReplicationController(ApiModel):
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["ReplicationController"] = "ReplicationController"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ReplicationControllerSpec = Field(default_factory=ReplicationControllerSpec)
+    status: ReplicationControllerStatus | None = None
 
 
 # ------------------------------------------------------------------- Namespace etc.

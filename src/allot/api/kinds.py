@@ -116,9 +116,13 @@ KINDS: tuple[KindInfo, ...] = (
     _built_in("v1", "Endpoints", "endpoints", True, "subdomain", "core_v1"),
     _built_in("v1", "ServiceAccount", "serviceaccounts", True, "subdomain", "core_v1"),
     _built_in("v1", "Secret", "secrets", True, "subdomain", "core_v1"),
+    _built_in(
+        "v1", "ReplicationController", "replicationcontrollers", True, "subdomain", "core_v1"
+    ),
     _built_in("apps/v1", "Deployment", "deployments", True, "subdomain", "apps_v1"),
     _built_in("apps/v1", "ReplicaSet", "replicasets", True, "subdomain", "apps_v1"),
     _built_in("apps/v1", "StatefulSet", "statefulsets", True, "label", "apps_v1"),
+    _built_in("apps/v1", "DaemonSet", "daemonsets", True, "subdomain", "apps_v1"),
     _built_in("apps/v1", "ControllerRevision", "controllerrevisions", True, "subdomain", "apps_v1"),
     _built_in("batch/v1", "Job", "jobs", True, "subdomain", "batch_v1"),
     _built_in("batch/v1", "CronJob", "cronjobs", True, "subdomain", "batch_v1"),
@@ -173,6 +177,7 @@ KINDS: tuple[KindInfo, ...] = (
         "subdomain",
         "core_v1_storage",
     ),
+    _built_in("v1", "PersistentVolume", "persistentvolumes", False, "subdomain", "core_v1_storage"),
     _built_in(
         "storage.k8s.io/v1", "StorageClass", "storageclasses", False, "subdomain", "storage_v1"
     ),

@@ -33,7 +33,7 @@ from allot.ops.durations import parse_since
 from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.types import Obj
 
-WIDE_ONLY = ("pod", "pool", "device_class")  # audit columns shown only with -o wide
+WIDE_ONLY = ("pod", "pool", "device_class", "namespace")  # audit columns shown with -o wide
 
 
 def register(subparsers: Any) -> None:
@@ -140,8 +140,8 @@ def run_audit(args: argparse.Namespace) -> int:
     entries = audit.query(log.entries(), tenant=args.tenant, device=args.device, since=since)
     log.close()
     rows = [{**e.__dict__, "tenant": e.tenant or audit.HOST_TENANT} for e in entries]
-    columns = ["time", "action", "tenant", "namespace", "claim", "pod", "node", "pool", "device",
-               "device_class", "memory"]  # fmt: skip
+    columns = ["time", "action", "tenant", "tenant_namespace", "claim", "pod", "node", "pool",
+               "device", "device_class", "memory", "namespace"]  # fmt: skip
     _emit(args.output, rows, columns, {"memory": lambda v: memory_text(int(v))})
     return 0
 

@@ -10,7 +10,7 @@ controllers for their pods and ReplicaSets.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from allot.api.documents import clone_document
 from allot.api.meta import selector_matches
@@ -26,9 +26,21 @@ from allot.store import WatchEvent
 from allot.types import Obj
 
 
-def owner_keys(contexts: ClusterContexts, event: WatchEvent, kind: str) -> list[Hashable]:
+def spec_selector(owner: Obj) -> Obj | None:
+    """An owner's ``spec.selector`` (a ``metav1.LabelSelector``)."""
+    selector: Obj | None = (owner.get("spec") or {}).get("selector")
+    return selector
+
+
+def owner_keys(
+    contexts: ClusterContexts,
+    event: WatchEvent,
+    kind: str,
+    selector_of: Callable[[Obj], Obj | None] = spec_selector,
+) -> list[Hashable]:
     """The ``kind`` objects an event's object concerns: the one controlling it, or, for an
-    orphan, every one in its namespace whose selector matches it (each may adopt it)."""
+    orphan, every one in its namespace whose selector (``selector_of``, as a
+    ``metav1.LabelSelector``) matches it (each may adopt it)."""
     owner = owner_key(event, kind)
     if owner is not None:
         return [owner]
@@ -39,7 +51,7 @@ def owner_keys(contexts: ClusterContexts, event: WatchEvent, kind: str) -> list[
     return [
         WorkloadKey(event.cluster, namespace, owner["metadata"]["name"])
         for owner in in_namespace(contexts(event.cluster), kind, namespace)
-        if selector_matches((owner.get("spec") or {}).get("selector"), labels)
+        if selector_matches(selector_of(owner), labels)
     ]
 
 

@@ -1,13 +1,16 @@
 """The ReplicaSet controller: as many pods as ``spec.replicas``, made from the template.
 
-Upstream's ``pkg/controller/replicaset``: the active pods the selector matches are claimed
-(orphans adopted, pods no longer matching released); missing pods are created in slow-start
-batches (1, 2, 4, ...; a refused creation ends the round with a ``FailedCreate`` Warning
-Event ``Error creating: <the API error>`` and the ``ReplicaFailure`` condition); surplus
-pods are deleted in upstream's order (:mod:`allot.controllers.podranking`). The status counts
+Upstream's ``pkg/controller/replicaset``, which also runs ReplicationControllers (its
+``replication`` package wraps the same manager with the older kind): one class here, given
+the kind (:data:`REPLICA_SET` or :data:`REPLICATION_CONTROLLER`, whose selector is a plain
+label map and whose status has no ``terminatingReplicas``). The active pods the selector
+matches are claimed (orphans adopted, pods no longer matching released); missing pods are
+created in slow-start batches (1, 2, 4, ...; a refused creation ends the round with a
+``FailedCreate`` Warning Event ``Error creating: <the API error>`` and the
+``ReplicaFailure`` condition: :mod:`allot.controllers.podcontrol`); surplus pods are
+deleted in upstream's order (:mod:`allot.controllers.podranking`). The status counts
 replicas, fully labelled, ready, available (ready for ``minReadySeconds``) and terminating
-pods. One
-instance serves the host and every tenant cluster (:mod:`allot.controllers.workloads`).
+pods. One instance serves the host and every tenant cluster (:mod:`allot.controllers.workloads`).
 Built by :mod:`allot.platform`.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 from allot.api.meta import selector_matches
 from allot.api.pods import is_pod_active, is_pod_ready
@@ -28,6 +32,7 @@ from allot.controllers.adoption import (
     typed,
 )
 from allot.controllers.context import ControllerContext
+from allot.controllers.podcontrol import create_pod, delete_pod, slow_start
 from allot.controllers.podranking import pods_to_delete
 from allot.controllers.runtime import RetryLater
 from allot.controllers.workloads import (
@@ -37,7 +42,6 @@ from allot.controllers.workloads import (
     event_key,
     pod_from_template,
 )
-from allot.statuses import to_status
 from allot.store import WatchEvent
 from allot.types import Obj, rfc3339
 
@@ -45,36 +49,76 @@ MANAGER = "replicaset-controller"
 BURST_REPLICAS = 500
 
 
-class ReplicaSetController:
-    name = "replicaset"
-    watches = frozenset({"replicasets.apps", "pods"})  # the resources keys_for answers for
+@dataclass(frozen=True)
+class ReplicatedKind:
+    """A kind the controller keeps replicas of: its name, API version, the store resource
+    its events carry, the field manager of its writes, whether its ``spec.selector`` is a
+    plain label map, and whether its status counts terminating pods."""
 
-    def __init__(self, contexts: ClusterContexts) -> None:
+    kind: str
+    api_version: str
+    resource: str
+    manager: str
+    plain_selector: bool
+    counts_terminating: bool
+
+    def selector(self, obj: Obj) -> Obj | None:
+        """The object's selector as a ``metav1.LabelSelector``."""
+        selector = (obj.get("spec") or {}).get("selector")
+        return {"matchLabels": selector or {}} if self.plain_selector else selector
+
+    def view(self, obj: Obj) -> Obj:
+        """``obj`` typed, its selector a ``metav1.LabelSelector`` (what adoption reads)."""
+        typed_obj = typed(obj, self.api_version, self.kind)
+        if not self.plain_selector:
+            return typed_obj
+        return {**typed_obj, "spec": {**(obj.get("spec") or {}), "selector": self.selector(obj)}}
+
+
+REPLICA_SET = ReplicatedKind(
+    "ReplicaSet", "apps/v1", "replicasets.apps", MANAGER, False, counts_terminating=True
+)
+REPLICATION_CONTROLLER = ReplicatedKind(
+    "ReplicationController",
+    "v1",
+    "replicationcontrollers",
+    "replication-controller",
+    True,
+    counts_terminating=False,
+)
+
+
+class ReplicaSetController:
+    def __init__(self, contexts: ClusterContexts, kind: ReplicatedKind = REPLICA_SET) -> None:
         self.contexts = contexts
+        self.kind = kind
+        self.name = kind.kind.lower()
+        self.watches = frozenset({kind.resource, "pods"})  # what keys_for answers for
         self.failures: Counter[WorkloadKey] = Counter()
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if not self.contexts.serves(event.cluster):
             return []
-        if event.resource == "replicasets.apps":
+        if event.resource == self.kind.resource:
             return [event_key(event)]
         if event.resource != "pods":
             return []
-        return owner_keys(self.contexts, event, "ReplicaSet")
+        return owner_keys(self.contexts, event, self.kind.kind, self.kind.selector)
 
     def initial_keys(self) -> list[Hashable]:
-        return self.contexts.keys("ReplicaSet")
+        return self.contexts.keys(self.kind.kind)
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, WorkloadKey)
-        found = self.contexts.read(key, "ReplicaSet")
+        found = self.contexts.read(key, self.kind.kind)
         if found is None:
             self.failures.pop(key, None)
             return
         context, stored = found
-        rs = typed(stored, "apps/v1", "ReplicaSet")
+        rs = self.kind.view(stored)
         candidates = context.owned_by("Pod", rs) + context.orphans("Pod", key.namespace)
-        pods = claim(context, rs, "Pod", [p for p in candidates if is_pod_active(p)], MANAGER)
+        active = [p for p in candidates if is_pod_active(p)]
+        pods = claim(context, rs, "Pod", active, self.kind.manager)
         error: tuple[str, str] | None = None
         if not rs["metadata"].get("deletionTimestamp"):
             error = self._manage(context, rs, pods)
@@ -106,44 +150,20 @@ class ReplicaSetController:
         """Slow start: batches of 1, 2, 4, ... until one fails (upstream's
         ``slowStartBatch``)."""
         template = (rs.get("spec") or {}).get("template") or {}
-        batch, remaining = 1, count
-        while remaining > 0:
-            size = min(batch, remaining)
-            errors = [
-                e for e in (self._create_one(context, rs, template) for _ in range(size)) if e
-            ]
-            if errors:
-                return "FailedCreate", errors[0]
-            remaining -= size
-            batch *= 2
-        return None
-
-    def _create_one(self, context: ControllerContext, rs: Obj, template: Obj) -> str | None:
-        pod = pod_from_template(rs, template)
-        try:
-            created = context.create("Pod", pod, MANAGER)
-        except Exception as err:  # every refusal is reported, as upstream's pod control
-            message = to_status(err).message or str(err)
-            context.event(rs, "Warning", "FailedCreate", f"Error creating: {message}", MANAGER)
-            return message
-        context.event(
-            rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}", MANAGER
+        error = slow_start(
+            count,
+            lambda _: create_pod(context, rs, pod_from_template(rs, template), self.kind.manager),
         )
-        return None
+        return None if error is None else ("FailedCreate", error)
 
     def _delete(
         self, context: ControllerContext, rs: Obj, pods: list[Obj], count: int
     ) -> tuple[str, str] | None:
-        related = _related_pods(context, rs) if controller_of(rs) else pods
+        related = _related_pods(context, rs) if controller_of(rs) else pods  # a Deployment's
         for pod in pods_to_delete(pods, count, context.clock(), related):
-            name = pod["metadata"]["name"]
-            try:
-                context.delete("Pod", pod["metadata"].get("namespace") or "", name)
-            except Exception as err:
-                message = to_status(err).message or str(err)
-                context.event(rs, "Warning", "FailedDelete", f"Error deleting: {message}", MANAGER)
-                return "FailedDelete", message
-            context.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name}", MANAGER)
+            error = delete_pod(context, rs, pod, self.kind.manager)
+            if error is not None:
+                return "FailedDelete", error
         return None
 
     # -------------------------------------------------------------- status
@@ -173,8 +193,9 @@ class ReplicaSetController:
             "readyReplicas": sum(1 for p in pods if is_pod_ready(p)),
             "availableReplicas": sum(1 for p in pods if is_pod_available(p, min_ready, now)),
             "observedGeneration": rs["metadata"].get("generation"),
-            "terminatingReplicas": terminating,
         }
+        if self.kind.counts_terminating:
+            status["terminatingReplicas"] = terminating
         conditions = _failure_conditions(old.get("conditions") or [], error, now)
         if conditions:
             status["conditions"] = conditions
@@ -182,12 +203,12 @@ class ReplicaSetController:
         if status == _normalized(old):
             return
         latest = context.get(
-            "ReplicaSet", rs["metadata"].get("namespace") or "", rs["metadata"]["name"]
+            self.kind.kind, rs["metadata"].get("namespace") or "", rs["metadata"]["name"]
         )
         if latest is None or latest["metadata"].get("uid") != rs["metadata"].get("uid"):
             return
         latest["status"] = status
-        context.update_status("ReplicaSet", latest, MANAGER)
+        context.update_status(self.kind.kind, latest, self.kind.manager)
 
     def _requeue_for_availability(
         self, context: ControllerContext, rs: Obj, pods: list[Obj]
@@ -243,13 +264,13 @@ def _failure_conditions(
 
 
 def _related_pods(context: ControllerContext, rs: Obj) -> list[Obj]:
-    """The active pods of every ReplicaSet with the same controller as ``rs`` (a
-    Deployment's old and new sets), for the "doubled up" ranking."""
+    """The active pods of every object of ``rs``'s kind with the same controller as ``rs``
+    (a Deployment's old and new sets), for the "doubled up" ranking."""
     owner = (controller_of(rs) or {}).get("uid")
     namespace = rs["metadata"].get("namespace") or ""
     siblings = {
         other["metadata"].get("uid")
-        for other in in_namespace(context, "ReplicaSet", namespace)
+        for other in in_namespace(context, rs["kind"], namespace)
         if (controller_of(other) or {}).get("uid") == owner
     }
     return [

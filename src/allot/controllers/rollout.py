@@ -13,6 +13,7 @@ import json
 import math
 from typing import Any
 
+from allot.api.documents import semantic as semantic
 from allot.types import Obj
 
 HASH_LABEL = "pod-template-hash"
@@ -66,16 +67,6 @@ def equal_ignore_hash(first: Obj, second: Obj) -> bool:
     an empty map or list the same as none (``kubectl rollout undo`` sends the template
     as its Go client decoded it, with ``resources: {}``)."""
     return bool(semantic(without_hash(first)) == semantic(without_hash(second)))
-
-
-def semantic(value: Any) -> Any:
-    """``value`` without empty maps and lists (``equality.Semantic`` treats them as unset)."""
-    if isinstance(value, dict):
-        kept = {k: semantic(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v not in ({}, [], None)}
-    if isinstance(value, list):
-        return [semantic(item) for item in value]
-    return value
 
 
 def scaled_value(value: Any, total: int, round_up: bool) -> int:

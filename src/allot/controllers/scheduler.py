@@ -6,8 +6,9 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    ``status.resourceClaimStatuses``; a missing one parks the pod until it appears); pods
    asking for GPUs through extended resources (``nvidia.com/gpu: 1``) get the special
    claim of the DeviceClass whose ``extendedResourceName`` matches;
-2. filter nodes: unschedulable, untolerated NoSchedule/NoExecute taints, ``nodeSelector``
-   and required node affinity, already-allocated claims' node selectors;
+2. filter nodes (:mod:`allot.controllers.nodefit`): unschedulable unless the pod tolerates
+   it, untolerated NoSchedule/NoExecute taints, ``nodeSelector`` and required node
+   affinity, already-allocated claims' node selectors;
 3. on the remaining nodes in the placement policy's order (``allot.allocator.placement``:
    name order, or fullest first), take the first where the allocator places every
    unallocated claim: ``allot.allocator.scheduling.place``, the same function (and so the
@@ -42,7 +43,6 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from allot.allocator import AllocatedState, AllocationError, Allocator
-from allot.allocator.nodes import node_selector_matches
 from allot.allocator.placement import check_placement
 from allot.allocator.scheduling import Checks, PlacementMemo, place
 from allot.api import claims as claims_api
@@ -53,6 +53,7 @@ from allot.api.errors import ClaimNotCreatedError
 from allot.api.podresources import container_requests
 from allot.api.quantity import NANO, Quantity, QuantityFormat
 from allot.controllers.context import ControllerContext
+from allot.controllers.nodefit import NodeFilter
 from allot.dra import AllocatorFeed, DraIndex
 from allot.registry.admission import AdmissionDenied
 from allot.store import WatchEvent
@@ -64,7 +65,6 @@ EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 MemoryLimit = Callable[[str], tuple[str, Quantity] | None]
 """namespace -> (whose limit, the limit), or None when the namespace has none."""
-BLOCKING = ("NoSchedule", "NoExecute")
 WAKE_RESOURCES = {"resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "nodes"}
 SCHEDULED = {"resourceclaims.resource.k8s.io", "pods"}
 """The resources the scheduler maps to keys besides WAKE_RESOURCES and the entitlement's."""
@@ -348,7 +348,7 @@ class Scheduler:
         affinity (most pods) the answer depends on the node alone, so it is worked out once
         per node list, and is None when no node refuses such pods (placement then skips
         full nodes without looking at them one by one)."""
-        node_filter = _NodeFilter(pod)
+        node_filter = NodeFilter(pod)
         if not node_filter.plain:
             return node_filter.problem
         if self._plain_problems is None:
@@ -511,42 +511,3 @@ def _set_condition(
     }
     conditions.append({k: v for k, v in condition.items() if v is not None})
     pod["status"]["conditions"] = conditions
-
-
-class _NodeFilter:
-    """The pod's node-level checks, parsed once per scheduling attempt and then applied
-    to each node in turn, in kube-scheduler's plugin order (the first failing check names
-    the node's reason); allocated claims' node selectors come next, in ``place``."""
-
-    def __init__(self, pod: Obj) -> None:
-        spec = pod.get("spec") or {}
-        self.tolerations = [
-            corev1.Toleration.model_validate(t) for t in spec.get("tolerations") or []
-        ]
-        self.selector: dict[str, str] = spec.get("nodeSelector") or {}
-        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        self.required = corev1.NodeSelector.model_validate(required) if required else None
-        self.plain = not (self.tolerations or self.selector or self.required)
-
-    def problem(self, node: corev1.Node) -> str | None:
-        if node.spec.unschedulable:
-            return "node(s) were unschedulable"
-        for taint in node.spec.taints or []:
-            if taint.effect in BLOCKING and not any(_tolerates(t, taint) for t in self.tolerations):
-                return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
-        labels = node.metadata.labels or {}
-        if any(labels.get(k) != v for k, v in self.selector.items()):
-            return "node(s) didn't match Pod's node affinity/selector"
-        if self.required and not node_selector_matches(self.required, node):
-            return "node(s) didn't match Pod's node affinity/selector"
-        return None
-
-
-def _tolerates(toleration: corev1.Toleration, taint: corev1.Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.operator == "Exists":
-        return not toleration.key or toleration.key == taint.key
-    return toleration.key == taint.key and (toleration.value or "") == (taint.value or "")

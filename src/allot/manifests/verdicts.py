@@ -6,7 +6,7 @@ catalogue a fair-sharing Tenant's shares must name), and record a :class:`Verdic
 either the accepted object or the ``Status`` the API server would return. What the API server does
 to a new object before validating it is done too (a Job's generated selector, with a
 placeholder uid; a Service's cluster IP). Kinds that Kubernetes serves but allot does not
-(LimitRanges, PersistentVolumes...) are reported as skipped, not failed.
+(LimitRanges, PodTemplates...) are reported as skipped, not failed.
 Called by ``allot validate`` and ``make demo``.
 """
 

@@ -3,7 +3,10 @@
 One row per device and action in its own SQLite file (``<data-dir>/audit.db``, not part
 of the API's store, so nothing served can change it; triggers refuse UPDATE and DELETE):
 time, action (``allocate`` or ``release``), tenant, namespace, claim (the tenant's name
-for it), host claim and uid, pod, node, driver, pool, device, class, GPU memory.
+for it), host claim and uid, pod, node, driver, pool, device, class, GPU memory, and the
+claim's namespace as its tenant sees it (two claims of one name in two namespaces of a
+tenant share the host namespace ``tenant-<name>``; a column added later, so older rows have
+it empty and it is added to an older file when it is opened for writing).
 :class:`AuditRecorder` is the controller that writes it from host claim events; it keeps
 the open allocations per claim and compares them with the claim on every change, so a
 restart records exactly the releases and allocations it missed (stamped with the time it
@@ -41,7 +44,8 @@ CREATE TABLE IF NOT EXISTS entries (
     tenant TEXT NOT NULL, namespace TEXT NOT NULL, claim TEXT NOT NULL,
     host_claim TEXT NOT NULL, claim_uid TEXT NOT NULL, pod TEXT NOT NULL, node TEXT NOT NULL,
     driver TEXT NOT NULL, pool TEXT NOT NULL, device TEXT NOT NULL,
-    device_class TEXT NOT NULL, memory INTEGER NOT NULL);
+    device_class TEXT NOT NULL, memory INTEGER NOT NULL,
+    tenant_namespace TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS entries_by_device ON entries (driver, pool, device);
 CREATE INDEX IF NOT EXISTS entries_by_tenant ON entries (tenant, time);
 CREATE TRIGGER IF NOT EXISTS entries_no_update BEFORE UPDATE ON entries
@@ -67,6 +71,7 @@ class Entry:
     device: str
     device_class: str
     memory: int
+    tenant_namespace: str  # the claim's namespace as its tenant (or the host) sees it
 
     @property
     def device_key(self) -> tuple[str, str, str, str]:
@@ -87,6 +92,13 @@ class AuditLog:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # as the store: WAL survives crashes
             self._db.executescript(SCHEMA)
+            if "tenant_namespace" not in self._columns():  # a file written before it
+                self._db.execute(
+                    "ALTER TABLE entries ADD COLUMN tenant_namespace TEXT NOT NULL DEFAULT ''"
+                )
+
+    def _columns(self) -> set[str]:
+        return {row[1] for row in self._db.execute("PRAGMA table_info(entries)")}
 
     def close(self) -> None:
         self._db.close()
@@ -100,7 +112,9 @@ class AuditLog:
                 self._db.executemany(f"INSERT INTO entries ({columns}) VALUES ({marks})", rows)
 
     def entries(self) -> list[Entry]:
-        cursor = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM entries ORDER BY seq")
+        stored = self._columns()  # a file opened read-only may predate a column
+        columns = ", ".join(f if f in stored else f"'' AS {f}" for f in FIELDS)
+        cursor = self._db.execute(f"SELECT {columns} FROM entries ORDER BY seq")
         return [Entry(*row) for row in cursor]
 
     def open_allocations(self) -> dict[tuple[str, str, str, str], Entry]:
@@ -200,7 +214,26 @@ class AuditRecorder:
             device=device[2],
             device_class=claims.request_class(claim, request),
             memory=self._memory_of(device),
+            tenant_namespace=self._tenant_namespace(claim),
         )
+
+    def _tenant_namespace(self, claim: Obj) -> str:
+        """The claim's namespace in its tenant: a twin's label (a claim generated from a
+        template twin made before templates carried it: its pod twin's), the host's own."""
+        metadata = claim["metadata"]
+        namespace: str = metadata.get("namespace", "")
+        if names.tenant_of_namespace(namespace) is None:
+            return namespace
+        label = (metadata.get("labels") or {}).get(names.TENANT_NAMESPACE_LABEL)
+        if label:
+            return str(label)
+        for owner in metadata.get("ownerReferences") or []:
+            pod = self.context.peek("Pod", namespace, owner.get("name", ""))
+            if owner.get("kind") == "Pod" and pod is not None:
+                return str(
+                    (pod["metadata"].get("labels") or {}).get(names.TENANT_NAMESPACE_LABEL, "")
+                )
+        return ""
 
     def _generated_name(self, claim: Obj) -> str:
         """A host claim's name as its tenant sees it: a claim generated on the host for a

@@ -93,6 +93,26 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("StatefulSetSpec", "volumeClaimTemplates"): "PersistentVolumeClaims each pod gets its "
     "own copy of (carried, not provisioned, by allot).",
     ("StatefulSetSpec", "ordinals"): "The first ordinal of the pod names (default 0).",
+    ("DaemonSetSpec", "selector"): "Which pods the DaemonSet counts; must match the "
+    "template's labels. Immutable.",
+    ("DaemonSetSpec", "template"): "The pod run on every node whose labels, affinity and "
+    "taints admit it (nodeSelector, required node affinity, tolerations).",
+    ("DaemonSetSpec", "updateStrategy"): "RollingUpdate (the default: maxUnavailable 1, or "
+    "maxSurge to start the new pod first) or OnDelete.",
+    ("DaemonSetSpec", "minReadySeconds"): "How long a new pod must be ready before it counts "
+    "as available (default 0).",
+    ("RollingUpdateDaemonSet", "maxUnavailable"): "How many nodes may be without an available "
+    "pod during an update: a number or a percentage, rounded up (default 1).",
+    ("RollingUpdateDaemonSet", "maxSurge"): "On how many nodes a new pod may start before the "
+    "old one goes: a number or a percentage (default 0; not with maxUnavailable).",
+    ("ReplicationControllerSpec", "replicas"): "How many pods to keep running (default 1).",
+    ("ReplicationControllerSpec", "selector"): "Labels the pods must have to be counted "
+    "(a plain map; defaults to the template's labels).",
+    ("PersistentVolumeSpec", "capacity"): "storage: the volume's size. Required.",
+    ("PersistentVolumeSpec", "persistentVolumeReclaimPolicy"): "Retain (the default), Delete "
+    "or Recycle once its claim goes (allot binds no claim).",
+    ("PersistentVolumeSpec", "claimRef"): "The claim this volume is reserved for (stored; "
+    "allot binds no claim).",
     ("JobSpec", "parallelism"): "How many pods may run at once (default 1).",
     ("JobSpec", "completions"): "How many pods must succeed; unset means any one success "
     "finishes a work-queue Job.",

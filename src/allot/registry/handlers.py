@@ -177,7 +177,7 @@ class Handlers:
 
     # ------------------------------------------------------------------- scale
     def get_scale(self, cluster: str, target: Target) -> Obj:
-        return scale.scale_of(self._current(cluster, target))
+        return scale.scale_of(self._current(cluster, target), target.resource.kind)
 
     def update_scale(
         self, cluster: str, target: Target, body: Any, options: WriteOptions
@@ -187,7 +187,7 @@ class Handlers:
         current = self._current(cluster, target)
         typed = self.with_type(target.resource, current)
         result = self._replace(cluster, target, current, scale.scaled(typed, body), options)
-        return WriteResult(scale.scale_of(result.object), result.warnings)
+        return WriteResult(scale.scale_of(result.object, target.resource.kind), result.warnings)
 
     def patch_scale(
         self, cluster: str, target: Target, content_type: str, raw: bytes, options: WriteOptions
@@ -198,7 +198,7 @@ class Handlers:
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {', '.join(PATCH_TYPES[:3])}"
             )
-        current = scale.scale_of(self._current(cluster, target))
+        current = scale.scale_of(self._current(cluster, target), target.resource.kind)
         patched = self._apply_patch(patch_type, current, bodies.decode_patch(raw))
         return self.update_scale(cluster, target, patched, options)
 
@@ -456,6 +456,9 @@ class Handlers:
         warnings += self.admission.admit(request)
         obj = model.to_wire()
         obj["metadata"]["resourceVersion"] = (new.get("metadata") or {}).get("resourceVersion")
+        finish = None if resource.custom else strategy(resource.kind).finish_update
+        if finish is not None and not target.subresource:
+            finish(obj, current)
         generation = current["metadata"].get("generation")
         if generation is not None:
             changed = obj.get("spec") != current.get("spec")

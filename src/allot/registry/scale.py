@@ -1,5 +1,5 @@
 """The ``scale`` subresource: an ``autoscaling/v1`` Scale made from a Deployment,
-ReplicaSet or StatefulSet, and the object a Scale write makes of it.
+ReplicaSet, StatefulSet or ReplicationController, and the object a Scale write makes of it.
 
 ``spec.replicas`` is the object's; ``status.replicas`` its status' count and
 ``status.selector`` its label selector as text (what an autoscaler selects pods by).
@@ -23,10 +23,14 @@ from allot.types import Obj
 from allot.validation.field import Path, invalid
 
 
-def scale_of(obj: Obj) -> Obj:
-    """The Scale of a stored object."""
+def scale_of(obj: Obj, kind: str) -> Obj:
+    """The Scale of a stored ``kind`` object (a ReplicationController's selector is a plain
+    label map)."""
     metadata = obj["metadata"]
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    selector = spec.get("selector")
+    if kind == "ReplicationController":
+        selector = {"matchLabels": selector or {}}
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -38,7 +42,7 @@ def scale_of(obj: Obj) -> Obj:
         "spec": {"replicas": int(spec.get("replicas") or 0)},
         "status": {
             "replicas": int(status.get("replicas") or 0),
-            "selector": selector_text(spec.get("selector")),
+            "selector": selector_text(selector),
         },
     }
 

@@ -14,7 +14,8 @@ platform, and a pod's ``spec.nodeName`` is never the tenant's to set (the host s
 places the twin). A claim, template or pod is checked against the host before it is
 accepted: its host twin is created in dry-run, so entitlement policies and quotas refuse it
 *in the tenant's own request*, with the host's message, instead of leaving an unsynced
-object behind as vCluster does; a Deployment, ReplicaSet, StatefulSet, Job or CronJob is
+object behind as vCluster does; a Deployment, ReplicaSet, StatefulSet, DaemonSet,
+ReplicationController, Job or CronJob is
 checked the same way when it is created or its pod template changes (a pod made from the
 template is dry-run on the host), so a template the host would refuse is refused with the
 workload, not pod by pod later. Writes of the workload controllers in a tenant cluster
@@ -51,7 +52,15 @@ from allot.validation.field import Path, invalid
 PLATFORM_KINDS = ("DeviceClass", "ResourceSlice")
 HOST_ONLY_KINDS = ("Tenant", "Alert")
 SYNCED_KINDS = ("ResourceClaim", "ResourceClaimTemplate", "Pod")
-WORKLOAD_TEMPLATES = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
+WORKLOAD_TEMPLATES = (
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicationController",
+    "Job",
+    "CronJob",
+)
 """Kinds whose pod template is dry-run on the host as a pod (see ``_preflight_template``)."""
 HOST_SUBRESOURCES: dict[str, Callable[[ServedResource], str]] = {
     "status": lambda resource: (

@@ -1,5 +1,6 @@
-"""``apps/v1`` defaulting and validation: Deployment, ReplicaSet, StatefulSet,
-ControllerRevision, as upstream's ``SetDefaults_*`` (pkg/apis/apps/v1) and
+"""``apps/v1`` defaulting and validation: Deployment, ReplicaSet, StatefulSet, DaemonSet,
+ControllerRevision, and core/v1's ReplicationController (a ReplicaSet with a plain label map
+for a selector), as upstream's ``SetDefaults_*`` (pkg/apis/apps/v1) and
 pkg/apis/apps/validation, with their texts and field paths. Called through the kinds'
 strategy modules in :mod:`allot.registry.kinds`."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 from allot.api import apps_v1 as apps
 from allot.api import core_v1 as corev1
 from allot.api.meta import LabelSelector
+from allot.validation import meta as metavalidation
 from allot.validation.field import ErrorList, Path, forbidden, invalid, not_supported, required
 from allot.validation.workloads import (
     default_pod_template,
@@ -16,15 +18,19 @@ from allot.validation.workloads import (
     nonnegative,
     not_over_100_percent,
     selector_mismatch,
+    template_labels,
     validate_always_restart,
     validate_int_or_percent,
+    validate_label_selector,
     validate_selector,
     validate_template,
     validate_template_metadata,
+    validate_template_spec,
 )
 
 SPEC = Path("spec")
 DEPLOYMENT_STRATEGIES = ["Recreate", "RollingUpdate"]
+DAEMON_SET_STRATEGIES = ["RollingUpdate", "OnDelete"]
 POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
 RETENTION_POLICIES = ["Retain", "Delete"]
 STATEFUL_SET_MUTABLE = (
@@ -93,6 +99,24 @@ def default_stateful_set(obj: apps.StatefulSet) -> None:
         spec.persistent_volume_claim_retention_policy = policy
     policy.when_deleted = policy.when_deleted or "Retain"
     policy.when_scaled = policy.when_scaled or "Retain"
+    default_pod_template(spec.template)
+
+
+def default_daemon_set(obj: apps.DaemonSet) -> None:
+    """``SetDefaults_DaemonSet``: RollingUpdate with ``maxUnavailable: 1`` and
+    ``maxSurge: 0``, ten revisions kept."""
+    spec = obj.spec
+    strategy = spec.update_strategy = spec.update_strategy or apps.DaemonSetUpdateStrategy()
+    if not strategy.type:
+        strategy.type = "RollingUpdate"
+    if strategy.type == "RollingUpdate":
+        rolling = strategy.rolling_update = strategy.rolling_update or apps.RollingUpdateDaemonSet()
+        if rolling.max_unavailable is None:
+            rolling.max_unavailable = 1
+        if rolling.max_surge is None:
+            rolling.max_surge = 0
+    if spec.revision_history_limit is None:
+        spec.revision_history_limit = 10
     default_pod_template(spec.template)
 
 
@@ -185,6 +209,60 @@ def validate_replica_set_update(new: apps.ReplicaSet, old: apps.ReplicaSet) -> E
     return immutable(new.spec.selector, old.spec.selector, SPEC.child("selector"))
 
 
+# ------------------------------------------------------------- ReplicationController
+def default_replication_controller(obj: corev1.ReplicationController) -> None:
+    """``SetDefaults_ReplicationController``: the template's labels as the selector and as
+    the controller's own labels when those are empty; one replica."""
+    spec = obj.spec
+    labels = template_labels(spec.template)
+    if labels:
+        if not spec.selector:
+            spec.selector = dict(labels)
+        if not obj.metadata.labels:
+            obj.metadata.labels = dict(labels)
+    if spec.replicas is None:
+        spec.replicas = 1
+    default_pod_template(spec.template)
+
+
+def validate_replication_controller(obj: corev1.ReplicationController) -> ErrorList:
+    """``ValidateReplicationControllerSpec`` and ``ValidatePodTemplateSpecForRC``."""
+    spec = obj.spec
+    errors = nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
+    if not spec.selector:
+        errors.append(required(SPEC.child("selector")))
+    else:
+        errors += metavalidation.validate_labels(spec.selector, SPEC.child("selector"))
+    errors += nonnegative(spec.replicas, SPEC.child("replicas"))
+    path = SPEC.child("template")
+    if spec.template is None:
+        return [*errors, required(path)]
+    if spec.selector:
+        wanted = LabelSelector(match_labels=spec.selector)
+        errors += selector_mismatch(spec.template, wanted, path)
+    errors += validate_template_spec(spec.template, path)
+    return errors + validate_always_restart(spec.template, path, "ReplicationController")
+
+
+def validate_replication_controller_status(
+    new: corev1.ReplicationController, old: corev1.ReplicationController
+) -> ErrorList:
+    """``ValidateReplicationControllerStatus``: a ReplicaSet's rules."""
+    status, path = new.status or corev1.ReplicationControllerStatus(), Path("status")
+    errors = _counts(
+        status,
+        path,
+        (
+            "replicas",
+            "fully_labeled_replicas",
+            "ready_replicas",
+            "available_replicas",
+            "observed_generation",
+        ),
+    )
+    return errors + _replica_counts_not_above(status)
+
+
 # ----------------------------------------------------------------------- StatefulSet
 def validate_stateful_set(obj: apps.StatefulSet) -> ErrorList:
     """``ValidateStatefulSetSpec``."""
@@ -275,6 +353,94 @@ def validate_stateful_set_update(new: apps.StatefulSet, old: apps.StatefulSet) -
     ]
 
 
+# ------------------------------------------------------------------------- DaemonSet
+def validate_daemon_set(obj: apps.DaemonSet) -> ErrorList:
+    """``ValidateDaemonSetSpec``: no ``Required`` for a missing selector (it selects
+    nothing, so the template's labels do not match it), as upstream's."""
+    spec = obj.spec
+    errors: ErrorList = []
+    if spec.selector is not None:
+        errors += validate_label_selector(spec.selector, SPEC.child("selector"))
+    path = SPEC.child("template")
+    errors += selector_mismatch(spec.template, spec.selector, path)
+    selector = spec.selector
+    if selector is not None and not selector.match_labels and not selector.match_expressions:
+        errors.append(
+            invalid(
+                SPEC.child("selector"),
+                selector.to_wire(),
+                "empty selector is invalid for daemonset",
+            )
+        )
+    errors += validate_template_spec(spec.template or corev1.PodTemplateSpec(), path)
+    errors += validate_always_restart(spec.template, path, "DaemonSet")
+    errors += nonnegative(spec.min_ready_seconds, SPEC.child("minReadySeconds"))
+    errors += _validate_daemon_set_strategy(spec.update_strategy, SPEC.child("updateStrategy"))
+    return errors + nonnegative(spec.revision_history_limit, SPEC.child("revisionHistoryLimit"))
+
+
+def _validate_daemon_set_strategy(
+    strategy: apps.DaemonSetUpdateStrategy | None, path: Path
+) -> ErrorList:
+    strategy = strategy or apps.DaemonSetUpdateStrategy()
+    if strategy.type == "OnDelete":
+        return []
+    if strategy.type != "RollingUpdate":
+        return [not_supported(path, strategy.to_wire(), DAEMON_SET_STRATEGIES)]
+    if strategy.rolling_update is None:
+        return [required(path.child("rollingUpdate"))]
+    return _validate_daemon_set_rolling(strategy.rolling_update, path.child("rollingUpdate"))
+
+
+def _validate_daemon_set_rolling(rolling: apps.RollingUpdateDaemonSet, path: Path) -> ErrorList:
+    """``ValidateRollingUpdateDaemonSet``: exactly one of maxUnavailable and maxSurge is
+    non-zero."""
+    errors: ErrorList = []
+    unavailable, surge = rolling.max_unavailable, rolling.max_surge
+    has_unavailable = unavailable is not None and int_or_percent(unavailable) != 0
+    has_surge = surge is not None and int_or_percent(surge) != 0
+    for name, value, present in (
+        ("maxUnavailable", unavailable, has_unavailable),
+        ("maxSurge", surge, has_surge),
+    ):
+        if present:
+            errors += validate_int_or_percent(value, path.child(name))
+            errors += not_over_100_percent(value, path.child(name))
+    if has_unavailable and has_surge:
+        errors.append(
+            invalid(path.child("maxSurge"), surge, "may not be set when maxUnavailable is non-zero")
+        )
+    elif not has_unavailable and not has_surge:
+        errors.append(required(path.child("maxUnavailable"), "cannot be 0 when maxSurge is 0"))
+    return errors
+
+
+def validate_daemon_set_update(new: apps.DaemonSet, old: apps.DaemonSet) -> ErrorList:
+    return immutable(new.spec.selector, old.spec.selector, SPEC.child("selector"))
+
+
+def validate_daemon_set_status(new: apps.DaemonSet, old: apps.DaemonSet) -> ErrorList:
+    """``ValidateDaemonSetStatusUpdate``: counts not negative, collisions never fewer."""
+    status = new.status or apps.DaemonSetStatus()
+    errors = _counts(
+        status,
+        Path("status"),
+        (
+            "current_number_scheduled",
+            "number_misscheduled",
+            "desired_number_scheduled",
+            "number_ready",
+            "observed_generation",
+            "updated_number_scheduled",
+            "number_available",
+            "number_unavailable",
+            "collision_count",
+        ),
+    )
+    old_count = old.status.collision_count if old.status else None
+    return errors + _collision_count(status.collision_count, old_count)
+
+
 # ---------------------------------------------------------------- ControllerRevision
 def validate_controller_revision(obj: apps.ControllerRevision) -> ErrorList:
     errors = nonnegative(obj.revision, Path("revision"))
@@ -360,6 +526,15 @@ def validate_replica_set_status(new: apps.ReplicaSet, old: apps.ReplicaSet) -> E
             "observed_generation",
         ),
     )
+    return errors + _replica_counts_not_above(status)
+
+
+def _replica_counts_not_above(
+    status: apps.ReplicaSetStatus | corev1.ReplicationControllerStatus,
+) -> ErrorList:
+    """Labelled, ready and available replicas within the replicas, available within ready."""
+    path = Path("status")
+    errors: ErrorList = []
     for name, value in (
         ("fullyLabeledReplicas", status.fully_labeled_replicas),
         ("readyReplicas", status.ready_replicas),

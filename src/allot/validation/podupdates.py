@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from allot.api.documents import semantic
 from allot.validation.field import ErrorList, FieldError, Path, forbidden, invalid
 
 MAX_INT32 = 2**31 - 1
@@ -49,7 +50,7 @@ def validate_spec_update(new: dict[str, Any], old: dict[str, Any]) -> ErrorList:
         return [*errors, deadline]
     errors += _only_added_tolerations(new.get("tolerations") or [], old.get("tolerations") or [])
     munged = _munged(new, old)
-    if _semantic(munged) != _semantic(old):
+    if semantic(munged) != semantic(old):
         detail = f"pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}"
         errors.append(forbidden(SPEC, f"{detail}\n{spec_diff(old, munged)}"))
     return errors
@@ -141,20 +142,10 @@ def _with(obj: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return copied
 
 
-def _semantic(value: Any) -> Any:
-    """``value`` without empty lists and maps (``equality.Semantic``: empty equals unset)."""
-    if isinstance(value, dict):
-        pruned = {k: _semantic(v) for k, v in value.items()}
-        return {k: v for k, v in pruned.items() if v is not None and v != {} and v != []}
-    if isinstance(value, list):
-        return [_semantic(item) for item in value]
-    return value
-
-
 def spec_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
     """The changed fields of two specs: ``- path: before`` and ``+ path: after`` lines."""
     lines: list[str] = []
-    _diff(_semantic(old), _semantic(new), "", lines)
+    _diff(semantic(old), semantic(new), "", lines)
     return "\n".join(lines)
 
 

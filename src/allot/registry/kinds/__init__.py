@@ -80,6 +80,9 @@ class KindStrategy:
     prepare_create: Callable[[Obj, Preparation], None] | None = None
     # an update's wire object, given the stored one (a Service keeps its allocated IP)
     prepare_update: Callable[[Obj, Obj], None] | None = None
+    # an admitted (defaulted, validated) update's wire object, given the stored one, before
+    # it is stored (a DaemonSet's template generation follows its template)
+    finish_update: Callable[[Obj, Obj], None] | None = None
     table: Table | None = None
     quota: QuotaEvaluator | None = None  # charges beyond the object count
     # upstream's ``ReturnDeletedObject`` (or a REST whose delete answers with the object):
@@ -121,6 +124,8 @@ _MODULES: dict[str, str] = {
     "Deployment": "deployments",
     "ReplicaSet": "replicasets",
     "StatefulSet": "statefulsets",
+    "DaemonSet": "daemonsets",
+    "ReplicationController": "replicationcontrollers",
     "ControllerRevision": "controllerrevisions",
     "Job": "jobs",
     "CronJob": "cronjobs",
@@ -138,6 +143,7 @@ _MODULES: dict[str, str] = {
     "HorizontalPodAutoscaler": "horizontalpodautoscalers",
     "PriorityClass": "priorityclasses",
     "PersistentVolumeClaim": "persistentvolumeclaims",
+    "PersistentVolume": "persistentvolumes",
     "StorageClass": "storageclasses",
 }
 """The module of this package that declares each built-in kind's strategy. A module is

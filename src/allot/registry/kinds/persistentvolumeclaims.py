@@ -27,7 +27,7 @@ def _pending(obj: Obj) -> None:
     obj["status"] = {"phase": "Pending"}
 
 
-def _access_modes(modes: list[str]) -> str:
+def access_modes_text(modes: list[str]) -> str:
     """``GetAccessModesAsString``: abbreviations in a fixed order, each once."""
     return ",".join(
         short for mode, short in ACCESS_MODE_ABBREVIATIONS.items() if mode in (modes or [])
@@ -47,7 +47,7 @@ def _cells(obj: Obj, now: Any) -> list[Any]:
     phase = "Terminating" if obj["metadata"].get("deletionTimestamp") else status.get("phase", "")
     capacity = modes = ""
     if spec.get("volumeName"):
-        modes = _access_modes(status.get("accessModes") or [])
+        modes = access_modes_text(status.get("accessModes") or [])
         capacity = str((status.get("capacity") or {}).get("storage") or "0")
     return [
         obj["metadata"]["name"],

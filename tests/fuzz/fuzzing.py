@@ -21,6 +21,11 @@ host-only kinds), so the same cases run every time and the suite stays within it
 budget. The explicit hostile cases (invalid UTF-8, deep nesting, bad patches, ...) are data in
 ``tests/scenarios/malformed-requests.yaml``, run by ``tests/e2e/test_malformed_requests.py``
 with their exact answers and here against the tenant.
+
+This module is the fuzzer and its checks. The tests are ``test_host_fuzz_even.py`` and
+``test_host_fuzz_odd.py`` (the host's operations in two halves, so that two pytest-xdist
+workers share the longest suite) and ``test_tenant_fuzz.py``; the targets are the fixtures
+of ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -29,30 +34,19 @@ import json
 import ssl
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import schemathesis
-import yaml
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from schemathesis import Case, GenerationMode
 from schemathesis.schemas import APIOperation
 
-from allot.apiserver.server import ServerThread
-from tests.e2e.conftest import running_platform
-from tests.e2e.tenancy import Tenancy
-from tests.e2e.test_malformed_requests import install_iteration_budget, send_scenario
-
-pytestmark = pytest.mark.slow
 Operation = APIOperation[Any, Any, Any, Any]
 FuzzCase = Case[Any]
 REQUEST_TIMEOUT = 10.0
-TENANT = "fuzz-team"
-SCENARIOS = Path(__file__).parents[1] / "scenarios" / "malformed-requests.yaml"
 
 
 @dataclass
@@ -78,28 +72,6 @@ class Target:
         )
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    root = tmp_path_factory.mktemp("fuzz-host")
-    with ServerThread(root / "data") as server:
-        token = server.api.registry.tokens.ensure("host")
-        url = f"{server.endpoint.url}/clusters/host"
-        yield Target(url, token, server.endpoint.tls.ca_cert, quiet=True, seed=13, examples=2)
-
-
-@pytest.fixture(scope="module")
-def tenant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    root = tmp_path_factory.mktemp("fuzz-tenant")
-    with running_platform(root) as cluster:
-        tenancy = Tenancy(cluster, root / "data")
-        tenancy.create_tenant(TENANT)
-        config = yaml.safe_load(tenancy.kubeconfig(TENANT).read_text())
-        url = config["clusters"][0]["cluster"]["server"]
-        token = config["users"][0]["user"]["token"]
-        ca_cert = cluster.server.endpoint.tls.ca_cert
-        yield Target(url, token, ca_cert, quiet=False, seed=14, examples=1)
-
-
 def served_schema(target: Target) -> Any:
     """The group-version documents the server lists at ``/openapi/v3``, merged."""
     with target.client() as http:
@@ -112,48 +84,17 @@ def served_schema(target: Target) -> Any:
     return schemathesis.openapi.from_dict(merged)
 
 
-def test_fuzzing_the_host_api_with_the_admin_token(host: Target) -> None:
-    fuzz(host)
-
-
-def test_fuzzing_a_tenant_api_with_the_tenant_token(tenant: Target) -> None:
-    fuzz(tenant)
-
-
-def test_the_hostile_cases_are_statuses_in_a_tenant_cluster(tenant: Target) -> None:
-    """The explicit hostile requests of the scenario file, with the tenant's token: the
-    exact answers are pinned against the host; here: 4xx ``Status``, nothing written. The
-    tenant gets the host's fixtures: the target ConfigMap and the iteration-budget policy
-    (a tenant's own admission policies run in its cluster, as on a vCluster)."""
-    cases = yaml.safe_load(SCENARIOS.read_text())
-    with tenant.client() as http:
-        http.post("/api/v1/namespaces/default/configmaps", json=TARGET_CONFIGMAP)
-        install_iteration_budget(http)
-        for case in cases:
-            before = snapshot(http, "/api/v1/configmaps")
-            response = send_scenario(http, case)
-            code = response.status_code
-            if case["expect"]["code"] < 400:  # served, not refused (``limit=-1``)
-                assert code < 400, (case["name"], response.text)
-                continue
-            assert 400 <= code < 500, (case["name"], response.text)
-            problem = status_problem(code, response.json())
-            assert problem is None, (case["name"], problem)
-            assert snapshot(http, "/api/v1/configmaps") == before, case["name"]
-
-
-TARGET_CONFIGMAP = {
-    "apiVersion": "v1",
-    "kind": "ConfigMap",
-    "metadata": {"name": "target"},
-    "data": {"a": "1"},
-}
-
-
 # ----------------------------------------------------------------------------- the fuzzer
-def fuzz(target: Target) -> None:
+def fuzz(target: Target, shard: tuple[int, int] = (0, 1)) -> None:
+    """Fuzz the target's operations; ``shard`` (index, count): every count-th operation
+    from index on, in the order of their paths and methods."""
     schema = served_schema(target)
-    operations = [result.ok() for result in schema.get_all_operations()]
+    operations = sorted(
+        (result.ok() for result in schema.get_all_operations()),
+        key=lambda operation: (operation.path, operation.method),
+    )
+    index, count = shard
+    operations = operations[index::count]
     started = time.monotonic()
     with target.client() as http:
         for operation in operations:
