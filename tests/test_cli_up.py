@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,35 @@ def test_unsandboxed_is_for_the_process_runtime_only(
     assert code == 2
     assert capsys.readouterr().err == "error: --unsandboxed applies to --runtime process only\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_port_from_the_environment_that_is_not_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for value in ("https", "70000", "-1"):
+        monkeypatch.setenv("ALLOT_PORT", value)
+        assert main(["up", "--data-dir", str(tmp_path)]) == 2
+        assert capsys.readouterr().err == (
+            f"error: ALLOT_PORT={value!r}: expected a port number from 0 to 65535\n"
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_port_comes_from_the_environment_unless_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$ALLOT_PORT`` is the default of ``--port`` (seen here by the port it finds taken)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("ALLOT_PORT", str(port))
+        assert main(["up", "--data-dir", str(tmp_path / "data")]) == 1
+        assert f"error: cannot serve on 127.0.0.1:{port}: " in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # not a port: a usage error, not a traceback
+        main(["up", "--data-dir", str(tmp_path / "data"), "--port", "-5"])
+    assert exited.value.code == 2
+    assert "argument --port: expected a port number from 0 to 65535" in capsys.readouterr().err
 
 
 def test_a_serving_process_freezes_its_start_up_heap_and_collects_less_often() -> None:

@@ -379,7 +379,7 @@ def test_a_claim_released_before_a_restart_waits_from_its_release() -> None:
         entry = {"tenant": "", "namespace": "team", "claim": "kept", "host_claim": "kept",
                  "claim_uid": claim["metadata"]["uid"], "pod": "p", "node": "n",
                  "driver": "gpu.nvidia.com", "pool": "p", "device": "gpu-0",
-                 "device_class": "none", "memory": 0}  # fmt: skip
+                 "device_class": "none", "memory": 0, "tenant_namespace": "team"}  # fmt: skip
         api.operations.log.append(
             [
                 audit.Entry(rfc3339(NOW), "allocate", **entry),

@@ -242,10 +242,12 @@ def test_a_cluster_without_dra_is_refused(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A server that answers 404 for resource.k8s.io/v1 (here: the server's root, outside
-    any cluster) gets a clear refusal from apply and doctor, and nothing is written."""
+    any cluster, with a token that names none: the root serves only a token's own cluster)
+    gets a clear refusal from apply and doctor, and nothing is written."""
     config = yaml.safe_load(cluster.kubeconfig.read_text())
     url = config["clusters"][0]["cluster"]["server"]
     config["clusters"][0]["cluster"]["server"] = url.split("/clusters/")[0]
+    config["users"][0]["user"]["token"] = "a-token-of-no-cluster"
     bare = tmp_path / "bare.yaml"
     bare.write_text(yaml.safe_dump(config))
     assert allot(["apply", "-f", str(PLATFORM), "--kubeconfig", str(bare)]) == 1

@@ -27,6 +27,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,13 @@ def _workspace(root: Path) -> Path:
     return work
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_every_command_of_the_document_runs_as_written(name: str, tmp_path: Path) -> None:
     items = commands((REPO / name).read_text())
@@ -133,9 +141,11 @@ def test_every_command_of_the_document_runs_as_written(name: str, tmp_path: Path
     environment = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("KUBECONFIG", "ALLOT_DATA_DIR", "XDG_STATE_HOME", "VIRTUAL_ENV")
+        if k not in ("KUBECONFIG", "ALLOT_DATA_DIR", "ALLOT_PORT", "XDG_STATE_HOME", "VIRTUAL_ENV")
     }
     environment["HOME"] = str(tmp_path / "home")
+    # `allot up` as written, on a port of its own: 6443 may be another platform's here
+    environment["ALLOT_PORT"] = str(_free_port())
     session = subprocess.Popen(
         ["bash", "-c", script(items, logs)],
         cwd=work,

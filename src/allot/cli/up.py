@@ -36,6 +36,7 @@ from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
 
 DEFAULT_PORT = 6443
+PORT_ENV = "ALLOT_PORT"  # the default of --port, read when the command runs
 KUBECONFIG_WAIT_SECONDS = 60.0
 
 
@@ -48,9 +49,10 @@ def register(subparsers: Any) -> None:
     add_data_dir(up)
     up.add_argument(
         "--port",
-        type=int,
-        default=DEFAULT_PORT,
-        help="HTTPS port (0: pick a free one; the banner and kubeconfigs show it)",
+        type=port_number,
+        default=None,
+        help="HTTPS port (0: pick a free one; the banner and kubeconfigs show it; "
+        f"default: ${PORT_ENV}, else {DEFAULT_PORT})",
     )
     up.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.1 or ::1)")
     up.add_argument(
@@ -143,6 +145,24 @@ def register(subparsers: Any) -> None:
     kubeconfig.set_defaults(run=run_kubeconfig)
 
 
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (``--port``'s type: argparse names the flag)."""
+    if not text.strip().isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError("expected a port number from 0 to 65535")
+    return int(text)
+
+
+def default_port() -> int:
+    """``$ALLOT_PORT``, else 6443; ValueError for a value that is not a port."""
+    text = os.environ.get(PORT_ENV, "").strip()
+    if not text:
+        return DEFAULT_PORT
+    try:
+        return port_number(text)
+    except argparse.ArgumentTypeError as err:
+        raise ValueError(f"{PORT_ENV}={text!r}: {err}") from None
+
+
 def parse_seconds(text: str) -> int:
     """``90s``, ``5m``, ``1h`` as seconds; ValueError names the flag."""
     units = {"s": 1, "m": 60, "h": 3600}
@@ -191,6 +211,8 @@ def run_up(args: argparse.Namespace) -> int:
             quota_usage_percent=args.alert_quota_percent,
         )
         check_loopback(args.host)
+        if args.port is None:
+            args.port = default_port()
         if args.unsandboxed and args.runtime != "process":
             raise ValueError("--unsandboxed applies to --runtime process only")
         fleet = data_dir_fleet(args.data_dir, args.fleet)
