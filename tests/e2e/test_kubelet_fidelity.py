@@ -266,3 +266,31 @@ def test_a_tenant_sees_its_crash_loop_under_its_own_names(tmp_path: Path) -> Non
             lambda: "Back-off" in back_off_event() and back_off_event(), "BackOff event"
         )
         assert f"Back-off restarting failed container main in pod crashy_default({uid})" in events
+
+
+def test_an_init_container_runs_first_and_keeps_its_log(platform: Cluster) -> None:
+    """``kubectl get pod`` shows ``Init:0/1`` while the init container runs, then the
+    pod runs and completes; ``kubectl logs -c`` and ``--all-containers`` read the init
+    container's log."""
+    pod = _pod("with-init", ["sh", "-c", "echo app ran"])
+    pod["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox:1", "command": ["sh", "-c", "echo set up; sleep 2"]}
+    ]
+    platform.apply(pod)
+    row = _poll(
+        "Init:0/1",
+        lambda: "Init:0/1" in platform.kubectl("get", "pod", "with-init").stdout,
+        seconds=20,
+    )
+    assert row
+    _wait_phase(platform, "with-init", "Succeeded")
+    listed = platform.kubectl("get", "pod", "with-init").stdout.splitlines()[1].split()
+    assert listed[1:3] == ["0/1", "Completed"]
+    assert platform.kubectl("logs", "with-init", "-c", "setup").stdout == "set up\n"
+    both = platform.kubectl("logs", "with-init", "--all-containers").stdout
+    assert both.splitlines() == ["set up", "app ran"]
+    status = platform.get_json("pod", "with-init")["status"]
+    (init,) = status["initContainerStatuses"]
+    assert init["state"]["terminated"]["reason"] == "Completed"
+    assert init["ready"] is True
+    assert init["containerID"].startswith("containerd://")
