@@ -143,9 +143,11 @@ def _check(bench: Bench, created: Obj, history: list[str], expect: Obj, where: s
         assert field not in status, where
     if "events" in expect:
         events = sorted(bench.context.list("Event", "team"), key=lambda e: e["metadata"]["name"])
-        seen_events = iter([(e["reason"], e["message"]) for e in events])
-        for reason, message in expect["events"]:
-            wanted = (reason, message.replace("<uid>", uid))
+        seen_events = iter(
+            [(e["reason"], e["message"], e["involvedObject"].get("fieldPath")) for e in events]
+        )
+        for reason, message, field_path in expect["events"]:
+            wanted = (reason, message.replace("<uid>", uid), field_path)
             assert any(pair == wanted for pair in seen_events), f"{where}: {wanted}"
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.apiserver import podlogs
+from allot.controllers import logtimes
+from allot.statuses import InvalidObjectError, RequestError
 
 CID = "containerd://abc"
 SUBJECT = 'container "c" in pod "p"'
@@ -210,3 +214,135 @@ def test_locate(
 def test_locate_without_a_status_serves_a_log_that_is_there(tmp_path: Path) -> None:
     (tmp_path / "c.log").write_text("started\n")
     assert podlogs.locate(tmp_path, "c", None, "p", False) == (tmp_path / "c.log", None)
+
+
+SECOND = 1_000_000_000
+T0 = 1_795_000_000 * SECOND  # 2026-11-18T11:06:40Z
+
+
+def _timed_log(tmp_path: Path) -> Path:
+    """Three lines seen at T0, T0 + 1 s (the second written in two stretches: its time
+    is its last byte's) and T0 + 2 s, the last without its newline."""
+    path = tmp_path / "c.log"
+    path.write_bytes(b"one\ntwo\nthree")
+    for end, nanos in ((4, T0), (6, T0 + SECOND // 2), (8, T0 + SECOND), (13, T0 + 2 * SECOND)):
+        logtimes.record(path, end, nanos)
+    return path
+
+
+def test_timestamps_and_since_choose_and_stamp_lines_by_when_they_were_seen(
+    tmp_path: Path,
+) -> None:
+    """``kubectl logs --timestamps`` (the kubelet's RFC 3339 with nine digits of fraction),
+    ``--since``/``--since-time`` (lines seen at or after), with ``--tail`` first and
+    ``--limit-bytes`` last, as the kubelet's log reader orders them."""
+    path = _timed_log(tmp_path)
+    stamped = podlogs.read(path, None, None, podlogs.Times(timestamps=True))
+    assert stamped == (
+        b"2026-11-18T11:06:40.000000000Z one\n"
+        b"2026-11-18T11:06:41.000000000Z two\n"
+        b"2026-11-18T11:06:42.000000000Z three"
+    )
+    assert podlogs.read(path, None, None, podlogs.Times(since=T0 + 1)) == b"two\nthree"
+    assert podlogs.read(path, None, None, podlogs.Times(since=T0 + SECOND)) == b"two\nthree"
+    assert podlogs.read(path, None, None, podlogs.Times(since=T0 + 3 * SECOND)) == b""
+    assert podlogs.read(path, 2, None, podlogs.Times(since=T0 + 2 * SECOND)) == b"three"
+    assert podlogs.read(path, 1, 12, podlogs.Times(timestamps=True)) == b"2026-11-18T1"
+    assert podlogs.read(path, None, None) == b"one\ntwo\nthree"  # untouched without times
+
+
+def test_log_lines_without_a_record_have_the_files_time(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    path.write_bytes(b"old\n")
+    os.utime(path, ns=(T0, T0))
+    assert podlogs.read(path, None, None, podlogs.Times(timestamps=True)) == (
+        b"2026-11-18T11:06:40.000000000Z old\n"
+    )
+
+
+def test_a_followed_log_with_times_sends_whole_lines_stamped(tmp_path: Path) -> None:
+    path = _timed_log(tmp_path)
+    runs = {"running": True}
+
+    async def scenario() -> list[bytes]:
+        times = podlogs.Times(since=T0 + 1, timestamps=True)
+        stream = podlogs.follow(path, None, lambda: runs["running"], asyncio.Event(), times)
+        received = [await anext(stream)]
+        with path.open("ab") as log:
+            log.write(b"\nfour\n")  # three's line ends now, and four's: not recorded yet
+        received.append(await anext(stream))
+        runs["running"] = False
+        received.extend([chunk async for chunk in stream])
+        return received
+
+    first, later = asyncio.run(scenario())
+    assert first == b"2026-11-18T11:06:41.000000000Z two\n"
+    stamp = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z "
+    assert re.fullmatch(stamp + b"three\n" + stamp + b"four\n", later), later  # completed now
+    assert not later.startswith(b"2026-11-18")
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        (
+            {"sinceSeconds": "0"},
+            'PodLogOptions "p" is invalid: sinceSeconds: Invalid value: 0: must be greater than 0',
+        ),
+        ({"sinceSeconds": "x"}, 'sinceSeconds: Invalid value: "x": must be an integer'),
+        (
+            {"sinceSeconds": "5", "sinceTime": "2026-11-18T11:06:40Z"},
+            'PodLogOptions "p" is invalid: Forbidden: at most one of `sinceTime` or '
+            "`sinceSeconds` may be specified",
+        ),
+        (
+            {"sinceTime": "yesterday"},
+            'sinceTime: Invalid value: "yesterday": must be an RFC 3339 time',
+        ),
+        (
+            {"tailLines": "-1"},
+            'PodLogOptions "p" is invalid: tailLines: Invalid value: -1: must be greater than '
+            "or equal to 0",
+        ),
+        (
+            {"limitBytes": "0", "sinceSeconds": "-2"},
+            'PodLogOptions "p" is invalid: [limitBytes: Invalid value: 0: must be greater than '
+            "0, sinceSeconds: Invalid value: -2: must be greater than 0]",
+        ),
+    ],
+)
+def test_log_time_options_are_checked(query: dict[str, str], error: str) -> None:
+    with pytest.raises((RequestError, InvalidObjectError)) as raised:
+        podlogs.requested_times(query, "p", T0)
+    assert str(raised.value) == error
+
+
+def test_log_time_options() -> None:
+    assert podlogs.requested_times({"sinceSeconds": "2"}, "p", T0) == podlogs.Times(T0 - 2 * SECOND)
+    assert podlogs.requested_times(
+        {"sinceTime": "2026-11-18T11:06:41Z", "timestamps": "true"}, "p", T0
+    ) == podlogs.Times(T0 + SECOND, timestamps=True)
+    assert not podlogs.requested_times({}, "p", T0).needed
+
+
+def test_log_time_records_are_read_as_they_grow(tmp_path: Path) -> None:
+    """A followed log reads its sidecar again from where it stopped; a record written
+    half (no newline yet) waits for its end, and records that go back are skipped."""
+    log = tmp_path / "c.log"
+    reader = logtimes.Reader(log)
+    assert reader.records() == []
+    logtimes.record(log, 4, T0)
+    with logtimes.times_path(log).open("a") as times:
+        times.write("9 ")
+    assert reader.records() == [(4, T0)]
+    with logtimes.times_path(log).open("a") as times:
+        times.write(f"{T0 + SECOND}\n3 {T0 + 2 * SECOND}\n")
+    assert reader.records() == [(4, T0), (9, T0 + SECOND)]
+    assert logtimes.load(log) == reader.records()
+    assert [logtimes.seen_at(reader.records(), o) for o in (0, 3, 4, 8, 9)] == [
+        T0,
+        T0,
+        T0 + SECOND,
+        T0 + SECOND,
+        None,
+    ]

@@ -136,8 +136,15 @@ def test_the_kubelets_events_and_container_ids_on_host_and_tenant_pods() -> None
         assert {e["source"]["component"] for r, e in on_host.items() if r != "Scheduled"} == {
             "kubelet"
         }
+        for reason in ("Pulling", "Pulled", "Created", "Started"):  # the kubelet's container ref
+            assert on_host[reason]["involvedObject"]["fieldPath"] == "spec.containers{c}"
+            assert on_host[reason]["source"] == {"component": "kubelet", "host": node}
+            assert on_host[reason]["reportingInstance"] == node
+        assert "fieldPath" not in on_host["Scheduled"]["involvedObject"]
         in_tenant = _events(tenant, "default", "pod-a")
         assert set(on_host) <= set(in_tenant)
+        assert in_tenant["Started"]["involvedObject"]["fieldPath"] == "spec.containers{c}"
+        assert in_tenant["Started"]["source"] == {"component": "kubelet", "host": node}
         assert in_tenant["Scheduled"]["message"] == f"Successfully assigned default/pod-a to {node}"
         status = pod["status"]["containerStatuses"][0]
         assert re.fullmatch(r"containerd://[0-9a-f]{64}", status["containerID"])

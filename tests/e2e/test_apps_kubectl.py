@@ -160,10 +160,13 @@ def test_statefulset_pods_get_their_own_claims(tenancy: Tenancy, where: str) -> 
     status = _get(tenancy, where, "statefulset", "trainer")["status"]
     assert status["readyReplicas"] == 2
     assert status["currentRevision"] == status["updateRevision"]
+    cause = "kubernetes.io/change-cause=newer python"  # a new revision carries the set's
+    _kubectl(tenancy, where, "annotate", "statefulset/trainer", cause)
     _kubectl(tenancy, where, "set", "image", "statefulset/trainer", "train=python:3.13-slim")
     _kubectl(tenancy, where, "rollout", "status", "statefulset/trainer", TIMEOUT)
     history = _kubectl(tenancy, where, "rollout", "history", "statefulset/trainer")
-    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    rows = [line.split(None, 1) for line in history.splitlines()[2:] if line.strip()]
+    assert rows == [["1", "<none>"], ["2", "newer python"]]
     _kubectl(tenancy, where, "rollout", "undo", "statefulset/trainer")
     _kubectl(tenancy, where, "rollout", "status", "statefulset/trainer", TIMEOUT)
     for pod in _get(tenancy, where, "pods", "-l", "app=trainer")["items"]:

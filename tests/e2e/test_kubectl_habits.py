@@ -8,13 +8,17 @@ One platform (simulated runtime, seed 000's fleet) for the whole module.
 from __future__ import annotations
 
 import logging
+import os
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.e2e.conftest import Cluster, running_platform
+from tests.e2e.conftest import KUBECTL, Cluster, running_platform
 
 pytestmark = pytest.mark.slow
 FORBIDDEN = (
@@ -142,3 +146,101 @@ def test_kubectl_debug_copies_and_node_pods_run_and_ephemeral_is_refused(
     assert refused.returncode == 1
     assert "panic" not in refused.stderr
     assert "error: ephemeral containers are disabled for this cluster" in refused.stderr
+
+
+def test_the_kubelets_events_name_their_container_and_reviews_are_discovered(
+    platform: Cluster,
+) -> None:
+    """Two containers' ``Started`` are two Events (the kubelet's ``spec.containers{NAME}``,
+    ``kubectl get events -o wide``'s SUBOBJECT and SOURCE), not one counted twice; ``kubectl
+    api-resources`` lists the access review that ``kubectl auth can-i`` posts."""
+    container = {"image": "busybox:1.37", "command": ["sleep", "1000"]}
+    platform.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "duo"},
+            "spec": {"containers": [{"name": n, **container} for n in ("a", "b")]},
+        }
+    )
+    platform.kubectl("wait", "--for=condition=Ready", "pod/duo", "--timeout=60s")
+    wide = platform.kubectl(
+        "get", "events", "-o", "wide", "--field-selector", "involvedObject.name=duo,reason=Started"
+    ).stdout.splitlines()
+    assert wide[0].split() == [
+        *("LAST", "SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE"),
+        *("FIRST", "SEEN", "COUNT", "NAME"),
+    ]
+    rows = sorted(re.split(r"\s{2,}", line)[4:6] for line in wide[1:])
+    assert rows == [
+        ["spec.containers{a}", "kubelet, cpu-pool-0"],
+        ["spec.containers{b}", "kubelet, cpu-pool-0"],
+    ]
+    listed = platform.kubectl("events", "--for", "pod/duo").stdout
+    assert listed.count("Container started") == 2, listed
+    assert "(x2" not in listed, listed
+    cluster_wide = platform.kubectl("api-resources", "--namespaced=false").stdout.splitlines()
+    review = next(line.split() for line in cluster_wide if line.startswith("selfsubjectaccess"))
+    assert review == [
+        "selfsubjectaccessreviews",
+        "authorization.k8s.io/v1",
+        "false",
+        "SelfSubjectAccessReview",
+    ]
+    assert "authorization.k8s.io/v1" in platform.kubectl("api-versions").stdout.split()
+    assert platform.kubectl("auth", "can-i", "create", "pods").stdout == "yes\n"
+    listed_reviews = platform.kubectl("get", "selfsubjectaccessreviews", check=False)
+    assert listed_reviews.stderr.startswith("Error from server (MethodNotAllowed)"), listed_reviews
+
+
+def test_logs_timestamps_and_since(platform: Cluster) -> None:
+    """``kubectl logs --timestamps`` stamps each line with when it was written (a
+    simulated container's log: at its start), ``--since``/``--since-time`` keep the lines
+    written since, also followed."""
+    whole = platform.kubectl("logs", "habit").stdout
+    stamped = platform.kubectl("logs", "habit", "--timestamps").stdout.splitlines()
+    started = platform.get_json("pod/habit")["status"]["containerStatuses"][0]["state"]
+    assert [line.split(" ", 1)[1] for line in stamped] == whole.splitlines()
+    stamp = stamped[0].split(" ", 1)[0]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", stamp), stamp
+    assert stamp[:19] >= started["running"]["startedAt"][:19]
+    assert platform.kubectl("logs", "habit", "--since=1h").stdout == whole
+    assert platform.kubectl("logs", "habit", "--since-time=2000-01-01T00:00:00Z").stdout == whole
+    assert platform.kubectl("logs", "habit", "--since-time=2100-01-01T00:00:00Z").stdout == ""
+    followed = platform.kubectl("logs", "habit", "-f", "--timestamps", "--limit-bytes=31")
+    assert followed.stdout == stamp + " "
+    path = "/api/v1/namespaces/default/pods/habit/log?tailLines=-1"
+    refused = platform.kubectl("get", "--raw", path, check=False)
+    assert refused.stderr == (
+        'The PodLogOptions "habit" is invalid: tailLines: Invalid value: -1: must be greater '
+        "than or equal to 0\n"
+    )
+
+
+def test_kubectl_proxy_serves_the_clusters_api(platform: Cluster, tmp_path: Path) -> None:
+    """``kubectl proxy`` forwards ``/api/...`` without the kubeconfig's ``/clusters/NAME``
+    path: the root serves the API of the cluster the token names, host or tenant."""
+    registry = platform.server.api.registry
+    tenant = tmp_path / "tenant.yaml"
+    tenant.write_text(
+        platform.kubeconfig.read_text()
+        .replace(registry.tokens.ensure("host"), registry.add_cluster("proxied-tenant"))
+        .replace("/clusters/host", "/clusters/proxied-tenant")
+    )
+    platform.kubectl("create", "configmap", "only-here", kubeconfig=tenant)
+    for kubeconfig, names in ((platform.kubeconfig, {"habit"}), (tenant, set())):
+        env = {**os.environ, "HOME": str(platform.home), "KUBECONFIG": str(kubeconfig)}
+        command = [KUBECTL, "proxy", "--port=0"]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as proxy:
+            try:
+                assert proxy.stdout is not None
+                port = proxy.stdout.readline().rsplit(":", 1)[1].strip()
+                with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as http:
+                    pods = http.get("/api/v1/namespaces/default/pods").json()["items"]
+                    maps = http.get("/api/v1/namespaces/default/configmaps").json()["items"]
+                    version = http.get("/version").json()
+            finally:
+                proxy.terminate()
+        assert names <= {p["metadata"]["name"] for p in pods}
+        assert ("only-here" in {m["metadata"]["name"] for m in maps}) == (kubeconfig == tenant)
+        assert version["gitVersion"] == "v1.36.0"

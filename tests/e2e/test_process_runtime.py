@@ -184,6 +184,11 @@ def test_restart_policy_on_failure_restarts_until_success(platform: Cluster) -> 
     # as the kubelet's: the log is the current run's, the run before is --previous
     assert platform.kubectl("logs", "flaky").stdout == "again\n"
     assert platform.kubectl("logs", "flaky", "--previous").stdout == "first\n"
+    # each run's lines with the time the node agent saw them (the sidecar moved with the log)
+    first = platform.kubectl("logs", "flaky", "--previous", "--timestamps").stdout.split()
+    again = platform.kubectl("logs", "flaky", "--timestamps").stdout.split()
+    assert [first[1], again[1]] == ["first", "again"]
+    assert first[0] < again[0], (first, again)  # RFC 3339 of fixed width: ordered as text
 
 
 def _host_pid(cluster: Cluster, pod: str, marker: str) -> int:

@@ -86,6 +86,8 @@ def test_describe_pod_shows_the_kubelets_events(tenancy: Tenancy) -> None:
         ("Created", "kubelet", "Container created"),
         ("Started", "kubelet", "Container started"),
     ):
+        if source == "kubelet":  # kubectl describe names the container the event is about
+            message = f"spec.containers{{summarizer}}: {message}"
         assert re.search(rf"Normal\s+{reason}\s+.*{source}\s+{re.escape(message)}", events), reason
     container = tenancy.tenant_json("legal-ai", "pod", "contract-summarizer")["status"][
         "containerStatuses"

@@ -18,6 +18,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -302,12 +303,13 @@ class ApiServer:
     async def _resource(self, request: Request, cluster: str) -> Response:
         params = request.path_params
         group = params.get("group", "")
-        if (group, params["version"], params["plural"], request.method) == (
+        if (group, params["version"], params["plural"]) == (
             "authorization.k8s.io",
             "v1",
             "selfsubjectaccessreviews",
-            "POST",
-        ) and "name" not in params:
+        ):
+            if request.method != "POST" or "name" in params:  # create is its only verb
+                raise MethodNotAllowed(request.method)
             return await self._access_review(request, cluster)
         target = resolve_target(
             cluster,
@@ -524,9 +526,12 @@ class ApiServer:
 
     async def _log(self, request: Request, cluster: str, target: Target) -> Response:
         """``pods/<name>/log``: as the kubelet serves it (:mod:`allot.apiserver.podlogs`),
-        whole, ``tailLines``, ``limitBytes``, the run before (``previous=true``) or, with
-        ``follow=true``, streamed while the container runs."""
+        whole, ``tailLines``, ``limitBytes``, lines since a time (``sinceSeconds``,
+        ``sinceTime``) with their times (``timestamps``), the run before
+        (``previous=true``) or, with ``follow=true``, streamed while the container runs."""
         pod = self.handlers.get(cluster, target)
+        # the runtimes stamp their logs with the machine's time (allot.controllers.logtimes)
+        times = podlogs.requested_times(request.query_params, target.name or "", time.time_ns())
         source, namespace, name = self.log_source(
             cluster, target.namespace or "", target.name or ""
         )
@@ -543,12 +548,12 @@ class ApiServer:
         if refused is not None:
             raise BadRequest(refused)
         lines = _count_query(request, "tailLines")
-        limit = _count_query(request, "limitBytes") or None  # kubectl sends no 0
+        limit = _count_query(request, "limitBytes")  # 0 was refused above
         if previous or not _flag(request, "follow"):  # a previous run has ended
-            return Response(podlogs.read(path, lines, limit), media_type="text/plain")
+            return Response(podlogs.read(path, lines, limit, times), media_type="text/plain")
         run = str((status or {}).get("containerID") or "")
         running = partial(self._still_running, cluster, target, container, run)
-        stream = podlogs.follow(path, lines, running, self.stopping)
+        stream = podlogs.follow(path, lines, running, self.stopping, times)
         return StreamingResponse(podlogs.limited(stream, limit), media_type="text/plain")
 
     def _still_running(self, cluster: str, target: Target, container: str, run: str) -> bool:

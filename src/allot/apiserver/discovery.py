@@ -5,7 +5,10 @@ The aggregated answer must carry the content type
 ``responseKind`` per resource, or kubectl silently sees nothing. The legacy documents
 (``/api``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``, ``/api/v1``) serve ``auth can-i`` and
 the Python dynamic client. Each cluster's documents list the built-in kinds and that
-cluster's own custom kinds (its CRDs), never another cluster's. Called by the HTTP handlers.
+cluster's own custom kinds (its CRDs), never another cluster's, and the one review every
+cluster answers without storing it, ``authorization.k8s.io/v1`` ``selfsubjectaccessreviews``
+(``kubectl auth can-i``; create only, so ``kubectl api-resources`` lists it as upstream's
+does). Called by the HTTP handlers.
 """
 
 from __future__ import annotations
@@ -30,6 +33,33 @@ VERSION_INFO = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+
+
+REVIEW_GROUP_VERSION = ("authorization.k8s.io", "v1")
+REVIEW = {
+    "resource": "selfsubjectaccessreviews",
+    "singularResource": "selfsubjectaccessreview",
+    "scope": "Cluster",
+    "responseKind": {
+        "group": "authorization.k8s.io",
+        "version": "v1",
+        "kind": "SelfSubjectAccessReview",
+    },
+    "verbs": ["create"],
+}
+
+
+def _group_versions(cluster: str) -> list[tuple[str, str]]:
+    """The stored kinds' group versions and the review's, core first."""
+    served = resources.group_versions(cluster)
+    if REVIEW_GROUP_VERSION not in served:
+        served = [*served, REVIEW_GROUP_VERSION]
+    return sorted(served, key=lambda gv: (gv[0] != "", gv))
+
+
+def _review_entries(group: str, version: str) -> list[dict[str, Any]]:
+    """The review's aggregated entry where its group version is asked for."""
+    return [dict(REVIEW)] if (group, version) == REVIEW_GROUP_VERSION else []
 
 
 def wants_aggregated(accept: str) -> bool:
@@ -68,7 +98,7 @@ def _resource_entry(resource: resources.ServedResource) -> dict[str, Any]:
 
 def aggregated(cluster: str, core: bool) -> dict[str, Any]:
     items = []
-    for group, version in resources.group_versions(cluster):
+    for group, version in _group_versions(cluster):
         if (group == "") != core:
             continue
         items.append(
@@ -81,7 +111,8 @@ def aggregated(cluster: str, core: bool) -> dict[str, Any]:
                         "resources": [
                             _resource_entry(r)
                             for r in resources.in_group_version(group, version, cluster)
-                        ],
+                        ]
+                        + _review_entries(group, version),
                     }
                 ],
             }
@@ -113,12 +144,12 @@ def legacy_groups(cluster: str) -> dict[str, Any]:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [_group(g, v) for g, v in resources.group_versions(cluster) if g],
+        "groups": [_group(g, v) for g, v in _group_versions(cluster) if g],
     }
 
 
 def legacy_group(cluster: str, group: str) -> dict[str, Any] | None:
-    for name, version in resources.group_versions(cluster):
+    for name, version in _group_versions(cluster):
         if name == group and name:
             return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, version)}
     return None
@@ -126,9 +157,18 @@ def legacy_group(cluster: str, group: str) -> dict[str, Any] | None:
 
 def legacy_resources(cluster: str, group: str, version: str) -> dict[str, Any] | None:
     served = resources.in_group_version(group, version, cluster)
-    if not served:
+    entries: list[dict[str, Any]] = [
+        {
+            "name": review["resource"],
+            "singularName": review["singularResource"],
+            "namespaced": False,
+            "kind": review["responseKind"]["kind"],
+            "verbs": review["verbs"],
+        }
+        for review in _review_entries(group, version)
+    ]
+    if not served and not entries:
         return None
-    entries: list[dict[str, Any]] = []
     for resource in served:
         entry: dict[str, Any] = {
             "name": resource.plural,

@@ -18,14 +18,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import os
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from allot.api.kinds import KindInfo
+from allot.controllers import logtimes
 from allot.controllers.runtimes import previous_log
+from allot.registry.bodies import is_integer
+from allot.registry.errors import BadRequest
+from allot.statuses import InvalidObjectError
 from allot.types import Obj
+from allot.validation.field import FieldError, forbidden, invalid
+from allot.validation.field import Path as FieldPath
 
+LOG_OPTIONS = KindInfo("", "v1", "PodLogOptions", "", True, "subdomain", "allot.api.base:ApiModel")
+"""What an invalid log request names (``PodLogOptions "p" is invalid: ...``)."""
 CHUNK_BYTES = 64 * 1024
 FOLLOW_POLL_SECONDS = 0.2
 # waiting reasons the kubelet words its own way
@@ -109,15 +121,114 @@ def tail_offset(log: BinaryIO, lines: int | None) -> int:
     return 0
 
 
-def read(path: Path, lines: int | None, limit: int | None = None) -> bytes:
-    """The log (its last ``lines`` lines, at most ``limit`` bytes of them, as the kubelet
-    cuts a log at ``limitBytes``); empty when the file is not there."""
+@dataclass(frozen=True)
+class Times:
+    """What ``kubectl logs`` asks of the lines' times: only lines seen at or after
+    ``since`` (unix nanoseconds; None: all), each prefixed with its time
+    (``timestamps``)."""
+
+    since: int | None = None
+    timestamps: bool = False
+
+    @property
+    def needed(self) -> bool:
+        return self.since is not None or self.timestamps
+
+
+def requested_times(query: Mapping[str, str], pod: str, now: int) -> Times:
+    """The times a log request asks for (``sinceSeconds``, ``sinceTime``,
+    ``timestamps``; ``now``: unix nanoseconds), once its options are checked as the API
+    server's ``ValidatePodLogOptions`` checks them: 422 naming every wrong option."""
+    seconds, moment = query.get("sinceSeconds"), query.get("sinceTime")
+    if seconds is not None and not is_integer(seconds):
+        raise BadRequest(f'sinceSeconds: Invalid value: "{seconds}": must be an integer')
+    errors = _option_errors(query)
+    if errors:
+        raise InvalidObjectError(LOG_OPTIONS, pod, errors)
+    since = None if seconds is None else now - int(seconds) * 1_000_000_000
+    if moment is not None:
+        since = _since_time(moment)
+    return Times(since, query.get("timestamps", "").lower() in ("true", "1"))
+
+
+def _option_errors(query: Mapping[str, str]) -> list[FieldError]:
+    """What ``ValidatePodLogOptions`` finds wrong, in its order (integers already parse)."""
+    errors = []
+    tail, limit = query.get("tailLines"), query.get("limitBytes")
+    if tail is not None and int(tail) < 0:
+        errors.append(
+            invalid(FieldPath("tailLines"), int(tail), "must be greater than or equal to 0")
+        )
+    if limit is not None and int(limit) < 1:
+        errors.append(invalid(FieldPath("limitBytes"), int(limit), "must be greater than 0"))
+    seconds = query.get("sinceSeconds")
+    if seconds is not None and query.get("sinceTime") is not None:
+        only_one = "at most one of `sinceTime` or `sinceSeconds` may be specified"
+        errors.append(forbidden(FieldPath(""), only_one))
+    elif seconds is not None and int(seconds) < 1:
+        errors.append(invalid(FieldPath("sinceSeconds"), int(seconds), "must be greater than 0"))
+    return errors
+
+
+def _since_time(text: str) -> int:
+    """``sinceTime``: an RFC 3339 time, as unix nanoseconds."""
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise BadRequest(f'sinceTime: Invalid value: "{text}": must be an RFC 3339 time') from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+
+
+def read(path: Path, lines: int | None, limit: int | None = None, times: Times = Times()) -> bytes:
+    """The log (its last ``lines`` lines, those seen since ``times.since``, with their
+    times where asked, at most ``limit`` bytes of them, as the kubelet cuts a log at
+    ``limitBytes``); empty when the file is not there."""
     try:
         with path.open("rb") as log:
-            log.seek(tail_offset(log, lines))
-            return log.read() if limit is None else log.read(limit)
+            start = tail_offset(log, lines)
+            log.seek(start)
+            if not times.needed:
+                return log.read() if limit is None else log.read(limit)
+            data = log.read()
+            written = os.fstat(log.fileno()).st_mtime_ns
     except FileNotFoundError:
         return b""
+    lines_with_times = _timed_lines(data, start, logtimes.load(path), lambda: written)
+    chosen = _chosen(lines_with_times, times)
+    return chosen if limit is None else chosen[:limit]
+
+
+def _timed_lines(
+    data: bytes, start: int, records: logtimes.Records, unseen: Callable[[], int]
+) -> Iterator[tuple[bytes, int]]:
+    """Each line of ``data`` (read from offset ``start``) with when it was seen: when
+    its last byte was, ``unseen()`` for bytes after the last record."""
+    position = 0
+    while position < len(data):
+        end = data.find(b"\n", position)
+        end = len(data) if end < 0 else end + 1
+        moment = logtimes.seen_at(records, start + end - 1)
+        yield data[position:end], unseen() if moment is None else moment
+        position = end
+
+
+def _chosen(lines: Iterable[tuple[bytes, int]], times: Times) -> bytes:
+    """The lines seen since ``times.since``, each after its time where asked (the
+    kubelet's RFC 3339 with nine fixed digits of fraction, and a space)."""
+    kept = []
+    for line, moment in lines:
+        if times.since is not None and moment < times.since:
+            continue
+        kept.append(_stamp(moment) + line if times.timestamps else line)
+    return b"".join(kept)
+
+
+def _stamp(nanos: int) -> bytes:
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{fraction:09d}Z ".encode()
 
 
 async def limited(stream: AsyncIterator[bytes], limit: int | None) -> AsyncIterator[bytes]:
@@ -135,26 +246,64 @@ async def limited(stream: AsyncIterator[bytes], limit: int | None) -> AsyncItera
 
 
 async def follow(
-    path: Path, lines: int | None, running: Callable[[], bool], stopping: asyncio.Event
+    path: Path,
+    lines: int | None,
+    running: Callable[[], bool],
+    stopping: asyncio.Event,
+    times: Times = Times(),
 ) -> AsyncIterator[bytes]:
     """The log from its last ``lines`` lines on, then what is appended, while
     ``running()`` (asked whenever nothing new was read) says the container still runs and
-    the server is not ``stopping``; what was written before the end is sent too."""
+    the server is not ``stopping``; what was written before the end is sent too. With
+    ``times``, whole lines are sent as they are complete (a last line without its newline
+    once the run ends), chosen and stamped as :func:`read` does: a line seen after the
+    newest record gets the time it is read at."""
+    stream = _follow_bytes(path, lines, running, stopping)
+    if not times.needed:
+        async for _, chunk in stream:
+            yield chunk
+        return
+    start, pending, records = 0, b"", logtimes.Reader(path)
+    async for offset, chunk in stream:
+        if not pending:
+            start = offset
+        pending += chunk
+        cut = pending.rfind(b"\n") + 1
+        if not cut:
+            continue
+        sent = _chosen(_lines_now(records, pending[:cut], start), times)
+        start, pending = start + cut, pending[cut:]
+        if sent:
+            yield sent
+    if pending and (sent := _chosen(_lines_now(records, pending, start), times)):
+        yield sent
+
+
+def _lines_now(records: logtimes.Reader, data: bytes, start: int) -> Iterator[tuple[bytes, int]]:
+    """Followed lines with their times: bytes not recorded yet are seen now."""
+    return _timed_lines(data, start, records.records(), time.time_ns)
+
+
+async def _follow_bytes(
+    path: Path, lines: int | None, running: Callable[[], bool], stopping: asyncio.Event
+) -> AsyncIterator[tuple[int, bytes]]:
+    """The followed log's bytes as they are read, each chunk with its offset."""
     log = await _open_when_there(path, running, stopping)
     if log is None:
         return
     with log:
         log.seek(tail_offset(log, lines))
         while True:
+            offset = log.tell()
             chunk = log.read(CHUNK_BYTES)
             if chunk:
-                yield chunk
+                yield offset, chunk
                 continue
             if stopping.is_set() or not running():
                 break
             await _pause(stopping)
         while chunk := log.read(CHUNK_BYTES):  # written between the last read and the end
-            yield chunk
+            yield log.tell() - len(chunk), chunk
 
 
 async def _open_when_there(

@@ -27,6 +27,7 @@ import uvicorn
 from allot.apiserver.app import ApiServer
 from allot.apiserver.connections import READ_TIMEOUT, with_read_timeout
 from allot.apiserver.lock import DataDirLock
+from allot.apiserver.rootpaths import TokenRouted
 from allot.apiserver.security import TLSFiles, ensure_tls
 from allot.registry.clusters import Registry
 
@@ -94,7 +95,7 @@ def _config(
     server: ApiServer, endpoint: Endpoint, host: str, port: int, read_timeout: float = READ_TIMEOUT
 ) -> uvicorn.Config:
     return uvicorn.Config(
-        server.app(),
+        TokenRouted(server.app(), server.registry.tokens.cluster_for),
         host=host,
         port=port,
         http=with_read_timeout(read_timeout),

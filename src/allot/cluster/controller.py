@@ -25,7 +25,7 @@ from allot.api.kinds import decode
 from allot.api.tenancy import Tenant
 from allot.cluster import apply as applying
 from allot.cluster.render import objects_in_apply_order, tenant_files
-from allot.controllers.context import ControllerContext, event_object
+from allot.controllers.context import ControllerContext, EventOrigin, event_object
 from allot.controllers.runtime import ControllerManager
 from allot.dra import DraIndex
 from allot.kube.client import Client
@@ -62,11 +62,18 @@ class RemoteEvents(ControllerContext):
     client: Client
 
     def event(
-        self, involved: Obj, event_type: str, reason: str, message: str, component: str
+        self,
+        involved: Obj,
+        event_type: str,
+        reason: str,
+        message: str,
+        component: str,
+        *,
+        source: EventOrigin | None = None,
     ) -> None:
         metadata = involved["metadata"]
         now = rfc3339(self.clock())
-        event = event_object(involved, event_type, reason, message, COMPONENT, now)
+        event = event_object(involved, event_type, reason, message, COMPONENT, now, source)
         event["metadata"]["generateName"] = f"{metadata['name']}-"
         event["involvedObject"].pop("resourceVersion", None)  # the mirror's, not the cluster's
         try:

@@ -164,18 +164,28 @@ class ControllerContext:
             return
 
     def event(
-        self, involved: Obj, event_type: str, reason: str, message: str, component: str
+        self,
+        involved: Obj,
+        event_type: str,
+        reason: str,
+        message: str,
+        component: str,
+        *,
+        source: EventOrigin | None = None,
     ) -> None:
         """Record an Event, or bump the count of the identical one recorded before (as
-        client-go's correlator does, remembered in memory). A new Event is named
-        ``<object>.<hex nanoseconds>`` as client-go names them, so the name order is the
-        order they happened in: ``kubectl describe`` keeps it among events of one second."""
+        client-go's correlator does, remembered in memory: the same object and part of it,
+        source, reason and message). A new Event is named ``<object>.<hex nanoseconds>``
+        as client-go names them, so the name order is the order they happened in:
+        ``kubectl describe`` keeps it among events of one second."""
         metadata = involved["metadata"]
         namespace = metadata.get("namespace") or "default"
         moment = self.clock()
         now = rfc3339(moment)
+        where = source or EventOrigin()
         digest = hashlib.sha1(
-            f"{namespace}/{reason}/{message}/{metadata.get('uid')}".encode()
+            f"{namespace}/{reason}/{message}/{metadata.get('uid')}/{where.field_path}/"
+            f"{where.host}".encode()
         ).hexdigest()
         known = self._recent_events.get(digest)
         recorded = self.peek("Event", namespace, known) if known else None
@@ -186,7 +196,7 @@ class ControllerContext:
             self.update("Event", existing, component)
             return
         name = f"{metadata['name'][:236]}.{self._event_stamp(moment):x}"
-        event = event_object(involved, event_type, reason, message, component, now)
+        event = event_object(involved, event_type, reason, message, component, now, where)
         event["metadata"] = {"name": name, "namespace": namespace}
         try:
             self.create_shared("Event", event, component)  # the result is not needed
@@ -204,11 +214,39 @@ class ControllerContext:
         return stamp
 
 
+@dataclass(frozen=True)
+class EventOrigin:
+    """Where an Event comes from beyond its component: the part of the object it is about
+    (``involvedObject.fieldPath``, the kubelet's ``spec.containers{NAME}``) and the node
+    that reports it (``source.host`` and ``reportingInstance``, the kubelet's node)."""
+
+    field_path: str = ""
+    host: str = ""
+
+
 def event_object(
-    involved: Obj, event_type: str, reason: str, message: str, component: str, now: str
+    involved: Obj,
+    event_type: str,
+    reason: str,
+    message: str,
+    component: str,
+    now: str,
+    where: EventOrigin | None = None,
 ) -> Obj:
     """A core/v1 Event about ``involved``, as kube-scheduler and the kubelet write them
     (its metadata is the caller's: a stable name here, ``generateName`` elsewhere)."""
+    event = _event_fields(involved, event_type, reason, message, component, now)
+    if where is not None and where.field_path:
+        event["involvedObject"]["fieldPath"] = where.field_path
+    if where is not None and where.host:
+        event["source"]["host"] = where.host
+        event["reportingInstance"] = where.host
+    return event
+
+
+def _event_fields(
+    involved: Obj, event_type: str, reason: str, message: str, component: str, now: str
+) -> Obj:
     metadata = involved["metadata"]
     return {
         "apiVersion": "v1",

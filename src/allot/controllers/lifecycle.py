@@ -18,12 +18,27 @@ from __future__ import annotations
 
 import hashlib
 
-from allot.controllers.context import ControllerContext
+from allot.controllers.context import ControllerContext, EventOrigin
 from allot.types import Obj
 
 COMPONENT = "kubelet"
 SIMULATED_PULL = "(simulated: allot runs no images)"
 _PRESENT = 'Container image "{image}" already present on machine and can be accessed by the pod'
+
+
+def container_origin(pod: Obj, container: str) -> EventOrigin:
+    """Where the kubelet's event about one of a pod's containers comes from: that
+    container (``spec.containers{NAME}``, or ``spec.initContainers{NAME}``) on the pod's
+    node, so the same event about two containers stays two Events."""
+    spec = pod.get("spec") or {}
+    inits = {c.get("name") for c in spec.get("initContainers") or []}
+    field = "initContainers" if container in inits else "containers"
+    return EventOrigin(f"spec.{field}{{{container}}}", str(spec.get("nodeName") or ""))
+
+
+def pod_origin(pod: Obj) -> EventOrigin:
+    """The kubelet's event about a whole pod: from the pod's node."""
+    return EventOrigin(host=str((pod.get("spec") or {}).get("nodeName") or ""))
 
 
 def container_id(pod: Obj, container: str, restarts: int = 0) -> str:
@@ -99,8 +114,9 @@ def container_started_events(
     """The events of one container's start: also of each restart after its back-off,
     as the kubelet records them again (the image pulled again where its policy says so)."""
     _pulled(context, pod, images, spec)
-    context.event(pod, "Normal", "Created", "Container created", COMPONENT)
-    context.event(pod, "Normal", "Started", "Container started", COMPONENT)
+    origin = container_origin(pod, spec["name"])
+    context.event(pod, "Normal", "Created", "Container created", COMPONENT, source=origin)
+    context.event(pod, "Normal", "Started", "Container started", COMPONENT, source=origin)
 
 
 def config_failed_events(
@@ -114,14 +130,17 @@ def config_failed_events(
         if spec["name"] in failures:
             _pulled(context, pod, images, spec)
             message = f"Error: {failures[spec['name']]}"
-            context.event(pod, "Warning", "Failed", message, COMPONENT)
+            origin = container_origin(pod, spec["name"])
+            context.event(pod, "Warning", "Failed", message, COMPONENT, source=origin)
 
 
 def _pulled(context: ControllerContext, pod: Obj, images: NodeImages, spec: Obj) -> None:
     node = str(pod["spec"].get("nodeName") or "")
     image = str(spec.get("image", ""))
+    origin = container_origin(pod, spec["name"])
     if images.needs_pull(node, image, pull_policy(spec)):
-        context.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', COMPONENT)
+        pulling = f'Pulling image "{image}"'
+        context.event(pod, "Normal", "Pulling", pulling, COMPONENT, source=origin)
         context.event(
             pod,
             "Normal",
@@ -129,10 +148,12 @@ def _pulled(context: ControllerContext, pod: Obj, images: NodeImages, spec: Obj)
             f'Successfully pulled image "{image}" in 0s (0s including waiting). Image '
             f"size: 0 bytes. {SIMULATED_PULL}",
             COMPONENT,
+            source=origin,
         )
         images.hold(node, image)
     else:
-        context.event(pod, "Normal", "Pulled", _PRESENT.format(image=image), COMPONENT)
+        present = _PRESENT.format(image=image)
+        context.event(pod, "Normal", "Pulled", present, COMPONENT, source=origin)
 
 
 def killing_events(context: ControllerContext, pod: Obj) -> None:
@@ -146,4 +167,5 @@ def killing_events(context: ControllerContext, pod: Obj) -> None:
     for status in statuses:
         if "running" in (status.get("state") or {}):
             message = f"Stopping container {status['name']}"
-            context.event(pod, "Normal", "Killing", message, COMPONENT)
+            origin = container_origin(pod, status["name"])
+            context.event(pod, "Normal", "Killing", message, COMPONENT, source=origin)

@@ -209,7 +209,14 @@ class NodeAgent:
             for claim in claims:
                 self._check_configs(claim, published)
         except PrepareError as err:
-            self.context.event(pod, "Warning", "FailedPrepareDynamicResources", str(err), "kubelet")
+            self.context.event(
+                pod,
+                "Warning",
+                "FailedPrepareDynamicResources",
+                str(err),
+                "kubelet",
+                source=lifecycle.pod_origin(pod),
+            )
             return  # the pod stays Pending, as with a driver that refuses to prepare
         lookup = self._lookup(pod)
         failures = _config_errors(pod, lookup)
@@ -442,6 +449,7 @@ class NodeAgent:
             "BackOff",
             f"Back-off restarting failed container {container} in pod {named}",
             lifecycle.COMPONENT,
+            source=lifecycle.container_origin(latest, container),
         )
 
     def _restarted(self, pod: Obj, container: str, restarts: int) -> None:
@@ -486,7 +494,8 @@ class NodeAgent:
             pod, pod["spec"].get("containers") or [], message, now
         )
         self.context.update_status("Pod", pod, MANAGER)
-        self.context.event(pod, "Warning", "Failed", message, "kubelet")
+        origin = lifecycle.pod_origin(pod)
+        self.context.event(pod, "Warning", "Failed", message, "kubelet", source=origin)
         self._unprepare(pod)
 
     def _finish(self, pod: Obj, exit_codes: dict[str, int]) -> None:

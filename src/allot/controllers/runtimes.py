@@ -45,7 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from allot.controllers import envsources, processes
+from allot.controllers import envsources, logtimes, processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
 from allot.driver.devicenodes import DeviceNodes
@@ -152,7 +152,9 @@ class SimulatedRuntime:
             for container in containers:
                 log = directory / f"{container['name']}.log"
                 setup = setups.get(container["name"]) or ContainerSetup()
-                log.write_text(simulated_log(container, setup.devices))
+                text = simulated_log(container, setup.devices).encode()
+                log.write_bytes(text)
+                logtimes.restart(log, len(text), time.time_ns())
         if spec.get("initContainers"):
             self._initializing.add(_key(pod)[2])
             self._initialize(pod, reports, 0, 0)
@@ -276,6 +278,15 @@ class _Container:
     restarts: int = 0
     exit_code: int | None = None
     restart_at: float | None = None
+    seen: int = 0  # how much of the log has a time (allot.controllers.logtimes)
+
+    def stamp(self) -> None:
+        """Record when the log's new output was seen: now, within a poll."""
+        with contextlib.suppress(FileNotFoundError):
+            size = self.log.stat().st_size
+            if size > self.seen:
+                logtimes.record(self.log, size, time.time_ns())
+                self.seen = size
 
     def done(self) -> bool:
         """Exited, and not to be started again."""
@@ -399,9 +410,11 @@ class ProcessRuntime:
         group = f"{key[2] or key[1]}-{name}"
         before_exec = self.limits.prepare(group, spec)
         process = _spawn(argv, environment, directory, log, before_exec)
-        return _Container(
+        container = _Container(
             argv, environment, directory, log, group, marker, before_exec, process, policy
         )
+        container.seen = log.stat().st_size  # an earlier run's output has its times
+        return container
 
     @staticmethod
     def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
@@ -474,6 +487,7 @@ class ProcessRuntime:
     def _step(
         self, name: str, container: _Container, now: float, pod: Obj, reports: Reports
     ) -> None:
+        container.stamp()
         if container.restart_at is not None:
             if now >= container.restart_at:
                 container.restart_at = None
@@ -481,6 +495,8 @@ class ProcessRuntime:
                 container.restarts += 1
                 with contextlib.suppress(FileNotFoundError):  # the run before is --previous
                     os.replace(container.log, previous_log(container.log))
+                logtimes.move(container.log, previous_log(container.log))
+                container.seen = 0
                 container.process = _spawn(
                     container.argv,
                     container.environment,
@@ -495,6 +511,7 @@ class ProcessRuntime:
         code = container.process.poll()
         if code is None:
             return
+        container.stamp()  # what it wrote before it ended
         container.exit_code = _exit_code(code)
         processes.kill_now(self._members(container))  # its background children too
         policy = container.policy

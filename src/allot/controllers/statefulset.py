@@ -168,15 +168,19 @@ class SetSync:
         digest = rollout.template_hash(data, self.collisions or None)
         labels = dict((template.get("metadata") or {}).get("labels") or {})
         labels[HASH_LABEL] = digest
+        metadata: Obj = {
+            "name": f"{self.name[:223]}-{digest}",
+            "namespace": self.namespace,
+            "labels": labels,
+            "ownerReferences": [controller_ref(self.set)],
+        }
+        annotations = self.set["metadata"].get("annotations")
+        if annotations:  # the set's, as newRevision copies them (kubectl's CHANGE-CAUSE)
+            metadata["annotations"] = dict(annotations)
         return {
             "apiVersion": "apps/v1",
             "kind": "ControllerRevision",
-            "metadata": {
-                "name": f"{self.name[:223]}-{digest}",
-                "namespace": self.namespace,
-                "labels": labels,
-                "ownerReferences": [controller_ref(self.set)],
-            },
+            "metadata": metadata,
             "data": data,
             "revision": number,
         }

@@ -30,7 +30,7 @@ from typing import Any
 from allot.api import claims
 from allot.api.documents import clone_document
 from allot.api.tenancy import syncs
-from allot.controllers.context import ControllerContext
+from allot.controllers.context import ControllerContext, EventOrigin
 from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied
@@ -387,12 +387,14 @@ class TenantSync:
         relay = self._relays.get(tenant)
         if relay is None:
             relay = self._relays[tenant] = self.context(tenant)
+        source = event.get("source") or {}
         relay.event(
             target,
             event.get("type") or "Normal",
             event.get("reason") or "",
             message,
-            (event.get("source") or {}).get("component") or "host",
+            source.get("component") or "host",
+            source=EventOrigin(str(involved.get("fieldPath") or ""), str(source.get("host") or "")),
         )
 
     @staticmethod
