@@ -12,6 +12,11 @@ container that exits and waits for its restart back-off is reported as the kubel
 waiting with ``CrashLoopBackOff``, unready (so is the pod), its run in ``lastState``, a
 Warning ``BackOff`` event; started again, running and ready with its start's events. A
 container that cannot start fails the pod with ``ContainerCannotRun`` and a Warning event.
+A pod's init containers run first, one at a time, then its app containers, and each step
+is reported as the kubelet does (``allot.controllers.initcontainers``: ``PodInitializing``,
+``initContainerStatuses``, the ``Initialized`` condition); a failed one fails the pod under
+``restartPolicy: Never`` and crash-loops otherwise; native sidecars run beside the app
+containers. Pods without init containers skip all of it.
 A container whose ``env``/``envFrom`` names a ConfigMap or Secret (or a key of one) that
 does not exist keeps the pod ``Pending``, the container waiting with
 ``CreateContainerConfigError`` and the kubelet's message and Warning ``Failed`` event,

@@ -27,7 +27,15 @@ deletion's grace period (:func:`grace_seconds`) SIGKILL to every process of it
 stopped only once none is alive; ``holds`` says which pods may still have processes,
 ``forget`` removes a removed pod's logs and directories.
 
-Both report to the node agent (``allot.controllers.nodeagent``), which owns pod status.
+Both run a pod's init containers first, as the kubelet: one at a time in order, each to
+exit 0 before the next (a failed one is started again with the same back-off, or fails
+the pod under ``restartPolicy: Never``); a native sidecar (``restartPolicy: Always``) lets
+the next one start as soon as it runs, keeps running beside the app containers (started
+again whenever it exits) and is stopped after them, sidecars in reverse order. The
+simulated runtime's init containers complete at once, with the same exit code.
+
+Both report to the node agent (``allot.controllers.nodeagent``) through :class:`Reports`;
+it owns pod status.
 """
 
 from __future__ import annotations
