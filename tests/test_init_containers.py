@@ -257,3 +257,23 @@ def test_the_process_runtime_fails_the_pod_when_an_init_container_fails_under_ne
     entries = _entries(pod)
     assert _summary(entries["check"]) == "terminated Error 4"
     assert _summary(entries["main"]) == "waiting PodInitializing"
+
+
+def test_the_process_runtime_restarts_a_sidecar_that_exits(tmp_path: Path) -> None:
+    """A sidecar that exits is started again (with back-off) while the app container
+    runs; the pod's phase comes from the app container alone."""
+    out = tmp_path / "order"
+    init = [
+        {
+            "name": "side",
+            "restartPolicy": "Always",
+            "command": ["sh", "-c", 'echo up >> "$OUT"; exit 1'],
+        }
+    ]
+    main = 'until [ "$(grep -c up "$OUT")" -ge 2 ]; do sleep 0.05; done'
+    pod, _ = asyncio.run(_run_process_pod(tmp_path, _process_pod(out, init, main)))
+    assert pod["status"]["phase"] == "Succeeded"
+    side = _entries(pod)["side"]
+    assert side["restartCount"] >= 1
+    assert side["lastState"]["terminated"]["exitCode"] == 1
+    assert _summary(_entries(pod)["main"]) == "terminated Completed 0"

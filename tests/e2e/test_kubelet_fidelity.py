@@ -274,7 +274,7 @@ def test_an_init_container_runs_first_and_keeps_its_log(platform: Cluster) -> No
     container's log."""
     pod = _pod("with-init", ["sh", "-c", "echo app ran"])
     pod["spec"]["initContainers"] = [
-        {"name": "setup", "image": "busybox:1", "command": ["sh", "-c", "echo set up; sleep 2"]}
+        {"name": "setup", "image": "busybox:1", "command": ["sh", "-c", "echo set up; sleep 1.5"]}
     ]
     platform.apply(pod)
     row = _poll(
