@@ -235,10 +235,13 @@ def test_logs_follow_ends_when_the_pod_is_deleted(platform: Cluster) -> None:
 
 def test_a_tenant_sees_its_crash_loop_under_its_own_names(tmp_path: Path) -> None:
     """The tenant's pod shows the twin's CrashLoopBackOff, and the kubelet's texts name
-    the tenant's pod (name, namespace, uid), not the host twin."""
+    the tenant's pod (name, namespace, uid), not the host twin; its init container's
+    status and log reach the tenant too."""
     with seed_platform(tmp_path, runtime="process") as tenancy:
         pod = _pod("crashy", ["sh", "-c", "echo crashing; exit 2"], restartPolicy="Always")
         del pod["spec"]["tolerations"]
+        init = {"name": "prepare", "image": "busybox:1", "command": ["echo", "prepared"]}
+        pod["spec"]["initContainers"] = [init]
         tenancy.as_tenant("legal-ai", "apply", "-f", "-", stdin=json.dumps(pod))
 
         def waiting() -> Any:
@@ -256,6 +259,13 @@ def test_a_tenant_sees_its_crash_loop_under_its_own_names(tmp_path: Path) -> Non
         # the current run's log: empty for a moment after a restart, before sh writes
         assert tenancy.as_tenant("legal-ai", "logs", "crashy").stdout in ("crashing\n", "")
         assert tenancy.as_tenant("legal-ai", "logs", "crashy", "--previous").stdout == "crashing\n"
+        # its init container ran first; its status and log reach the tenant
+        (init_status,) = tenancy.tenant_json("legal-ai", "pod", "crashy")["status"][
+            "initContainerStatuses"
+        ]
+        assert init_status["state"]["terminated"]["reason"] == "Completed"
+        prepared = tenancy.as_tenant("legal-ai", "logs", "crashy", "-c", "prepare").stdout
+        assert prepared == "prepared\n"
 
         def back_off_event() -> str:
             return tenancy.as_tenant(
