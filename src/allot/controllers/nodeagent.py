@@ -525,8 +525,11 @@ class NodeAgent:
         status["phase"] = "Succeeded" if not any(exit_codes.get(a) for a in apps) else "Failed"
         for container in _entries(status):
             code = exit_codes.get(container["name"], 0)
-            if "terminated" in (container.get("state") or {}):
+            state = container.get("state") or {}
+            if "terminated" in state:
                 continue  # a completed init container
+            if "running" in state and container["name"] not in apps:
+                self._sidecar_stopped(latest, container["name"])
             initcontainers.terminated(container, code, now)
         if latest["spec"].get("initContainers"):
             _set_conditions(latest, now)
@@ -546,10 +549,17 @@ class NodeAgent:
         status["phase"] = "Failed"
         for entry in status.get("initContainerStatuses") or []:
             if entry["name"] in exit_codes and "running" in (entry.get("state") or {}):
+                self._sidecar_stopped(pod, entry["name"])
                 initcontainers.terminated(entry, exit_codes[entry["name"]], now)
         _set_conditions(pod, now)
         self.context.update_status("Pod", pod, MANAGER)
         self._unprepare(pod)
+
+    def _sidecar_stopped(self, pod: Obj, container: str) -> None:
+        """The ``Killing`` event of a sidecar the runtime stopped as the pod finished."""
+        message = f"Stopping container {container}"
+        origin = lifecycle.container_origin(pod, container)
+        self.context.event(pod, "Normal", "Killing", message, lifecycle.COMPONENT, source=origin)
 
     def _unprepare(self, pod: Obj) -> None:
         for claim in self._claims(pod):
