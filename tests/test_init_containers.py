@@ -141,8 +141,10 @@ def _check(bench: Bench, created: Obj, history: list[str], expect: Obj, where: s
         assert seen == (value, reason, message), f"{where}: {kind}"
     for field in expect.get("absent") or []:
         assert field not in status, where
+    events = sorted(bench.context.list("Event", "team"), key=lambda e: e["metadata"]["name"])
+    for reason, message in expect.get("no_events") or []:
+        assert (reason, message) not in [(e["reason"], e["message"]) for e in events], where
     if "events" in expect:
-        events = sorted(bench.context.list("Event", "team"), key=lambda e: e["metadata"]["name"])
         seen_events = iter(
             [(e["reason"], e["message"], e["involvedObject"].get("fieldPath")) for e in events]
         )

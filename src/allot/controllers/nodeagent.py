@@ -549,7 +549,8 @@ class NodeAgent:
         status["phase"] = "Failed"
         for entry in status.get("initContainerStatuses") or []:
             if entry["name"] in exit_codes and "running" in (entry.get("state") or {}):
-                self._sidecar_stopped(pod, entry["name"])
+                if entry["name"] in initcontainers.sidecar_names(pod):
+                    self._sidecar_stopped(pod, entry["name"])
                 initcontainers.terminated(entry, exit_codes[entry["name"]], now)
         _set_conditions(pod, now)
         self.context.update_status("Pod", pod, MANAGER)
