@@ -235,10 +235,13 @@ def test_logs_follow_ends_when_the_pod_is_deleted(platform: Cluster) -> None:
 
 def test_a_tenant_sees_its_crash_loop_under_its_own_names(tmp_path: Path) -> None:
     """The tenant's pod shows the twin's CrashLoopBackOff, and the kubelet's texts name
-    the tenant's pod (name, namespace, uid), not the host twin."""
+    the tenant's pod (name, namespace, uid), not the host twin; its init container's
+    status and log reach the tenant too."""
     with seed_platform(tmp_path, runtime="process") as tenancy:
         pod = _pod("crashy", ["sh", "-c", "echo crashing; exit 2"], restartPolicy="Always")
         del pod["spec"]["tolerations"]
+        init = {"name": "prepare", "image": "busybox:1", "command": ["echo", "prepared"]}
+        pod["spec"]["initContainers"] = [init]
         tenancy.as_tenant("legal-ai", "apply", "-f", "-", stdin=json.dumps(pod))
 
         def waiting() -> Any:
@@ -256,6 +259,13 @@ def test_a_tenant_sees_its_crash_loop_under_its_own_names(tmp_path: Path) -> Non
         # the current run's log: empty for a moment after a restart, before sh writes
         assert tenancy.as_tenant("legal-ai", "logs", "crashy").stdout in ("crashing\n", "")
         assert tenancy.as_tenant("legal-ai", "logs", "crashy", "--previous").stdout == "crashing\n"
+        # its init container ran first; its status and log reach the tenant
+        (init_status,) = tenancy.tenant_json("legal-ai", "pod", "crashy")["status"][
+            "initContainerStatuses"
+        ]
+        assert init_status["state"]["terminated"]["reason"] == "Completed"
+        prepared = tenancy.as_tenant("legal-ai", "logs", "crashy", "-c", "prepare").stdout
+        assert prepared == "prepared\n"
 
         def back_off_event() -> str:
             return tenancy.as_tenant(
@@ -266,3 +276,31 @@ def test_a_tenant_sees_its_crash_loop_under_its_own_names(tmp_path: Path) -> Non
             lambda: "Back-off" in back_off_event() and back_off_event(), "BackOff event"
         )
         assert f"Back-off restarting failed container main in pod crashy_default({uid})" in events
+
+
+def test_an_init_container_runs_first_and_keeps_its_log(platform: Cluster) -> None:
+    """``kubectl get pod`` shows ``Init:0/1`` while the init container runs, then the
+    pod runs and completes; ``kubectl logs -c`` and ``--all-containers`` read the init
+    container's log."""
+    pod = _pod("with-init", ["sh", "-c", "echo app ran"])
+    pod["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox:1", "command": ["sh", "-c", "echo set up; sleep 1.5"]}
+    ]
+    platform.apply(pod)
+    row = _poll(
+        "Init:0/1",
+        lambda: "Init:0/1" in platform.kubectl("get", "pod", "with-init").stdout,
+        seconds=20,
+    )
+    assert row
+    _wait_phase(platform, "with-init", "Succeeded")
+    listed = platform.kubectl("get", "pod", "with-init").stdout.splitlines()[1].split()
+    assert listed[1:3] == ["0/1", "Completed"]
+    assert platform.kubectl("logs", "with-init", "-c", "setup").stdout == "set up\n"
+    both = platform.kubectl("logs", "with-init", "--all-containers").stdout
+    assert both.splitlines() == ["set up", "app ran"]
+    status = platform.get_json("pod", "with-init")["status"]
+    (init,) = status["initContainerStatuses"]
+    assert init["state"]["terminated"]["reason"] == "Completed"
+    assert init["ready"] is True
+    assert init["containerID"].startswith("containerd://")

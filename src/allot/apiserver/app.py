@@ -535,9 +535,11 @@ class ApiServer:
         source, namespace, name = self.log_source(
             cluster, target.namespace or "", target.name or ""
         )
-        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        spec = pod.get("spec") or {}
+        containers = [c.get("name") for c in spec.get("containers") or []]
         container = request.query_params.get("container") or (containers[0] if containers else "")
-        if container not in containers:
+        init_containers = [c.get("name") for c in spec.get("initContainers") or []]
+        if container not in containers and container not in init_containers:
             raise BadRequest(f"container {container} is not valid for pod {target.name}")
         directory = self.registry.logs_dir / source / namespace / name
         status = podlogs.container_status(pod, container)

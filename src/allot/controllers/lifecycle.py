@@ -102,7 +102,7 @@ def pull_policy(container: Obj) -> str:
 
 
 def started_events(context: ControllerContext, pod: Obj, images: NodeImages) -> None:
-    """For every container of a starting pod: ``Pulling`` and ``Pulled``, or only
+    """For every (app) container of a starting pod: ``Pulling`` and ``Pulled``, or only
     ``Pulled`` when the node holds the image already; then ``Created`` and ``Started``."""
     for spec in pod["spec"].get("containers") or []:
         container_started_events(context, pod, images, spec)
@@ -125,7 +125,8 @@ def config_failed_events(
     """For every container whose configuration cannot be made (a missing ConfigMap or
     Secret): its image's events, then the Warning ``Failed`` the kubelet records when
     ``generateContainerConfig`` fails (``Error: <why>``)."""
-    for spec in pod["spec"].get("containers") or []:
+    spec_ = pod["spec"]
+    for spec in [*(spec_.get("initContainers") or []), *(spec_.get("containers") or [])]:
         if spec["name"] in failures:
             _pulled(context, pod, images, spec)
             message = f"Error: {failures[spec['name']]}"
@@ -156,8 +157,13 @@ def _pulled(context: ControllerContext, pod: Obj, images: NodeImages, spec: Obj)
 
 
 def killing_events(context: ControllerContext, pod: Obj) -> None:
-    """Killing for every running container of a pod deleted gracefully."""
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    """Killing for every running container of a pod deleted gracefully: the app
+    containers, then the init containers (sidecars), as the kubelet stops them."""
+    status_ = pod.get("status") or {}
+    statuses = [
+        *(status_.get("containerStatuses") or []),
+        *(status_.get("initContainerStatuses") or []),
+    ]
     for status in statuses:
         if "running" in (status.get("state") or {}):
             message = f"Stopping container {status['name']}"

@@ -12,6 +12,11 @@ container that exits and waits for its restart back-off is reported as the kubel
 waiting with ``CrashLoopBackOff``, unready (so is the pod), its run in ``lastState``, a
 Warning ``BackOff`` event; started again, running and ready with its start's events. A
 container that cannot start fails the pod with ``ContainerCannotRun`` and a Warning event.
+A pod's init containers run first, one at a time, then its app containers, and each step
+is reported as the kubelet does (``allot.controllers.initcontainers``: ``PodInitializing``,
+``initContainerStatuses``, the ``Initialized`` condition); a failed one fails the pod under
+``restartPolicy: Never`` and crash-loops otherwise; native sidecars run beside the app
+containers. Pods without init containers skip all of it.
 A container whose ``env``/``envFrom`` names a ConfigMap or Secret (or a key of one) that
 does not exist keeps the pod ``Pending``, the container waiting with
 ``CreateContainerConfigError`` and the kubelet's message and Warning ``Failed`` event,
@@ -36,14 +41,16 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 
 from allot.api import claims as claims_api
-from allot.controllers import lifecycle
+from allot.controllers import initcontainers, lifecycle
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.runtimes import (
     ContainerSetup,
     ContainerStartError,
+    Reports,
     Runtime,
     container_environment,
+    is_sidecar,
 )
 from allot.driver.configs import DriverConfigError, configs_for_results
 from allot.store import WatchEvent
@@ -122,6 +129,16 @@ class NodeAgent:
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
         self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
+        self._initializing: set[str] = set()  # uids of pods whose init containers run
+        self._reports = Reports(
+            self._finish,
+            self._backing_off,
+            self._restarted,
+            self._init_started,
+            self._init_completed,
+            self._initialized,
+            self._cannot_run,
+        )
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
@@ -152,6 +169,7 @@ class NodeAgent:
         elif event.resource == "pods" and event.type == "DELETED":
             pod = event.object
             self._stop_waiting(pod)
+            self._initializing.discard(str(pod["metadata"].get("uid")))
             self.runtime.stop(pod, lambda: self._forget(pod))
 
     def initial_keys(self) -> list[Hashable]:
@@ -171,6 +189,7 @@ class NodeAgent:
         what, namespace, name = key
         pod = self.context.get("Pod", namespace, name)
         if pod is not None and what == "stop":
+            self._initializing.discard(str(pod["metadata"].get("uid")))
             lifecycle.killing_events(self.context, pod)
             self.runtime.stop(pod, lambda: self._remove(pod))
             return
@@ -178,6 +197,7 @@ class NodeAgent:
             pod is None
             or pod["metadata"].get("deletionTimestamp")
             or (pod.get("status") or {}).get("phase", "Pending") != "Pending"
+            or pod["metadata"].get("uid") in self._initializing
         ):
             if pod is not None:
                 self._stop_waiting(pod)
@@ -212,13 +232,84 @@ class NodeAgent:
         for claim in claims:
             self.preparer.prepare(claim, node)
         setups = self._setups(pod, claims, published, lookup) if self.runtime.wants_devices else {}
+        if pod["spec"].get("initContainers"):
+            self._initialize(pod, setups)
+            return
         try:
-            self.runtime.launch(pod, setups, self._finish, self._backing_off, self._restarted)
+            self.runtime.launch(pod, setups, self._reports)
         except ContainerStartError as err:
             self._fail_to_start(pod, str(err))
             return
         lifecycle.started_events(self.context, pod, self.images)
         self.context.write_status("Pod", _running(pod, self.context.clock()), MANAGER)
+
+    def _initialize(self, pod: Obj, setups: dict[str, ContainerSetup]) -> None:
+        """A pod with init containers: ``Pending``, every container waiting
+        ``PodInitializing``, then the runtime runs them in order and reports each step
+        (``_init_started``, ``_init_completed``, ``_initialized``)."""
+        now = _timestamp(self.context.clock())
+        pod.setdefault("status", {}).update(_addresses())
+        initcontainers.initializing(pod, now)
+        _set_conditions(pod, now)
+        self.context.write_status("Pod", pod, MANAGER)
+        uid = str(pod["metadata"].get("uid"))
+        self._initializing.add(uid)
+        try:
+            self.runtime.launch(pod, setups, self._reports)
+        except ContainerStartError as err:
+            self._cannot_run(pod, str(err))
+
+    def _current(self, pod: Obj) -> Obj | None:
+        """The pod as stored now, if it is still this pod (not one re-created by name)."""
+        latest = self._latest(pod)
+        if latest is None or latest["metadata"].get("uid") != pod["metadata"].get("uid"):
+            return None
+        return latest
+
+    def _init_started(self, pod: Obj, container: str) -> None:
+        """An init container (or sidecar) started for the first time: its events, and
+        running (a sidecar also ready)."""
+        latest = self._current(pod)
+        spec = initcontainers.spec_of(pod, container)
+        if latest is None or spec is None:
+            return
+        lifecycle.container_started_events(self.context, latest, self.images, spec)
+        now = _timestamp(self.context.clock())
+        initcontainers.started(latest, container, now)
+        _set_conditions(latest, now)
+        self.context.update_status("Pod", latest, MANAGER)
+
+    def _init_completed(self, pod: Obj, container: str) -> None:
+        """A regular init container exited 0: terminated ``Completed`` and ready."""
+        latest = self._current(pod)
+        entry = initcontainers.entry_of(latest, container) if latest is not None else None
+        if latest is None or entry is None:
+            return
+        now = _timestamp(self.context.clock())
+        initcontainers.terminated(entry, 0, now)
+        entry["ready"] = True
+        _set_conditions(latest, now)
+        self.context.update_status("Pod", latest, MANAGER)
+
+    def _initialized(self, pod: Obj) -> None:
+        """Every init container is done: the app containers started, the pod ``Running``
+        (``Ready`` also waits for the sidecars' readiness)."""
+        self._initializing.discard(str(pod["metadata"].get("uid")))
+        latest = self._current(pod)
+        if latest is None:
+            return
+        lifecycle.started_events(self.context, latest, self.images)
+        now_moment = self.context.clock()
+        _running(latest, now_moment)
+        _set_conditions(latest, _timestamp(now_moment))
+        self.context.update_status("Pod", latest, MANAGER)
+
+    def _cannot_run(self, pod: Obj, message: str) -> None:
+        """A container of a pod with init containers could not be started."""
+        self._initializing.discard(str(pod["metadata"].get("uid")))
+        latest = self._current(pod)
+        if latest is not None:
+            self._fail_to_start(latest, message)
 
     def _lookup(self, pod: Obj) -> SourceLookup:
         """How the pod's ConfigMaps and Secrets are found: in its namespace (a tenant
@@ -315,7 +406,7 @@ class NodeAgent:
                 if devices
                 else {}
             )
-            spec = next(c for c in pod["spec"]["containers"] if c["name"] == container)
+            spec = initcontainers.spec_of(pod, container) or {}
             setups[container] = ContainerSetup(
                 container_environment(spec, pod, device_env, lookup), devices
             )
@@ -333,7 +424,7 @@ class NodeAgent:
         now = _timestamp(self.context.clock())
         status = latest.setdefault("status", {})
         named = lifecycle.kubelet_pod_name(latest)
-        for entry in status.get("containerStatuses") or []:
+        for entry in _entries(status):
             if entry["name"] == container:
                 running = (entry.get("state") or {}).get("running") or {}
                 entry["restartCount"] = restarts
@@ -355,7 +446,7 @@ class NodeAgent:
                 }
                 entry["ready"] = False
                 entry["started"] = False
-        _set_readiness(latest, now)
+        _set_conditions(latest, now)
         self.context.update_status("Pod", latest, MANAGER)
         self.context.event(
             latest,
@@ -368,23 +459,26 @@ class NodeAgent:
 
     def _restarted(self, pod: Obj, container: str, restarts: int) -> None:
         """A container started again after its back-off: running and ready (allot runs
-        no probes), with a new container id, and its start's events again."""
+        no probes; a regular init container is ready once it completes), with a new
+        container id, and its start's events again."""
         latest = self._latest(pod)
-        if latest is None:
+        spec = initcontainers.spec_of(pod, container)
+        if latest is None or spec is None:
             return
         now = _timestamp(self.context.clock())
-        for status in (latest.get("status") or {}).get("containerStatuses") or []:
+        init_container = any(
+            c["name"] == container for c in pod["spec"].get("initContainers") or []
+        )
+        for status in _entries(latest.get("status") or {}):
             if status["name"] == container:
                 status["restartCount"] = restarts
                 status["containerID"] = lifecycle.container_id(latest, container, restarts)
                 status["state"] = {"running": {"startedAt": now}}
-                status["ready"] = True
+                status["ready"] = not init_container or is_sidecar(spec)
                 status["started"] = True
-        _set_readiness(latest, now)
+        _set_conditions(latest, now)
         self.context.update_status("Pod", latest, MANAGER)
-        for spec in latest["spec"].get("containers") or []:
-            if spec["name"] == container:
-                lifecycle.container_started_events(self.context, latest, self.images, spec)
+        lifecycle.container_started_events(self.context, latest, self.images, spec)
 
     def _latest(self, pod: Obj) -> Obj | None:
         return self.context.get(
@@ -397,61 +491,76 @@ class NodeAgent:
         status["phase"] = "Failed"
         status["message"] = message
         status["reason"] = "ContainerCannotRun"
-        status["containerStatuses"] = [
-            {
-                "name": c["name"],
-                "ready": False,
-                "restartCount": 0,
-                "image": c.get("image", ""),
-                "imageID": "",
-                "containerID": lifecycle.container_id(pod, c["name"]),
-                "started": False,
-                "state": {
-                    "terminated": {
-                        "exitCode": 128,
-                        "reason": "ContainerCannotRun",
-                        "message": message,
-                        "startedAt": now,
-                        "finishedAt": now,
-                        "containerID": lifecycle.container_id(pod, c["name"]),
-                    }
-                },
-            }
-            for c in pod["spec"].get("containers") or []
-        ]
+        if pod["spec"].get("initContainers"):
+            status["initContainerStatuses"] = _cannot_run_entries(
+                pod, pod["spec"]["initContainers"], message, now
+            )
+        status["containerStatuses"] = _cannot_run_entries(
+            pod, pod["spec"].get("containers") or [], message, now
+        )
         self.context.update_status("Pod", pod, MANAGER)
         origin = lifecycle.pod_origin(pod)
         self.context.event(pod, "Warning", "Failed", message, "kubelet", source=origin)
         self._unprepare(pod)
 
     def _finish(self, pod: Obj, exit_codes: dict[str, int]) -> None:
+        """Every app container has exited for good (its sidecars stopped after it), or an
+        init container failed and is not restarted (``Never``): ``Succeeded`` when every
+        app container exited 0, else ``Failed``, each run terminated with its code."""
         latest = self.context.get(
             "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
         )
-        if latest is None or (latest.get("status") or {}).get("phase") != "Running":
+        phase = (latest or {}).get("status", {}).get("phase")
+        if latest is None or latest["metadata"].get("uid") != pod["metadata"].get("uid"):
+            return
+        if phase == "Pending" and latest["metadata"].get("uid") in self._initializing:
+            self._initializing.discard(latest["metadata"]["uid"])
+            self._finish_initializing(latest, exit_codes)
+            return
+        if phase != "Running":
             return
         now = _timestamp(self.context.clock())
         status = latest["status"]
-        status["phase"] = "Succeeded" if not any(exit_codes.values()) else "Failed"
-        for container in status.get("containerStatuses") or []:
+        apps = [c["name"] for c in latest["spec"].get("containers") or []]
+        status["phase"] = "Succeeded" if not any(exit_codes.get(a) for a in apps) else "Failed"
+        for container in _entries(status):
             code = exit_codes.get(container["name"], 0)
-            container["ready"] = False
-            container["started"] = False
-            container["state"] = {
-                "terminated": {
-                    "exitCode": code,
-                    "reason": "Completed" if code == 0 else "Error",
-                    "startedAt": container["state"].get("running", {}).get("startedAt", now),
-                    "finishedAt": now,
-                    "containerID": container.get("containerID", ""),
-                }
-            }
-        status["conditions"] = [
-            {**c, "status": "False"} if c["type"] in ("Ready", "ContainersReady") else c
-            for c in status.get("conditions") or []
-        ]
+            state = container.get("state") or {}
+            if "terminated" in state:
+                continue  # a completed init container
+            if "running" in state and container["name"] not in apps:
+                self._sidecar_stopped(latest, container["name"])
+            initcontainers.terminated(container, code, now)
+        if latest["spec"].get("initContainers"):
+            _set_conditions(latest, now)
+        else:
+            status["conditions"] = [
+                {**c, "status": "False"} if c["type"] in ("Ready", "ContainersReady") else c
+                for c in status.get("conditions") or []
+            ]
         self.context.update_status("Pod", latest, MANAGER)
         self._unprepare(latest)
+
+    def _finish_initializing(self, pod: Obj, exit_codes: dict[str, int]) -> None:
+        """An init container failed under ``restartPolicy: Never``: the pod ``Failed``,
+        the app containers never started (still waiting ``PodInitializing``)."""
+        now = _timestamp(self.context.clock())
+        status = pod["status"]
+        status["phase"] = "Failed"
+        for entry in status.get("initContainerStatuses") or []:
+            if entry["name"] in exit_codes and "running" in (entry.get("state") or {}):
+                if entry["name"] in initcontainers.sidecar_names(pod):
+                    self._sidecar_stopped(pod, entry["name"])
+                initcontainers.terminated(entry, exit_codes[entry["name"]], now)
+        _set_conditions(pod, now)
+        self.context.update_status("Pod", pod, MANAGER)
+        self._unprepare(pod)
+
+    def _sidecar_stopped(self, pod: Obj, container: str) -> None:
+        """The ``Killing`` event of a sidecar the runtime stopped as the pod finished."""
+        message = f"Stopping container {container}"
+        origin = lifecycle.container_origin(pod, container)
+        self.context.event(pod, "Normal", "Killing", message, lifecycle.COMPONENT, source=origin)
 
     def _unprepare(self, pod: Obj) -> None:
         for claim in self._claims(pod):
@@ -494,7 +603,7 @@ def _running(pod: Obj, now_moment: dt.datetime) -> Obj:
         {
             "phase": "Running",
             **_addresses(),
-            "startTime": now,
+            "startTime": status.get("startTime") or now,
             "containerStatuses": [
                 {
                     "name": c["name"],
@@ -534,8 +643,10 @@ def _set_readiness(pod: Obj, now: str) -> None:
     works them out: False with ``ContainersNotReady`` naming the unready containers (in
     the spec's order); the transition time kept while the status does not change."""
     status = pod.setdefault("status", {})
-    ready = {s["name"]: bool(s.get("ready")) for s in status.get("containerStatuses") or []}
+    ready = {s["name"]: bool(s.get("ready")) for s in _entries(status)}
     names = [c["name"] for c in pod["spec"].get("containers") or []]
+    if pod["spec"].get("initContainers"):  # the sidecars count, first
+        names = [*initcontainers.sidecar_names(pod), *names]
     unready = [name for name in names if not ready.get(name, False)]
     value = "False" if unready else "True"
     conditions = {c["type"]: c for c in status.get("conditions") or []}
@@ -555,10 +666,72 @@ def _set_readiness(pod: Obj, now: str) -> None:
     status["conditions"] = list(conditions.values())
 
 
+def _set_conditions(pod: Obj, now: str) -> None:
+    """The readiness conditions and, for a pod with init containers, ``Initialized``;
+    a finished pod with init containers is not ready with ``PodCompleted`` or
+    ``PodFailed``, as the kubelet's ``generateContainersReadyConditionForTerminalPhase``."""
+    _set_readiness(pod, now)
+    if not pod["spec"].get("initContainers"):
+        return
+    status = pod["status"]
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
+    conditions["Initialized"] = initcontainers.initialized_condition(pod, now)
+    phase = status.get("phase")
+    if phase in ("Succeeded", "Failed"):
+        reason = "PodCompleted" if phase == "Succeeded" else "PodFailed"
+        for kind in ("ContainersReady", "Ready"):
+            before = conditions.get(kind) or {}
+            since = (
+                before.get("lastTransitionTime", now) if before.get("status") == "False" else now
+            )
+            conditions[kind] = {
+                "type": kind,
+                "status": "False",
+                "reason": reason,
+                "lastTransitionTime": since,
+            }
+    status["conditions"] = list(conditions.values())
+
+
+def _entries(status: Obj) -> list[Obj]:
+    """The container statuses of a pod, app containers' then init containers'."""
+    entries = list(status.get("containerStatuses") or [])
+    if status.get("initContainerStatuses"):
+        entries.extend(status["initContainerStatuses"])
+    return entries
+
+
+def _cannot_run_entries(pod: Obj, containers: list[Obj], message: str, now: str) -> list[Obj]:
+    """The statuses of containers of a pod one of which could not be started."""
+    return [
+        {
+            "name": c["name"],
+            "ready": False,
+            "restartCount": 0,
+            "image": c.get("image", ""),
+            "imageID": "",
+            "containerID": lifecycle.container_id(pod, c["name"]),
+            "started": False,
+            "state": {
+                "terminated": {
+                    "exitCode": 128,
+                    "reason": "ContainerCannotRun",
+                    "message": message,
+                    "startedAt": now,
+                    "finishedAt": now,
+                    "containerID": lifecycle.container_id(pod, c["name"]),
+                }
+            },
+        }
+        for c in containers
+    ]
+
+
 def _config_errors(pod: Obj, lookup: SourceLookup) -> dict[str, str]:
     """Per container whose environment cannot be made: the kubelet's message."""
     failures = {}
-    for spec in pod["spec"].get("containers") or []:
+    spec_ = pod["spec"]
+    for spec in [*(spec_.get("initContainers") or []), *(spec_.get("containers") or [])]:
         if not names_sources(spec):
             continue  # literal values and the downward API cannot fail
         try:
@@ -571,7 +744,7 @@ def _config_errors(pod: Obj, lookup: SourceLookup) -> dict[str, str]:
 def _shown_config_errors(pod: Obj) -> dict[str, str]:
     """The configuration failures the pod's status shows now, per container."""
     shown = {}
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+    for status in _entries(pod.get("status") or {}):
         waiting = (status.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") == CONFIG_ERROR:
             shown[status["name"]] = str(waiting.get("message", ""))
@@ -603,6 +776,17 @@ def _waiting_for_config(pod: Obj, failures: dict[str, str], now_moment: dt.datet
             ],
         }
     )
+    init_containers = pod["spec"].get("initContainers")
+    if init_containers:  # every container waits PodInitializing, but those failing
+        default = initcontainers.POD_INITIALIZING
+        status["initContainerStatuses"] = [
+            {**entry, "state": {"waiting": _waiting_state(failures.get(entry["name"]), default)}}
+            for entry in map(initcontainers.waiting_entry, init_containers)
+        ]
+        for entry in status["containerStatuses"]:
+            entry["state"] = {"waiting": _waiting_state(failures.get(entry["name"]), default)}
+        _set_conditions(pod, now)
+        return pod
     conditions = {c["type"]: c for c in status.get("conditions") or []}
     conditions["Initialized"] = {"type": "Initialized", "status": "True", "lastTransitionTime": now}
     status["conditions"] = list(conditions.values())
@@ -610,9 +794,9 @@ def _waiting_for_config(pod: Obj, failures: dict[str, str], now_moment: dt.datet
     return pod
 
 
-def _waiting_state(message: str | None) -> Obj:
+def _waiting_state(message: str | None, default: str = "ContainerCreating") -> Obj:
     if message is None:
-        return {"reason": "ContainerCreating"}
+        return {"reason": default}
     return {"reason": CONFIG_ERROR, "message": message}
 
 
@@ -621,7 +805,8 @@ def _claims_by_container(pod: Obj) -> dict[str, list[str]]:
     extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
     with_extended = {m.get("containerName") for m in extended.get("requestMappings") or []}
     result = {}
-    for container in pod["spec"].get("containers") or []:
+    spec = pod["spec"]
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         refs = ((container.get("resources") or {}).get("claims")) or []
         claims = [names[r["name"]] for r in refs if r.get("name") in names]
         if container["name"] in with_extended and "" in names:

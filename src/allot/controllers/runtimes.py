@@ -27,7 +27,15 @@ deletion's grace period (:func:`grace_seconds`) SIGKILL to every process of it
 stopped only once none is alive; ``holds`` says which pods may still have processes,
 ``forget`` removes a removed pod's logs and directories.
 
-Both report to the node agent (``allot.controllers.nodeagent``), which owns pod status.
+Both run a pod's init containers first, as the kubelet: one at a time in order, each to
+exit 0 before the next (a failed one is started again with the same back-off, or fails
+the pod under ``restartPolicy: Never``); a native sidecar (``restartPolicy: Always``) lets
+the next one start as soon as it runs, keeps running beside the app containers (started
+again whenever it exits) and is stopped after them, sidecars in reverse order. The
+simulated runtime's init containers complete at once, with the same exit code.
+
+Both report to the node agent (``allot.controllers.nodeagent``) through :class:`Reports`;
+it owns pod status.
 """
 
 from __future__ import annotations
@@ -56,6 +64,9 @@ ExitCallback = Callable[[Obj, dict[str, int]], None]
 RestartCallback = Callable[[Obj, str, int], None]  # pod, container, restart count
 # pod, container, restart count, exit code, seconds until the container is started again
 BackOffCallback = Callable[[Obj, str, int, int, float], None]
+ContainerCallback = Callable[[Obj, str], None]  # pod, container
+# when to call what: seconds from now, the callback, its arguments (the loop's call_later)
+Timer = Callable[..., object]
 RUNTIME_ANNOTATION = "allot.dev/simulated-runtime-seconds"
 EXIT_CODE_ANNOTATION = "allot.dev/simulated-exit-code"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -80,20 +91,33 @@ class ContainerSetup:
     devices: list[dict[str, str]] = field(default_factory=list)  # published attributes
 
 
+@dataclass(frozen=True)
+class Reports:
+    """Whom a pod's containers report to: the node agent's callbacks.
+
+    ``on_back_off`` when a container exits and waits to be started again (its restart
+    policy), ``on_restart`` when it is, ``on_exit`` once every app container has exited
+    for good (and the sidecars are stopped), or an init container failed for good, with
+    the exit codes of the containers that ran. For a pod with init containers:
+    ``on_init_started`` as each starts the first time, ``on_init_completed`` as a regular
+    one exits 0, ``on_initialized`` once all are done and the app containers started;
+    ``on_cannot_run`` when a container could not be started after ``launch`` returned."""
+
+    on_exit: ExitCallback
+    on_back_off: BackOffCallback
+    on_restart: RestartCallback
+    on_init_started: ContainerCallback
+    on_init_completed: ContainerCallback
+    on_initialized: Callable[[Obj], None]
+    on_cannot_run: Callable[[Obj, str], None]
+
+
 class Runtime(Protocol):
     wants_devices: bool  # whether ``launch`` needs the containers' device setups
 
-    def launch(
-        self,
-        pod: Obj,
-        setups: dict[str, ContainerSetup],
-        on_exit: ExitCallback,
-        on_back_off: BackOffCallback,
-        on_restart: RestartCallback,
-    ) -> None:
-        """Start the pod's containers. ``on_back_off`` when one exits and waits to be
-        started again (its ``restartPolicy``), ``on_restart`` when it is, ``on_exit``
-        once every container has exited for good."""
+    def launch(self, pod: Obj, setups: dict[str, ContainerSetup], reports: Reports) -> None:
+        """Start the pod's init containers, one at a time, then its containers, and
+        tell ``reports`` how they fare."""
 
     def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
         """End the pod's processes; ``on_stopped`` runs on the loop once none is left."""
@@ -109,39 +133,89 @@ class SimulatedRuntime:
     name = "simulated"
 
     def __init__(
-        self, logs_dir: Path | None = None, job_seconds: float = DEFAULT_JOB_SECONDS
+        self,
+        logs_dir: Path | None = None,
+        job_seconds: float = DEFAULT_JOB_SECONDS,
+        timer: Timer | None = None,
     ) -> None:
         self.logs_dir = logs_dir
         self.wants_devices = logs_dir is not None
         self.job_seconds = job_seconds
+        self._timer = timer
+        self._initializing: set[str] = set()  # uids of pods whose init containers run
 
-    def launch(
-        self,
-        pod: Obj,
-        setups: dict[str, ContainerSetup],
-        on_exit: ExitCallback,
-        on_back_off: BackOffCallback,
-        on_restart: RestartCallback,
-    ) -> None:
-        containers = pod["spec"].get("containers") or []
+    def _later(self, seconds: float, callback: Callable[..., object], *args: object) -> None:
+        if self._timer is not None:
+            self._timer(seconds, callback, *args)
+        else:
+            asyncio.get_running_loop().call_later(seconds, callback, *args)
+
+    def launch(self, pod: Obj, setups: dict[str, ContainerSetup], reports: Reports) -> None:
+        spec = pod["spec"]
+        containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
         if self.logs_dir is not None and containers:
             key = _key(pod)
             directory = self.logs_dir / key[0] / key[1]
             directory.mkdir(parents=True, exist_ok=True)  # once per pod, not per container
-            for spec in containers:
-                log = directory / f"{spec['name']}.log"
-                setup = setups.get(spec["name"]) or ContainerSetup()
-                text = simulated_log(spec, setup.devices).encode()
+            for container in containers:
+                log = directory / f"{container['name']}.log"
+                setup = setups.get(container["name"]) or ContainerSetup()
+                text = simulated_log(container, setup.devices).encode()
                 log.write_bytes(text)
                 logtimes.restart(log, len(text), time.time_ns())
+        if spec.get("initContainers"):
+            self._initializing.add(_key(pod)[2])
+            self._initialize(pod, reports, 0, 0)
+        else:
+            self._schedule_exit(pod, reports)
+
+    def _schedule_exit(self, pod: Obj, reports: Reports) -> None:
         seconds = simulated_run_seconds(pod, self.job_seconds)
         if seconds is not None:
-            code = int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
+            code = simulated_exit_code(pod)
             codes = {c["name"]: code for c in pod["spec"].get("containers") or []}
-            asyncio.get_running_loop().call_later(seconds, on_exit, pod, codes)
+            for spec in pod["spec"].get("initContainers") or []:
+                if is_sidecar(spec):  # stopped after the app containers, exits 0
+                    codes[spec["name"]] = 0
+            self._later(seconds, reports.on_exit, pod, codes)
+
+    def _initialize(self, pod: Obj, reports: Reports, position: int, restarts: int) -> None:
+        """Run the init containers from ``position``, as the kubelet: each completes at
+        once (exit 0, or ``allot.dev/simulated-exit-code``) before the next starts, a
+        sidecar starts and keeps running; a failed one fails the pod (``Never``) or is
+        started again after its back-off. Then the app containers start."""
+        uid = _key(pod)[2]
+        if uid not in self._initializing:
+            return  # stopped meanwhile
+        specs = pod["spec"]["initContainers"]
+        code = simulated_exit_code(pod)
+        while position < len(specs):
+            name = specs[position]["name"]
+            if restarts:
+                reports.on_restart(pod, name, restarts)
+            else:
+                reports.on_init_started(pod, name)
+            if is_sidecar(specs[position]) or code == 0:
+                if not is_sidecar(specs[position]):
+                    reports.on_init_completed(pod, name)
+                position, restarts = position + 1, 0
+                continue
+            if pod["spec"].get("restartPolicy") == "Never":
+                self._initializing.discard(uid)
+                sidecars = {s["name"]: 0 for s in specs[:position] if is_sidecar(s)}
+                reports.on_exit(pod, {**sidecars, name: code})
+                return
+            delay = back_off_delay(restarts)
+            reports.on_back_off(pod, name, restarts, code, delay)
+            self._later(delay, self._initialize, pod, reports, position, restarts + 1)
+            return
+        self._initializing.discard(uid)
+        reports.on_initialized(pod)
+        self._schedule_exit(pod, reports)
 
     def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
-        asyncio.get_running_loop().call_soon(on_stopped)
+        self._initializing.discard(_key(pod)[2])
+        self._later(0, on_stopped)
 
     def holds(self, pod_uid: str) -> bool:
         return False
@@ -149,6 +223,23 @@ class SimulatedRuntime:
     def forget(self, pod: Obj) -> None:
         if self.logs_dir is not None:
             _remove_pod_files(pod, [self.logs_dir])
+
+
+def is_sidecar(container: Obj) -> bool:
+    """A native sidecar: an init container with ``restartPolicy: Always`` (it starts in
+    the init containers' order and keeps running beside the app containers)."""
+    return container.get("restartPolicy") == "Always"
+
+
+def back_off_delay(restarts: int) -> float:
+    """How long a container that exited waits before its next start (after ``restarts``
+    restarts): doubling from ``BACKOFF_START`` up to ``BACKOFF_MAX``."""
+    return float(min(BACKOFF_MAX, BACKOFF_START * 2**restarts))
+
+
+def simulated_exit_code(pod: Obj) -> int:
+    """The code simulated containers exit with: ``allot.dev/simulated-exit-code``, else 0."""
+    return int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
 
 
 def simulated_run_seconds(pod: Obj, job_seconds: float) -> float | None:
@@ -177,6 +268,9 @@ def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:
     )
 
 
+APP, INIT, SIDECAR = "app", "init", "sidecar"  # a process-runtime container's role
+
+
 @dataclass
 class _Container:
     argv: list[str]  # what runs, sandbox included
@@ -187,6 +281,8 @@ class _Container:
     marker: str  # its ALLOT_CONTAINER value (allot.controllers.processes)
     before_exec: Callable[[], None] | None
     process: subprocess.Popen[bytes]
+    policy: str  # when it is started again: its pod's restartPolicy, or an init container's
+    role: str = APP
     restarts: int = 0
     exit_code: int | None = None
     restart_at: float | None = None
@@ -200,14 +296,18 @@ class _Container:
                 logtimes.record(self.log, size, time.time_ns())
                 self.seen = size
 
+    def done(self) -> bool:
+        """Exited, and not to be started again."""
+        return self.exit_code is not None and self.restart_at is None
 
-@dataclass(frozen=True)
-class _Reports:
-    """Whom a pod's containers report to: the node agent's callbacks."""
 
-    on_exit: ExitCallback
-    on_back_off: BackOffCallback
-    on_restart: RestartCallback
+@dataclass
+class _Initializing:
+    """A pod whose init containers are not all done yet."""
+
+    waiting: list[Obj]  # init containers not started yet, in order
+    setups: dict[str, ContainerSetup]  # for them and the app containers
+    current: str | None = None  # the regular init container that runs now
 
 
 class ProcessRuntime:
@@ -231,6 +331,7 @@ class ProcessRuntime:
         self.limits = limits or ContainerLimits()
         self.marker = processes.runtime_marker()
         self._running: dict[tuple[str, str, str], dict[str, _Container]] = {}
+        self._initializing: dict[tuple[str, str, str], _Initializing] = {}
         # pods whose processes are being ended, with what to call once they are
         self._ending: dict[str, list[Callable[[], None]]] = {}
         # when the grace period of each pod being ended runs out (a later delete may
@@ -238,28 +339,52 @@ class ProcessRuntime:
         self._grace_until: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def launch(
-        self,
-        pod: Obj,
-        setups: dict[str, ContainerSetup],
-        on_exit: ExitCallback,
-        on_back_off: BackOffCallback,
-        on_restart: RestartCallback,
-    ) -> None:
+    def launch(self, pod: Obj, setups: dict[str, ContainerSetup], reports: Reports) -> None:
         key = _key(pod)
-        containers: dict[str, _Container] = {}
-        self._running[key] = containers
+        self._running[key] = {}
+        init_containers = pod["spec"].get("initContainers")
         try:
-            for spec in pod["spec"].get("containers") or []:
-                containers[spec["name"]] = self._start(pod, spec, setups.get(spec["name"]))
+            if init_containers:
+                self._initializing[key] = _Initializing(list(init_containers), setups)
+                self._advance(pod, reports)
+            else:
+                self._start_apps(pod, setups)
         except ContainerStartError:
+            self._initializing.pop(key, None)
             self._kill(key)
             raise
         loop = asyncio.get_running_loop()
-        reports = _Reports(on_exit, on_back_off, on_restart)
         loop.call_later(POLL_SECONDS, self._poll, pod, reports)
 
-    def _start(self, pod: Obj, spec: Obj, setup: ContainerSetup | None) -> _Container:
+    def _start_apps(self, pod: Obj, setups: dict[str, ContainerSetup]) -> None:
+        containers = self._running[_key(pod)]
+        policy = pod["spec"].get("restartPolicy") or "Always"
+        for spec in pod["spec"].get("containers") or []:
+            containers[spec["name"]] = self._start(pod, spec, setups.get(spec["name"]), policy)
+
+    def _advance(self, pod: Obj, reports: Reports) -> None:
+        """Start init containers in order until a regular one runs (a sidecar, once
+        started, lets the next begin); with none left, the app containers."""
+        key = _key(pod)
+        progress = self._initializing[key]
+        containers = self._running[key]
+        init_policy = "Never" if pod["spec"].get("restartPolicy") == "Never" else "OnFailure"
+        while progress.current is None and progress.waiting:
+            spec = progress.waiting.pop(0)
+            name, sidecar = spec["name"], is_sidecar(spec)
+            policy = "Always" if sidecar else init_policy
+            container = self._start(pod, spec, progress.setups.get(name), policy)
+            container.role = SIDECAR if sidecar else INIT
+            containers[name] = container
+            reports.on_init_started(pod, name)
+            if not sidecar:
+                progress.current = name
+        if progress.current is None:
+            del self._initializing[key]
+            self._start_apps(pod, progress.setups)
+            reports.on_initialized(pod)
+
+    def _start(self, pod: Obj, spec: Obj, setup: ContainerSetup | None, policy: str) -> _Container:
         key = _key(pod)
         name = spec["name"]
         argv = list(spec.get("command") or []) + list(spec.get("args") or [])
@@ -294,7 +419,7 @@ class ProcessRuntime:
         before_exec = self.limits.prepare(group, spec)
         process = _spawn(argv, environment, directory, log, before_exec)
         container = _Container(
-            argv, environment, directory, log, group, marker, before_exec, process
+            argv, environment, directory, log, group, marker, before_exec, process, policy
         )
         container.seen = log.stat().st_size  # an earlier run's output has its times
         return container
@@ -315,31 +440,60 @@ class ProcessRuntime:
         if user is not None:
             os.chown(directory, *user)
 
-    def _poll(self, pod: Obj, reports: _Reports) -> None:
-        containers = self._running.get(_key(pod))
+    def _poll(self, pod: Obj, reports: Reports) -> None:
+        key = _key(pod)
+        containers = self._running.get(key)
         if containers is None:
             return  # stopped: the pod was deleted
         loop = asyncio.get_running_loop()
-        policy = pod["spec"].get("restartPolicy") or "Always"
-        for name, container in containers.items():
-            self._step(name, container, policy, loop.time(), pod, reports)
-        if all(c.exit_code is not None and c.restart_at is None for c in containers.values()):
-            del self._running[_key(pod)]
-            codes = {name: c.exit_code or 0 for name, c in containers.items()}
-            # background children end with the pod, before it is reported finished
-            then = partial(reports.on_exit, pod, codes)
-            self._end_in_thread(pod, list(containers.values()), 0, then)
+        for name, container in list(containers.items()):
+            self._step(name, container, loop.time(), pod, reports)
+        if key in self._initializing:
+            if not self._initialize(pod, reports):
+                return
+        elif all(c.done() for c in containers.values() if c.role == APP):
+            self._finish_pod(pod, reports)
             return
         loop.call_later(POLL_SECONDS, self._poll, pod, reports)
 
+    def _initialize(self, pod: Obj, reports: Reports) -> bool:
+        """The running init container's outcome: done with 0, the next ones start (or the
+        app containers); failed for good (``Never``), the pod ends. False once it ended."""
+        key = _key(pod)
+        progress = self._initializing[key]
+        current = self._running[key].get(progress.current or "")
+        if current is None or not current.done():
+            return True
+        if current.exit_code != 0:
+            del self._initializing[key]
+            self._finish_pod(pod, reports)
+            return False
+        reports.on_init_completed(pod, str(progress.current))
+        progress.current = None
+        try:
+            self._advance(pod, reports)
+        except ContainerStartError as err:
+            self._initializing.pop(key, None)
+            self._kill(key)
+            reports.on_cannot_run(pod, str(err))
+            return False
+        return True
+
+    def _finish_pod(self, pod: Obj, reports: Reports) -> None:
+        """The app containers are done (or an init container failed for good): the
+        sidecars are stopped (reverse order, within the grace period), background
+        children end, then the pod is reported finished with every run's exit code."""
+        containers = self._running.pop(_key(pod))
+        running = list(containers.values())
+        sidecars = any(c.role == SIDECAR and c.exit_code is None for c in running)
+
+        def finished() -> None:
+            reports.on_exit(pod, {name: _final_code(c) for name, c in containers.items()})
+
+        self._end_in_thread(pod, running, grace_seconds(pod) if sidecars else 0, finished)
+
     def _step(
-        self,
-        name: str,
-        container: _Container,
-        policy: str,
-        now: float,
-        pod: Obj,
-        reports: _Reports,
+        self, name: str, container: _Container, now: float, pod: Obj, reports: Reports
     ) -> None:
         container.stamp()
         if container.restart_at is not None:
@@ -368,8 +522,9 @@ class ProcessRuntime:
         container.stamp()  # what it wrote before it ended
         container.exit_code = _exit_code(code)
         processes.kill_now(self._members(container))  # its background children too
+        policy = container.policy
         if policy == "Always" or (policy == "OnFailure" and container.exit_code != 0):
-            delay = min(BACKOFF_MAX, BACKOFF_START * 2**container.restarts)
+            delay = back_off_delay(container.restarts)
             container.restart_at = now + delay
             reports.on_back_off(pod, name, container.restarts, container.exit_code, delay)
 
@@ -397,8 +552,9 @@ class ProcessRuntime:
         if containers is None:
             asyncio.get_running_loop().call_soon(on_stopped)
             return
+        self._initializing.pop(key, None)
         for container in containers.values():
-            if container.process.poll() is None:
+            if container.role != SIDECAR and container.process.poll() is None:
                 self._terminate(container)
         self._end_in_thread(pod, list(containers.values()), grace, on_stopped)
 
@@ -423,10 +579,16 @@ class ProcessRuntime:
 
     def _end(self, containers: list[_Container], grace_until: Callable[[], float]) -> None:
         """Wait for the containers until ``grace_until()`` (read again while waiting: it
-        may come sooner), then kill every process of theirs and wait until none is alive
-        (however long an uninterruptible one takes)."""
+        may come sooner), sidecars last: each gets SIGTERM once the others have exited, in
+        the reverse of their order, as the kubelet stops them; then kill every process of
+        theirs and wait until none is alive (however long an uninterruptible one takes)."""
         for container in containers:
-            _wait_for(container.process, grace_until)
+            if container.role != SIDECAR:
+                _wait_for(container.process, grace_until)
+        for container in reversed(containers):
+            if container.role == SIDECAR and container.process.poll() is None:
+                self._terminate(container)
+                _wait_for(container.process, grace_until)
         for container in containers:
             self.limits.kill(container.group)
             processes.end_processes(partial(self._members, container), container.process.poll)
@@ -469,6 +631,14 @@ class ProcessRuntime:
             self.sandbox.signal_contents(container.process.pid, signal.SIGTERM)
         else:
             _signal(container.process, signal.SIGTERM)
+
+
+def _final_code(container: _Container) -> int:
+    """The exit code of the container's last run (a stopped sidecar's included)."""
+    if container.exit_code is not None:
+        return container.exit_code
+    code = container.process.poll()
+    return 0 if code is None else _exit_code(code)
 
 
 def previous_log(log: Path) -> Path:

@@ -24,29 +24,102 @@ GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 
 def _pod_cells(obj: Obj, now: dt.datetime) -> list[Any]:
+    """kubectl's pod row (the printer's ``printPod``): READY counts the ready app
+    containers and started sidecars, STATUS tells an init container's progress or
+    failure (``Init:1/2``, ``Init:Error``, ``Init:CrashLoopBackOff``) until the pod is
+    initialized, then the first app container's waiting or terminated reason."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    containers = spec.get("containers") or []
-    statuses = status.get("containerStatuses") or []
-    ready = sum(1 for s in statuses if s.get("ready"))
-    restarts = sum(int(s.get("restartCount") or 0) for s in statuses)
     reason = status.get("reason") or status.get("phase") or "Pending"
     if any(
         c.get("type") == "PodScheduled" and c.get("reason") == SCHEDULING_GATED
         for c in status.get("conditions") or []
     ):
         reason = SCHEDULING_GATED
-    for container in statuses:
-        state = container.get("state") or {}
-        if state.get("waiting", {}).get("reason"):
+    total = len(spec.get("containers") or [])
+    ready = restarts = 0
+    if spec.get("initContainers"):
+        init_reason, ready, restarts, init_restarts, sidecars = _init_progress(spec, status)
+        total += sidecars
+        reason = init_reason or reason
+        initialized = any(
+            c.get("type") == "Initialized" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+        if init_reason is not None and not initialized:
+            return _pod_row(obj, spec, status, now, f"{ready}/{total}", reason, init_restarts)
+    app_reason, app_ready, app_restarts = _app_progress(status, reason)
+    return _pod_row(
+        obj, spec, status, now, f"{ready + app_ready}/{total}", app_reason, restarts + app_restarts
+    )
+
+
+def _init_progress(spec: Obj, status: Obj) -> tuple[str | None, int, int, int, int]:
+    """The STATUS an unfinished initialization shows (None: none to show), the ready
+    sidecars, the sidecars' restarts, every init container's restarts up to the
+    unfinished one, and the number of sidecars."""
+    sidecar_names = {
+        c.get("name") for c in spec["initContainers"] if c.get("restartPolicy") == "Always"
+    }
+    ready = restarts = every_restart = 0
+    reason: str | None = None
+    for position, entry in enumerate(status.get("initContainerStatuses") or []):
+        sidecar = entry.get("name") in sidecar_names
+        every_restart += int(entry.get("restartCount") or 0)
+        if sidecar:
+            restarts += int(entry.get("restartCount") or 0)
+        state = entry.get("state") or {}
+        terminated, waiting = state.get("terminated"), state.get("waiting") or {}
+        if terminated is not None and terminated.get("exitCode") == 0:
+            continue
+        if sidecar and entry.get("started"):
+            ready += 1 if entry.get("ready") else 0
+            continue
+        if terminated is not None:
+            reason = "Init:" + str(
+                terminated.get("reason") or f"ExitCode:{terminated.get('exitCode')}"
+            )
+        elif waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{position}/{len(spec['initContainers'])}"
+        break
+    return reason, ready, restarts, every_restart, len(sidecar_names)
+
+
+def _app_progress(status: Obj, reason: str) -> tuple[str, int, int]:
+    """The STATUS the app containers give (the first one's waiting or terminated reason
+    wins), how many are ready and their restarts."""
+    ready = restarts = 0
+    running = False
+    for entry in reversed(status.get("containerStatuses") or []):
+        restarts += int(entry.get("restartCount") or 0)
+        state = entry.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
             reason = state["waiting"]["reason"]
-        elif state.get("terminated", {}).get("reason"):
-            reason = state["terminated"]["reason"]
+        elif "terminated" in state:
+            terminated = state["terminated"] or {}
+            reason = str(terminated.get("reason") or f"ExitCode:{terminated.get('exitCode')}")
+        elif entry.get("ready") and "running" in state:
+            running = True
+            ready += 1
+    if reason == "Completed" and running:
+        pod_ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+        reason = "Running" if pod_ready else "NotReady"
+    return reason, ready, restarts
+
+
+def _pod_row(
+    obj: Obj, spec: Obj, status: Obj, now: dt.datetime, ready: str, reason: str, restarts: int
+) -> list[Any]:
     if obj["metadata"].get("deletionTimestamp"):
         reason = "Terminating"
     gates = spec.get("readinessGates") or []
     return [
         obj["metadata"]["name"],
-        f"{ready}/{len(containers)}",
+        ready,
         reason,
         restarts,
         age(obj, now),
