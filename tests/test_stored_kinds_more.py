@@ -742,18 +742,19 @@ def test_invalid_claims_and_classes_are_refused_with_upstream_texts(
     assert refusal(registry, doc) == message
 
 
-def test_a_claim_stays_pending_and_gets_the_default_class(registry: Registry) -> None:
+def test_a_claim_is_pending_protected_and_gets_the_default_class(registry: Registry) -> None:
     create(registry, document("StorageClass"), "legal-ai")
     claim = _claim(accessModes=["ReadWriteOnce"], resources={"requests": {"storage": "1Gi"}})
     created = create(registry, {**claim, "status": {"phase": "Bound"}}, "legal-ai")
     assert created["status"] == {"phase": "Pending"}
-    assert created["spec"]["storageClassName"] == "fast"
+    assert created["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    assert created["spec"]["storageClassName"] == "fast"  # as new as standard: by name
     assert created["spec"]["volumeMode"] == "Filesystem"
     unclassed = {**claim, "metadata": {"name": "raw", "namespace": "default"}}
     unclassed["spec"] = {**claim["spec"], "storageClassName": ""}
     assert create(registry, unclassed, "legal-ai")["spec"]["storageClassName"] == ""
     on_host = create(registry, claim)  # the tenant's default class is its own
-    assert "storageClassName" not in on_host["spec"]
+    assert on_host["spec"]["storageClassName"] == "standard"  # kind's, in a new cluster
     changed = {**created, "spec": {**created["spec"], "accessModes": ["ReadWriteMany"]}}
     with pytest.raises(InvalidObjectError) as caught:
         registry.handlers.update(
