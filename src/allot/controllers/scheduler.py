@@ -228,7 +228,7 @@ class Scheduler:
             self.parked.add(("pod", namespace, name))
             self._mark_unschedulable(pod, f"creating the extended-resource claim: {denied}")
             return
-        if volumes is not None and volumes.select(placement[0].metadata.name or ""):
+        if volumes is not None and volumes.select(placement[0]):
             self._park(namespace, name, volumes)  # PreBind: wait for the claims' binding
             return
         self._bind(pod, claims, placement)

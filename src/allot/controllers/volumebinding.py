@@ -127,6 +127,17 @@ def best_volume(claim: Obj, volumes: Iterable[Obj], node: corev1.Node | None = N
     return min(fitting, key=lambda v: (volume_capacity(v).nanos, v["metadata"]["name"]))
 
 
+def prebound_volume(claim: Obj, volumes: Iterable[Obj]) -> Obj | None:
+    """A volume whose ``claimRef`` (with the claim's uid) pre-binds it to the claim and
+    that satisfies it: what ``findMatchingVolume`` still returns when binding is delayed."""
+    uid = claim["metadata"].get("uid")
+    for volume in volumes:
+        ref = (volume.get("spec") or {}).get("claimRef") or {}
+        if ref.get("uid") == uid and satisfies(volume, claim):
+            return volume
+    return None
+
+
 def delays_binding(claim: Obj, storage_class: Obj | None) -> bool:
     """``shouldDelayBinding``: the class waits for the first consumer and the scheduler
     has not yet chosen a node for it."""
@@ -154,3 +165,16 @@ def hostname_affinity(node: str, labels: dict[str, str] | None) -> Obj:
         else {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
     )
     return {"required": {"nodeSelectorTerms": [term]}}
+
+
+def claim_ref(claim: Obj) -> Obj:
+    """The ``claimRef`` a volume bound to ``claim`` holds."""
+    metadata = claim["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": metadata.get("namespace"),
+        "name": metadata["name"],
+        "uid": metadata.get("uid"),
+        "resourceVersion": metadata.get("resourceVersion"),
+    }

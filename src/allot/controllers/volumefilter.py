@@ -10,9 +10,10 @@ As kube-scheduler's ``pkg/scheduler/framework/plugins/volumebinding``:
   conflict``); an unbound claim that waits for its first consumer needs an Available
   volume that admits the node or a class that provisions (``node(s) didn't find
   available persistent volumes to bind``);
-* PreBind: the chosen node is written on each waiting claim
-  (``volume.kubernetes.io/selected-node``), the provisioner acts, the controller binds,
-  and the pod is bound once its claims are.
+* PreBind: for each waiting claim, an Available volume that admits the chosen node is
+  pre-bound to it (``claimRef``), or else the node is written on the claim
+  (``volume.kubernetes.io/selected-node``) for its provisioner; the controller binds, and
+  the pod is bound once its claims are.
 
 Built per pod by :mod:`allot.controllers.scheduler` only for pods with
 ``persistentVolumeClaim`` volumes, so pods without them cost one dictionary lookup.
@@ -93,15 +94,37 @@ class PodVolumes:
                     return vb.NO_VOLUME_TO_BIND
         return None
 
-    def select(self, node: str) -> bool:
-        """PreBind: write the node on every claim waiting for its first consumer; True
-        when one was written (the pod then waits for the claims to be bound)."""
+    def select(self, node: corev1.Node) -> bool:
+        """PreBind for each claim waiting for its first consumer: pre-bind the smallest
+        Available volume that admits the node (its ``claimRef``), else write the node on
+        the claim for its provisioner (``selected-node``). True when a claim was waiting:
+        the pod then waits for the controller to bind its claims."""
+        chosen: set[str] = set()
         for claim, _ in self.delayed:
-            latest = self.context.get(
-                "PersistentVolumeClaim", self.namespace, claim["metadata"]["name"]
-            )
-            if latest is None:
-                continue
+            free = [
+                v
+                for v in self.context.scan("PersistentVolume")
+                if v["metadata"]["name"] not in chosen and not (v.get("spec") or {}).get("claimRef")
+            ]
+            volume = vb.best_volume(claim, free, node)
+            if volume is not None:
+                chosen.add(volume["metadata"]["name"])
+                self._prebind(volume, claim)
+            else:
+                self._select_node(claim, node.metadata.name or "")
+        return bool(self.delayed)
+
+    def _prebind(self, volume: Obj, claim: Obj) -> None:
+        latest = self.context.get("PersistentVolume", "", volume["metadata"]["name"])
+        if latest is None:
+            return
+        latest["metadata"].setdefault("annotations", {})[vb.BOUND_BY_CONTROLLER] = "yes"
+        latest["spec"]["claimRef"] = vb.claim_ref(claim)
+        self.context.update("PersistentVolume", latest, MANAGER)
+
+    def _select_node(self, claim: Obj, node: str) -> None:
+        name = claim["metadata"]["name"]
+        latest = self.context.get("PersistentVolumeClaim", self.namespace, name)
+        if latest is not None:
             latest["metadata"].setdefault("annotations", {})[vb.SELECTED_NODE] = node
             self.context.update("PersistentVolumeClaim", latest, MANAGER)
-        return bool(self.delayed)

@@ -10,9 +10,10 @@ Upstream's ``pkg/controller/volume/persistentvolume`` (``syncClaim``/``syncVolum
   ``Bound``, the claim ``volumeName``, ``pv.kubernetes.io/bind-completed`` and phase
   ``Bound`` with the volume's access modes and capacity;
 * a claim whose class waits for its first consumer is left ``Pending`` (Event
-  ``WaitForFirstConsumer``) until the scheduler writes ``volume.kubernetes.io/selected-node``
-  on it; without a volume, a class's provisioner is named in
-  ``volume.kubernetes.io/storage-provisioner`` (Event ``ExternalProvisioning``);
+  ``WaitForFirstConsumer``) until the scheduler pre-binds a volume to it (``claimRef``)
+  or writes ``volume.kubernetes.io/selected-node`` on it; without a volume, a class's
+  provisioner is named in ``volume.kubernetes.io/storage-provisioner`` (Event
+  ``ExternalProvisioning``);
 * a volume whose claim is gone is ``Released``; reclaim ``Delete`` deletes a volume the
   provisioner made, ``Retain`` keeps it ``Released``; a bound claim whose volume is gone
   is ``Lost``.
@@ -192,7 +193,10 @@ class ClaimSync:
         class_name = vb.claim_class(self.claim)
         storage_class = self.context.peek("StorageClass", "", class_name) if class_name else None
         if vb.delays_binding(self.claim, storage_class):
-            if not self.selects_nodes or not self._select_node_of_pod():
+            prebound = vb.prebound_volume(self.claim, self.context.scan("PersistentVolume"))
+            if prebound is not None:  # the scheduler chose it for the claim's pod
+                self._bind(self.context.get("PersistentVolume", "", prebound["metadata"]["name"]))
+            elif not self.selects_nodes or not self._select_node_of_pod():
                 self._waiting_for_consumer()
             return
         node = self._selected_node()
@@ -284,7 +288,7 @@ class ClaimSync:
             "persistentVolumeReclaimPolicy": storage_class.get("reclaimPolicy") or "Delete",
             "storageClassName": storage_class["metadata"]["name"],
             "volumeMode": spec.get("volumeMode") or "Filesystem",
-            "claimRef": _claim_ref(self.claim),
+            "claimRef": vb.claim_ref(self.claim),
             "hostPath": {
                 "path": f"{LOCAL_PATH_ROOT}/{name}_{self.namespace}_{metadata['name']}",
                 "type": "DirectoryOrCreate",
@@ -313,7 +317,7 @@ class ClaimSync:
         if ref.get("uid") != self.claim["metadata"].get("uid"):
             if not ref:
                 volume["metadata"].setdefault("annotations", {})[vb.BOUND_BY_CONTROLLER] = "yes"
-            spec["claimRef"] = _claim_ref(self.claim)
+            spec["claimRef"] = vb.claim_ref(self.claim)
             volume = self.context.update("PersistentVolume", volume, MANAGER)
         _volume_phase(self.context, volume, "Bound")
         metadata = self.claim["metadata"]
@@ -413,18 +417,6 @@ def _volume_phase(context: ControllerContext, volume: Obj, phase: str, message: 
     updated = context.update_status("PersistentVolume", volume, MANAGER)
     volume.clear()
     volume.update(updated)
-
-
-def _claim_ref(claim: Obj) -> Obj:
-    metadata = claim["metadata"]
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "namespace": metadata.get("namespace"),
-        "name": metadata["name"],
-        "uid": metadata.get("uid"),
-        "resourceVersion": metadata.get("resourceVersion"),
-    }
 
 
 def _annotation(obj: Obj, key: str) -> str:
