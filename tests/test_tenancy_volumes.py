@@ -54,7 +54,7 @@ def _pod(*claims: str, affinity: Obj | None = None) -> Obj:
 
 
 def _bind(ctx: ControllerContext, claim: Obj, node: str) -> None:
-    volume = {
+    volume: Obj = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
         "metadata": {"name": f"pv-{claim['metadata']['name']}"},
