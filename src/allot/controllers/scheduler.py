@@ -8,7 +8,11 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    claim of the DeviceClass whose ``extendedResourceName`` matches;
 2. filter nodes (:mod:`allot.controllers.nodefit`): unschedulable unless the pod tolerates
    it, untolerated NoSchedule/NoExecute taints, ``nodeSelector`` and required node
-   affinity, already-allocated claims' node selectors;
+   affinity, already-allocated claims' node selectors; a pod that mounts
+   PersistentVolumeClaims also goes through the VolumeBinding plugin
+   (:mod:`allot.controllers.volumefilter`: it waits for unbound claims, keeps to its
+   volumes' nodes, and its claims that wait for a consumer get the chosen node before the
+   pod is bound);
 3. on the remaining nodes in the placement policy's order (``allot.allocator.placement``:
    name order, or fullest first), take the first where the allocator places every
    unallocated claim: ``allot.allocator.scheduling.place``, the same function (and so the

@@ -42,6 +42,7 @@ class PodVolumes:
     bound: list[tuple[str, Obj | None]] = field(default_factory=list)
     delayed: list[tuple[Obj, Obj]] = field(default_factory=list)
     """(claim, class) of unbound claims waiting for their first consumer."""
+    _volumes: list[Obj] | None = None
 
     @classmethod
     def of(cls, context: ControllerContext, pod: Obj) -> PodVolumes | None:
@@ -87,7 +88,9 @@ class PodVolumes:
             if volume is not None and not vb.admits(volume, node):
                 return vb.NODE_CONFLICT
         if self.delayed:
-            volumes = self.context.scan("PersistentVolume")
+            if self._volumes is None:  # once per pod, not per node
+                self._volumes = self.context.scan("PersistentVolume")
+            volumes = self._volumes
             for claim, storage_class in self.delayed:
                 provisions = storage_class.get("provisioner") != "kubernetes.io/no-provisioner"
                 if not provisions and vb.best_volume(claim, volumes, node) is None:
