@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from allot.controllers.context import ControllerContext
+from allot.controllers.ephemeral import EphemeralVolumeController
 from allot.controllers.scheduler import Scheduler
 from allot.controllers.volumes import PersistentVolumeController
 from allot.controllers.workloads import ClusterContexts
@@ -45,6 +46,8 @@ class VolumeDriver(AppsDriver):
         self.controllers.append(
             PersistentVolumeController(contexts, lambda name: name != HOST_CLUSTER)
         )
+        ephemeral = ClusterContexts(host, "ephemeral-volume-controller", tenant)
+        self.controllers.append(EphemeralVolumeController(ephemeral))
         if cluster == HOST_CLUSTER:
             self.controllers.append(Scheduler(host))
 

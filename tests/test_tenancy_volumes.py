@@ -117,8 +117,13 @@ def test_the_twin_mounts_empty_dirs_and_follows_its_volumes_nodes(
         ]
     }
     pod = _pod("data", affinity=own)
+    pod["spec"]["volumes"].append({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}})
     twin = to_host("Pod", pod, TENANT)
-    assert twin["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]
+    assert twin["spec"]["volumes"] == [
+        {"name": "data", "emptyDir": {}},
+        {"name": "scratch", "emptyDir": {}},
+    ]
+    del pod["spec"]["volumes"][1]
     assert claims_waiting(tenant, pod) == ""
     add_volume_affinity(tenant, pod, twin)
     terms = twin["spec"]["affinity"]["nodeAffinity"][

@@ -35,6 +35,7 @@ from allot.controllers.daemonset import DaemonSetController
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
 from allot.controllers.endpoints import EndpointsController, EndpointSliceController
+from allot.controllers.ephemeral import EphemeralVolumeController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -194,6 +195,7 @@ def _workload_controllers(
         ReplicaSetController(contexts("replication-controller"), REPLICATION_CONTROLLER),
         DaemonSetController(contexts("daemon-set-controller")),
         PersistentVolumeController(contexts("persistent-volume-binder"), directory.is_tenant),
+        EphemeralVolumeController(contexts("ephemeral-volume-controller")),
         StatefulSetController(contexts("statefulset-controller")),
         JobController(contexts("job-controller")),
         CronJobController(contexts("cronjob-controller")),

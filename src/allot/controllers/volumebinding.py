@@ -38,16 +38,36 @@ LOCAL_PATH = "rancher.io/local-path"
 """kind's provisioner, which allot simulates (:mod:`allot.controllers.volumes`)."""
 
 
-def pod_claim_names(pod: Obj) -> list[str]:
-    """The claims a pod's ``persistentVolumeClaim`` volumes name, in volume order; a pod
-    without volumes (most) costs one lookup."""
+def pod_claims(pod: Obj) -> list[tuple[str, bool]]:
+    """(claim name, whether it is a generic ephemeral volume's) for each claim a pod
+    mounts, in volume order: a ``persistentVolumeClaim`` volume names its claim, an
+    ``ephemeral`` volume's claim is ``<pod>-<volume>``. A pod without volumes (most)
+    costs one lookup."""
     volumes = (pod.get("spec") or {}).get("volumes")
     if not volumes:
         return []
+    found = []
+    for volume in volumes:
+        if (volume.get("persistentVolumeClaim") or {}).get("claimName"):
+            found.append((str(volume["persistentVolumeClaim"]["claimName"]), False))
+        elif volume.get("ephemeral") is not None:
+            found.append((f"{pod['metadata']['name']}-{volume.get('name', '')}", True))
+    return found
+
+
+def pod_claim_names(pod: Obj) -> list[str]:
+    return [name for name, _ in pod_claims(pod)]
+
+
+def ephemeral_claims(pod: Obj) -> list[tuple[str, Obj]]:
+    """(claim name, ``volumeClaimTemplate``) of a pod's generic ephemeral volumes."""
     return [
-        str(v["persistentVolumeClaim"]["claimName"])
-        for v in volumes
-        if v.get("persistentVolumeClaim") and v["persistentVolumeClaim"].get("claimName")
+        (
+            f"{pod['metadata']['name']}-{v.get('name', '')}",
+            v["ephemeral"].get("volumeClaimTemplate") or {},
+        )
+        for v in (pod.get("spec") or {}).get("volumes") or []
+        if v.get("ephemeral") is not None
     ]
 
 

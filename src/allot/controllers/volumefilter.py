@@ -46,20 +46,35 @@ class PodVolumes:
 
     @classmethod
     def of(cls, context: ControllerContext, pod: Obj) -> PodVolumes | None:
-        names = vb.pod_claim_names(pod)
-        if not names:
+        claims = vb.pod_claims(pod)
+        if not claims:
             return None
         volumes = cls(context, pod["metadata"].get("namespace") or "")
-        for name in names:
-            volumes._add(name)
+        for name, ephemeral in claims:
+            volumes._add(name, pod if ephemeral else None)
             if volumes.refusal:
                 break
         return volumes
 
-    def _add(self, name: str) -> None:
+    def _add(self, name: str, ephemeral_of: Obj | None) -> None:
         claim = self.context.peek("PersistentVolumeClaim", self.namespace, name)
         if claim is None:
-            self.refusal = f'persistentvolumeclaim "{name}" not found'
+            self.refusal = (
+                "waiting for ephemeral volume controller to create the persistentvolumeclaim "
+                f'"{name}"'
+                if ephemeral_of is not None
+                else f'persistentvolumeclaim "{name}" not found'
+            )
+            return
+        if ephemeral_of is not None and not any(
+            o.get("uid") == ephemeral_of["metadata"].get("uid")
+            for o in claim["metadata"].get("ownerReferences") or []
+        ):
+            pod = ephemeral_of["metadata"]["name"]
+            self.refusal = (
+                f"PVC {self.namespace}/{name} was not created for pod {self.namespace}/{pod} "
+                "(pod is not owner)"
+            )
             return
         if claim["metadata"].get("deletionTimestamp"):
             self.refusal = f'persistentvolumeclaim "{name}" is being deleted'
