@@ -27,6 +27,7 @@ from tests.test_protobuf_workloads import envelope, field, metadata
 from tests.test_stored_kinds import (
     CREATED,
     OPTIONS,
+    _names,
     cells,
     columns,
     create,
@@ -850,3 +851,26 @@ def test_only_the_platform_s_dry_runs_pass_an_unknown_class(registry: Registry) 
     assert "priority" not in tried["spec"]
     with pytest.raises(AdmissionDenied, match="no PriorityClass with name tenant-only"):
         create(registry, _pod("r", priorityClassName="tenant-only"))
+
+
+def test_a_new_cluster_has_kind_s_default_class_until_it_is_deleted(tmp_path: Path) -> None:
+    """``standard`` is written when a cluster is made, never again: deleted, it stays
+    deleted across restarts; a tenant's cluster made later gets its own."""
+    first = Registry(tmp_path)
+    standard = first.handlers.get(HOST_CLUSTER, target("StorageClass", "standard"))
+    assert (standard["provisioner"], standard["volumeBindingMode"]) == (
+        "rancher.io/local-path", "WaitForFirstConsumer"
+    )  # fmt: skip
+    assert standard["reclaimPolicy"] == "Delete"
+    assert standard["metadata"]["annotations"] == {
+        "storageclass.kubernetes.io/is-default-class": "true"
+    }
+    first.handlers.delete(HOST_CLUSTER, target("StorageClass", "standard"), {}, False)
+    first.close()
+    again = Registry(tmp_path)
+    try:
+        assert _names(again, HOST_CLUSTER, "StorageClass") == []
+        again.add_cluster("legal-ai")
+        assert _names(again, "legal-ai", "StorageClass") == ["standard"]
+    finally:
+        again.close()
