@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from allot.controllers.context import ControllerContext
-from allot.controllers.volumes import VolumePhaseController
-from allot.controllers.workloads import ClusterContexts, WorkloadKey
+from allot.controllers.volumes import PersistentVolumeController, VolumeKey
+from allot.controllers.workloads import ClusterContexts
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
 from allot.registry.resources import by_kind
@@ -191,9 +191,9 @@ def test_a_volume_becomes_available_and_keeps_its_source(registry: Registry) -> 
     assert created["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
     assert created["spec"]["volumeMode"] == "Filesystem"
     host = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
-    controller = VolumePhaseController(ClusterContexts(host, "persistent-volume-binder"))
-    assert WorkloadKey("legal-ai", "", "pv-1") in controller.initial_keys()
-    controller.reconcile(WorkloadKey("legal-ai", "", "pv-1"))
+    controller = PersistentVolumeController(ClusterContexts(host, "persistent-volume-binder"))
+    assert VolumeKey("volume", "legal-ai", "", "pv-1") in controller.initial_keys()
+    controller.reconcile(VolumeKey("volume", "legal-ai", "", "pv-1"))
     volume = registry.handlers.get("legal-ai", _target("PersistentVolume", "pv-1"))
     assert volume["status"]["phase"] == "Available"
     assert columns("persistentvolumes") == [

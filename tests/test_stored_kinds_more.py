@@ -27,6 +27,7 @@ from tests.test_protobuf_workloads import envelope, field, metadata
 from tests.test_stored_kinds import (
     CREATED,
     OPTIONS,
+    _names,
     cells,
     columns,
     create,
@@ -742,18 +743,19 @@ def test_invalid_claims_and_classes_are_refused_with_upstream_texts(
     assert refusal(registry, doc) == message
 
 
-def test_a_claim_stays_pending_and_gets_the_default_class(registry: Registry) -> None:
+def test_a_claim_is_pending_protected_and_gets_the_default_class(registry: Registry) -> None:
     create(registry, document("StorageClass"), "legal-ai")
     claim = _claim(accessModes=["ReadWriteOnce"], resources={"requests": {"storage": "1Gi"}})
     created = create(registry, {**claim, "status": {"phase": "Bound"}}, "legal-ai")
     assert created["status"] == {"phase": "Pending"}
-    assert created["spec"]["storageClassName"] == "fast"
+    assert created["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    assert created["spec"]["storageClassName"] == "fast"  # as new as standard: by name
     assert created["spec"]["volumeMode"] == "Filesystem"
     unclassed = {**claim, "metadata": {"name": "raw", "namespace": "default"}}
     unclassed["spec"] = {**claim["spec"], "storageClassName": ""}
     assert create(registry, unclassed, "legal-ai")["spec"]["storageClassName"] == ""
     on_host = create(registry, claim)  # the tenant's default class is its own
-    assert "storageClassName" not in on_host["spec"]
+    assert on_host["spec"]["storageClassName"] == "standard"  # kind's, in a new cluster
     changed = {**created, "spec": {**created["spec"], "accessModes": ["ReadWriteMany"]}}
     with pytest.raises(InvalidObjectError) as caught:
         registry.handlers.update(
@@ -849,3 +851,26 @@ def test_only_the_platform_s_dry_runs_pass_an_unknown_class(registry: Registry) 
     assert "priority" not in tried["spec"]
     with pytest.raises(AdmissionDenied, match="no PriorityClass with name tenant-only"):
         create(registry, _pod("r", priorityClassName="tenant-only"))
+
+
+def test_a_new_cluster_has_kind_s_default_class_until_it_is_deleted(tmp_path: Path) -> None:
+    """``standard`` is written when a cluster is made, never again: deleted, it stays
+    deleted across restarts; a tenant's cluster made later gets its own."""
+    first = Registry(tmp_path)
+    standard = first.handlers.get(HOST_CLUSTER, target("StorageClass", "standard"))
+    assert (standard["provisioner"], standard["volumeBindingMode"]) == (
+        "rancher.io/local-path", "WaitForFirstConsumer"
+    )  # fmt: skip
+    assert standard["reclaimPolicy"] == "Delete"
+    assert standard["metadata"]["annotations"] == {
+        "storageclass.kubernetes.io/is-default-class": "true"
+    }
+    first.handlers.delete(HOST_CLUSTER, target("StorageClass", "standard"), {}, False)
+    first.close()
+    again = Registry(tmp_path)
+    try:
+        assert _names(again, HOST_CLUSTER, "StorageClass") == []
+        again.add_cluster("legal-ai")
+        assert _names(again, "legal-ai", "StorageClass") == ["standard"]
+    finally:
+        again.close()

@@ -35,6 +35,7 @@ from allot.controllers.daemonset import DaemonSetController
 from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
 from allot.controllers.endpoints import EndpointsController, EndpointSliceController
+from allot.controllers.ephemeral import EphemeralVolumeController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -54,7 +55,7 @@ from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
 from allot.controllers.serviceaccounts import ServiceAccounts
 from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
-from allot.controllers.volumes import VolumePhaseController
+from allot.controllers.volumes import PersistentVolumeController
 from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
 from allot.driver import nvml
@@ -180,7 +181,7 @@ def _workload_controllers(
 ) -> list[Controller]:
     """kube-controller-manager's workload controllers (apps/v1, batch/v1,
     ReplicationControllers, the default ServiceAccounts, PodDisruptionBudget status,
-    Endpoints and EndpointSlices, PersistentVolumes' phase) and the
+    Endpoints and EndpointSlices, volume binding and provisioning) and the
     apiextensions controllers' CRD status, one instance each for the host and every tenant
     cluster; in a tenant their writes are admitted as the tenant's ``<name>`` service account."""
 
@@ -193,7 +194,8 @@ def _workload_controllers(
         ReplicaSetController(contexts("replicaset-controller")),
         ReplicaSetController(contexts("replication-controller"), REPLICATION_CONTROLLER),
         DaemonSetController(contexts("daemon-set-controller")),
-        VolumePhaseController(contexts("persistent-volume-binder")),
+        PersistentVolumeController(contexts("persistent-volume-binder"), directory.is_tenant),
+        EphemeralVolumeController(contexts("ephemeral-volume-controller")),
         StatefulSetController(contexts("statefulset-controller")),
         JobController(contexts("job-controller")),
         CronJobController(contexts("cronjob-controller")),

@@ -1,6 +1,7 @@
 """The apps controllers end to end with the real kubectl, on the host and in tenants:
 rollout status/history/undo, scale, set image, delete with --cascade=orphan and
-foreground, a StatefulSet whose pods each get their own generated claim, a tenant
+foreground, a StatefulSet whose pods each get their own generated claim, a StatefulSet
+whose volumeClaimTemplates kind's default class provisions and binds, a tenant
 Deployment scaled past its pod quota (FailedCreate on its ReplicaSet), and a DaemonSet
 applied with ``kubectl apply --prune`` (kubectl's default prune list) rolled out on every
 node."""
@@ -181,6 +182,74 @@ def test_statefulset_pods_get_their_own_claims(tenancy: Tenancy, where: str) -> 
             == ["trainer-0"]
         ),
         "trainer-1 removed",
+        timeout=60,
+    )
+
+
+DATABASE = """apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+        - name: db
+          image: postgres:17
+          volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data}]
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+"""
+
+
+@pytest.mark.parametrize("where", ["host", "research-ai"])
+def test_statefulset_volume_claims_are_provisioned_and_bound(tenancy: Tenancy, where: str) -> None:
+    """As on kind: the default class ``standard`` provisions each pod's claim on the
+    pod's node, ``kubectl get pvc,pv`` shows them Bound, and the claims outlive the set
+    (Retain) until deleted, when their volumes go too (reclaim Delete)."""
+    _kubectl(tenancy, where, "apply", "-f", "-", stdin=DATABASE)
+    _kubectl(tenancy, where, "rollout", "status", "statefulset/db", TIMEOUT)
+    listed = _kubectl(tenancy, where, "get", "pvc,pv")
+    rows = [line.split() for line in listed.splitlines() if line.strip()]
+    claims = [r for r in rows if r[0].startswith("persistentvolumeclaim/data-db-")]
+    assert rows[0] == [
+        "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS",
+        "VOLUMEATTRIBUTESCLASS", "AGE",
+    ]  # fmt: skip
+    assert [r[:2] + r[3:7] for r in claims] == [
+        [f"persistentvolumeclaim/data-db-{n}", "Bound", "1Gi", "RWO", "standard", "<unset>"]
+        for n in (0, 1)
+    ]
+    volumes = {r[0].split("/")[1]: r for r in rows if r[0].startswith("persistentvolume/")}
+    for claim in claims:
+        volume = volumes[claim[2]]
+        assert volume[1:7] == [
+            "1Gi",
+            "RWO",
+            "Delete",
+            "Bound",
+            f"default/{claim[0][22:]}",
+            "standard",
+        ]
+    pod = _get(tenancy, where, "pod", "db-0")
+    assert pod["spec"]["volumes"][0] == {
+        "name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}
+    }  # fmt: skip
+    _kubectl(tenancy, where, "delete", "statefulset/db", "--wait")
+    assert len(_get(tenancy, where, "pvc", "-l", "app=db")["items"]) == 2  # retained
+    _kubectl(tenancy, where, "delete", "pvc", "-l", "app=db")
+    tenancy.wait(
+        lambda: (
+            not any(
+                v["spec"].get("claimRef", {}).get("name", "").startswith("data-db-")
+                for v in _get(tenancy, where, "pv")["items"]
+            )
+        ),
+        "the released volumes deleted",
         timeout=60,
     )
 

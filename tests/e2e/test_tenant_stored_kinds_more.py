@@ -133,7 +133,7 @@ def _tables_have_upstream_columns(tenancy: Tenancy) -> None:
         "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS",
         "VOLUMEATTRIBUTESCLASS", "AGE", "VOLUMEMODE",
     ]  # fmt: skip
-    assert claims[1][:3] == ["web-data", "Pending", "<unset>"]
+    assert claims[1][:3] == ["web-data", "Pending", "standard"]  # waits for a consumer
     assert claims[1][-1] == "Filesystem"
     classes = _rows(tenancy, "pc")
     assert classes[0] == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]

@@ -2,9 +2,9 @@
 defines (a volume's sources other than ``hostPath``, ``local``, ``nfs`` and ``csi`` are
 carried as JSON objects under their real names).
 
-Served in every cluster (short names ``pvc``, ``pv``) so that charts that ask for storage
-apply; allot has no provisioner and binds no claim to a volume, so a claim stays
-``Pending`` and a volume ``Available`` (the conformance ledger says so). In a module of
+Served in every cluster (short names ``pvc``, ``pv``); the persistent volume controller
+and the simulated local-path provisioner (:mod:`allot.controllers.volumes`) bind and
+provision them. In a module of
 its own, apart from the core/v1 models every command builds (start-up). Served by
 :mod:`allot.registry.kinds.persistentvolumeclaims`, defaulted and validated by
 :mod:`allot.validation.storage`.

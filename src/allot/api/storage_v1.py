@@ -1,14 +1,15 @@
 """``storage.k8s.io/v1`` StorageClass, with every field Kubernetes 1.36 defines.
 
-Served in every cluster (short name ``sc``) so that charts that ship or name a class
-apply; no provisioner acts on them (the conformance ledger says so). Served by
+Served in every cluster (short name ``sc``); a new cluster has kind's default class
+``standard`` (:func:`default_storage_class`), whose provisioner allot simulates
+(:mod:`allot.controllers.volumes`); no provisioner acts on other classes. Served by
 :mod:`allot.registry.kinds.storageclasses`, defaulted and validated by
 :mod:`allot.validation.storage`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -41,3 +42,16 @@ class StorageClass(ApiModel):
     allow_volume_expansion: bool | None = None
     volume_binding_mode: str | None = None
     allowed_topologies: list[TopologySelectorTerm] | None = None
+
+
+def default_storage_class() -> dict[str, Any]:
+    """kind's default class, as a new cluster gets it: ``standard``, provisioner
+    ``rancher.io/local-path``, reclaim ``Delete``, binding ``WaitForFirstConsumer``."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "standard", "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+        "provisioner": "rancher.io/local-path",
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }

@@ -8,7 +8,11 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    claim of the DeviceClass whose ``extendedResourceName`` matches;
 2. filter nodes (:mod:`allot.controllers.nodefit`): unschedulable unless the pod tolerates
    it, untolerated NoSchedule/NoExecute taints, ``nodeSelector`` and required node
-   affinity, already-allocated claims' node selectors;
+   affinity, already-allocated claims' node selectors; a pod that mounts
+   PersistentVolumeClaims also goes through the VolumeBinding plugin
+   (:mod:`allot.controllers.volumefilter`: it waits for unbound claims, keeps to its
+   volumes' nodes, and its claims that wait for a consumer get the chosen node before the
+   pod is bound);
 3. on the remaining nodes in the placement policy's order (``allot.allocator.placement``:
    name order, or fullest first), take the first where the allocator places every
    unallocated claim: ``allot.allocator.scheduling.place``, the same function (and so the
@@ -54,6 +58,7 @@ from allot.api.podresources import container_requests
 from allot.api.quantity import NANO, Quantity, QuantityFormat
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodefit import NodeFilter
+from allot.controllers.volumefilter import PodVolumes
 from allot.dra import AllocatorFeed, DraIndex
 from allot.registry.admission import AdmissionDenied
 from allot.store import WatchEvent
@@ -67,6 +72,8 @@ MemoryLimit = Callable[[str], tuple[str, Quantity] | None]
 """namespace -> (whose limit, the limit), or None when the namespace has none."""
 WAKE_RESOURCES = {"resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "nodes"}
 SCHEDULED = {"resourceclaims.resource.k8s.io", "pods"}
+VOLUME_RESOURCES = {"persistentvolumeclaims", "persistentvolumes"}
+"""Their events wake only the pods that wait for their volumes."""
 """The resources the scheduler maps to keys besides WAKE_RESOURCES and the entitlement's."""
 
 
@@ -110,12 +117,19 @@ class Scheduler:
         self.index = index if index is not None else self._own_index(context)
         self._feed = AllocatorFeed(self.index)
         self.entitlement = entitlement
-        self.watches = WAKE_RESOURCES | SCHEDULED | (entitlement.watched if entitlement else set())
+        self.watches = (
+            WAKE_RESOURCES
+            | SCHEDULED
+            | VOLUME_RESOURCES
+            | (entitlement.watched if entitlement else set())
+        )
         """The resources keys_for answers for (the runtime offers only their events)."""
         self.observe_allocation = observe_allocation or (lambda seconds: None)
         self.placement = check_placement(placement)
         self.memory_limit = memory_limit
         self.parked: set[tuple[str, str, str]] = set()
+        self.volume_parked: set[tuple[str, str, str]] = set()
+        """Parked pods that wait for their claims (woken by claim and volume events)."""
         self._nodes: list[corev1.Node] | None = None
         self._plain_problems: dict[str, str] | None = None  # see _node_check
         self._memo = PlacementMemo()  # forgets itself with a new allocator or state
@@ -128,6 +142,11 @@ class Scheduler:
             return self._unpark()
         if event.resource in WAKE_RESOURCES:
             return self._unpark()
+        if event.resource in VOLUME_RESOURCES:
+            woken: list[Hashable] = list(self.volume_parked)
+            self.parked.difference_update(self.volume_parked)
+            self.volume_parked.clear()
+            return woken
         if event.resource == "resourceclaims.resource.k8s.io":
             freed = self._track_claim(event)
             return self._unpark() if freed or event.type == "ADDED" else []
@@ -136,6 +155,7 @@ class Scheduler:
             key = ("pod", metadata.get("namespace", ""), metadata["name"])
             if event.type == "DELETED":
                 self.parked.discard(key)
+                self.volume_parked.discard(key)
                 return self._unpark()
             if not (event.object.get("spec") or {}).get("nodeName"):
                 return [key]
@@ -153,6 +173,7 @@ class Scheduler:
     def _unpark(self) -> list[Hashable]:
         keys: list[Hashable] = list(self.parked)
         self.parked.clear()
+        self.volume_parked.clear()
         return keys
 
     def _track_claim(self, event: WatchEvent) -> bool:
@@ -189,14 +210,16 @@ class Scheduler:
             or (pod.get("spec") or {}).get("schedulingGates")
         ):
             return  # a gated pod waits for its gates' removal, which is a pod event
+        volumes = PodVolumes.of(self.context, pod)  # None: the pod mounts no claims
         try:
+            self._volume_prefilter(volumes)
             claims = self._claims(pod)
-            placement = self._place(pod, claims)
+            placement = self._place(pod, claims, volumes)
         except Gated:
-            self.parked.add(("pod", namespace, name))
+            self._park(namespace, name, volumes)
             return
         except Unschedulable as problem:
-            self.parked.add(("pod", namespace, name))
+            self._park(namespace, name, volumes)
             self._mark_unschedulable(pod, str(problem))
             return
         except AllocationError as err:
@@ -209,7 +232,25 @@ class Scheduler:
             self.parked.add(("pod", namespace, name))
             self._mark_unschedulable(pod, f"creating the extended-resource claim: {denied}")
             return
+        if volumes is not None and volumes.select(placement[0]):
+            self._park(namespace, name, volumes)  # PreBind: wait for the claims' binding
+            return
         self._bind(pod, claims, placement)
+
+    def _park(self, namespace: str, name: str, volumes: PodVolumes | None) -> None:
+        self.parked.add(("pod", namespace, name))
+        if volumes is not None:
+            self.volume_parked.add(("pod", namespace, name))
+
+    def _volume_prefilter(self, volumes: PodVolumes | None) -> None:
+        """The VolumeBinding plugin's PreFilter (:mod:`allot.controllers.volumefilter`)."""
+        if volumes is None:
+            return
+        if volumes.refusal:
+            nodes = len(self._node_list())
+            raise Unschedulable(f"0/{nodes} nodes are available: {volumes.refusal}.")
+        if volumes.pending_binding:
+            raise Gated()  # PreBind waits for the controller: no status write, no Event
 
     # ------------------------------------------------------------------ claims
     def _claims(self, pod: Obj) -> list[Obj]:
@@ -366,11 +407,17 @@ class Scheduler:
     def _allocated_state(self) -> AllocatedState:
         return self.index.allocated_state()
 
-    def _place(self, pod: Obj, claims: list[Obj]) -> tuple[corev1.Node, list[Obj], list[Any]]:
+    def _place(
+        self, pod: Obj, claims: list[Obj], volumes: PodVolumes | None = None
+    ) -> tuple[corev1.Node, list[Obj], list[Any]]:
         models = [resourceapi.ResourceClaim.model_validate(c) for c in claims]
         namespace = pod["metadata"].get("namespace", "")
+        node_check = self._node_check(pod)
+        if volumes is not None:  # the VolumeBinding plugin's Filter after the node's own
+            own = node_check
+            node_check = lambda node: (own(node) if own else None) or volumes.problem(node)  # noqa: E731
         checks = Checks(
-            node=self._node_check(pod),
+            node=node_check,
             results=lambda node, results: self._memory_problem(namespace, results),
             refusal=lambda: self._entitlement_refusal(claims),
             observe=self.observe_allocation,

@@ -10,8 +10,9 @@ next only once the previous is Running and Ready, and surplus pods go from the h
 ordinal, one at a time; ``Parallel`` creates and deletes them all at once. A RollingUpdate
 replaces pods not at the update revision from the highest ordinal down to ``partition``,
 ``maxUnavailable`` (default 1) at a time, each once fewer pods are unhealthy; OnDelete
-waits for the user to delete them. ``volumeClaimTemplates`` are kept but no
-PersistentVolumeClaims are created (allot has no storage: see the conformance ledger); a
+waits for the user to delete them. ``volumeClaimTemplates`` become a claim per pod,
+created before it and mounted by it, kept or deleted as
+``persistentVolumeClaimRetentionPolicy`` says (:mod:`allot.controllers.setclaims`); a
 pod template's ``resourceClaims`` pass through unchanged, so the resourceclaim controller
 gives each pod its own claim. One instance serves the host and every tenant cluster.
 Built by :mod:`allot.platform`.
@@ -37,6 +38,7 @@ from allot.controllers.adoption import (
 )
 from allot.controllers.context import ControllerContext
 from allot.controllers.runtime import RetryLater
+from allot.controllers.setclaims import SetClaims, add_volumes
 from allot.controllers.workloads import (
     ClusterContexts,
     WorkloadKey,
@@ -129,6 +131,7 @@ class SetSync:
         self.collisions = int((statefulset.get("status") or {}).get("collisionCount") or 0)
         self.refused = False
         self.available_in: float | None = None  # seconds until a ready pod is available
+        self.claims = SetClaims(context, statefulset)
 
     def sync(self) -> None:
         pods = claim(
@@ -254,6 +257,7 @@ class SetSync:
             },
         )
         pod["spec"]["hostname"] = name
+        add_volumes(self.set, pod, ordinal)
         if self.spec.get("serviceName"):
             pod["spec"]["subdomain"] = self.spec["serviceName"]
         return pod
@@ -296,10 +300,15 @@ class SetSync:
                     self._delete_pod(pod)
                 return False
             if pod is None:
+                if not self.claims.ensure(ordinal, f"{self.name}-{ordinal}"):
+                    self.refused = True  # tried again, backing off
+                    return False
                 created = self._create_pod(self._new_pod(ordinal, current, update))
                 if self.monotonic or not created:
                     return False
                 continue
+            if self.claims.templates:
+                self.claims.retain(pod, ordinal, scaled_down=False)
             if self.monotonic and not self._healthy(pod):
                 return False
             self._repair_identity(pod, ordinal)
@@ -327,6 +336,8 @@ class SetSync:
                 continue
             if self.monotonic and not self._healthy(pod) and pod is not unhealthy:
                 return False
+            if self.claims.templates:
+                self.claims.retain(pod, ordinal_of(pod, self.name), scaled_down=True)
             self._delete_pod(pod)
             if self.monotonic:
                 return False

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from allot.api.scheduling_v1 import system_classes
+from allot.api.storage_v1 import default_storage_class
 from allot.registry import kubeconfigs
 from allot.registry.admission import AdmissionChain, AdmissionHook
 from allot.registry.classwarnings import CatalogueWarnings
@@ -30,6 +31,7 @@ from allot.registry.policies import PolicyAdmission
 from allot.registry.priority import PriorityAdmission
 from allot.registry.quota import QuotaAdmission
 from allot.registry.resources import by_kind
+from allot.registry.storageprotection import StorageProtectionAdmission
 from allot.store import Store
 from allot.store.errors import StoreError
 from allot.types import Clock, utc_now
@@ -69,6 +71,7 @@ class Registry:
         self.default_classes: list[AdmissionHook] = [
             DefaultStorageClassAdmission(self.store),
             DefaultIngressClassAdmission(self.store),
+            StorageProtectionAdmission(),
         ]
         self.admission.assemble([*self.mutating_plugins(), *self.standard_plugins()])
         self.add_cluster(HOST_CLUSTER)
@@ -76,8 +79,8 @@ class Registry:
 
     def mutating_plugins(self) -> list[AdmissionHook]:
         """The plugins that complete a new object (Priority, DefaultStorageClass,
-        DefaultIngressClass): first in every chain, as upstream runs mutating admission
-        before validating admission."""
+        DefaultIngressClass, StorageObjectInUseProtection): first in every chain, as
+        upstream runs mutating admission before validating admission."""
         return [self.priority, *self.default_classes]
 
     def standard_plugins(self) -> list[AdmissionHook]:
@@ -97,6 +100,7 @@ class Registry:
     def add_cluster(self, name: str) -> str:
         token = self.tokens.ensure(name)
         namespaces = by_kind("Namespace").store
+        fresh = not self.store.namespace_exists(name, SYSTEM_NAMESPACES[0])
         for namespace in SYSTEM_NAMESPACES:
             if not self.store.namespace_exists(name, namespace):
                 self.store.create(
@@ -111,6 +115,8 @@ class Registry:
                     },
                 )
         self._create_system_priority_classes(name)
+        if fresh:  # a new cluster, as kind makes one: a deleted class stays deleted
+            self.store.create(name, by_kind("StorageClass").store, default_storage_class())
         return token
 
     def _create_system_priority_classes(self, cluster: str) -> None:

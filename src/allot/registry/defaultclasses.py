@@ -20,18 +20,24 @@ from allot.types import Obj
 
 
 def _newest_default(
-    store: Store, cluster: str, kind: str, is_default: Callable[[Obj], bool]
+    store: Store,
+    cluster: str,
+    kind: str,
+    is_default: Callable[[Obj], bool],
+    ascending_ties: bool = False,
 ) -> str | None:
-    """The name of the newest ``kind`` object that ``is_default`` marks (None: none is)."""
+    """The name of the newest ``kind`` object that ``is_default`` marks (None: none is);
+    of several as new, the last name, or the first with ``ascending_ties`` (upstream's
+    ``GetDefaultClass`` for StorageClasses: newest first, then by name)."""
     classes, _ = store.list_objects(cluster, by_kind(kind).store, shared=True)
     defaults = [c for c in classes if is_default(c)]
     if not defaults:
         return None
-    newest = max(
-        defaults,
-        key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"]["name"]),
-    )
-    return str(newest["metadata"]["name"])
+    stamp = max(c["metadata"].get("creationTimestamp") or "" for c in defaults)
+    tied = [
+        c["metadata"]["name"] for c in defaults if c["metadata"].get("creationTimestamp") == stamp
+    ]
+    return str(min(tied) if ascending_ties else max(tied))
 
 
 def is_default_ingress_class(obj: Obj) -> bool:
@@ -58,7 +64,7 @@ class DefaultStorageClassAdmission:
         spec = request.object.spec  # type: ignore[union-attr]
         if spec.storage_class_name is None:
             spec.storage_class_name = _newest_default(
-                self.store, request.cluster, "StorageClass", is_default_class
+                self.store, request.cluster, "StorageClass", is_default_class, ascending_ties=True
             )
         return []
 

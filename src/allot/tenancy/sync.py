@@ -55,6 +55,7 @@ from allot.tenancy.translate import (
     to_host,
     with_host_keys,
 )
+from allot.tenancy.volumes import add_volume_affinity, claims_waiting
 from allot.types import Obj
 
 MANAGER = "allot-syncer"
@@ -145,6 +146,12 @@ class TenantSync:
         source = SOURCE_KINDS.get(event.resource)
         if source is not None:
             return [("source", event.cluster, source, namespace, metadata["name"])]
+        if event.resource == "persistentvolumeclaims":  # held pods may mount it
+            return [
+                ("up", t, "Pod", ns, n)
+                for (t, ns, n) in self._held
+                if (t, ns) == (event.cluster, namespace)
+            ]
         kind = SYNCED.get(event.resource)
         if kind is None:
             return []
@@ -570,10 +577,11 @@ class TenantSync:
             for source, name in sorted(pod_sources(obj.get("spec") or {})):
                 self.sources.sync(ctx, source, metadata.get("namespace", ""), name, used=True)
         key = (tenant, kind, metadata.get("namespace", ""), metadata["name"])
+        twin = to_host(kind, obj, tenant, self.gated(tenant))
+        if kind == "Pod":
+            add_volume_affinity(ctx, obj, twin)
         try:
-            created = self.host.create(
-                kind, to_host(kind, obj, tenant, self.gated(tenant)), MANAGER
-            )
+            created = self.host.create(kind, twin, MANAGER)
         except AlreadyExists:
             return None
         except (AdmissionDenied, InvalidObjectError) as refused:
@@ -587,6 +595,9 @@ class TenantSync:
         entry = self.directory.get(tenant)
         assert entry is not None
         namespace = pod["metadata"].get("namespace", "")
+        waiting = claims_waiting(ctx, pod)
+        if waiting:
+            return f"{waiting}; the pod is synced to the host once they are bound"
         for claim in (pod.get("spec") or {}).get("resourceClaims") or []:
             named = claim.get("resourceClaimName")
             if named and ctx.peek("ResourceClaim", namespace, named) is None:

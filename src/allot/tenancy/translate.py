@@ -181,6 +181,10 @@ def _host_pod_spec(spec: Obj, namespace: str, name: str) -> Obj:
             reference = (item.get("valueFrom") or {}).get("fieldRef")
             if isinstance(reference, dict) and reference.get("fieldPath") in DOWNWARD_FIELDS:
                 reference["fieldPath"] = DOWNWARD_FIELDS[reference["fieldPath"]]
+    for volume in spec.get("volumes") or []:  # the claim stays in the tenant's cluster
+        claimed = volume.pop("persistentVolumeClaim", None), volume.pop("ephemeral", None)
+        if claimed != (None, None):
+            volume["emptyDir"] = {}
     for claim in spec.get("resourceClaims") or []:
         for key in ("resourceClaimName", "resourceClaimTemplateName"):
             if claim.get(key):

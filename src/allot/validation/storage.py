@@ -100,8 +100,19 @@ def _storage_request(spec: core.PersistentVolumeClaimSpec) -> ErrorList:
 def validate_claim_update(
     new: core.PersistentVolumeClaim, old: core.PersistentVolumeClaim
 ) -> ErrorList:
-    """An unbound claim's spec may not change (no claim is ever bound in allot)."""
-    if new.spec.to_wire() != old.spec.to_wire():
+    """A claim's spec may not change, except ``volumeName`` once (the persistent volume
+    controller binds it) and, for a bound claim, ``resources.requests`` and
+    ``volumeAttributesClassName`` (upstream's ``ValidatePersistentVolumeClaimUpdate``;
+    its diff of the two specs is not appended)."""
+    new_wire, old_wire = new.spec.to_wire(), old.spec.to_wire()
+    if not old.spec.volume_name:
+        old_wire.pop("volumeName", None)
+        new_wire.pop("volumeName", None)
+    if old.status is not None and old.status.phase == "Bound":
+        for field in ("resources", "volumeAttributesClassName"):
+            old_wire.pop(field, None)
+            new_wire.pop(field, None)
+    if new_wire != old_wire:
         return [forbidden(SPEC, IMMUTABLE_SPEC)]
     return []
 
