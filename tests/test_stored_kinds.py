@@ -90,10 +90,16 @@ def test_every_kind_is_created_read_listed_and_deleted_in_every_cluster(
 
 
 def _names(registry: Registry, cluster: str, kind: str) -> list[str]:
-    """The names listed, but for the system PriorityClasses every cluster has."""
+    """The names listed, but for the system PriorityClasses and the bootstrap RBAC policy
+    every cluster has."""
     page = registry.handlers.list_page(cluster, target(kind), ListOptions())
-    names = [item["metadata"]["name"] for item in page.items]
-    return [n for n in names if not (kind == "PriorityClass" and n.startswith("system-"))]
+    return [
+        item["metadata"]["name"]
+        for item in page.items
+        if not (kind == "PriorityClass" and item["metadata"]["name"].startswith("system-"))
+        and (item["metadata"].get("labels") or {}).get("kubernetes.io/bootstrapping")
+        != "rbac-defaults"
+    ]
 
 
 def test_aggregation_rule_is_stored_as_given(registry: Registry) -> None:

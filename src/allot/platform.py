@@ -28,6 +28,8 @@ from allot.api.quantity import Quantity
 from allot.apiserver.app import ApiServer
 from allot.cel import SelectorCompiler
 from allot.controllers.claims import ClaimController
+from allot.controllers.clusterroleaggregation import MANAGER as AGGREGATION_MANAGER
+from allot.controllers.clusterroleaggregation import ClusterRoleAggregation
 from allot.controllers.context import ControllerContext
 from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
@@ -204,6 +206,7 @@ def _workload_controllers(
         EndpointsController(contexts("endpoint-controller")),
         EndpointSliceController(contexts("endpointslice-controller")),
         CrdStatusController(contexts("apiextensions-controllers")),
+        ClusterRoleAggregation(contexts(AGGREGATION_MANAGER)),
     ]
 
 

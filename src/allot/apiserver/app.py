@@ -30,15 +30,23 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import BaseRoute, Mount, Route
 
 from allot.api.errors import ApiError
-from allot.apiserver import discovery, openapi, podlogs, protobuf, queries, tables
+from allot.apiserver import (
+    authn,
+    discovery,
+    openapi,
+    podlogs,
+    protobuf,
+    queries,
+    requestinfo,
+    reviews,
+    tables,
+)
 from allot.apiserver.errors import (
     STREAMING_SUBRESOURCES,
-    Forbidden,
     MethodNotAllowed,
     NotFoundPath,
     RequestTooLarge,
     StreamingNotServed,
-    Unauthorized,
 )
 from allot.apiserver.watches import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -53,6 +61,7 @@ from allot.registry.clusters import Registry
 from allot.registry.errors import BadRequest, UnsupportedMediaType
 from allot.registry.handlers import Handlers, WriteOptions, WriteResult
 from allot.registry.listing import ListOptions
+from allot.registry.rbac.identity import UserInfo
 from allot.registry.requests import Target, resolve_target
 from allot.registry.resources import all_resources
 from allot.statuses import InvalidObjectError, RequestError, to_status
@@ -66,6 +75,10 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 Decoded = TypeVar("Decoded")
 Found = TypeVar("Found")
 ClusterEndpoint = Callable[[Request, str], Awaitable[Response]]
+REVIEWS = frozenset(
+    ("authorization.k8s.io", "v1", plural)
+    for plural in ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectrulesreviews")
+)
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection", "*"})
 
 
@@ -195,17 +208,18 @@ class ApiServer:
 
         return endpoint
 
-    def _authenticate(self, request: Request, cluster: str) -> None:
-        header = request.headers.get("authorization", "")
-        token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        owner = self.registry.tokens.cluster_for(token) if token else None
-        if owner is None:
-            raise Unauthorized()
-        if owner != cluster:
-            raise Forbidden(
-                f'clusters "{cluster}" is forbidden: User "{_user(owner)}" '
-                f"cannot access cluster {cluster!r} with this token"
-            )
+    def _authenticate(self, request: Request, cluster: str) -> UserInfo:
+        """The request's user (its token, then impersonation), authorized for what it
+        asks; ``system:masters`` (a cluster's own token) skips RBAC altogether."""
+        user = authn.authenticate(self.registry, request.headers, cluster)
+        user = authn.impersonate(self.registry, request.headers, cluster, user)
+        request.state.user = user
+        if not user.privileged:
+            attributes = requestinfo.attributes(request, user, cluster)
+            decision = self.registry.authorizer.authorize(cluster, attributes)
+            if not decision.allowed:
+                raise authn.ForbiddenRequest(attributes, decision.reason)
+        return user
 
     async def _other(self, request: Request, cluster: str) -> Response:
         """The host's endpoints beside the Kubernetes API (``metrics``, ``allot/v1/...``);
@@ -268,26 +282,29 @@ class ApiServer:
             body, media_type="application/json", headers={"Cache-Control": "public, immutable"}
         )
 
-    async def _access_review(self, request: Request, cluster: str) -> Response:
-        """``kubectl auth can-i``: the cluster's token may do everything, except the
-        writes the admission chain refuses whatever the object (a tenant writing the
-        catalogue, nodes, host-only kinds or the host's subresources), which are "no" with
-        the refusal as the reason, as RBAC would deny them."""
+    async def _review(self, request: Request, cluster: str, plural: str) -> Response:
+        """``kubectl auth can-i`` (access reviews) and ``auth can-i --list`` (rules)."""
         body = await self._body(request)
-        attributes = (body.get("spec") or {}).get("resourceAttributes") or {}
-        refusal = self._static_refusal(cluster, attributes)
-        status: dict[str, object] = (
-            {"allowed": True, "reason": "the cluster's token holds every permission"}
-            if refusal is None
-            else {"allowed": False, "denied": True, "reason": refusal}
+        user = _requester(request)
+        if plural == "selfsubjectrulesreviews":
+            return JSONResponse(reviews.rules_review(self.registry, cluster, user, body), 201)
+        body.setdefault(
+            "kind",
+            "SelfSubjectAccessReview"
+            if plural == "selfsubjectaccessreviews"
+            else "SubjectAccessReview",
         )
-        review = {
-            **body,
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "status": status,
-        }
-        return JSONResponse(review, status_code=201)
+        answer = reviews.access_review(self.registry, cluster, user, body, self._static_refusal)
+        return JSONResponse(answer, status_code=201)
+
+    async def _token(self, request: Request, cluster: str) -> Response:
+        """``kubectl create token``: a TokenRequest on ``serviceaccounts/<name>/token``."""
+        body = await self._body(request, allow_empty=True)
+        params = request.path_params
+        answer = reviews.token_request(
+            self.registry, cluster, params["namespace"], params["name"], body
+        )
+        return JSONResponse(answer, status_code=201)
 
     def _static_refusal(self, cluster: str, attributes: dict[str, Any]) -> str | None:
         if str(attributes.get("verb") or "") not in WRITE_VERBS:
@@ -303,14 +320,17 @@ class ApiServer:
     async def _resource(self, request: Request, cluster: str) -> Response:
         params = request.path_params
         group = params.get("group", "")
-        if (group, params["version"], params["plural"]) == (
-            "authorization.k8s.io",
-            "v1",
-            "selfsubjectaccessreviews",
-        ):
-            if request.method != "POST" or "name" in params:  # create is its only verb
+        review = (group, params["version"], params["plural"])
+        if review in REVIEWS:
+            if request.method != "POST" or "name" in params:  # create is their only verb
                 raise MethodNotAllowed(request.method)
-            return await self._access_review(request, cluster)
+            return await self._review(request, cluster, params["plural"])
+        if (
+            review == ("", "v1", "serviceaccounts")
+            and request.method == "POST"
+            and params.get("subresource") == "token"
+        ):
+            return await self._token(request, cluster)
         target = resolve_target(
             cluster,
             group,
@@ -433,7 +453,7 @@ class ApiServer:
             _list_options(request),
             options,
             _dry_run(request),
-            _user(cluster),
+            _user(request),
         )
         return JSONResponse(
             {
@@ -450,7 +470,7 @@ class ApiServer:
         if target.subresource == "binding":
             if method != "POST":
                 raise MethodNotAllowed(method)
-            self.handlers.bind(cluster, target, await self._body(request), user=_user(cluster))
+            self.handlers.bind(cluster, target, await self._body(request), user=_user(request))
             return _created()
         if target.subresource == "eviction":
             if method != "POST":
@@ -495,7 +515,7 @@ class ApiServer:
             options = queries.delete_options(body, request.query_params)
             queries.check_delete_options(options)
             dry_run = _dry_run(request)
-            obj = self.handlers.delete(cluster, target, options, dry_run, user=_user(cluster))
+            obj = self.handlers.delete(cluster, target, options, dry_run, user=_user(request))
             return JSONResponse(_deleted(target, obj))
         raise MethodNotAllowed(method)
 
@@ -505,7 +525,7 @@ class ApiServer:
         options = body.get("deleteOptions")
         if isinstance(options, dict):
             queries.check_delete_options(options)
-        self.handlers.evict(cluster, target, body, _dry_run(request), user=_user(cluster))
+        self.handlers.evict(cluster, target, body, _dry_run(request), user=_user(request))
         return _created()
 
     async def _scale(self, request: Request, cluster: str, target: Target) -> Response:
@@ -611,7 +631,8 @@ class ApiServer:
             field_validation=query.get("fieldValidation", "Warn"),
             dry_run=_dry_run(request),
             force=query.get("force") == "true",
-            user=_user(request.path_params["cluster"]),
+            user=_user(request),
+            groups=_requester(request).groups,
         )
 
     @staticmethod
@@ -627,9 +648,14 @@ def _status_response(err: Exception) -> Response:
     return JSONResponse(status.to_wire(), status_code=status.code or 500)
 
 
-def _user(cluster: str) -> str:
-    """The user a cluster's token authenticates as (one full-rights token per cluster)."""
-    return f"system:allot:{cluster}"
+def _requester(request: Request) -> UserInfo:
+    """The user :meth:`ApiServer._authenticate` found for the request."""
+    user: UserInfo = request.state.user
+    return user
+
+
+def _user(request: Request) -> str:
+    return _requester(request).name
 
 
 def _flag(request: Request, name: str) -> bool:

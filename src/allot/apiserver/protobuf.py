@@ -3,14 +3,15 @@
 
 kubectl posts some objects as ``application/vnd.kubernetes.protobuf``: the magic
 ``k8s\\x00`` followed by a ``runtime.Unknown`` envelope (type meta, raw object bytes). For
-Namespaces and SelfSubjectAccessReviews only the fields the server needs are read
-(ObjectMeta's name, generateName, namespace, labels, annotations; the review's attributes).
+Namespaces only the fields the server needs are read (ObjectMeta's name, generateName,
+namespace, labels, annotations).
 Pods (``kubectl debug``, without their status), the workload kinds (Deployment,
 ReplicaSet, StatefulSet, ControllerRevision, Job, CronJob, Service, ServiceAccount, Secret,
 ConfigMap, ResourceQuota), the RBAC kinds (Role, RoleBinding, ClusterRole,
 ClusterRoleBinding), networking/v1 Ingress, autoscaling/v2 HorizontalPodAutoscaler
 (``kubectl autoscale``), scheduling/v1 PriorityClass, policy/v1 PodDisruptionBudget and
-Eviction (``kubectl drain``) and meta/v1 DeleteOptions (the body of kubectl's deletes) are
+Eviction (``kubectl drain``), the access reviews (``kubectl auth can-i``), TokenRequest
+(``kubectl create token``) and meta/v1 DeleteOptions (the body of kubectl's deletes) are
 decoded whole from the field table of :mod:`allot.apiserver.protobuf_fields`, into the JSON
 kubectl would have sent: Go writes every non-pointer field, so zero scalars are dropped (as
 JSON's ``omitempty`` does) except the optional counts where an explicit 0 means something
@@ -155,14 +156,7 @@ def decode(body: bytes) -> dict[str, Any]:
         "kind": kind,
         "metadata": _metadata(_message(raw, 1)),
     }
-    if kind == "SelfSubjectAccessReview":
-        spec = parse_fields(_message(raw, 2))
-        attributes = parse_fields(_message(spec, 1))
-        names = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
-        obj["spec"] = {
-            "resourceAttributes": {n: _text(attributes, i + 1) or "" for i, n in enumerate(names)}
-        }
-    elif kind not in ("Namespace",):
+    if kind not in ("Namespace",):
         raise ProtobufUnsupported(f"protobuf bodies of kind {kind} are not supported; send JSON")
     return obj
 
@@ -190,6 +184,10 @@ WHOLE_KINDS = (
     "PriorityClass",
     "Eviction",
     "DeleteOptions",
+    "SelfSubjectAccessReview",
+    "SubjectAccessReview",
+    "SelfSubjectRulesReview",
+    "TokenRequest",
 )
 INLINE = frozenset(
     {

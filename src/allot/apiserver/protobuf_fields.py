@@ -1164,4 +1164,51 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         4: ("description", "s"),
         5: ("preemptionPolicy", "s"),
     },
+    # authentication/v1 and authorization/v1 (kubectl create token, kubectl auth can-i)
+    "BoundObjectReference": {
+        1: ("kind", "s"),
+        2: ("apiVersion", "s"),
+        3: ("name", "s"),
+        4: ("uid", "s"),
+    },
+    "NonResourceAttributes": {1: ("path", "s"), 2: ("verb", "s")},
+    "ResourceAttributes": {
+        1: ("namespace", "s"),
+        2: ("verb", "s"),
+        3: ("group", "s"),
+        4: ("version", "s"),
+        5: ("resource", "s"),
+        6: ("subresource", "s"),
+        7: ("name", "s"),
+        8: ("fieldSelector", "skip"),
+        9: ("labelSelector", "skip"),
+    },
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "SelfSubjectAccessReviewSpec"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes"),
+        2: ("nonResourceAttributes", "NonResourceAttributes"),
+    },
+    "SelfSubjectRulesReview": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "SelfSubjectRulesReviewSpec"),
+    },
+    "SelfSubjectRulesReviewSpec": {1: ("namespace", "s")},
+    "SubjectAccessReview": {1: ("metadata", "ObjectMeta"), 2: ("spec", "SubjectAccessReviewSpec")},
+    "SubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes"),
+        2: ("nonResourceAttributes", "NonResourceAttributes"),
+        3: ("user", "s"),
+        4: ("groups", "*s"),
+        5: ("extra", "skip"),
+        6: ("uid", "s"),
+    },
+    "TokenRequest": {1: ("metadata", "ObjectMeta"), 2: ("spec", "TokenRequestSpec")},
+    "TokenRequestSpec": {
+        1: ("audiences", "*s"),
+        3: ("boundObjectRef", "BoundObjectReference"),
+        4: ("expirationSeconds", "i"),
+    },
 }

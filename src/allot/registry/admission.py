@@ -80,6 +80,8 @@ class AdmissionRequest:
     old_object: ApiModel | None
     dry_run: bool = False
     user: str = CONTROLLER_USER
+    groups: tuple[str, ...] | None = None
+    """The groups of the user of an HTTP request; None for the platform's own writes."""
 
     @property
     def internal(self) -> bool:

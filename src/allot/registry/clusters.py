@@ -30,6 +30,10 @@ from allot.registry.handlers import Handlers
 from allot.registry.policies import PolicyAdmission
 from allot.registry.priority import PriorityAdmission
 from allot.registry.quota import QuotaAdmission
+from allot.registry.rbac import bootstrap
+from allot.registry.rbac.authorizer import RbacAuthorizer
+from allot.registry.rbac.escalation import EscalationCheck
+from allot.registry.rbac.satokens import ServiceAccountTokens
 from allot.registry.resources import by_kind
 from allot.registry.storageprotection import StorageProtectionAdmission
 from allot.store import Store
@@ -60,6 +64,11 @@ class Registry:
         self.clock = clock
         self.store = Store(data_dir / "state.db", clock=clock)
         self.tokens = Tokens(data_dir / "tokens.json")
+        self.service_account_tokens = ServiceAccountTokens(
+            data_dir / "serviceaccount-tokens.json", clock
+        )
+        self.authorizer = RbacAuthorizer(self.store)
+        self.escalation = EscalationCheck(self.authorizer)
         self.url: str | None = None  # https://host:port once served
         self.admission = AdmissionChain(namespace_labels=self._namespace_labels)
         self.handlers = Handlers(self.store, self.admission, clock)
@@ -75,6 +84,8 @@ class Registry:
         ]
         self.admission.assemble([*self.mutating_plugins(), *self.standard_plugins()])
         self.add_cluster(HOST_CLUSTER)
+        for cluster in self.store.clusters():  # tenants' default roles, as each start does
+            bootstrap.ensure(self.store, cluster)
         self.custom_resources = CustomResources(self.store)
 
     def mutating_plugins(self) -> list[AdmissionHook]:
@@ -84,9 +95,10 @@ class Registry:
         return [self.priority, *self.default_classes]
 
     def standard_plugins(self) -> list[AdmissionHook]:
-        """The plugins every cluster has: ValidatingAdmissionPolicy, ResourceQuota and the
-        catalogue's warnings, in that order."""
-        return [self.policies, self.quota, self.catalogue_warnings]
+        """The plugins every cluster has: RBAC's escalation check (upstream's RBAC
+        storage, before validating admission), ValidatingAdmissionPolicy, ResourceQuota
+        and the catalogue's warnings, in that order."""
+        return [self.escalation, self.policies, self.quota, self.catalogue_warnings]
 
     def assemble(self, plugins: Sequence[AdmissionHook]) -> None:
         """Replace the admission chain's plugins (run in the order given)."""
@@ -117,6 +129,7 @@ class Registry:
         self._create_system_priority_classes(name)
         if fresh:  # a new cluster, as kind makes one: a deleted class stays deleted
             self.store.create(name, by_kind("StorageClass").store, default_storage_class())
+        bootstrap.ensure(self.store, name)
         return token
 
     def _create_system_priority_classes(self, cluster: str) -> None:
@@ -135,6 +148,8 @@ class Registry:
         self.store.drop_cluster(name)
         self.custom_resources.forget_cluster(name)  # its CRDs went with its objects
         self.tokens.remove(name)
+        self.service_account_tokens.forget_cluster(name)
+        self.authorizer.forget(name)
         self._forget_policy_audit(name)
         (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
 

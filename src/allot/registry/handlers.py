@@ -49,6 +49,7 @@ class WriteOptions:
     dry_run: bool
     force: bool = False
     user: str = CONTROLLER_USER
+    groups: tuple[str, ...] | None = None  # an HTTP request's user's; None: the platform's
 
 
 @dataclass
@@ -110,6 +111,7 @@ class Handlers:
             None,
             options.dry_run,
             options.user,
+            options.groups,
         )
         warnings += self.admission.admit(request)
         obj = model.to_wire()
@@ -452,6 +454,7 @@ class Handlers:
             old_model,
             options.dry_run,
             options.user,
+            options.groups,
         )
         warnings += self.admission.admit(request)
         obj = model.to_wire()

@@ -399,9 +399,14 @@ def _request_attributes(request: AdmissionRequest) -> Obj:
         "name": request.name,
         "namespace": request.namespace,
         "operation": request.operation.value,
-        "userInfo": {"username": request.user, "groups": ["system:authenticated"]},
+        "userInfo": {"username": request.user, "groups": _groups(request)},
         "dryRun": request.dry_run,
     }
+
+
+def _groups(request: AdmissionRequest) -> list[str]:
+    """The request's user's groups; the platform's own writes are authenticated only."""
+    return list(request.groups) if request.groups is not None else ["system:authenticated"]
 
 
 def _audit_record(request: AdmissionRequest, decision: Decision) -> Obj:

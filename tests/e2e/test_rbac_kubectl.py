@@ -1,0 +1,94 @@
+"""RBAC through the real kubectl, in the host and in a tenant cluster: a ServiceAccount
+limited by a Role and RoleBinding, its token from ``kubectl create token``, the texts kubectl
+prints for what it may and may not do, ``kubectl auth can-i --as`` and ``--list``."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import running_platform
+from tests.e2e.tenancy import Tenancy
+
+NS = "rbac-demo"
+SA = f"system:serviceaccount:{NS}:reader"
+
+
+@pytest.fixture(scope="module")
+def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
+    root = tmp_path_factory.mktemp("rbac")
+    with running_platform(root) as cluster:
+        tenancy = Tenancy(cluster, root / "data")
+        tenancy.create_tenant("team-a")
+        yield tenancy
+
+
+def kubectl(
+    tenancy: Tenancy, cluster: str, *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return tenancy.cluster.kubectl(*args, check=check, kubeconfig=tenancy.kubeconfig(cluster))
+
+
+@pytest.mark.parametrize("cluster", ["host", "team-a"])
+def test_a_service_account_has_only_what_its_role_binding_grants(
+    tenancy: Tenancy, cluster: str
+) -> None:
+    for command in (
+        ("create", "namespace", NS),
+        ("create", "serviceaccount", "reader", "-n", NS),
+        ("create", "role", "pod-reader", "--verb=get,list,watch", "--resource=pods", "-n", NS),
+        (
+            "create",
+            "rolebinding",
+            "reader",
+            "--role=pod-reader",
+            f"--serviceaccount={NS}:reader",
+            "-n",
+            NS,
+        ),
+    ):
+        kubectl(tenancy, cluster, *command)
+    token = kubectl(
+        tenancy, cluster, "create", "token", "reader", "-n", NS, "--duration=15m"
+    ).stdout.strip()
+
+    allowed = kubectl(tenancy, cluster, "--token", token, "get", "pods", "-n", NS)
+    assert allowed.stderr.strip() == f"No resources found in {NS} namespace."
+    refused = kubectl(
+        tenancy, cluster, "--token", token, "get", "configmaps", "-n", NS, check=False
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f'Error from server (Forbidden): configmaps is forbidden: User "{SA}" cannot list '
+        f'resource "configmaps" in API group "" in the namespace "{NS}"'
+    )
+    nodes = kubectl(tenancy, cluster, "--token", token, "get", "nodes", check=False)
+    assert nodes.stderr.strip() == (
+        f'Error from server (Forbidden): nodes is forbidden: User "{SA}" cannot list '
+        'resource "nodes" in API group "" at the cluster scope'
+    )
+    other = "team-a" if cluster == "host" else "host"
+    elsewhere = kubectl(tenancy, other, "--token", token, "get", "pods", "-n", NS, check=False)
+    assert elsewhere.returncode == 1
+    # 401: "(Unauthorized)", or kubectl's wording when discovery is the first to hear it
+    assert elsewhere.stderr.splitlines()[-1] in (
+        "error: You must be logged in to the server (Unauthorized)",
+        "error: You must be logged in to the server "
+        "(the server has asked for the client to provide credentials)",
+    )
+
+    def can_i(*question: str) -> str:
+        asked = kubectl(
+            tenancy, cluster, "auth", "can-i", *question, f"--as={SA}", "-n", NS, check=False
+        )
+        return asked.stdout.strip()
+
+    assert can_i("list", "pods") == "yes"
+    assert can_i("delete", "pods") == "no"
+    listed = kubectl(tenancy, cluster, "auth", "can-i", "--list", f"--as={SA}", "-n", NS).stdout
+    rows = [" ".join(line.split()) for line in listed.splitlines()]
+    assert "pods [] [] [get list watch]" in rows
+    assert "selfsubjectaccessreviews.authorization.k8s.io [] [] [create]" in rows
+    assert not any(row.startswith("configmaps") for row in rows)
