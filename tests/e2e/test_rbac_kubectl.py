@@ -14,6 +14,11 @@ from tests.e2e.tenancy import Tenancy
 
 NS = "rbac-demo"
 SA = f"system:serviceaccount:{NS}:reader"
+UNAUTHORIZED = (  # "(Unauthorized)", or kubectl's wording when discovery hears it first
+    "error: You must be logged in to the server (Unauthorized)",
+    "error: You must be logged in to the server "
+    "(the server has asked for the client to provide credentials)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +77,7 @@ def test_a_service_account_has_only_what_its_role_binding_grants(
     other = "team-a" if cluster == "host" else "host"
     elsewhere = kubectl(tenancy, other, "--token", token, "get", "pods", "-n", NS, check=False)
     assert elsewhere.returncode == 1
-    # 401: "(Unauthorized)", or kubectl's wording when discovery is the first to hear it
-    assert elsewhere.stderr.splitlines()[-1] in (
-        "error: You must be logged in to the server (Unauthorized)",
-        "error: You must be logged in to the server "
-        "(the server has asked for the client to provide credentials)",
-    )
+    assert elsewhere.stderr.splitlines()[-1] in UNAUTHORIZED
 
     def can_i(*question: str) -> str:
         asked = kubectl(
@@ -92,3 +92,17 @@ def test_a_service_account_has_only_what_its_role_binding_grants(
     assert "pods [] [] [get list watch]" in rows
     assert "selfsubjectaccessreviews.authorization.k8s.io [] [] [create]" in rows
     assert not any(row.startswith("configmaps") for row in rows)
+
+    as_jane = kubectl(tenancy, cluster, "get", "pods", "-n", NS, "--as=jane", check=False)
+    assert as_jane.stderr.strip() == (
+        'Error from server (Forbidden): pods is forbidden: User "jane" cannot list resource '
+        f'"pods" in API group "" in the namespace "{NS}"'
+    )
+    sneaky = kubectl(tenancy, cluster, "--token", token, "get", "pods", "--as=jane", check=False)
+    assert sneaky.stderr.splitlines()[-1] == (
+        f'Error from server (Forbidden): users "jane" is forbidden: User "{SA}" cannot '
+        'impersonate resource "users" in API group "" at the cluster scope'
+    )
+    kubectl(tenancy, cluster, "delete", "serviceaccount", "reader", "-n", NS)
+    gone = kubectl(tenancy, cluster, "--token", token, "get", "pods", "-n", NS, check=False)
+    assert gone.stderr.splitlines()[-1] in UNAUTHORIZED
