@@ -21,6 +21,7 @@ from allot.registry.rbac.identity import UserInfo, cluster_admin
 from allot.registry.requests import Target
 from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError, to_status
+from allot.store.errors import NotFound
 
 START = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
 ADMIN = WriteOptions("test", "Strict", False)
@@ -134,7 +135,7 @@ def test_token_durations_are_validated(registry: Registry, seconds: int, message
 
 
 def test_a_missing_account_gets_no_token(registry: Registry) -> None:
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(NotFound) as refused:
         reviews.token_request(registry, HOST_CLUSTER, "default", "nobody", {})
     status = to_status(refused.value)
     assert (status.code, status.message) == (404, 'serviceaccounts "nobody" not found')
