@@ -103,6 +103,14 @@ def test_a_service_account_has_only_what_its_role_binding_grants(
         f'Error from server (Forbidden): users "jane" is forbidden: User "{SA}" cannot '
         'impersonate resource "users" in API group "" at the cluster scope'
     )
+    whoami = kubectl(tenancy, cluster, "--token", token, "auth", "whoami").stdout
+    uid = kubectl(tenancy, cluster, "get", "sa", "reader", "-n", NS, "-o=jsonpath={.metadata.uid}")
+    assert [" ".join(line.split()) for line in whoami.splitlines()] == [
+        "ATTRIBUTE VALUE",
+        f"Username {SA}",
+        f"UID {uid.stdout}",
+        f"Groups [system:serviceaccounts system:serviceaccounts:{NS} system:authenticated]",
+    ]
     kubectl(tenancy, cluster, "delete", "serviceaccount", "reader", "-n", NS)
     gone = kubectl(tenancy, cluster, "--token", token, "get", "pods", "-n", NS, check=False)
     assert gone.stderr.splitlines()[-1] in UNAUTHORIZED

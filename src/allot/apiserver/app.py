@@ -76,8 +76,12 @@ Decoded = TypeVar("Decoded")
 Found = TypeVar("Found")
 ClusterEndpoint = Callable[[Request, str], Awaitable[Response]]
 REVIEWS = frozenset(
-    ("authorization.k8s.io", "v1", plural)
-    for plural in ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectrulesreviews")
+    {
+        ("authorization.k8s.io", "v1", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "v1", "subjectaccessreviews"),
+        ("authorization.k8s.io", "v1", "selfsubjectrulesreviews"),
+        ("authentication.k8s.io", "v1", "selfsubjectreviews"),
+    }
 )
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection", "*"})
 
@@ -283,9 +287,13 @@ class ApiServer:
         )
 
     async def _review(self, request: Request, cluster: str, plural: str) -> Response:
-        """``kubectl auth can-i`` (access reviews) and ``auth can-i --list`` (rules)."""
-        body = await self._body(request)
+        """``kubectl auth can-i`` (access reviews), ``auth can-i --list`` (rules) and
+        ``auth whoami`` (SelfSubjectReview)."""
         user = _requester(request)
+        if plural == "selfsubjectreviews":
+            await self._body(request, allow_empty=True)
+            return JSONResponse(reviews.self_review(user), status_code=201)
+        body = await self._body(request)
         if plural == "selfsubjectrulesreviews":
             return JSONResponse(reviews.rules_review(self.registry, cluster, user, body), 201)
         body.setdefault(

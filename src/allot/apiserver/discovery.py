@@ -5,9 +5,10 @@ The aggregated answer must carry the content type
 ``responseKind`` per resource, or kubectl silently sees nothing. The legacy documents
 (``/api``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``, ``/api/v1``) serve ``auth can-i`` and
 the Python dynamic client. Each cluster's documents list the built-in kinds and that
-cluster's own custom kinds (its CRDs), never another cluster's, and the one review every
-cluster answers without storing it, ``authorization.k8s.io/v1`` ``selfsubjectaccessreviews``
-(``kubectl auth can-i``; create only, so ``kubectl api-resources`` lists it as upstream's
+cluster's own custom kinds (its CRDs), never another cluster's, and the reviews every
+cluster answers without storing them (``authorization.k8s.io/v1`` access and rules
+reviews for ``kubectl auth can-i``, ``authentication.k8s.io/v1`` ``selfsubjectreviews`` for
+``kubectl auth whoami``; create only, so ``kubectl api-resources`` lists them as upstream's
 does). Called by the HTTP handlers.
 """
 
@@ -35,31 +36,38 @@ VERSION_INFO = {
 }
 
 
-REVIEW_GROUP_VERSION = ("authorization.k8s.io", "v1")
-REVIEW = {
-    "resource": "selfsubjectaccessreviews",
-    "singularResource": "selfsubjectaccessreview",
-    "scope": "Cluster",
-    "responseKind": {
-        "group": "authorization.k8s.io",
-        "version": "v1",
-        "kind": "SelfSubjectAccessReview",
-    },
-    "verbs": ["create"],
-}
+REVIEWS: tuple[tuple[str, str, str, str], ...] = (
+    ("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview"),
+    ("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+    ("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview"),
+)
+"""(group, version, plural, kind) of the reviews :mod:`allot.apiserver.reviews` answers
+(create only, never stored)."""
+
+
+def _review(group: str, version: str, plural: str, kind: str) -> dict[str, Any]:
+    return {
+        "resource": plural,
+        "singularResource": plural.removesuffix("s"),
+        "scope": "Cluster",
+        "responseKind": {"group": group, "version": version, "kind": kind},
+        "verbs": ["create"],
+    }
 
 
 def _group_versions(cluster: str) -> list[tuple[str, str]]:
-    """The stored kinds' group versions and the review's, core first."""
+    """The stored kinds' group versions and the reviews', core first."""
     served = resources.group_versions(cluster)
-    if REVIEW_GROUP_VERSION not in served:
-        served = [*served, REVIEW_GROUP_VERSION]
+    for group, version, _, _ in REVIEWS:
+        if (group, version) not in served:
+            served = [*served, (group, version)]
     return sorted(served, key=lambda gv: (gv[0] != "", gv))
 
 
 def _review_entries(group: str, version: str) -> list[dict[str, Any]]:
-    """The review's aggregated entry where its group version is asked for."""
-    return [dict(REVIEW)] if (group, version) == REVIEW_GROUP_VERSION else []
+    """The reviews' aggregated entries where their group version is asked for."""
+    return [_review(*review) for review in REVIEWS if review[:2] == (group, version)]
 
 
 def wants_aggregated(accept: str) -> bool:

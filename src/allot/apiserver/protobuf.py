@@ -187,6 +187,7 @@ WHOLE_KINDS = (
     "SelfSubjectAccessReview",
     "SubjectAccessReview",
     "SelfSubjectRulesReview",
+    "SelfSubjectReview",
     "TokenRequest",
 )
 INLINE = frozenset(

@@ -1191,6 +1191,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
         1: ("resourceAttributes", "ResourceAttributes"),
         2: ("nonResourceAttributes", "NonResourceAttributes"),
     },
+    "SelfSubjectReview": {1: ("metadata", "ObjectMeta")},
     "SelfSubjectRulesReview": {
         1: ("metadata", "ObjectMeta"),
         2: ("spec", "SelfSubjectRulesReviewSpec"),

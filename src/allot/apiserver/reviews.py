@@ -5,7 +5,8 @@ authorizer about the requester or a named user; in a tenant cluster, a write its
 refuses whatever the object is "no" with the guard's refusal, as RBAC would deny it in a
 vCluster whose syncer owns those objects. ``SelfSubjectRulesReview`` (``kubectl auth
 can-i --list``) lists the rules that apply in a namespace (members of ``system:masters``
-get upstream's "everything" rules first). ``serviceaccounts/<name>/token``
+get upstream's "everything" rules first). ``SelfSubjectReview`` (``kubectl auth whoami``)
+says who the request ran as. ``serviceaccounts/<name>/token``
 (``kubectl create token``) issues a ServiceAccount token. Called by
 :class:`~allot.apiserver.app.ApiServer`.
 """
@@ -86,6 +87,16 @@ def _named_user(spec: dict[str, Any]) -> UserInfo:
         groups=tuple(str(g) for g in spec.get("groups") or ()),
         extra=tuple((str(k), tuple(v or ())) for k, v in extra.items()),
     )
+
+
+def self_review(user: UserInfo) -> Obj:
+    """A SelfSubjectReview (``kubectl auth whoami``): who the request ran as."""
+    return {
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "status": {"userInfo": user.to_wire()},
+    }
 
 
 def rules_review(registry: Registry, cluster: str, user: UserInfo, body: Obj) -> Obj:
