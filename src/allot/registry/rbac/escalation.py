@@ -13,10 +13,8 @@ assembled into every cluster's chain by the :class:`~allot.registry.clusters.Reg
 
 from __future__ import annotations
 
-from typing import Any
-
 from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
-from allot.registry.rbac.authorizer import Binding, RbacAuthorizer
+from allot.registry.rbac.authorizer import Binding, RbacAuthorizer, aggregate
 from allot.registry.rbac.identity import SYSTEM_MASTERS, UserInfo
 from allot.registry.rbac.rules import (
     Attributes,
@@ -24,11 +22,13 @@ from allot.registry.rbac.rules import (
     compact,
     compact_string,
     covers,
+    go_quote,
     go_quoted_list,
     rules_of,
 )
 from allot.registry.resources import by_kind
 from allot.store.errors import NotFound
+from allot.types import Obj
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLE_KINDS = {"Role": "roles", "ClusterRole": "clusterroles"}
@@ -59,9 +59,9 @@ class EscalationCheck:
             self._check_binding(request, user, obj)
         return []
 
-    def _check_role(self, request: AdmissionRequest, user: UserInfo, obj: Any) -> None:
+    def _check_role(self, request: AdmissionRequest, user: UserInfo, obj: Obj) -> None:
         plural = ROLE_KINDS[request.resource.kind]
-        if self._may(request, user, "escalate", plural, request.name, request.namespace):
+        if self._may(request, user, "escalate", plural, request.name):
             return
         self._confirm_no_escalation(request, user, rules_of(obj.get("rules")))
         if obj.get("aggregationRule") and self._missing(request, user, FULL_AUTHORITY):
@@ -71,11 +71,11 @@ class EscalationCheck:
                 "must have cluster-admin privileges to use the aggregationRule",
             )
 
-    def _check_binding(self, request: AdmissionRequest, user: UserInfo, obj: Any) -> None:
+    def _check_binding(self, request: AdmissionRequest, user: UserInfo, obj: Obj) -> None:
         role_ref = obj.get("roleRef") or {}
         role_kind, role_name = str(role_ref.get("kind") or ""), str(role_ref.get("name") or "")
         plural = ROLE_KINDS.get(role_kind)
-        if plural and self._may(request, user, "bind", plural, role_name, request.namespace):
+        if plural and self._may(request, user, "bind", plural, role_name):
             return
         binding = Binding(
             request.resource.kind, request.name, request.namespace, role_kind, role_name, ()
@@ -93,16 +93,17 @@ class EscalationCheck:
         self._confirm_no_escalation(request, user, rules)
 
     def _may(
-        self,
-        request: AdmissionRequest,
-        user: UserInfo,
-        verb: str,
-        plural: str,
-        name: str,
-        namespace: str,
+        self, request: AdmissionRequest, user: UserInfo, verb: str, plural: str, name: str
     ) -> bool:
+        """Whether ``user`` may ``verb`` (``escalate``, ``bind``) the role ``name`` where
+        the request writes (upstream checks the request's namespace)."""
         attributes = Attributes(
-            user, verb, namespace=namespace, api_group=RBAC_GROUP, resource=plural, name=name
+            user,
+            verb,
+            namespace=request.namespace,
+            api_group=RBAC_GROUP,
+            resource=plural,
+            name=name,
         )
         return self.authorizer.authorize(request.cluster, attributes).allowed
 
@@ -120,10 +121,11 @@ class EscalationCheck:
         if not missing:
             return
         described = sorted({compact_string(rule) for rule in compact(missing)})
+        who = f"user {go_quote(user.name)} (groups={go_quoted_list(user.groups)})"
         message = (
-            f'user "{user.name}" (groups={go_quoted_list(user.groups)}) is attempting to grant '
-            "RBAC permissions not currently held:\n" + "\n".join(described)
+            f"{who} is attempting to grant RBAC permissions not currently held:\n"
+            + "\n".join(described)
         )
         if errors:
-            message += f"; resolution errors: [{', '.join(errors)}]"
+            message += f"; resolution errors: [{aggregate(errors)}]"
         raise AdmissionDenied(request.resource, request.name, message)

@@ -11,7 +11,7 @@ check and the rules review.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from allot.registry.rbac.identity import UserInfo
@@ -62,7 +62,6 @@ class Attributes:
     subresource: str = ""
     name: str = ""
     path: str = ""
-    extra: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 def rules_of(wire_rules: Iterable[Mapping[str, Any]] | None) -> tuple[Rule, ...]:
