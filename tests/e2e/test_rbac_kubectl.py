@@ -111,6 +111,16 @@ def test_a_service_account_has_only_what_its_role_binding_grants(
         f"UID {uid.stdout}",
         f"Groups [system:serviceaccounts system:serviceaccounts:{NS} system:authenticated]",
     ]
+    kubectl(tenancy, cluster, "create", "rolebinding", "jane-admin", "--clusterrole=admin",
+            "--user=jane", "-n", NS)  # fmt: skip
+    grab = kubectl(tenancy, cluster, "create", "rolebinding", "grab", "--clusterrole=cluster-admin",
+                   "--user=jane", "-n", NS, "--as=jane", check=False)  # fmt: skip
+    assert grab.stderr.strip() == (
+        'error: failed to create rolebinding: rolebindings.rbac.authorization.k8s.io "grab" is '
+        'forbidden: user "jane" (groups=["system:authenticated"]) is attempting to grant RBAC '
+        'permissions not currently held:\n{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n'
+        '{NonResourceURLs:["*"], Verbs:["*"]}'
+    )
     kubectl(tenancy, cluster, "delete", "serviceaccount", "reader", "-n", NS)
     gone = kubectl(tenancy, cluster, "--token", token, "get", "pods", "-n", NS, check=False)
     assert gone.stderr.splitlines()[-1] in UNAUTHORIZED
