@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,10 @@ def _merge(base: Any, override: Any) -> Any:
     return copy.deepcopy(override)
 
 
-def _create(api: Registry, obj: dict[str, Any]) -> Any:
+def _create(api: Registry, obj: dict[str, Any], options: WriteOptions = OPTIONS) -> Any:
     resource = by_kind(obj["kind"])
     namespace = obj["metadata"].get("namespace") if resource.namespaced else None
-    return api.handlers.create("host", Target(resource, namespace, None, ""), obj, OPTIONS)
+    return api.handlers.create("host", Target(resource, namespace, None, ""), obj, options)
 
 
 def _namespace(name: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -61,16 +62,20 @@ def test_policy_case(case: dict[str, Any], tmp_path: Path) -> None:
         _create(api, params)
     _create(api, _merge(TABLE["defaults"]["policy"], case.get("policy", {})))
     _create(api, _merge(TABLE["defaults"]["binding"], case.get("binding", {})))
+    for obj in case.get("objects", []):
+        _create(api, obj)
     claim = _merge(TABLE["defaults"]["claim"], case.get("claim", {}))
     claim["metadata"]["namespace"] = spec["namespace"]
+    user = case.get("user")
+    options = replace(OPTIONS, user=user["name"], groups=tuple(user["groups"])) if user else OPTIONS
     if case["expect"] == "deny":
         with pytest.raises(AdmissionDenied) as caught:
-            _create(api, claim)
+            _create(api, claim, options)
         status = to_status(caught.value)
         assert status.code == case["code"]
         assert case.get("message", "denied request") in (status.message or "")
         return
-    result = _create(api, claim)
+    result = _create(api, claim, options)
     if case["expect"] == "warn":
         assert result.warnings == [case["message"]]
     elif case["expect"] == "audit":

@@ -15,7 +15,7 @@ Used by validation (compile only), lint and the allocator (compile and evaluate)
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,13 +77,16 @@ def _variables(*, with_internal: bool) -> dict[str, Any]:
     return variables
 
 
-def new_env(variables: dict[str, Any], descriptor_pool: Any = None) -> Any:
-    """A runtime environment with Kubernetes' libraries and these variables (their message
-    types from ``descriptor_pool``: allot's own pool unless a caller brings typed ones)."""
+def new_env(
+    variables: dict[str, Any], descriptor_pool: Any = None, functions: Sequence[Any] = ()
+) -> Any:
+    """A runtime environment with Kubernetes' libraries, ``functions`` besides, and these
+    variables (their message types from ``descriptor_pool``: allot's own pool unless a
+    caller brings typed ones)."""
     return cel.NewEnv(
         descriptor_pool=values.POOL if descriptor_pool is None else descriptor_pool,
         variables=variables,
-        functions=libraries.function_declarations(),
+        functions=[*libraries.function_declarations(), *functions],
         extensions=[
             ext_bindings.ExtBindings(),
             ext_strings.ExtStrings(),

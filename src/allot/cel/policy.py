@@ -2,11 +2,12 @@
 
 Admission expressions see ``object``, ``oldObject``, ``params``, ``request`` and
 ``namespaceObject`` as dynamic JSON-like values (the wire form of the objects), plus the
-policy's own ``variables.<name>`` in declaration order, with Kubernetes' extension
-libraries (strings, lists, regex, quantity, semver, optionals). Compile errors read like
-the API server's (``compilation failed: ERROR: <input>:1:5: ...``); runtime errors like
-``no such key: foo``. The ``authorizer`` variable is not offered (see the conformance
-ledger). Pure: no I/O. Used by :mod:`allot.registry.policies` and policy validation.
+policy's own ``variables.<name>`` in declaration order, ``authorizer`` and
+``authorizer.requestResource`` (:mod:`allot.cel.authz`, answered by the checker the
+compiler is given), with Kubernetes' extension libraries (strings, lists, regex,
+quantity, semver, optionals). Compile errors read like the API server's (``compilation
+failed: ERROR: <input>:1:5: ...``); runtime errors like ``no such key: foo``. Pure: no
+I/O. Used by :mod:`allot.registry.policies` and policy validation.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from allot.cel import authz
 from allot.cel.compiler import (
     clean_runtime_message,
     new_env,
@@ -51,9 +53,11 @@ class PolicyExpression:
 
 
 class PolicyCompiler:
-    """Compiles admission expressions, cached by (variables in scope, text)."""
+    """Compiles admission expressions, cached by (variables in scope, text); ``checker``
+    answers the ``authorizer`` library's checks (None: they err, for validation only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, checker: authz.Checker | None = None) -> None:
+        self._functions = authz.function_declarations(checker)
         self._envs: dict[tuple[str, ...], Any] = {}
         self._cache: dict[tuple[tuple[str, ...], str], PolicyExpression | CompileError] = {}
 
@@ -83,8 +87,9 @@ class PolicyCompiler:
         env = self._envs.get(variables)
         if env is None:
             declared = dict.fromkeys(POLICY_INPUTS, T.DYN)
+            declared.update(authz.VARIABLES)
             declared.update({VARIABLES_PREFIX + name: T.DYN for name in variables})
-            env = new_env(declared)
+            env = new_env(declared, functions=self._functions)
             self._envs[variables] = env
         return env
 

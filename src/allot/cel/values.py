@@ -38,7 +38,47 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
         )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file_proto)
+    pool.Add(_authorization_file())
     return pool
+
+
+AUTHORIZATION_PACKAGE = "kubernetes.authorization"
+AUTHORIZATION_MESSAGES: dict[str, tuple[tuple[str, int], ...]] = {
+    # the caller's cluster and user (JSON) travel with every check; see allot.cel.authz
+    "Authorizer": (("cluster", 9), ("user", 9)),
+    "PathCheck": (("cluster", 9), ("user", 9), ("path", 9)),
+    "GroupCheck": (("cluster", 9), ("user", 9), ("group", 9)),
+    "ResourceCheck": (
+        ("cluster", 9),
+        ("user", 9),
+        ("group", 9),
+        ("resource", 9),
+        ("subresource", 9),
+        ("namespace", 9),
+        ("name", 9),
+    ),
+    "Decision": (("allowed", 8), ("reason", 9), ("error", 9)),
+}
+"""Kubernetes' authorizer library types (``kubernetes.authorization.Authorizer``, ...), as
+messages of (field, protobuf type: 9 string, 8 bool)."""
+
+
+def _authorization_file() -> descriptor_pb2.FileDescriptorProto:
+    file_proto = descriptor_pb2.FileDescriptorProto(
+        name="allot/kubernetes_authorization.proto",
+        package=AUTHORIZATION_PACKAGE,
+        syntax="proto3",
+    )
+    for name, fields in AUTHORIZATION_MESSAGES.items():
+        message_proto = file_proto.message_type.add(name=name)
+        for number, (field, kind) in enumerate(fields, 1):
+            message_proto.field.add(
+                name=field,
+                number=number,
+                type=kind,
+                label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+            )
+    return file_proto
 
 
 POOL = _build_pool()
@@ -46,6 +86,15 @@ _QUANTITY_CLASS: Any = message_factory.GetMessageClass(
     POOL.FindMessageTypeByName(QUANTITY_TYPE_NAME)
 )
 _SEMVER_CLASS: Any = message_factory.GetMessageClass(POOL.FindMessageTypeByName(SEMVER_TYPE_NAME))
+
+
+def authorization_message(type_name: str, /, **fields: object) -> message.Message:
+    """A ``kubernetes.authorization.<type_name>`` value."""
+    cls: Any = message_factory.GetMessageClass(
+        POOL.FindMessageTypeByName(f"{AUTHORIZATION_PACKAGE}.{type_name}")
+    )
+    result: message.Message = cls(**fields)
+    return result
 
 
 def quantity_message(value: Quantity) -> message.Message:

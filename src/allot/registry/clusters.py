@@ -33,6 +33,8 @@ from allot.registry.quota import QuotaAdmission
 from allot.registry.rbac import bootstrap
 from allot.registry.rbac.authorizer import RbacAuthorizer
 from allot.registry.rbac.escalation import EscalationCheck
+from allot.registry.rbac.identity import UserInfo
+from allot.registry.rbac.rules import Attributes
 from allot.registry.rbac.satokens import ServiceAccountTokens
 from allot.registry.resources import by_kind
 from allot.registry.storageprotection import StorageProtectionAdmission
@@ -72,7 +74,9 @@ class Registry:
         self.url: str | None = None  # https://host:port once served
         self.admission = AdmissionChain(namespace_labels=self._namespace_labels)
         self.handlers = Handlers(self.store, self.admission, clock)
-        self.policies = PolicyAdmission(self.store, audit=self._record_policy_audit)
+        self.policies = PolicyAdmission(
+            self.store, audit=self._record_policy_audit, checker=self._policy_check
+        )
         # the platform adds tenants' pending objects
         self.quota = QuotaAdmission(self.store, clock=clock)
         self.catalogue_warnings = CatalogueWarnings(self.store, self.admission.compiler)
@@ -87,6 +91,26 @@ class Registry:
         for cluster in self.store.clusters():  # tenants' default roles, as each start does
             bootstrap.ensure(self.store, cluster)
         self.custom_resources = CustomResources(self.store)
+
+    def _policy_check(
+        self, cluster: str, user: dict[str, Any], asked: dict[str, str]
+    ) -> tuple[bool, str]:
+        """The RBAC answer to an admission policy's ``authorizer`` check."""
+        who = UserInfo(str(user.get("username") or ""), groups=tuple(user.get("groups") or ()))
+        if "path" in asked:
+            attributes = Attributes(who, asked["verb"], resource_request=False, path=asked["path"])
+        else:
+            attributes = Attributes(
+                who,
+                asked["verb"],
+                namespace=asked.get("namespace", ""),
+                api_group=asked.get("group", ""),
+                resource=asked.get("resource", ""),
+                subresource=asked.get("subresource", ""),
+                name=asked.get("name", ""),
+            )
+        decision = self.authorizer.authorize(cluster, attributes)
+        return decision.allowed, decision.reason
 
     def mutating_plugins(self) -> list[AdmissionHook]:
         """The plugins that complete a new object (Priority, DefaultStorageClass,

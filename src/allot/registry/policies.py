@@ -22,7 +22,8 @@ from typing import Any
 
 from allot.api.kinds import lookup
 from allot.api.meta import selector_matches
-from allot.cel import CelError
+from allot.cel import CelError, authz
+from allot.cel.authz import Checker
 from allot.cel.policy import PolicyCompiler, as_bool
 from allot.registry.admission import AdmissionDenied, AdmissionRequest
 from allot.registry.resources import ServedResource, by_kind
@@ -53,9 +54,11 @@ class Decision:
 class PolicyAdmission:
     """The ``ValidatingAdmissionPolicy`` admission plugin over one store."""
 
-    def __init__(self, store: Store, audit: AuditSink | None = None) -> None:
+    def __init__(
+        self, store: Store, audit: AuditSink | None = None, checker: Checker | None = None
+    ) -> None:
         self.store = store
-        self.compiler = PolicyCompiler()
+        self.compiler = PolicyCompiler(checker)
         self.audit = audit or (lambda record: None)
         self._pairs: dict[str, list[tuple[Obj, Obj]]] = {}
         self._by_resource: dict[str, dict[tuple[str, str, str], list[tuple[Obj, Obj]]]] = {}
@@ -301,6 +304,16 @@ class PolicyAdmission:
             "params": None,
             "request": _request_attributes(request),
             "namespaceObject": namespace_object,
+            "authorizer": authz.authorizer_value(request.cluster, _user_info(request)),
+            "authorizer.requestResource": authz.resource_check_value(
+                request.cluster,
+                _user_info(request),
+                group=request.resource.group,
+                resource=request.resource.plural,
+                subresource=request.subresource,
+                namespace=request.namespace,
+                name=request.name,
+            ),
         }
 
 
@@ -402,6 +415,13 @@ def _request_attributes(request: AdmissionRequest) -> Obj:
         "userInfo": {"username": request.user, "groups": _groups(request)},
         "dryRun": request.dry_run,
     }
+
+
+def _user_info(request: AdmissionRequest) -> Obj:
+    """Who the ``authorizer`` library checks as: the request's user; the platform's own
+    writes (no groups) hold every right, as ``system:masters``."""
+    groups = list(request.groups) if request.groups is not None else ["system:masters"]
+    return {"username": request.user, "groups": groups}
 
 
 def _groups(request: AdmissionRequest) -> list[str]:
