@@ -61,6 +61,9 @@ def test_a_service_account_has_only_what_its_role_binding_grants(
 
     allowed = kubectl(tenancy, cluster, "--token", token, "get", "pods", "-n", NS)
     assert allowed.stderr.strip() == f"No resources found in {NS} namespace."
+    root = tenancy.cluster.server.endpoint.url  # as kubectl proxy sends: routed by the token
+    at_root = kubectl(tenancy, cluster, "--token", token, "--server", root, "get", "pods", "-n", NS)
+    assert at_root.stderr.strip() == f"No resources found in {NS} namespace."
     refused = kubectl(
         tenancy, cluster, "--token", token, "get", "configmaps", "-n", NS, check=False
     )

@@ -5,9 +5,10 @@ that path, which clients honour, all but ``kubectl proxy``: by default it forwar
 ``/api/...`` to the server's address without the path (its ``--append-server-path`` is
 off), as a kube-apiserver or a vCluster answers at the root of its own address. So a
 request for the API's own paths (``/api``, ``/apis``, ``/version``, ``/openapi``) at the
-root is served as the same path of the cluster its bearer token belongs to: a token names
-exactly one cluster, so this reaches nothing that cluster's prefix does not. Without a
-token that names a cluster such a path stays unrouted (404). Wraps the application that
+root is served as the same path of the cluster its bearer token belongs to (a cluster's
+own token or one of its ServiceAccount tokens): a token names exactly one cluster, so this
+reaches nothing that cluster's prefix does not. Without a token that names a cluster such
+a path stays unrouted (404). Wraps the application that
 :class:`allot.apiserver.app.ApiServer` builds; used by :mod:`allot.apiserver.server`.
 """
 

@@ -95,7 +95,7 @@ def _config(
     server: ApiServer, endpoint: Endpoint, host: str, port: int, read_timeout: float = READ_TIMEOUT
 ) -> uvicorn.Config:
     return uvicorn.Config(
-        TokenRouted(server.app(), server.registry.tokens.cluster_for),
+        TokenRouted(server.app(), server.registry.cluster_of_token),
         host=host,
         port=port,
         http=with_read_timeout(read_timeout),

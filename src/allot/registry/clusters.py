@@ -177,6 +177,15 @@ class Registry:
         self._forget_policy_audit(name)
         (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
 
+    def cluster_of_token(self, token: str) -> str | None:
+        """The cluster a bearer token belongs to: a cluster's own token, or an unexpired
+        ServiceAccount token (``kubectl proxy`` routes the API's root paths by it)."""
+        owner = self.tokens.cluster_for(token)
+        if owner is not None:
+            return owner
+        record = self.service_account_tokens.lookup(token)
+        return record.cluster if record is not None else None
+
     def write_kubeconfig(self, cluster: str) -> tuple[Path, list[str]]:
         """(Re)write a cluster's kubeconfig, keeping what the user added to it (see
         :mod:`allot.registry.kubeconfigs`); the server's URL must be known. Returns the
