@@ -16,6 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from allot.managedfields import managers, schema
+from allot.managedfields.fieldpaths import render
+from allot.managedfields.typed import MISSING, ShapeError
 from allot.registry import bodies, disruption, listing, patching, scale
 from allot.registry.admission import (
     CONTROLLER_USER,
@@ -24,7 +27,7 @@ from allot.registry.admission import (
     Operation,
 )
 from allot.registry.bodies import go_json_type
-from allot.registry.errors import BadRequest, UnsupportedMediaType
+from allot.registry.errors import ApplyConflict, BadRequest, UnsupportedMediaType
 from allot.registry.kinds import Preparation, strategy
 from allot.registry.listing import ListOptions, ListPage
 from allot.registry.requests import Target
@@ -96,6 +99,9 @@ class Handlers:
     ) -> WriteResult:
         resource = target.resource
         body = self._checked_body(resource, target, body)
+        applied = None
+        if operation == "Apply":
+            _, applied, _ = self._apply(target, MISSING, [], body, options)
         uid = self._prepare_create(cluster, resource, body)
         model, warnings = self.admission.decode(cluster, body, options.field_validation)
         metadata = body.get("metadata") or {}
@@ -116,7 +122,11 @@ class Handlers:
         self._initial_status(resource, obj, rfc3339(self.clock()))
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
-        self._record_manager(obj, options.field_manager, operation)
+        if applied is None:
+            entries = managers.read(obj["metadata"].get("managedFields"))
+            write = self._field_write(target, options)
+            applied = managers.write(managers.update(entries, MISSING, obj, write, creating=True))
+        _set_managed_fields(obj, applied)
         if uid is not None:  # the uid the strategy saw; the store sets the timestamp
             obj["metadata"]["uid"] = uid
             obj["metadata"].pop("creationTimestamp", None)
@@ -163,7 +173,14 @@ class Handlers:
                 raise BadRequest("an apply patch must be an object") from None
             return self.create(cluster, target, patch, options, "Apply")
         current_typed = self.with_type(resource, current)
-        patched = self._apply_patch(patch_type, current_typed, patch)
+        if patch_type == "application/apply-patch+yaml":
+            if not isinstance(patch, dict):
+                raise BadRequest("an apply patch must be an object")
+            entries = managers.read(current["metadata"].get("managedFields"))
+            patched, applied, _ = self._apply(target, current_typed, entries, patch, options)
+            patched["metadata"] = {**patched["metadata"], "managedFields": applied}
+        else:
+            patched = self._apply_patch(patch_type, current_typed, patch)
         if not isinstance(patched, dict):
             raise BadRequest("the patched object is not an object")
         bodies.check_nesting(patched)
@@ -460,7 +477,10 @@ class Handlers:
         if generation is not None:
             changed = obj.get("spec") != current.get("spec")
             obj["metadata"]["generation"] = generation + 1 if changed else generation
-        self._record_manager(obj, options.field_manager, operation)
+        if operation == "Apply":  # the entries the apply worked out travel in the body
+            _set_managed_fields(obj, (new.get("metadata") or {}).get("managedFields") or [])
+        else:
+            self._record_update(target, current, obj, options)
         return obj, warnings
 
     @staticmethod
@@ -556,26 +576,69 @@ class Handlers:
     def _model(obj: Obj, resource: ServedResource) -> Any:
         return resource.info.model.model_validate(obj)
 
-    def _record_manager(self, obj: Obj, manager: str, operation: str) -> None:
-        """Simplified managedFields: one entry per (manager, operation), no field sets."""
-        if not manager:
-            return
-        entries = [
-            e
-            for e in obj["metadata"].get("managedFields") or []
-            if not (e.get("manager") == manager and e.get("operation") == operation)
-        ]
-        entries.append(
-            {
-                "manager": manager,
-                "operation": operation,
-                "apiVersion": obj.get("apiVersion", ""),
-                "time": rfc3339(self.clock()),
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {},
-            }
+    def _field_write(self, target: Target, options: WriteOptions) -> managers.Write:
+        """What a write may own: a main resource with a status subresource never owns
+        ``status``, a ``/status`` write owns only ``status`` (upstream's reset fields)."""
+        resource = target.resource
+        ignored: tuple[tuple[str, ...], ...] = ()
+        only = None
+        if target.subresource == "status":
+            only = ("f:status",)
+        elif not target.subresource and resource.has_status:
+            ignored = (("f:status",),)
+        return managers.Write(
+            options.field_manager,
+            resource.api_version,
+            schema.of_model(resource.info.model),
+            rfc3339(self.clock()),
+            target.subresource,
+            ignored,
+            only,
         )
-        obj["metadata"]["managedFields"] = entries
+
+    def _record_update(self, target: Target, current: Obj, obj: Obj, options: WriteOptions) -> None:
+        """managedFields after an update: the entries the body brings (a main resource
+        write may set them), else the stored ones, with the changed fields moved to
+        the writer."""
+        source = None if target.subresource else obj["metadata"].get("managedFields")
+        entries = managers.read(source or current["metadata"].get("managedFields"))
+        write = self._field_write(target, options)
+        updated = managers.update(entries, current, obj, write, creating=False)
+        _set_managed_fields(obj, managers.write(updated))
+
+    def _apply(
+        self,
+        target: Target,
+        live: Any,
+        entries: list[managers.Entry],
+        config: Obj,
+        options: WriteOptions,
+    ) -> tuple[Obj, list[Obj], bool]:
+        """Server-side apply of ``config`` over ``live`` (``MISSING`` when creating): the
+        merged object, its managedFields and whether the object changed."""
+        metadata = config.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("managedFields") is not None:
+            raise BadRequest("metadata.managedFields must be nil")
+        write = self._field_write(target, options)
+        try:
+            merged, result, changed = managers.apply(
+                entries, live, copy.deepcopy(config), write, force=options.force
+            )
+        except managers.ApplyConflicts as err:
+            causes = [(f"conflict with {e.describe()}", render(p)) for e, p in err.conflicts]
+            raise ApplyConflict(str(err), causes) from None
+        except ShapeError as err:
+            resource = target.resource
+            gvk = f"{resource.group}/{resource.version}, Kind={resource.kind}"
+            raise BadRequest(f"failed to create typed patch object ({gvk}): {err}") from None
+        return merged, managers.write(result), changed
+
+
+def _set_managed_fields(obj: Obj, wire: list[Obj]) -> None:
+    if wire:
+        obj["metadata"]["managedFields"] = wire
+    else:
+        obj["metadata"].pop("managedFields", None)
 
 
 ORPHAN_BY_DEFAULT = {("batch", "Job"), ("", "ReplicationController")}

@@ -1,0 +1,326 @@
+"""``metadata.managedFields``: who owns which fields, kept on every write.
+
+Upstream's field manager in pure form. :func:`update` is a create, update or patch
+(operation ``Update``): the fields the write added or changed become the writer's, taken
+from whoever owned them; removed fields leave every owner. :func:`apply` is server-side
+apply: the configuration is merged into the live object, the fields the applier applied
+last time and no longer applies are removed unless someone else owns them, and changing a
+field another manager owns is a conflict (:class:`ApplyConflicts`, 409) unless forced, which
+takes it over; applying the value a field already has shares it. Entries are identified as
+upstream identifies them: an applier by (manager, subresource), an updater by (manager,
+apiVersion, subresource). An object that has no managed fields is not tracked by updates
+(upstream's "skip non-applied"); its first apply gives its existing fields to
+``before-first-apply``. The fields of ``apiVersion``, ``kind`` and the bookkeeping of
+``metadata`` are never owned. Called by :mod:`allot.registry.handlers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from allot.managedfields import fieldpaths
+from allot.managedfields.fieldpaths import EMPTY, FieldSet, Path
+from allot.managedfields.schema import NULL_FIELDS, VALUE_STRUCTS, Atom
+from allot.managedfields.typed import (
+    MISSING,
+    compare,
+    field_set,
+    merge,
+    named_members,
+    remove,
+)
+
+STRIPPED: FieldSet = frozenset(
+    {
+        ("f:apiVersion",),
+        ("f:kind",),
+        ("f:metadata",),
+        *(
+            ("f:metadata", "f:" + name)
+            for name in (
+                "name",
+                "namespace",
+                "creationTimestamp",
+                "selfLink",
+                "uid",
+                "clusterName",
+                "generation",
+                "managedFields",
+                "resourceVersion",
+            )
+        ),
+    }
+)
+"""Paths no manager owns (upstream's ``stripMetaManager``)."""
+
+DECODE_ABOVE = 16
+"""A write touching more paths than this decodes each entry instead of probing it."""
+
+
+@dataclass
+class Entry:
+    """One managedFields entry; its field set is decoded only when a write needs it."""
+
+    manager: str
+    operation: str
+    api_version: str
+    subresource: str = ""
+    time: str | None = None
+    raw: dict[str, Any] | None = None
+    _members: FieldSet | None = field(default=None, repr=False)
+
+    @property
+    def members(self) -> FieldSet:
+        if self._members is None:
+            self._members = fieldpaths.decode((self.raw or {}).get("fieldsV1"))
+        return self._members
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        version = self.api_version if self.operation == "Update" else ""
+        return (self.manager, self.operation, version, self.subresource)
+
+    def owns_any(self, paths: set[Path] | FieldSet) -> bool:
+        if self._members is not None or len(paths) > DECODE_ABOVE:
+            return not self.members.isdisjoint(paths)
+        encoded = (self.raw or {}).get("fieldsV1")
+        return any(fieldpaths.contains(encoded, path) for path in paths)
+
+    def with_members(self, members: FieldSet, time: str | None = None) -> Entry:
+        return replace(self, raw=None, _members=members, time=time or self.time)
+
+    def to_wire(self) -> dict[str, Any]:
+        if self.raw is not None:
+            return self.raw
+        wire: dict[str, Any] = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+        }
+        if self.time:
+            wire["time"] = self.time
+        wire["fieldsType"] = "FieldsV1"
+        wire["fieldsV1"] = fieldpaths.encode(self.members)
+        if self.subresource:
+            wire["subresource"] = self.subresource
+        return wire
+
+    def describe(self) -> str:
+        """How a conflict names the manager (upstream's ``printManager``)."""
+        text = _go_quote(self.manager)
+        if self.subresource:
+            text += f" with subresource {_go_quote(self.subresource)}"
+        if self.operation == "Update":
+            text += f" using {self.api_version}"
+        return text
+
+    def sort_identity(self) -> str:
+        """The JSON identifier upstream sorts conflicting managers by."""
+        parts = [f'"manager":{fieldpaths.go_json(self.manager)}']
+        parts.append(f'"operation":{fieldpaths.go_json(self.operation)}')
+        if self.operation == "Update" and self.api_version:
+            parts.append(f'"apiVersion":{fieldpaths.go_json(self.api_version)}')
+        if self.subresource:
+            parts.append(f'"subresource":{fieldpaths.go_json(self.subresource)}')
+        return "{" + ",".join(parts) + "}"
+
+
+def _go_quote(text: str) -> str:
+    return (
+        fieldpaths.go_json(text)
+        .replace("\\u003c", "<")
+        .replace("\\u003e", ">")
+        .replace("\\u0026", "&")
+    )
+
+
+def read(wire: Iterable[Any] | None) -> list[Entry]:
+    """The entries of an object's ``managedFields`` (malformed entries are dropped, as
+    upstream resets fields it cannot decode)."""
+    entries = []
+    for item in wire or ():
+        if not isinstance(item, dict) or (not item.get("manager") and not item.get("fieldsV1")):
+            continue
+        entries.append(
+            Entry(
+                str(item.get("manager") or ""),
+                str(item.get("operation") or "Update"),
+                str(item.get("apiVersion") or ""),
+                str(item.get("subresource") or ""),
+                item.get("time"),
+                item,
+            )
+        )
+    return entries
+
+
+def write(entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """The wire entries, in upstream's order: appliers first, then by time, manager,
+    apiVersion and subresource."""
+    ordered = sorted(
+        entries,
+        key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource),
+    )
+    return [e.to_wire() for e in ordered]
+
+
+@dataclass(frozen=True)
+class Write:
+    """What one write is: who writes, through which version and subresource, when, the
+    kind's schema, and which fields it cannot own (``ignored`` prefixes; for a
+    subresource, only the fields under ``only``)."""
+
+    manager: str
+    api_version: str
+    atom: Atom
+    now: str
+    subresource: str = ""
+    ignored: tuple[Path, ...] = ()
+    only: Path | None = None
+
+    def owned(self, members: Iterable[Path]) -> FieldSet:
+        """``members`` without what this write may not own (upstream's reset fields)."""
+        only, ignored = self.only, self.ignored
+        return frozenset(
+            p
+            for p in members
+            if (only is None or p[: len(only)] == only)
+            and not any(p[: len(x)] == x for x in ignored)
+        )
+
+
+class ApplyConflicts(Exception):
+    """Applying would change fields other managers own."""
+
+    def __init__(self, conflicts: list[tuple[Entry, Path]]) -> None:
+        self.conflicts = conflicts
+        super().__init__(conflict_message(conflicts))
+
+
+def conflict_message(conflicts: list[tuple[Entry, Path]]) -> str:
+    if len(conflicts) == 1:
+        entry, path = conflicts[0]
+        return (
+            f"Apply failed with 1 conflict: conflict with {entry.describe()}: "
+            f"{fieldpaths.render(path)}"
+        )
+    lines = []
+    last = None
+    for entry, path in conflicts:
+        if entry.sort_identity() != last:
+            last = entry.sort_identity()
+            lines.append(f"conflicts with {entry.describe()}:")
+        lines.append(f"- {fieldpaths.render(path)}")
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+
+
+# -------------------------------------------------------------------- update
+def update(
+    entries: list[Entry], old: Any, new: Any, write_: Write, *, creating: bool
+) -> list[Entry]:
+    """The entries after a create, update or patch by ``write_.manager``."""
+    if not entries and not creating:
+        return entries
+    comparison = compare(empty_object(write_.atom) if creating else old, new, write_.atom)
+    changed = write_.owned(comparison.added | comparison.modified)
+    touched = changed | write_.owned(comparison.removed)
+    if not touched:
+        return entries
+    result = _without(entries, touched)
+    own = changed - STRIPPED
+    if not own or not write_.manager:
+        return result
+    mine = Entry(write_.manager, "Update", write_.api_version, write_.subresource)
+    for index, entry in enumerate(result):
+        if entry.identity == mine.identity:
+            result[index] = entry.with_members(entry.members | own, write_.now)
+            return result
+    result.append(mine.with_members(own, write_.now))
+    return result
+
+
+def _without(entries: list[Entry], touched: FieldSet) -> list[Entry]:
+    result = []
+    for entry in entries:
+        if entry.owns_any(touched):
+            members = entry.members - touched
+            if not members:
+                continue
+            entry = entry.with_members(members)
+        result.append(entry)
+    return result
+
+
+def empty_object(atom: Atom) -> dict[str, Any]:
+    """The empty object upstream compares a create with (value structs present)."""
+    return _zero(atom, "") if atom.name else {}
+
+
+def _zero(atom: Atom, struct: str) -> dict[str, Any]:
+    zero: dict[str, Any] = dict.fromkeys(NULL_FIELDS.get(struct, ()))
+    for name in VALUE_STRUCTS.get(struct, ()):
+        child = atom.fields.get(name)
+        if child is not None and child.shape == "map":
+            zero[name] = _zero(child, child.name)
+    return zero
+
+
+# --------------------------------------------------------------------- apply
+def apply(
+    entries: list[Entry], live: Any, config: Any, write_: Write, *, force: bool
+) -> tuple[Any, list[Entry], bool]:
+    """Apply ``config`` over ``live`` (``MISSING`` for a create): the merged object, the
+    entries, and whether the object changed. Raises :class:`ApplyConflicts`."""
+    creating = live is MISSING
+    atom = write_.atom
+    if not entries and not creating:
+        first = replace(write_, manager="before-first-apply", subresource="")
+        entries = update([], MISSING, live, first, creating=True)
+    mine = Entry(write_.manager, "Apply", write_.api_version, write_.subresource)
+    previous = next((e for e in entries if e.identity == mine.identity), None)
+    others = [e for e in entries if e is not previous]
+    applied = write_.owned(field_set(config, atom))
+    merged = merge(live, config, atom)
+    if previous is not None and previous.members:
+        managed = applied.union(*(e.members for e in others))
+        merged = _prune(merged, previous.members, managed, atom)
+    if creating:
+        changed, removed = EMPTY, EMPTY
+    else:
+        comparison = compare(live, merged, atom)
+        changed = write_.owned(comparison.added | comparison.modified)
+        removed = write_.owned(comparison.removed)
+    conflicts = _conflicts(others, changed)
+    if conflicts and not force:
+        raise ApplyConflicts(conflicts)
+    result = _without(others, changed | removed) if changed or removed else others
+    unchanged = not creating and merged == live
+    time = (previous.time if previous else None) if unchanged else write_.now
+    own = applied - STRIPPED
+    if own:
+        result.append(mine.with_members(own, time))
+    return merged, result, not unchanged
+
+
+def _conflicts(others: list[Entry], changed: FieldSet) -> list[tuple[Entry, Path]]:
+    if not changed:
+        return []
+    found: list[tuple[Entry, Path]] = []
+    for entry in sorted(others, key=Entry.sort_identity):
+        if entry.owns_any(changed):
+            found.extend((entry, p) for p in fieldpaths.in_order(entry.members & changed))
+    return found
+
+
+def _prune(merged: Any, last: FieldSet, managed: FieldSet, atom: Atom) -> Any:
+    """Remove what the applier applied last time and no longer applies, unless another
+    manager (or this configuration) owns it (upstream's ``prune``)."""
+    last_named = named_members(last, atom)
+    pruned = remove(merged, last_named, atom)
+    merged_set = named_members(field_set(merged, atom), atom)
+    kept = named_members(field_set(pruned, atom), atom) | named_members(managed, atom)
+    pruned = remove(merged, merged_set - kept, atom)
+    dangling = (merged_set - named_members(field_set(pruned, atom), atom)) & last_named
+    return remove(merged, dangling, atom)
