@@ -223,7 +223,9 @@ def update(
     """The entries after a create, update or patch by ``write_.manager``."""
     if not entries and not creating:
         return entries
-    comparison = compare(empty_object(write_.atom) if creating else old, new, write_.atom)
+    atom = write_.atom
+    before = empty_object(atom) if creating else with_value_structs(old, atom)
+    comparison = compare(before, with_value_structs(new, atom), atom)
     changed = write_.owned(comparison.added | comparison.modified)
     touched = changed | write_.owned(comparison.removed)
     if not touched:
@@ -258,6 +260,19 @@ def empty_object(atom: Atom) -> dict[str, Any]:
     return _zero(atom, "") if atom.name else {}
 
 
+def with_value_structs(obj: Any, atom: Atom) -> Any:
+    """The object with the top-level structs Go always writes (``spec``, ``status``)
+    present, so a first status write adds ``status.x``, not ``status`` itself."""
+    if not atom.name or not isinstance(obj, dict):
+        return obj
+    missing = [
+        name
+        for name in VALUE_STRUCTS[""]
+        if name not in obj and name in atom.fields and atom.fields[name].shape == "map"
+    ]
+    return {**obj, **{name: {} for name in missing}} if missing else obj
+
+
 def _zero(atom: Atom, struct: str) -> dict[str, Any]:
     zero: dict[str, Any] = dict.fromkeys(NULL_FIELDS.get(struct, ()))
     for name in VALUE_STRUCTS.get(struct, ()):
@@ -281,7 +296,7 @@ def apply(
     mine = Entry(write_.manager, "Apply", write_.api_version, write_.subresource)
     previous = next((e for e in entries if e.identity == mine.identity), None)
     others = [e for e in entries if e is not previous]
-    applied = write_.owned(field_set(config, atom))
+    applied = write_.owned(field_set(config, atom, strict=True))
     merged = merge(live, config, atom)
     if previous is not None and previous.members:
         managed = applied.union(*(e.members for e in others))
@@ -289,7 +304,7 @@ def apply(
     if creating:
         changed, removed = EMPTY, EMPTY
     else:
-        comparison = compare(live, merged, atom)
+        comparison = compare(with_value_structs(live, atom), with_value_structs(merged, atom), atom)
         changed = write_.owned(comparison.added | comparison.modified)
         removed = write_.owned(comparison.removed)
     conflicts = _conflicts(others, changed)

@@ -80,13 +80,15 @@ def _items(atom: Atom, items: list[Any], where: Path) -> list[tuple[str, Any]]:
 
 
 # ------------------------------------------------------------------ field sets
-def field_set(value: Any, atom: Atom) -> FieldSet:
+def field_set(value: Any, atom: Atom, *, strict: bool = False) -> FieldSet:
+    """The members ``value`` sets; ``strict`` refuses duplicate keys (an applied
+    configuration), otherwise duplicates are owned as whole items (a stored object)."""
     out: set[Path] = set()
-    _set_of(value, atom, (), out)
+    _set_of(value, atom, (), out, strict)
     return frozenset(out)
 
 
-def _set_of(value: Any, atom: Atom, path: Path, out: set[Path]) -> None:
+def _set_of(value: Any, atom: Atom, path: Path, out: set[Path], strict: bool) -> None:
     shape = _granular(atom, value)
     if shape == "leaf":
         if path:
@@ -95,7 +97,7 @@ def _set_of(value: Any, atom: Atom, path: Path, out: set[Path]) -> None:
         for name, child in value.items():
             child_atom, named = atom.child(name)
             child_path = (*path, "f:" + name)
-            _set_of(child, child_atom, child_path, out)
+            _set_of(child, child_atom, child_path, out, strict)
             if child is None or child == {} or not named:
                 out.add(child_path)
     else:
@@ -104,11 +106,13 @@ def _set_of(value: Any, atom: Atom, path: Path, out: set[Path]) -> None:
         duplicates: set[str] = set()
         pairs = _items(atom, value, path)
         for pe, _ in pairs:
+            if pe in seen and strict:
+                raise ShapeError(f"{_at(path)}duplicate entries for key {render((pe,))}")
             (duplicates if pe in seen else seen).add(pe)
         for pe, item in pairs:
             item_path = (*path, pe)
             if pe not in duplicates:
-                _set_of(item, element, item_path, out)
+                _set_of(item, element, item_path, out, strict)
             out.add(item_path)
 
 
