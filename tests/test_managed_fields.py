@@ -9,6 +9,7 @@ pin the ``fieldsV1`` encoding and path printing.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,14 @@ def _shown(entries: list[dict[str, Any]], expected: list[dict[str, Any]]) -> lis
     return shown
 
 
+def _last_applied(live: Any) -> Any:
+    if live is MISSING:
+        return None
+    annotations = live["metadata"].get("annotations") or {}
+    text = annotations.get("kubectl.kubernetes.io/last-applied-configuration")
+    return json.loads(text) if text else None
+
+
 class Harness:
     def __init__(self, case: dict[str, Any]) -> None:
         self.case = case
@@ -83,7 +92,12 @@ class Harness:
         try:
             if "apply" in step:
                 new, self.entries, _ = managers.apply(
-                    self.entries, self.live, obj, write, force=action.get("force", False)
+                    self.entries,
+                    self.live,
+                    obj,
+                    write,
+                    force=action.get("force", False),
+                    last_applied=_last_applied(self.live),
                 )
             else:
                 creating = self.live is MISSING

@@ -25,6 +25,7 @@ from allot.managedfields.fieldpaths import EMPTY, FieldSet, Path
 from allot.managedfields.schema import NULL_FIELDS, VALUE_STRUCTS, Atom
 from allot.managedfields.typed import (
     MISSING,
+    ShapeError,
     compare,
     field_set,
     merge,
@@ -284,10 +285,21 @@ def _zero(atom: Atom, struct: str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------- apply
 def apply(
-    entries: list[Entry], live: Any, config: Any, write_: Write, *, force: bool
+    entries: list[Entry],
+    live: Any,
+    config: Any,
+    write_: Write,
+    *,
+    force: bool,
+    last_applied: Any = None,
 ) -> tuple[Any, list[Entry], bool]:
     """Apply ``config`` over ``live`` (``MISSING`` for a create): the merged object, the
-    entries, and whether the object changed. Raises :class:`ApplyConflicts`."""
+    entries, and whether the object changed. Raises :class:`ApplyConflicts`.
+
+    ``last_applied`` is kubectl's client-side ``last-applied-configuration`` of the live
+    object: for the manager ``kubectl``, conflicts on fields it holds with the live
+    values are taken over, so moving from client-side to server-side apply does not
+    conflict with ``kubectl-client-side-apply`` (upstream's ``lastAppliedManager``)."""
     creating = live is MISSING
     atom = write_.atom
     if not entries and not creating:
@@ -308,6 +320,9 @@ def apply(
         changed = write_.owned(comparison.added | comparison.modified)
         removed = write_.owned(comparison.removed)
     conflicts = _conflicts(others, changed)
+    if conflicts and not force and write_.manager == "kubectl" and isinstance(last_applied, dict):
+        allowed = _held_by_last_applied(last_applied, live, atom)
+        conflicts = [(entry, path) for entry, path in conflicts if path not in allowed]
     if conflicts and not force:
         raise ApplyConflicts(conflicts)
     result = _without(others, changed | removed) if changed or removed else others
@@ -327,6 +342,17 @@ def _conflicts(others: list[Entry], changed: FieldSet) -> list[tuple[Entry, Path
         if entry.owns_any(changed):
             found.extend((entry, p) for p in fieldpaths.in_order(entry.members & changed))
     return found
+
+
+def _held_by_last_applied(last_applied: dict[str, Any], live: Any, atom: Atom) -> FieldSet:
+    """The fields of the last client-side applied configuration that still have its
+    values in the live object."""
+    try:
+        members = field_set(last_applied, atom)
+    except ShapeError:
+        return EMPTY
+    differing = compare(last_applied, live, atom)
+    return members - differing.added - differing.modified - differing.removed
 
 
 def _prune(merged: Any, last: FieldSet, managed: FieldSet, atom: Atom) -> Any:

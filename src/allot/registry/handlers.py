@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -622,7 +623,12 @@ class Handlers:
         write = self._field_write(target, options)
         try:
             merged, result, changed = managers.apply(
-                entries, live, copy.deepcopy(config), write, force=options.force
+                entries,
+                live,
+                copy.deepcopy(config),
+                write,
+                force=options.force,
+                last_applied=_last_applied(live),
             )
         except managers.ApplyConflicts as err:
             causes = [(f"conflict with {e.describe()}", render(p)) for e, p in err.conflicts]
@@ -632,6 +638,20 @@ class Handlers:
             gvk = f"{resource.group}/{resource.version}, Kind={resource.kind}"
             raise BadRequest(f"failed to create typed patch object ({gvk}): {err}") from None
         return merged, managers.write(result), changed
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _last_applied(live: Any) -> Any:
+    """kubectl's client-side last applied configuration of an object, if it has one."""
+    if not isinstance(live, dict):
+        return None
+    text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
 
 
 def _set_managed_fields(obj: Obj, wire: list[Obj]) -> None:
