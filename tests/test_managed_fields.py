@@ -236,3 +236,37 @@ def test_applying_the_same_configuration_twice_changes_nothing(
     assert not changed
     assert same == live
     assert managers.write(after) == managers.write(entries)
+
+
+def _example_documents() -> list[tuple[Any, dict[str, Any]]]:
+    """Every example manifest of a served built-in kind, with its model."""
+    from allot.registry.resources import built_in_resources
+
+    models = {(r.api_version, r.kind): r.info.model for r in built_in_resources()}
+    found = []
+    for path in sorted((Path(__file__).parent.parent / "examples").rglob("*.yaml")):
+        try:
+            documents = list(yaml.safe_load_all(path.read_text()))
+        except yaml.YAMLError:
+            continue
+        for document in documents:
+            if isinstance(document, dict):
+                model = models.get((document.get("apiVersion"), document.get("kind")))
+                if model is not None:
+                    found.append((model, document))
+    return found
+
+
+EXAMPLES = _example_documents()
+
+
+@pytest.mark.parametrize(("model", "document"), EXAMPLES, ids=[d["kind"] for _, d in EXAMPLES])
+def test_a_create_encoded_in_one_walk_equals_the_compared_field_set(
+    model: Any, document: dict[str, Any]
+) -> None:
+    atom = schema.of_model(model)
+    for ignored in ((), (("f:status",),)):
+        write = managers.Write("creator", document["apiVersion"], atom, "t", "", ignored)
+        fast = managers.write(managers.update([], MISSING, document, write, creating=True))
+        slow = managers.write(managers._created_by_paths(document, write))
+        assert fast == slow

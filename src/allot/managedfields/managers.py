@@ -27,6 +27,7 @@ from allot.managedfields.typed import (
     MISSING,
     ShapeError,
     compare,
+    created_tree,
     field_set,
     merge,
     named_members,
@@ -184,6 +185,13 @@ class Write:
     def owned(self, members: Iterable[Path]) -> FieldSet:
         """``members`` without what this write may not own (upstream's reset fields)."""
         only, ignored = self.only, self.ignored
+        if only is None and not ignored:
+            return frozenset(members)
+        if (only is None or len(only) == 1) and all(len(x) == 1 for x in ignored):
+            firsts = {x[0] for x in ignored}
+            return frozenset(
+                p for p in members if p and (only is None or p[0] == only[0]) and p[0] not in firsts
+            )
         return frozenset(
             p
             for p in members
@@ -224,6 +232,8 @@ def update(
     """The entries after a create, update or patch by ``write_.manager``."""
     if not entries and not creating:
         return entries
+    if creating and not entries and write_.only is None:
+        return _created(new, write_)
     atom = write_.atom
     before = empty_object(atom) if creating else with_value_structs(old, atom)
     comparison = compare(before, with_value_structs(new, atom), atom)
@@ -242,6 +252,46 @@ def update(
             return result
     result.append(mine.with_members(own, write_.now))
     return result
+
+
+def _created(new: Any, write_: Write) -> list[Entry]:
+    """:func:`update` of a create with no entries yet, encoded in one walk."""
+    tree = created_tree(new, empty_object(write_.atom), write_.atom)
+    for prefix in (("f:apiVersion",), ("f:kind",), *write_.ignored):
+        if len(prefix) == 1:
+            tree.pop(prefix[0], None)
+        else:
+            return _created_by_paths(new, write_)
+    metadata = tree.pop("f:metadata", None)
+    if metadata:
+        kept = {k: v for k, v in metadata.items() if k != "." and ("f:metadata", k) not in STRIPPED}
+        if kept:
+            tree["f:metadata"] = kept
+    if not tree or not write_.manager:
+        return []
+    wire: dict[str, Any] = {
+        "manager": write_.manager,
+        "operation": "Update",
+        "apiVersion": write_.api_version,
+        "time": write_.now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": dict(sorted(tree.items())),
+    }
+    if write_.subresource:
+        wire["subresource"] = write_.subresource
+    return [
+        Entry(write_.manager, "Update", write_.api_version, write_.subresource, write_.now, wire)
+    ]
+
+
+def _created_by_paths(new: Any, write_: Write) -> list[Entry]:
+    atom = write_.atom
+    comparison = compare(empty_object(atom), with_value_structs(new, atom), atom)
+    own = write_.owned(comparison.added | comparison.modified) - STRIPPED
+    if not own or not write_.manager:
+        return []
+    mine = Entry(write_.manager, "Update", write_.api_version, write_.subresource)
+    return [mine.with_members(own, write_.now)]
 
 
 def _without(entries: list[Entry], touched: FieldSet) -> list[Entry]:

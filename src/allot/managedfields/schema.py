@@ -173,10 +173,12 @@ class Atom:
 
     def child(self, name: str) -> tuple[Atom, bool]:
         """The type of a map's entry and whether it is a named (struct) field."""
-        found = self.fields.get(name)
+        if self._resolve is not None:
+            self._load()
+        found = self._fields.get(name) if self._fields else None
         if found is not None:
             return found, True
-        return self.element or DEDUCED, False
+        return self._element or DEDUCED, False
 
 
 SCALAR = Atom("scalar")
