@@ -251,7 +251,7 @@ def _example_documents() -> list[tuple[Any, dict[str, Any]]]:
             continue
         for document in documents:
             if isinstance(document, dict):
-                model = models.get((document.get("apiVersion"), document.get("kind")))
+                model = models.get((str(document.get("apiVersion")), str(document.get("kind"))))
                 if model is not None:
                     found.append((model, document))
     return found
