@@ -76,7 +76,7 @@ class Harness:
             action.get("manager", ""),
             self.version,
             self.atom,
-            f"2026-01-01T00:00:0{number}Z",
+            f"2026-01-01T00:00:{number:02d}Z",
             subresource,
             (("f:status",),) if status and not subresource else (),
             ("f:status",) if subresource == "status" else None,

@@ -251,7 +251,65 @@ def update(
             result[index] = entry.with_members(entry.members | own, write_.now)
             return result
     result.append(mine.with_members(own, write_.now))
+    return _capped(result)
+
+
+MAX_UPDATERS = 10
+ANCIENT = "ancient-changes"
+
+
+def _capped(entries: list[Entry]) -> list[Entry]:
+    """At most ten updater entries after an update: the oldest are merged into
+    ``ancient-changes`` (one per apiVersion, with the time of the newest merged), as
+    upstream's ``capManagersManager`` keeps managedFields short (appliers are not
+    capped)."""
+    updaters = [e for e in entries if e.operation == "Update"]
+    if len(updaters) <= MAX_UPDATERS:
+        return entries
+    updaters.sort(key=lambda e: (e.time or "", e.sort_identity()))
+    result = list(entries)
+    count = len(updaters)
+    for entry in updaters:
+        if count <= MAX_UPDATERS:
+            break
+        bucket = Entry(ANCIENT, "Update", entry.api_version)
+        if entry.identity == bucket.identity:
+            continue
+        result = [e for e in result if e is not entry]
+        found = next((i for i, e in enumerate(result) if e.identity == bucket.identity), None)
+        if found is None:
+            result.append(bucket.with_members(entry.members, entry.time))
+        else:
+            members = result[found].members | entry.members
+            result[found] = result[found].with_members(members, entry.time)
+            count -= 1
     return result
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _with_last_applied(merged: Any, config: Any) -> Any:
+    """kubectl's client-side annotation kept in step with its server-side applies, when
+    the object has one (upstream's ``lastAppliedUpdater``): the applied configuration
+    without the annotation, as Go's encoder writes it."""
+    if not isinstance(merged, dict) or not isinstance(config, dict):
+        return merged
+    annotations = (merged.get("metadata") or {}).get("annotations") or {}
+    if LAST_APPLIED not in annotations:
+        return merged
+    applied = dict(config)
+    metadata = dict(applied.get("metadata") or {})
+    if isinstance(metadata.get("annotations"), dict):
+        metadata["annotations"] = {
+            k: v for k, v in metadata["annotations"].items() if k != LAST_APPLIED
+        }
+        applied["metadata"] = metadata
+    text = fieldpaths.go_json(applied) + "\n"
+    return {
+        **merged,
+        "metadata": {**merged["metadata"], "annotations": {**annotations, LAST_APPLIED: text}},
+    }
 
 
 def _created(new: Any, write_: Write) -> list[Entry]:
@@ -381,7 +439,9 @@ def apply(
     own = applied - STRIPPED
     if own:
         result.append(mine.with_members(own, time))
-    return merged, result, not unchanged
+    if write_.manager == "kubectl":
+        merged = _with_last_applied(merged, config)
+    return merged, result, not unchanged or merged != live
 
 
 def _conflicts(others: list[Entry], changed: FieldSet) -> list[tuple[Entry, Path]]:
