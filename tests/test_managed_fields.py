@@ -270,3 +270,67 @@ def test_a_create_encoded_in_one_walk_equals_the_compared_field_set(
         fast = managers.write(managers.update([], MISSING, document, write, creating=True))
         slow = managers.write(managers._created_by_paths(document, write))
         assert fast == slow
+
+
+# --------------------------------------------------------- through the handlers
+def _write(manager: str, force: bool = False) -> Any:
+    from allot.registry.handlers import WriteOptions
+
+    return WriteOptions(manager, "Strict", False, force)
+
+
+def _apply_patch(context: Any, target: Any, document: dict[str, Any], manager: str) -> Any:
+    body = json.dumps(document).encode()
+    return context.handlers.patch(
+        "host", target, "application/apply-patch+yaml", body, _write(manager)
+    ).object
+
+
+def test_handlers_keep_status_applies_apart_and_a_reset_stops_tracking(
+    team_context: Any,
+) -> None:
+    from allot.registry.errors import ApplyConflict
+    from allot.registry.requests import Target
+    from allot.registry.resources import by_kind
+
+    deployments = by_kind("Deployment")
+    main = Target(deployments, "team", "web", "")
+    status = Target(deployments, "team", "web", "status")
+    labels = {"app": "web"}
+    spec = {
+        "replicas": 1,
+        "selector": {"matchLabels": labels},
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "a", "image": "i"}]},
+        },
+    }
+    document = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
+    _apply_patch(team_context, main, {**document, "spec": spec}, "alice")
+    _apply_patch(team_context, status, {**document, "status": {"replicas": 1}}, "ctrl")
+    stored = team_context.get("Deployment", "team", "web")
+    entries = [(e["manager"], e.get("subresource")) for e in stored["metadata"]["managedFields"]]
+    assert entries == [("alice", None), ("ctrl", "status")]
+    assert stored["metadata"]["managedFields"][1]["fieldsV1"] == {"f:status": {"f:replicas": {}}}
+
+    with pytest.raises(ApplyConflict) as refused:
+        _apply_patch(team_context, main, {**document, "spec": {**spec, "replicas": 2}}, "bob")
+    assert (
+        str(refused.value) == 'Apply failed with 1 conflict: conflict with "alice": .spec.replicas'
+    )
+    assert refused.value.code == 409
+    assert refused.value.details is not None
+    causes = [c.model_dump(exclude_none=True) for c in refused.value.details.causes or []]
+    assert causes == [
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "alice"',
+            "field": ".spec.replicas",
+        }
+    ]
+
+    reset = json.dumps({"metadata": {"managedFields": [{}]}}).encode()
+    team_context.handlers.patch("host", main, "application/merge-patch+json", reset, _write("x"))
+    patch = json.dumps({"metadata": {"labels": {"tier": "web"}}}).encode()
+    team_context.handlers.patch("host", main, "application/merge-patch+json", patch, _write("y"))
+    assert "managedFields" not in team_context.get("Deployment", "team", "web")["metadata"]

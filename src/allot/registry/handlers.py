@@ -479,7 +479,7 @@ class Handlers:
             changed = obj.get("spec") != current.get("spec")
             obj["metadata"]["generation"] = generation + 1 if changed else generation
         if operation == "Apply":  # the entries the apply worked out travel in the body
-            _set_managed_fields(obj, (new.get("metadata") or {}).get("managedFields") or [])
+            _set_managed_fields(obj, (body.get("metadata") or {}).get("managedFields") or [])
         else:
             self._record_update(target, current, obj, options)
         return obj, warnings
@@ -599,10 +599,15 @@ class Handlers:
 
     def _record_update(self, target: Target, current: Obj, obj: Obj, options: WriteOptions) -> None:
         """managedFields after an update: the entries the body brings (a main resource
-        write may set them), else the stored ones, with the changed fields moved to
-        the writer."""
+        write may set them; ``[]`` or ``[{}]`` clears them, and an object without any is
+        not tracked), else the stored ones, with the changed fields moved to the writer."""
         source = None if target.subresource else obj["metadata"].get("managedFields")
-        entries = managers.read(source or current["metadata"].get("managedFields"))
+        if source in ([], [{}]):  # a reset: the object is not tracked from now on
+            entries: list[managers.Entry] = []
+        else:
+            entries = managers.read(source) or managers.read(
+                current["metadata"].get("managedFields")
+            )
         write = self._field_write(target, options)
         updated = managers.update(entries, current, obj, write, creating=False)
         _set_managed_fields(obj, managers.write(updated))
