@@ -334,3 +334,28 @@ def test_handlers_keep_status_applies_apart_and_a_reset_stops_tracking(
     patch = json.dumps({"metadata": {"labels": {"tier": "web"}}}).encode()
     team_context.handlers.patch("host", main, "application/merge-patch+json", patch, _write("y"))
     assert "managedFields" not in team_context.get("Deployment", "team", "web")["metadata"]
+
+
+UPDATES = st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3"]), DATA), min_size=1, max_size=10)
+
+
+@settings(max_examples=150, deadline=None)
+@given(UPDATES)
+def test_updates_partition_the_fields_among_their_last_writers(
+    updates: list[tuple[str, dict[str, str]]],
+) -> None:
+    """With updates only, every key of the object has exactly one owner: the last manager
+    whose write added it or changed its value; a removed key has none."""
+    live: Any = MISSING
+    entries: list[managers.Entry] = []
+    owner: dict[str, str] = {}
+    values: dict[str, str] = {}
+    for number, (manager, data) in enumerate(updates):
+        write = managers.Write(manager, "v1", CONFIG_MAP, f"t{number:02d}")
+        new = _config(data)
+        entries = managers.update(entries, live, new, write, creating=live is MISSING)
+        owner = {k: m for k, m in owner.items() if k in data}
+        owner.update({k: manager for k, v in data.items() if values.get(k) != v})
+        live, values = new, dict(data)
+        owned = [(m, k) for m, keys in _owned(entries).items() for k in keys]
+        assert sorted(owned) == sorted((m, k) for k, m in owner.items())

@@ -90,6 +90,15 @@ class Entry:
         encoded = (self.raw or {}).get("fieldsV1")
         return any(fieldpaths.contains(encoded, path) for path in paths)
 
+    def extended(self, members: FieldSet, time: str) -> Entry:
+        """This entry owning ``members`` too, written at ``time``; when it owns them
+        already, its encoded fields are kept as they are."""
+        if self._members is None and self.raw is not None and len(members) <= DECODE_ABOVE:
+            encoded = self.raw.get("fieldsV1")
+            if all(fieldpaths.contains(encoded, path) for path in members):
+                return replace(self, time=time, raw={**self.raw, "time": time})
+        return self.with_members(self.members | members, time)
+
     def with_members(self, members: FieldSet, time: str | None = None) -> Entry:
         return replace(self, raw=None, _members=members, time=time or self.time)
 
@@ -241,14 +250,14 @@ def update(
     touched = changed | write_.owned(comparison.removed)
     if not touched:
         return entries
-    result = _without(entries, touched)
-    own = changed - STRIPPED
-    if not own or not write_.manager:
-        return result
+    own = changed - STRIPPED if write_.manager else EMPTY
     mine = Entry(write_.manager, "Update", write_.api_version, write_.subresource)
+    result = _without(entries, touched, mine.identity, own)
+    if not own:
+        return result
     for index, entry in enumerate(result):
         if entry.identity == mine.identity:
-            result[index] = entry.with_members(entry.members | own, write_.now)
+            result[index] = entry.extended(own, write_.now)
             return result
     result.append(mine.with_members(own, write_.now))
     return _capped(result)
@@ -352,11 +361,20 @@ def _created_by_paths(new: Any, write_: Write) -> list[Entry]:
     return [mine.with_members(own, write_.now)]
 
 
-def _without(entries: list[Entry], touched: FieldSet) -> list[Entry]:
+def _without(
+    entries: list[Entry],
+    touched: FieldSet,
+    writer: tuple[str, str, str, str] | None = None,
+    kept: FieldSet = EMPTY,
+) -> list[Entry]:
+    """The entries without the touched fields; the ``writer``'s entry keeps ``kept``
+    (what it is about to own again: a controller rewriting its own status fields
+    leaves its entry undecoded)."""
     result = []
     for entry in entries:
-        if entry.owns_any(touched):
-            members = entry.members - touched
+        taken = touched - kept if kept and entry.identity == writer else touched
+        if taken and entry.owns_any(taken):
+            members = entry.members - taken
             if not members:
                 continue
             entry = entry.with_members(members)
