@@ -359,3 +359,22 @@ def test_updates_partition_the_fields_among_their_last_writers(
         live, values = new, dict(data)
         owned = [(m, k) for m, keys in _owned(entries).items() for k in keys]
         assert sorted(owned) == sorted((m, k) for k, m in owner.items())
+
+
+def test_garbage_in_managed_fields_is_dropped_rather_than_failing_the_write(
+    team_context: Any,
+) -> None:
+    """A client may write managedFields; entries that do not decode are ignored for the
+    stored ones (none for a create), as upstream's field manager does, never a 500."""
+    garbage = [{"manager": "x", "operation": "Update", "fieldsV1": {"f:data": "bad"}}]
+    team_context.create(
+        "ConfigMap",
+        {
+            "metadata": {"name": "c", "namespace": "team", "managedFields": garbage},
+            "data": {"a": "1"},
+        },
+        "creator",
+    )
+    stored = team_context.get("ConfigMap", "team", "c")
+    assert [e["manager"] for e in stored["metadata"]["managedFields"]] == ["creator"]
+    assert stored["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}

@@ -41,7 +41,7 @@ def value_element(value: Any) -> str:
 
 
 def decode(fields_v1: Mapping[str, Any] | None) -> FieldSet:
-    """The members of a ``fieldsV1`` object."""
+    """The members of a ``fieldsV1`` object (``ValueError`` when it is not one)."""
     if not fields_v1:
         return EMPTY
     members: set[Path] = set()
@@ -50,6 +50,8 @@ def decode(fields_v1: Mapping[str, Any] | None) -> FieldSet:
 
 
 def _decode_into(tree: Mapping[str, Any], prefix: Path, members: set[Path]) -> None:
+    if not isinstance(tree, Mapping):
+        raise ValueError(f"fieldsV1 below {render(prefix) or 'the top'} is not an object")
     for element, child in tree.items():
         if element == ".":
             members.add(prefix)
@@ -86,9 +88,13 @@ def contains(fields_v1: Mapping[str, Any] | None, path: Path) -> bool:
     """Whether ``path`` is a member of an encoded set, without decoding it."""
     node: Any = fields_v1 or {}
     for element in path:
+        if not isinstance(node, Mapping):
+            raise ValueError(f"fieldsV1 at {render(path)} is not an object")
         node = node.get(element)
         if node is None:
             return False
+    if not isinstance(node, Mapping):
+        raise ValueError(f"fieldsV1 at {render(path)} is not an object")
     return not node or "." in node
 
 

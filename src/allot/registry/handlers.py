@@ -4,8 +4,10 @@ One implementation serves all kinds (Kubernetes REST is uniform); the per-kind d
 are data: whether writes to the main resource keep ``status`` (and ``/status`` writes only
 ``status``), whether ``spec`` changes bump ``generation``, and the status a new object
 starts with. Every write runs the admission chain before the store sees it, so a rejected
-write changes nothing. Called by :mod:`allot.apiserver.app` for clients and by
-:mod:`allot.controllers.context` for the platform's own controllers.
+write changes nothing, and keeps ``metadata.managedFields`` with
+:mod:`allot.managedfields`, which also merges server-side apply patches. Called by
+:mod:`allot.apiserver.app` for clients and by :mod:`allot.controllers.context` for the
+platform's own controllers.
 """
 
 from __future__ import annotations
@@ -124,10 +126,9 @@ class Handlers:
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
         if applied is None:
-            entries = managers.read(obj["metadata"].get("managedFields"))
-            write = self._field_write(target, options)
-            applied = managers.write(managers.update(entries, MISSING, obj, write, creating=True))
-        _set_managed_fields(obj, applied)
+            self._record_update(target, MISSING, obj, options)
+        else:
+            _set_managed_fields(obj, applied)
         if uid is not None:  # the uid the strategy saw; the store sets the timestamp
             obj["metadata"]["uid"] = uid
             obj["metadata"].pop("creationTimestamp", None)
@@ -597,19 +598,28 @@ class Handlers:
             only,
         )
 
-    def _record_update(self, target: Target, current: Obj, obj: Obj, options: WriteOptions) -> None:
-        """managedFields after an update: the entries the body brings (a main resource
-        write may set them; ``[]`` or ``[{}]`` clears them, and an object without any is
-        not tracked), else the stored ones, with the changed fields moved to the writer."""
+    def _record_update(self, target: Target, current: Any, obj: Obj, options: WriteOptions) -> None:
+        """managedFields after a create (``current`` is ``MISSING``) or an update: the
+        entries the body brings (a main resource write may set them; ``[]`` or ``[{}]``
+        clears them, and an object without any is not tracked), else (or when the body's
+        do not decode) the stored ones, with the changed fields moved to the writer."""
+        creating = current is MISSING
+        stored = [] if creating else managers.read(current["metadata"].get("managedFields"))
         source = None if target.subresource else obj["metadata"].get("managedFields")
-        if source in ([], [{}]):  # a reset: the object is not tracked from now on
-            entries: list[managers.Entry] = []
+        if source in ([], [{}]):  # a reset: an existing object is not tracked from now on
+            choices: list[list[managers.Entry]] = [[]]
         else:
-            entries = managers.read(source) or managers.read(
-                current["metadata"].get("managedFields")
-            )
+            choices = [managers.read(source) or stored, stored]
         write = self._field_write(target, options)
-        updated = managers.update(entries, current, obj, write, creating=False)
+        updated: list[managers.Entry] = []  # as upstream's UpdateNoErrors: no garbage kept
+        for entries in choices:
+            try:
+                updated = managers.update(entries, current, obj, write, creating=creating)
+                break
+            except ValueError:  # entries that do not decode: the next choice
+                continue
+            except ShapeError:  # an object the schema cannot walk: nothing is tracked
+                break
         _set_managed_fields(obj, managers.write(updated))
 
     def _apply(
