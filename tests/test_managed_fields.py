@@ -378,3 +378,12 @@ def test_garbage_in_managed_fields_is_dropped_rather_than_failing_the_write(
     stored = team_context.get("ConfigMap", "team", "c")
     assert [e["manager"] for e in stored["metadata"]["managedFields"]] == ["creator"]
     assert stored["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+
+
+def test_a_write_without_field_manager_is_managed_by_its_user_agent_product() -> None:
+    from allot.apiserver.app import _manager_from_user_agent
+
+    agent = "kubectl/v1.37.1 (linux/amd64) kubernetes/f78e722"
+    assert _manager_from_user_agent(agent) == "kubectl"
+    assert _manager_from_user_agent("OpenAPI-Generator/37.0.2/python") == "OpenAPI-Generator"
+    assert _manager_from_user_agent("a\x00b" + "c" * 200) == "ab" + "c" * 126
