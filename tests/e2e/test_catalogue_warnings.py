@@ -74,7 +74,11 @@ def test_server_side_apply_and_patch_warn_too(platform: Cluster) -> None:
         "patch", "deviceclass", "gpu-slice", "--type", "merge", "-p", json.dumps(broad)
     )
     assert sorted(_warnings(patched.stderr)) == ["gpu-slice whole-matches-partitions"]
-    assert platform.kubectl("apply", "--server-side", "-f", str(CORRECTED)).stderr == ""
+    # the patch made kubectl-patch the owner of gpu-slice's selectors: forced, as upstream
+    corrected = platform.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", str(CORRECTED)
+    )
+    assert corrected.stderr == ""
 
 
 def test_tenant_create_warns_about_its_entitled_classes(

@@ -100,7 +100,18 @@ def test_reapplying_unchanged_claims_succeeds(cluster: Cluster) -> None:
     assert "created" in cluster.kubectl("apply", "-f", "-", stdin=manifest).stdout
     again = cluster.kubectl("apply", "-f", "-", stdin=manifest).stdout.splitlines()
     assert [line.split()[1] for line in again] == ["configured", "configured"]
-    served = cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifest).stdout
+    # server-side, the request list (atomic) would lose the defaults client-side apply's
+    # create wrote, so it conflicts with that manager (its last-applied lacks them too),
+    # as upstream's field manager answers; forcing takes the list, defaulted again
+    conflict = cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifest, check=False)
+    assert conflict.returncode == 1
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using '
+        "resource.k8s.io/v1: .spec.devices.requests" in conflict.stderr
+    )
+    served = cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=manifest
+    ).stdout
     assert served.count("serverside-applied") == 2
     changed = _reapplied("other.example.com")
     refused = cluster.kubectl("apply", "-f", "-", stdin=changed, check=False)

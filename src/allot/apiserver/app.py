@@ -635,7 +635,8 @@ class ApiServer:
     def _write_options(request: Request) -> WriteOptions:
         query = request.query_params
         return WriteOptions(
-            field_manager=query.get("fieldManager", ""),
+            field_manager=query.get("fieldManager")
+            or _manager_from_user_agent(request.headers.get("user-agent", "")),
             field_validation=query.get("fieldValidation", "Warn"),
             dry_run=_dry_run(request),
             force=query.get("force") == "true",
@@ -757,3 +758,11 @@ async def _off_loop_if_large(decode: Callable[[bytes], Decoded], raw: bytes) -> 
     if len(raw) <= OFF_LOOP_BYTES:
         return decode(raw)
     return await asyncio.to_thread(decode, raw)
+
+
+def _manager_from_user_agent(user_agent: str) -> str:
+    """The field manager of a write that names none: the User-Agent up to its first
+    ``/`` (``kubectl`` for ``kubectl/v1.37.1 (linux/amd64) ...``), printable characters
+    only, at most 128, as the API server's ``prefixFromUserAgent``."""
+    printable = "".join(c for c in user_agent.split("/")[0] if c.isprintable())
+    return printable[:128]

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from allot.api.autoscaling_v1 import Scale
+from allot.managedfields.schema import ATOMIC_STRUCTS, LIST_TYPES
 from allot.registry import resources
 from allot.registry.descriptions import FIELD_DESCRIPTIONS
 
@@ -104,6 +105,7 @@ def _components() -> dict[str, Any]:
                 if key:
                     patch_meta["x-kubernetes-patch-merge-key"] = key
                 schema["properties"][field].update(patch_meta)
+    _list_types(renamed)
     renamed[SCALE]["x-kubernetes-group-version-kind"] = [dict(SCALE_GVK)]
     for resource in resources.built_in_resources():
         entry = renamed[_schema_name(resource.info.model)]
@@ -111,6 +113,30 @@ def _components() -> dict[str, Any]:
             {"group": resource.group, "kind": resource.kind, "version": resource.version}
         ]
     return renamed
+
+
+def _list_types(renamed: dict[str, Any]) -> None:
+    """Upstream's list and map types on the schemas (what server-side apply merges by,
+    :mod:`allot.managedfields.schema`), as the API server publishes them."""
+    by_model: dict[str, dict[str, Any]] = {}
+    for name, schema in renamed.items():
+        by_model.setdefault(name.rsplit(".", 1)[-1], {})[name] = schema
+    for where, kind in LIST_TYPES.items():
+        model, field = where.split(".", 1)
+        for schema in by_model.get(model, {}).values():
+            prop = schema.get("properties", {}).get(field)
+            if prop is None:
+                continue
+            if kind == "atomic-map":
+                prop["x-kubernetes-map-type"] = "atomic"
+            elif kind == "set":
+                prop["x-kubernetes-list-type"] = "set"
+            else:
+                prop["x-kubernetes-list-type"] = "map"
+                prop["x-kubernetes-list-map-keys"] = list(kind)
+    for model in ATOMIC_STRUCTS:
+        for schema in by_model.get(model, {}).values():
+            schema["x-kubernetes-map-type"] = "atomic"
 
 
 def _openapi3(schema: Any) -> Any:

@@ -185,12 +185,14 @@ class ClusterController:
         return changed
 
     def sync_tenants(self) -> list[str]:
-        """Every Tenant's objects applied (the same code as ``allot apply``)."""
+        """Every Tenant's objects applied (the same code as ``allot apply``), forcing
+        conflicts: an edit by another manager is drift this controller takes back, as a
+        real cluster's field manager would otherwise refuse the apply."""
         tenants = [Tenant.model_validate(decode(t)) for t in self.context.list("Tenant")]
         self.tenants = {t.metadata.name or "": t.spec for t in tenants}
         classes = [dict(c) for c in self.context.list("DeviceClass")]
         objects = objects_in_apply_order(tenant_files(tenants, classes))
-        report = applying.apply(self.client, objects, prune=False)
+        report = applying.apply(self.client, objects, prune=False, force=True)
         self._prune_gone(set(self.tenants))
         self._write_status(tenants, classes)
         return [a.line() for a in report.actions if a.verb != "unchanged"]

@@ -8,6 +8,7 @@ parameters and bodies.
 
 from __future__ import annotations
 
+from allot.api.meta import StatusCause, StatusDetails
 from allot.statuses import RequestError
 
 
@@ -32,3 +33,19 @@ class InternalError(RequestError):
     pod under several disruption budgets); the message says which."""
 
     code, reason = 500, "InternalError"
+
+
+class ApplyConflict(RequestError):
+    """A server-side apply that would change fields other managers own (409), with a
+    ``FieldManagerConflict`` cause per field, as upstream's ``NewApplyConflict``."""
+
+    code, reason = 409, "Conflict"
+
+    def __init__(self, message: str, causes: list[tuple[str, str]]) -> None:
+        super().__init__(message)
+        self.details = StatusDetails(
+            causes=[
+                StatusCause(reason="FieldManagerConflict", message=text, field=path)
+                for text, path in causes
+            ]
+        )

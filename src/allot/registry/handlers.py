@@ -4,18 +4,24 @@ One implementation serves all kinds (Kubernetes REST is uniform); the per-kind d
 are data: whether writes to the main resource keep ``status`` (and ``/status`` writes only
 ``status``), whether ``spec`` changes bump ``generation``, and the status a new object
 starts with. Every write runs the admission chain before the store sees it, so a rejected
-write changes nothing. Called by :mod:`allot.apiserver.app` for clients and by
-:mod:`allot.controllers.context` for the platform's own controllers.
+write changes nothing, and keeps ``metadata.managedFields`` with
+:mod:`allot.managedfields`, which also merges server-side apply patches. Called by
+:mod:`allot.apiserver.app` for clients and by :mod:`allot.controllers.context` for the
+platform's own controllers.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from allot.managedfields import managers, schema
+from allot.managedfields.fieldpaths import render
+from allot.managedfields.typed import MISSING, ShapeError
 from allot.registry import bodies, disruption, listing, patching, scale
 from allot.registry.admission import (
     CONTROLLER_USER,
@@ -24,7 +30,7 @@ from allot.registry.admission import (
     Operation,
 )
 from allot.registry.bodies import go_json_type
-from allot.registry.errors import BadRequest, UnsupportedMediaType
+from allot.registry.errors import ApplyConflict, BadRequest, UnsupportedMediaType
 from allot.registry.kinds import Preparation, strategy
 from allot.registry.listing import ListOptions, ListPage
 from allot.registry.requests import Target
@@ -97,6 +103,9 @@ class Handlers:
     ) -> WriteResult:
         resource = target.resource
         body = self._checked_body(resource, target, body)
+        applied = None
+        if operation == "Apply":
+            _, applied, _ = self._apply(target, MISSING, [], body, options)
         uid = self._prepare_create(cluster, resource, body)
         model, warnings = self.admission.decode(cluster, body, options.field_validation)
         metadata = body.get("metadata") or {}
@@ -118,7 +127,10 @@ class Handlers:
         self._initial_status(resource, obj, rfc3339(self.clock()))
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
-        self._record_manager(obj, options.field_manager, operation)
+        if applied is None:
+            self._record_update(target, MISSING, obj, options)
+        else:
+            _set_managed_fields(obj, applied)
         if uid is not None:  # the uid the strategy saw; the store sets the timestamp
             obj["metadata"]["uid"] = uid
             obj["metadata"].pop("creationTimestamp", None)
@@ -165,7 +177,14 @@ class Handlers:
                 raise BadRequest("an apply patch must be an object") from None
             return self.create(cluster, target, patch, options, "Apply")
         current_typed = self.with_type(resource, current)
-        patched = self._apply_patch(patch_type, current_typed, patch)
+        if patch_type == "application/apply-patch+yaml":
+            if not isinstance(patch, dict):
+                raise BadRequest("an apply patch must be an object")
+            entries = managers.read(current["metadata"].get("managedFields"))
+            patched, applied, _ = self._apply(target, current_typed, entries, patch, options)
+            patched["metadata"] = {**patched["metadata"], "managedFields": applied}
+        else:
+            patched = self._apply_patch(patch_type, current_typed, patch)
         if not isinstance(patched, dict):
             raise BadRequest("the patched object is not an object")
         bodies.check_nesting(patched)
@@ -466,7 +485,10 @@ class Handlers:
         if generation is not None:
             changed = obj.get("spec") != current.get("spec")
             obj["metadata"]["generation"] = generation + 1 if changed else generation
-        self._record_manager(obj, options.field_manager, operation)
+        if operation == "Apply":  # the entries the apply worked out travel in the body
+            _set_managed_fields(obj, (body.get("metadata") or {}).get("managedFields") or [])
+        else:
+            self._record_update(target, current, obj, options)
         return obj, warnings
 
     @staticmethod
@@ -562,26 +584,102 @@ class Handlers:
     def _model(obj: Obj, resource: ServedResource) -> Any:
         return resource.info.model.model_validate(obj)
 
-    def _record_manager(self, obj: Obj, manager: str, operation: str) -> None:
-        """Simplified managedFields: one entry per (manager, operation), no field sets."""
-        if not manager:
-            return
-        entries = [
-            e
-            for e in obj["metadata"].get("managedFields") or []
-            if not (e.get("manager") == manager and e.get("operation") == operation)
-        ]
-        entries.append(
-            {
-                "manager": manager,
-                "operation": operation,
-                "apiVersion": obj.get("apiVersion", ""),
-                "time": rfc3339(self.clock()),
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {},
-            }
+    def _field_write(self, target: Target, options: WriteOptions) -> managers.Write:
+        """What a write may own: a main resource with a status subresource never owns
+        ``status``, a ``/status`` write owns only ``status`` (upstream's reset fields)."""
+        resource = target.resource
+        ignored: tuple[tuple[str, ...], ...] = ()
+        only = None
+        if target.subresource == "status":
+            only = ("f:status",)
+        elif not target.subresource and resource.has_status:
+            ignored = (("f:status",),)
+        return managers.Write(
+            options.field_manager,
+            resource.api_version,
+            schema.of_model(resource.info.model),
+            rfc3339(self.clock()),
+            target.subresource,
+            ignored,
+            only,
         )
-        obj["metadata"]["managedFields"] = entries
+
+    def _record_update(self, target: Target, current: Any, obj: Obj, options: WriteOptions) -> None:
+        """managedFields after a create (``current`` is ``MISSING``) or an update: the
+        entries the body brings (a main resource write may set them; ``[]`` or ``[{}]``
+        clears them, and an object without any is not tracked), else (or when the body's
+        do not decode) the stored ones, with the changed fields moved to the writer."""
+        creating = current is MISSING
+        stored = [] if creating else managers.read(current["metadata"].get("managedFields"))
+        source = None if target.subresource else obj["metadata"].get("managedFields")
+        if source in ([], [{}]):  # a reset: an existing object is not tracked from now on
+            choices: list[list[managers.Entry]] = [[]]
+        else:
+            choices = [managers.read(source) or stored, stored]
+        write = self._field_write(target, options)
+        updated: list[managers.Entry] = []  # as upstream's UpdateNoErrors: no garbage kept
+        for entries in choices:
+            try:
+                updated = managers.update(entries, current, obj, write, creating=creating)
+                break
+            except ValueError:  # entries that do not decode: the next choice
+                continue
+            except ShapeError:  # an object the schema cannot walk: nothing is tracked
+                break
+        _set_managed_fields(obj, managers.write(updated))
+
+    def _apply(
+        self,
+        target: Target,
+        live: Any,
+        entries: list[managers.Entry],
+        config: Obj,
+        options: WriteOptions,
+    ) -> tuple[Obj, list[Obj], bool]:
+        """Server-side apply of ``config`` over ``live`` (``MISSING`` when creating): the
+        merged object, its managedFields and whether the object changed."""
+        metadata = config.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("managedFields") is not None:
+            raise BadRequest("metadata.managedFields must be nil")
+        write = self._field_write(target, options)
+        try:
+            merged, result, changed = managers.apply(
+                entries,
+                live,
+                copy.deepcopy(config),
+                write,
+                force=options.force,
+                last_applied=_last_applied(live),
+            )
+        except managers.ApplyConflicts as err:
+            causes = [(f"conflict with {e.describe()}", render(p)) for e, p in err.conflicts]
+            raise ApplyConflict(str(err), causes) from None
+        except ShapeError as err:
+            resource = target.resource
+            gvk = f"{resource.group}/{resource.version}, Kind={resource.kind}"
+            raise BadRequest(f"failed to create typed patch object ({gvk}): {err}") from None
+        return merged, managers.write(result), changed
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _last_applied(live: Any) -> Any:
+    """kubectl's client-side last applied configuration of an object, if it has one."""
+    if not isinstance(live, dict):
+        return None
+    text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def _set_managed_fields(obj: Obj, wire: list[Obj]) -> None:
+    if wire:
+        obj["metadata"]["managedFields"] = wire
+    else:
+        obj["metadata"].pop("managedFields", None)
 
 
 ORPHAN_BY_DEFAULT = {("batch", "Job"), ("", "ReplicationController")}

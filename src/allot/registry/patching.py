@@ -10,7 +10,7 @@
   ``$setElementOrder``/``$retainKeys`` accepted and ignored. Lists without a merge key are
   replaced, as for atomic lists upstream.
 
-Server-side apply is built on the strategic merge (see the conformance ledger). Errors raise
+Server-side apply is not a patch here: :mod:`allot.managedfields` merges it. Errors raise
 :class:`PatchError`, answered as the kube-apiserver answers them: a patch that cannot be
 decoded is 400 BadRequest with the decoder's text; one that decodes but does not apply to
 the object is 422 Invalid, ``the server rejected our request due to an error in our
