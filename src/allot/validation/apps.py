@@ -248,19 +248,7 @@ def validate_replication_controller_status(
     new: corev1.ReplicationController, old: corev1.ReplicationController
 ) -> ErrorList:
     """``ValidateReplicationControllerStatus``: a ReplicaSet's rules."""
-    status, path = new.status or corev1.ReplicationControllerStatus(), Path("status")
-    errors = _counts(
-        status,
-        path,
-        (
-            "replicas",
-            "fully_labeled_replicas",
-            "ready_replicas",
-            "available_replicas",
-            "observed_generation",
-        ),
-    )
-    return errors + _replica_counts_not_above(status)
+    return _replica_status(new.status or corev1.ReplicationControllerStatus())
 
 
 # ----------------------------------------------------------------------- StatefulSet
@@ -514,10 +502,17 @@ def validate_deployment_status(new: apps.Deployment, old: apps.Deployment) -> Er
 
 def validate_replica_set_status(new: apps.ReplicaSet, old: apps.ReplicaSet) -> ErrorList:
     """``ValidateReplicaSetStatusUpdate``."""
-    status, path = new.status or apps.ReplicaSetStatus(), Path("status")
+    return _replica_status(new.status or apps.ReplicaSetStatus())
+
+
+def _replica_status(
+    status: apps.ReplicaSetStatus | corev1.ReplicationControllerStatus,
+) -> ErrorList:
+    """The counts of a ReplicaSet's or a ReplicationController's status: not negative, and
+    none above ``replicas``."""
     errors = _counts(
         status,
-        path,
+        Path("status"),
         (
             "replicas",
             "fully_labeled_replicas",

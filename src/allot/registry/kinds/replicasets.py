@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from allot.registry.kinds import KindStrategy, Table
@@ -20,22 +21,30 @@ from allot.validation import apps
 from allot.validation.objects import KindRules
 
 
-def _cells(obj: Obj, now: dt.datetime) -> list[Any]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    names, images = template_containers(spec.get("template"))
-    return [
-        obj["metadata"]["name"],
-        int(spec.get("replicas") or 0),
-        int(status.get("replicas") or 0),
-        int(status.get("readyReplicas") or 0),
-        age(obj, now),
-        names,
-        images,
-        selector_text(spec.get("selector")),
-    ]
+def replica_cells(
+    selector: Callable[[Any], str],
+) -> Callable[[Obj, dt.datetime], list[Any]]:
+    """The row of a ReplicaSet or a ReplicationController, whose selectors print apart
+    (a ``LabelSelector``, a plain map)."""
+
+    def cells(obj: Obj, now: dt.datetime) -> list[Any]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        names, images = template_containers(spec.get("template"))
+        return [
+            obj["metadata"]["name"],
+            int(spec.get("replicas") or 0),
+            int(status.get("replicas") or 0),
+            int(status.get("readyReplicas") or 0),
+            age(obj, now),
+            names,
+            images,
+            selector(spec.get("selector")),
+        ]
+
+    return cells
 
 
-def _empty_status(obj: Obj) -> None:
+def empty_replica_status(obj: Obj) -> None:
     """``PrepareForCreate``: a client's status is dropped (``replicas`` is always written)."""
     obj["status"] = {"replicas": 0}
 
@@ -53,7 +62,7 @@ STRATEGIES = (
             validate_update=lambda new, old, context: apps.validate_replica_set_update(new, old),
             validate_status=lambda new, old, context: apps.validate_replica_set_status(new, old),
         ),
-        initial_status=_empty_status,
+        initial_status=empty_replica_status,
         table=Table(
             [
                 NAME,
@@ -74,7 +83,7 @@ STRATEGIES = (
                 IMAGES,
                 selector_column("Selector is a label query over pods."),
             ],
-            _cells,
+            replica_cells(selector_text),
         ),
     ),
 )

@@ -4,42 +4,17 @@ validation. The ReplicaSet controller runs them too (:mod:`allot.controllers.rep
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import Any
-
 from allot.registry.kinds import KindStrategy, Table
-from allot.registry.kinds.columns import AGE, NAME, age, column
+from allot.registry.kinds.columns import AGE, NAME, column
 from allot.registry.kinds.daemonsets import format_labels
+from allot.registry.kinds.replicasets import empty_replica_status, replica_cells
 from allot.registry.kinds.workloadcolumns import (
     CONTAINERS,
     IMAGES,
     selector_column,
-    template_containers,
 )
-from allot.types import Obj
 from allot.validation import apps
 from allot.validation.objects import KindRules
-
-
-def _cells(obj: Obj, now: dt.datetime) -> list[Any]:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    names, images = template_containers(spec.get("template"))
-    return [
-        obj["metadata"]["name"],
-        int(spec.get("replicas") or 0),
-        int(status.get("replicas") or 0),
-        int(status.get("readyReplicas") or 0),
-        age(obj, now),
-        names,
-        images,
-        format_labels(spec.get("selector")),
-    ]
-
-
-def _empty_status(obj: Obj) -> None:
-    """``PrepareForCreate``: a client's status is dropped (``replicas`` is always written)."""
-    obj["status"] = {"replicas": 0}
-
 
 STRATEGIES = (
     KindStrategy(
@@ -55,7 +30,7 @@ STRATEGIES = (
                 new, old
             ),
         ),
-        initial_status=_empty_status,
+        initial_status=empty_replica_status,
         table=Table(
             [
                 NAME,
@@ -77,7 +52,7 @@ STRATEGIES = (
                     "Selector is a label query over pods that should match the Replicas count."
                 ),
             ],
-            _cells,
+            replica_cells(format_labels),
         ),
     ),
 )
