@@ -280,8 +280,17 @@ async def follow(
 
 
 def _lines_now(records: logtimes.Reader, data: bytes, start: int) -> Iterator[tuple[bytes, int]]:
-    """Followed lines with their times: bytes not recorded yet are seen now."""
-    return _timed_lines(data, start, records.records(), time.time_ns)
+    """Followed lines with their times: bytes not recorded yet were written at the log's
+    modification time (now, if it is gone)."""
+    modified = _modified(records.log)
+    return _timed_lines(data, start, records.records(), lambda: modified)
+
+
+def _modified(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except FileNotFoundError:
+        return time.time_ns()
 
 
 async def _follow_bytes(

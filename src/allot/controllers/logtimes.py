@@ -5,9 +5,11 @@ The kubelet's CRI log stores a time with every line, which ``kubectl logs --time
 is (the process runtime hands the process the log file itself), so the times live in a
 sidecar, ``<container>.times`` beside ``<container>.log``: one record per stretch of
 bytes, ``<end offset> <unix nanoseconds>``, saying that the bytes up to that offset not
-covered by an earlier record were seen at that time. The simulated runtime writes its log
-once, with one record; the process runtime records what its poll (every 0.1 s) finds the
-log has grown by, so a line's time is when the node agent first saw it, within a poll.
+covered by an earlier record were seen at that time. Bytes no record covers were written at
+the log's modification time: the simulated runtime writes its log once and keeps no
+sidecar (a file less per container on the scheduler's hot path); the process runtime
+records what its poll (every 0.1 s) finds the log has grown by, so a line's time is when
+the node agent first saw it, within a poll.
 The runtimes (:mod:`allot.controllers.runtimes`) write records; the API server's log
 reader (``allot.apiserver.podlogs``) reads them.
 """
@@ -34,9 +36,11 @@ def record(log: Path, end: int, nanos: int) -> None:
         times.write(f"{end} {nanos}\n")
 
 
-def restart(log: Path, end: int, nanos: int) -> None:
-    """The log was written anew: its only record is this one."""
-    times_path(log).write_text(f"{end} {nanos}\n")
+def forget(log: Path) -> None:
+    """The log was written anew at once: no record, its modification time dates it (a
+    sidecar of an earlier run is removed)."""
+    with contextlib.suppress(FileNotFoundError):
+        times_path(log).unlink()
 
 
 def move(log: Path, to: Path) -> None:
@@ -57,6 +61,7 @@ class Reader:
     written last one, ends a reading."""
 
     def __init__(self, log: Path) -> None:
+        self.log = log
         self.path = times_path(log)
         self.known: Records = []
         self.position = 0
