@@ -56,6 +56,20 @@ class FakeTimer:
         self._elapsed = target
 
 
+def _status_history(bench: Bench) -> list[str]:
+    """kubectl's STATUS column of the pods, each time it changes, as status writes go."""
+    history: list[str] = []
+
+    def record(event: WatchEvent) -> None:
+        if event.resource == "pods" and event.type == "MODIFIED":
+            status = ROW.cells(event.object, bench.clock())[2]
+            if not history or history[-1] != status:
+                history.append(status)
+
+    bench.registry.store.add_listener(record)
+    return history
+
+
 def _merge(base: Obj, extra: Obj) -> Obj:
     merged = dict(base)
     for key, value in extra.items():
@@ -91,15 +105,7 @@ def test_init_container_scenario(tmp_path: Path, scenario: dict[str, Any]) -> No
     agent = NodeAgent(
         bench.context, DevicePreparer(tmp_path / "cdi"), SimulatedRuntime(timer=timer)
     )
-    history: list[str] = []
-
-    def record(event: WatchEvent) -> None:
-        if event.resource == "pods" and event.type == "MODIFIED":
-            status = ROW.cells(event.object, bench.clock())[2]
-            if not history or history[-1] != status:
-                history.append(status)
-
-    bench.registry.store.add_listener(record)
+    history = _status_history(bench)
     bench.registry.handlers.graceful_pods_in = lambda cluster: True  # as with a kubelet
     bench.context.create("Namespace", {"metadata": {"name": "team"}}, "test")
     pod = _merge(SCENARIOS["base"], scenario["pod"])
@@ -196,15 +202,7 @@ async def _run_process_pod(tmp_path: Path, pod: Obj) -> tuple[Obj, list[str]]:
     """Run ``pod`` on the process runtime (unsandboxed) until it finishes; its final
     state and the STATUS column after each status write."""
     bench = Bench(tmp_path)
-    history: list[str] = []
-
-    def record(event: WatchEvent) -> None:
-        if event.resource == "pods" and event.type == "MODIFIED":
-            status = ROW.cells(event.object, bench.clock())[2]
-            if not history or history[-1] != status:
-                history.append(status)
-
-    bench.registry.store.add_listener(record)
+    history = _status_history(bench)
     runtime = ProcessRuntime(tmp_path / "logs", tmp_path / "pods")
     agent = NodeAgent(bench.context, DevicePreparer(tmp_path / "cdi"), runtime)
     bench.context.create("Namespace", {"metadata": {"name": "team"}}, "test")

@@ -65,6 +65,12 @@ def _decode_into(tree: Mapping[str, Any], prefix: Path, members: set[Path]) -> N
 
 def encode(members: Iterable[Path]) -> dict[str, Any]:
     """The ``fieldsV1`` object of a field set (keys sorted, as kubectl prints them)."""
+    root, marked = _tree(members)
+    return _finish(root, marked)
+
+
+def _tree(members: Iterable[Path]) -> tuple[dict[str, Any], set[int]]:
+    """The members as nested nodes, with the ids of the nodes that are members."""
     root: dict[str, Any] = {}
     marked: set[int] = set()
     for path in members:
@@ -72,7 +78,7 @@ def encode(members: Iterable[Path]) -> dict[str, Any]:
         for element in path:
             node = node.setdefault(element, {})
         marked.add(id(node))
-    return _finish(root, marked)
+    return root, marked
 
 
 def _finish(node: dict[str, Any], marked: set[int]) -> dict[str, Any]:
@@ -145,13 +151,7 @@ def _go_string(value: Any) -> str:
 def in_order(members: Iterable[Path]) -> list[Path]:
     """The members in upstream's iteration order: at each level the members first, then
     the children, each by path element order (fields, keys, values, indexes)."""
-    root: dict[str, Any] = {}
-    marked: set[int] = set()
-    for path in members:
-        node = root
-        for element in path:
-            node = node.setdefault(element, {})
-        marked.add(id(node))
+    root, marked = _tree(members)
     ordered: list[Path] = []
     _walk_in_order(root, (), marked, ordered)
     return ordered
