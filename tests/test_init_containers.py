@@ -233,10 +233,17 @@ def test_the_process_runtime_runs_init_containers_then_stops_the_sidecar_last(
     ]
     main = 'echo main >> "$OUT"; sleep 0.3; echo main-done >> "$OUT"'
     pod, history = asyncio.run(_run_process_pod(tmp_path, _process_pod(out, init, main)))
-    assert out.read_text().split() == ["one", "side", "two", "main", "main-done", "side-stopped"]
+    order = out.read_text().split()
+    # "two" starts once the sidecar has started, so their first lines race (as upstream)
+    assert order[0] == "one"
+    assert sorted(order[1:3]) == ["side", "two"]
+    assert order[3:] == ["main", "main-done", "side-stopped"]
     assert pod["status"]["phase"] == "Succeeded"
     statuses = ["Init:0/3", "Init:1/3", "Init:2/3", "PodInitializing", "Running", "Completed"]
-    assert history == statuses
+    # each status write is seen; a fast step may fall between two of them
+    assert history[0] == "Init:0/3"
+    assert history[-2:] == ["Running", "Completed"]
+    assert [s for s in statuses if s in history] == history
     entries = _entries(pod)
     assert _summary(entries["one"]) == "terminated Completed 0 ready"
     assert _summary(entries["side"]) == "terminated Completed 0"
