@@ -161,7 +161,9 @@ def render(
             "03-entitlement-policies.yaml",
             "Entitlement, enforced by the API server: claims, templates and pods in a tenant's\n"
             "namespace may only use its entitled DeviceClasses (every request and every\n"
-            "firstAvailable alternative; no adminAccess; no extended-resource bypass).",
+            "firstAvailable alternative; no adminAccess; no extended-resource bypass), and its\n"
+            "pods stay in their sandbox. vCluster's own control plane there (service account\n"
+            "vc-<tenant>, labels app: vcluster and release: <tenant>) is not judged.",
             [entitlement.claims_policy(), entitlement.pods_policy()],
         ),
     ]
@@ -286,7 +288,8 @@ def _vcluster_values(tenant: Tenant) -> RenderedFile:
         f"virtual cluster; its claims and templates sync to {names.host_namespace(name)},\n"
         "where the policies and the quota apply. DRA sync is a vCluster Pro feature (log in\n"
         "to vCluster Platform first). Use: vcluster create "
-        f"{name} -n {names.host_namespace(name)} -f vcluster/{name}.yaml"
+        f"{name} -n {names.host_namespace(name)} -f vcluster/{name}.yaml\n"
+        f"(the release named {name}: the pod policy knows vCluster's control plane by it)."
     )
     return RenderedFile(f"vcluster/{name}.yaml", header, [vcluster_values(tenant)])
 
