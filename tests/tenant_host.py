@@ -1,7 +1,7 @@
 """A host API server (no HTTP) holding tenant legal-ai's namespace, its entitlement params
 and one of the entitlement policies bound to it: the fixture of the policy tests that
 evaluate the rendered objects directly (``test_tenant_claim_policy``,
-``test_tenant_pod_policy``)."""
+``test_tenant_pod_policy``, ``test_vcluster_pod_policy``)."""
 
 from __future__ import annotations
 
@@ -32,10 +32,17 @@ def host_with_policy(
 ) -> Registry:
     """The host with legal-ai entitled to ``classes`` and ``policy`` bound to it."""
     server = Registry(directory)
+    bind_to_legal_ai(server, classes, policy, policy_name)
+    return server
+
+
+def bind_to_legal_ai(
+    server: Registry, classes: list[str], policy: dict[str, Any], policy_name: str
+) -> None:
+    """Tenant legal-ai's namespace and params on ``server``, and ``policy`` bound to it."""
     create(server, entitlement.namespace("legal-ai"))
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}}
     create(server, ns)
     create(server, entitlement.params("legal-ai", classes, []))
     create(server, policy)
     create(server, entitlement.binding("legal-ai", policy_name))
-    return server

@@ -99,3 +99,62 @@ def test_rendered_files_have_no_yaml_aliases(tmp_path: Path) -> None:
     for name, text in _rendered(tmp_path).items():
         assert "&id0" not in text, name
         assert "*id0" not in text, name
+
+
+NOT_COUNTED = (
+    ". Nothing rendered counts GPU memory (ResourceQuota and Kueue count devices); only the "
+    "embedded platform enforces it\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("platform", "named"),
+    [
+        (PLATFORM, "the GPU-memory quota (spec.quota.gpuMemory) of tenant legal-ai"),
+        (
+            EXAMPLES / "platform" / "fair-sharing.yaml",
+            "the GPU-memory share (spec.sharing.gpuMemory) of tenant research-ai",
+        ),
+    ],
+)
+def test_render_warns_that_gpu_memory_is_not_enforced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], platform: Path, named: str
+) -> None:
+    """One line on stderr: the files are written as ever, the Tenant keeps the field."""
+    assert allot(["render", "-f", str(platform), "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"Warning: not enforced on a real cluster yet: {named}{NOT_COUNTED}"
+    assert "Warning" not in captured.out
+
+
+def _tenant(name: str, spec: str) -> str:
+    return (
+        f"apiVersion: allot.dev/v1alpha1\nkind: Tenant\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+    )
+
+
+def test_the_warning_names_every_tenant_and_only_those(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = [
+        _tenant("a", "{quota: {gpuMemory: 40Gi}}"),
+        _tenant("b", "{quota: {hard: {count/resourceclaims.resource.k8s.io: '2'}}}"),
+        _tenant("c", "{quota: {gpuMemory: '0'}}"),
+    ]
+    path = tmp_path / "platform.yaml"
+    path.write_text("---\n".join(documents))
+    assert allot(["render", "-f", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().err == (
+        "Warning: not enforced on a real cluster yet: the GPU-memory quota "
+        f"(spec.quota.gpuMemory) of tenants a, c{NOT_COUNTED}"
+    )
+    header = (tmp_path / "out" / "10-tenant-a.yaml").read_text().split("apiVersion")[0]
+    assert "# NOT enforced on a real cluster yet: spec.quota.gpuMemory" in header
+    assert "NOT enforced" not in (tmp_path / "out" / "10-tenant-b.yaml").read_text()
+
+
+def test_no_warning_without_gpu_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "platform.yaml"
+    path.write_text(_tenant("b", "{quota: {hard: {count/resourceclaims.resource.k8s.io: '2'}}}"))
+    assert allot(["render", "-f", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().err == ""

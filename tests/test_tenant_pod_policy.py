@@ -98,7 +98,8 @@ def test_a_privileged_debug_container_is_denied(api: Registry) -> None:
     assert to_status(denied.value).message == (
         "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'allot-tenant-pods' with binding "
         "'allot-tenant-pods.legal-ai' denied request: privileged containers and added "
-        "capabilities are not allowed in tenant pods (container debugger) (tenant legal-ai)"
+        "capabilities other than NET_BIND_SERVICE are not allowed in tenant pods (container "
+        "debugger) (tenant legal-ai)"
     )
 
 

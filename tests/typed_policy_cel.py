@@ -173,7 +173,9 @@ def matched_kinds(policy: dict[str, Any]) -> list[str]:
 
 
 def type_check(policy: dict[str, Any]) -> list[TypeWarning]:
-    """What a 1.36 API server would write into the policy's ``status.typeChecking``."""
+    """What a 1.36 API server would write into the policy's ``status.typeChecking``, and
+    the type errors of its ``matchConditions`` (compiled with the same declarations: one
+    that does not compile fails every request the policy matches)."""
     spec = policy["spec"]
     param_kind = spec.get("paramKind")
     groups = {kind: group for (group, kind) in KINDS}
@@ -191,6 +193,13 @@ def type_check(policy: dict[str, Any]) -> list[TypeWarning]:
             "oldObject": cel.Type(f"{PACKAGE}.{roots[0]}"),
             "request": cel.Type(f"{PACKAGE}.AdmissionRequest"),
         }
+        conditions = _env(pool, declared)  # they come before the variables
+        for index, condition in enumerate(spec.get("matchConditions") or []):
+            try:
+                conditions.compile(condition["expression"])
+            except RuntimeError as err:
+                field = f"spec.matchConditions[{index}].expression"
+                warnings.append(TypeWarning(kind, field, str(err)))
         for index, variable in enumerate(spec.get("variables") or []):
             try:
                 checked = _env(pool, declared).compile(variable["expression"])

@@ -4,6 +4,8 @@
 ``allot-platform.yaml``) and writes the files described in :mod:`allot.cluster.render`,
 printing each path. ``allot apply --kubeconfig PATH [--context C] [--dry-run]`` renders the
 same objects and applies them (:mod:`allot.cluster.apply`), printing one line per object.
+Both print one ``Warning:`` line on stderr naming what the file asks that nothing rendered
+enforces on a real cluster (:func:`allot.cluster.render.unenforced_warning`).
 ``allot controller`` runs the platform controllers against a cluster. ``allot doctor`` lives
 in :mod:`allot.cli.doctor`, so reading a dump does not import the Kubernetes client. Bad
 input is one clear line.
@@ -19,10 +21,12 @@ from typing import Any
 from allot.cli.options import add_data_dir, add_kubeconfig
 from allot.cluster.apply import ApplyError, Report, apply, check_cluster, plan
 from allot.cluster.render import (
+    Platform,
     PlatformFileError,
     objects_in_apply_order,
     read_platform,
     render,
+    unenforced_warning,
     write,
 )
 from allot.kube.client import Client
@@ -41,7 +45,7 @@ def register(subparsers: Any) -> None:
     register_controller(subparsers)
 
 
-def load_platform(path: Path) -> Any:
+def load_platform(path: Path) -> Platform:
     """The platform file, parsed and checked; PlatformFileError says what is wrong."""
     try:
         documents = read_yaml_file(str(path))
@@ -54,10 +58,12 @@ def load_platform(path: Path) -> Any:
 
 def run_render(args: argparse.Namespace) -> int:
     try:
-        files = render(load_platform(args.file))
+        platform = load_platform(args.file)
+        files = render(platform)
     except PlatformFileError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    _warn_unenforced(platform)
     for path in write(files, args.out):
         print(path)
     return 0
@@ -88,6 +94,7 @@ def run_apply(args: argparse.Namespace) -> int:
         check_cluster(client)
         live_classes = client.list("resource.k8s.io/v1", "DeviceClass")
         objects = objects_in_apply_order(render(platform, cluster_classes=live_classes))
+        _warn_unenforced(platform)
         if args.dry_run:
             report = plan(client, objects, prune=not args.no_prune)
         else:
@@ -106,6 +113,13 @@ def run_apply(args: argparse.Namespace) -> int:
         client.close()
     _print_report(report, dry_run=args.dry_run)
     return 0
+
+
+def _warn_unenforced(platform: Platform) -> None:
+    """What the platform file asks that the cluster will not enforce, on stderr."""
+    warning = unenforced_warning(platform)
+    if warning is not None:
+        print(f"Warning: {warning}", file=sys.stderr)
 
 
 def _print_report(report: Report, *, dry_run: bool) -> None:

@@ -22,12 +22,15 @@ Every object carries ``app.kubernetes.io/managed-by: allot`` so ``allot apply`` 
 what it no longer renders. These are the same objects the embedded platform enforces
 (:mod:`allot.tenancy.entitlement`). A Tenant sharing a class the catalogue (the file's, and
 the cluster's for ``apply``) lacks or does not entitle it to is refused, as the API server
-refuses it. Pure but for :func:`write`; used by ``allot render`` and ``allot apply``.
+refuses it. What a Tenant asks that nothing rendered enforces on a real cluster
+(:data:`UNENFORCED`, its GPU memory) is said in its file's header and in the warning both
+commands print (:func:`unenforced_warning`). Pure but for :func:`write`; used by ``allot
+render`` and ``allot apply``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ import yaml
 
 from allot.api.kinds import decode, kind_info
 from allot.api.resource_v1 import DeviceClass
-from allot.api.tenancy import Tenant, entitlement_selector, syncs
+from allot.api.tenancy import Tenant, TenantSpec, entitlement_selector, syncs
 from allot.cluster import kueue
 from allot.cluster.crd import tenant_crd
 from allot.ops.rules import AlertSettings, prometheus_rule
@@ -161,7 +164,9 @@ def render(
             "03-entitlement-policies.yaml",
             "Entitlement, enforced by the API server: claims, templates and pods in a tenant's\n"
             "namespace may only use its entitled DeviceClasses (every request and every\n"
-            "firstAvailable alternative; no adminAccess; no extended-resource bypass).",
+            "firstAvailable alternative; no adminAccess; no extended-resource bypass), and its\n"
+            "pods stay in their sandbox. vCluster's own control plane there (service account\n"
+            "vc-<tenant>, labels app: vcluster and release: <tenant>) is not judged.",
             [entitlement.claims_policy(), entitlement.pods_policy()],
         ),
     ]
@@ -276,7 +281,50 @@ def _tenant_file(tenant: Tenant, classes: list[Obj], *, with_tenant: bool = True
         "Its params (the entitled classes, kept current by `allot controller`), the policy\n"
         "bindings for its namespace and its ResourceQuota."
     )
+    kept = unenforced_fields(tenant)
+    if kept:
+        header += (
+            f"\nNOT enforced on a real cluster yet: {', '.join(kept)} (kept in the Tenant;\n"
+            "nothing rendered counts GPU memory)."
+        )
     return RenderedFile(f"10-tenant-{name}.yaml", header, objects)
+
+
+UNENFORCED: dict[str, tuple[str, Callable[[TenantSpec], object]]] = {
+    "spec.quota.gpuMemory": (
+        "the GPU-memory quota",
+        lambda spec: spec.quota.gpu_memory if spec.quota else None,
+    ),
+    "spec.sharing.gpuMemory": (
+        "the GPU-memory share",
+        lambda spec: spec.sharing.gpu_memory if spec.sharing else None,
+    ),
+}
+"""What a Tenant may say that nothing rendered enforces on a real cluster (its meaning, and
+how to read it): a ResourceQuota and Kueue count devices, not their memory. The embedded
+platform enforces both (its scheduler the quota, its admission controller the share)."""
+
+
+def unenforced_fields(tenant: Tenant) -> list[str]:
+    """The fields of :data:`UNENFORCED` the tenant sets."""
+    return [field for field, (_, read) in UNENFORCED.items() if read(tenant.spec) is not None]
+
+
+def unenforced_warning(platform: Platform) -> str | None:
+    """One line for ``allot render`` and ``allot apply``: per field of :data:`UNENFORCED`,
+    the tenants that set it (None when none does)."""
+    parts = []
+    for field, (meaning, _) in UNENFORCED.items():
+        tenants = [t.metadata.name or "" for t in platform.tenants if field in unenforced_fields(t)]
+        if tenants:
+            noun = "tenant" if len(tenants) == 1 else "tenants"
+            parts.append(f"{meaning} ({field}) of {noun} {', '.join(tenants)}")
+    if not parts:
+        return None
+    return (
+        f"not enforced on a real cluster yet: {'; '.join(parts)}. Nothing rendered counts GPU "
+        "memory (ResourceQuota and Kueue count devices); only the embedded platform enforces it"
+    )
 
 
 def _vcluster_values(tenant: Tenant) -> RenderedFile:
@@ -286,7 +334,8 @@ def _vcluster_values(tenant: Tenant) -> RenderedFile:
         f"virtual cluster; its claims and templates sync to {names.host_namespace(name)},\n"
         "where the policies and the quota apply. DRA sync is a vCluster Pro feature (log in\n"
         "to vCluster Platform first). Use: vcluster create "
-        f"{name} -n {names.host_namespace(name)} -f vcluster/{name}.yaml"
+        f"{name} -n {names.host_namespace(name)} -f vcluster/{name}.yaml\n"
+        f"(the release named {name}: the pod policy knows vCluster's control plane by it)."
     )
     return RenderedFile(f"vcluster/{name}.yaml", header, [vcluster_values(tenant)])
 

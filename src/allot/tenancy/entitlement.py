@@ -16,11 +16,13 @@ ConfigMap per tenant (in ``allot-system``, which tenants cannot write):
   ``extendedResourceName`` mappings of classes the tenant may not use are refused. It also
   keeps tenant pods inside their sandbox (Pod Security's "baseline" host rules and
   "restricted"'s non-root rule): no ``hostNetwork``/``hostPID``/``hostIPC``, no
-  ``hostPath`` volumes, no ``privileged`` containers or added capabilities, no
-  ``runAsUser: 0``. It matches UPDATE of ``pods/ephemeralcontainers`` too: ``kubectl debug``
-  adds containers to a running pod through it (vCluster's pod sync does the same on the
-  host for a tenant's ``kubectl debug``), so a privileged debug container would otherwise
-  never meet the sandbox rules.
+  ``hostPath`` volumes, no ``privileged`` containers or added capabilities but
+  ``NET_BIND_SERVICE``, no ``runAsUser: 0``. It matches UPDATE of
+  ``pods/ephemeralcontainers`` too: ``kubectl debug`` adds containers to a running pod
+  through it (vCluster's pod sync does the same on the host for a tenant's ``kubectl
+  debug``), so a privileged debug container would otherwise never meet the sandbox rules.
+  It judges the workloads synced for the tenant, not vCluster's own control plane in the
+  namespace (:func:`_not_vcluster_control_plane` says how the two are told apart).
 
 Each tenant gets a binding per policy that selects its host namespace by the
 platform-set ``allot.dev/tenant`` label, with ``parameterNotFoundAction: Deny``, and a
@@ -44,6 +46,12 @@ PODS_POLICY = "allot-tenant-pods"
 QUOTA_NAME = "tenant-quota"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "allot"}
 EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+ALLOWED_CAPABILITY = "NET_BIND_SERVICE"
+"""The one capability a tenant's container may add, as Pod Security's "restricted" allows:
+vCluster's CoreDNS, a workload it syncs like the tenant's own, adds it to serve port 53."""
+VCLUSTER_SYNCED_LABEL = "vcluster.loft.sh/managed-by"
+"""vCluster's syncer puts this label on every pod it syncs to the host (``translate.HostLabels``)
+and translates a tenant's own label of that key away, so a synced pod always carries it."""
 
 _CLAIM_CLASSES = (
     "variables.requests.all(r, has(r.exactly) ? r.exactly.deviceClassName in variables.allowed"
@@ -242,7 +250,8 @@ def _pod_security_rules() -> list[Obj]:
     privileged = f"{context} && {_has_true('c.securityContext.privileged')}"
     capabilities = (
         f"{context} && has(c.securityContext.capabilities) &&"
-        " has(c.securityContext.capabilities.add) && size(c.securityContext.capabilities.add) > 0"
+        " has(c.securityContext.capabilities.add) &&"
+        f" c.securityContext.capabilities.add.exists(a, a != '{ALLOWED_CAPABILITY}')"
     )
     root = f"{context} && has(c.securityContext.runAsUser) && c.securityContext.runAsUser == 0"
     pod_root = (
@@ -272,8 +281,9 @@ def _pod_security_rules() -> list[Obj]:
         {
             "expression": f"!variables.containers.exists(c, ({privileged}) || ({capabilities}))",
             "reason": "Forbidden",
-            "messageExpression": "'privileged containers and added capabilities are not"
-            " allowed in tenant pods (container ' + variables.containers.filter(c,"
+            "messageExpression": "'privileged containers and added capabilities other than"
+            f" {ALLOWED_CAPABILITY} are not allowed in tenant pods (container ' +"
+            " variables.containers.filter(c,"
             f" ({privileged}) || ({capabilities})).map(c, c.name).join(', ') + ')' + {tenant}",
         },
         {
@@ -283,6 +293,29 @@ def _pod_security_rules() -> list[Obj]:
             f" unset to run as an unprivileged user' + {tenant}",
         },
     ]
+
+
+def _not_vcluster_control_plane() -> Obj:
+    """The pods policy skips vCluster's own control plane in the tenant's namespace (the
+    chart's StatefulSet runs its syncer as root), told by what the chart gives it and no
+    tenant can give a pod: the service account ``vc-<release>`` (a pod vCluster syncs runs
+    as ``vc-workload-<release>``, or under a translated ``<name>-x-<ns>-x-<release>`` name
+    with service-account sync), the template's labels ``app: vcluster`` and ``release:
+    <release>`` (the syncer translates a tenant's ``release`` label to a
+    ``vcluster.loft.sh/label-...`` key), and no sync marker: not vCluster's
+    :data:`VCLUSTER_SYNCED_LABEL` and not the ``allot.dev/tenant`` label that the embedded
+    platform's sync puts on every twin (it keeps a tenant pod's service account and labels
+    as written). The release is the tenant's name, as ``vcluster create <tenant> -n
+    tenant-<tenant>`` installs it."""
+    labels = "object.metadata.labels"
+    control_plane = (
+        "has(object.spec.serviceAccountName) && object.spec.serviceAccountName =="
+        f" 'vc-' + params.data.tenant && has({labels}) && 'app' in {labels} &&"
+        f" {labels}['app'] == 'vcluster' && 'release' in {labels} && {labels}['release'] =="
+        f" params.data.tenant && !('{VCLUSTER_SYNCED_LABEL}' in {labels}) &&"
+        f" !('{TENANT_LABEL}' in {labels})"
+    )
+    return {"name": "not-vcluster-control-plane", "expression": f"!({control_plane})"}
 
 
 def pods_policy() -> Obj:
@@ -306,6 +339,7 @@ def pods_policy() -> Obj:
         "",
         ["pods"],
         {
+            "matchConditions": [_not_vcluster_control_plane()],
             "variables": [
                 {
                     "name": "containers",
