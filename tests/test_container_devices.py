@@ -64,28 +64,29 @@ def _publish(context: ControllerContext) -> None:
             context.create("ResourceSlice", document, "test")
 
 
-def _exactly(name: str) -> Obj:
-    return {"name": name, "exactly": {"deviceClassName": "mig.nvidia.com"}}
+def _exactly(name: str, device_class: str = "mig.nvidia.com") -> Obj:
+    return {"name": name, "exactly": {"deviceClassName": device_class}}
 
 
-def _claim(context: ControllerContext, requests: list[Obj], results: list[tuple[str, str]]) -> None:
+def _claim(
+    context: ControllerContext,
+    requests: list[Obj],
+    results: list[tuple[str, str]],
+    name: str = "mig-devices-claim",
+    pool: str = POOL,
+) -> None:
+    """A claim of ``requests`` allocated ``results`` ((request, device) pairs) in ``pool``."""
     claim = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
-        "metadata": {"name": "mig-devices-claim", "namespace": "team"},
+        "metadata": {"name": name, "namespace": "team"},
         "spec": {"devices": {"requests": requests}},
     }
     created = context.create("ResourceClaim", claim, "test")
-    created["status"] = {
-        "allocation": {
-            "devices": {
-                "results": [
-                    {"request": r, "driver": "gpu.nvidia.com", "pool": POOL, "device": d}
-                    for r, d in results
-                ]
-            }
-        }
-    }
+    allocated = [
+        {"request": r, "driver": "gpu.nvidia.com", "pool": pool, "device": d} for r, d in results
+    ]
+    created["status"] = {"allocation": {"devices": {"results": allocated}}}
     context.update_status("ResourceClaim", created, "test")
 
 
@@ -96,7 +97,9 @@ def _seed_pod_spec() -> Obj:
     return copy.deepcopy(deployment["spec"]["template"]["spec"])
 
 
-def _pod(context: ControllerContext, spec: Obj, status: Obj | None = None) -> None:
+def _pod(context: ControllerContext, spec: Obj, status: Obj | None = None) -> str:
+    """Create the pod bound to the node, with ``status`` (the seed's claim by default);
+    its uid."""
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -108,6 +111,7 @@ def _pod(context: ControllerContext, spec: Obj, status: Obj | None = None) -> No
         "resourceClaimStatuses": [{"name": "mig-devices", "resourceClaimName": "mig-devices-claim"}]
     }
     context.update_status("Pod", created, "test")
+    return str(created["metadata"]["uid"])
 
 
 def _seed_claim(context: ControllerContext) -> None:
@@ -211,8 +215,11 @@ def test_the_extended_resource_claim_gives_each_container_its_mapped_requests(
     team_context: ControllerContext, tmp_path: Path
 ) -> None:
     _publish(team_context)
-    _claim(team_context, [_exactly("container-0-request-0"), _exactly("container-1-request-0")],
-           [("container-0-request-0", LARGE), ("container-1-request-0", SMALL)])  # fmt: skip
+    _claim(
+        team_context,
+        [_exactly("container-0-request-0"), _exactly("container-1-request-0")],
+        [("container-0-request-0", LARGE), ("container-1-request-0", SMALL)],
+    )
     resource = "deviceclass.resource.kubernetes.io/mig"
     containers = [
         {
@@ -279,38 +286,33 @@ def test_each_container_s_sandbox_binds_only_its_own_gpu(
                     {
                         "name": f"gpu-{i}",
                         "attributes": {"type": {"string": "gpu"}, "uuid": {"string": u}},
-                    }  # fmt: skip
+                    }
                     for i, u in enumerate(uuids)
                 ],
             },
         },
         "test",
     )
-    claim = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "pair", "namespace": "team"},
-        "spec": {"devices": {"requests": [
-            {"name": n, "exactly": {"deviceClassName": "gpu.nvidia.com"}} for n in ("a", "b")
-        ]}},
-    }  # fmt: skip
-    created = team_context.create("ResourceClaim", claim, "test")
-    created["status"] = {"allocation": {"devices": {"results": [
-        {"request": r, "driver": "gpu.nvidia.com", "pool": "node-a", "device": d}
-        for r, d in (("a", "gpu-0"), ("b", "gpu-1"))
-    ]}}}  # fmt: skip
-    team_context.update_status("ResourceClaim", created, "test")
+    requests = [_exactly(n, "gpu.nvidia.com") for n in ("a", "b")]
+    _claim(team_context, requests, [("a", "gpu-0"), ("b", "gpu-1")], "pair", "node-a")
     bwrap = tmp_path / "bwrap"
     bwrap.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\nenv | grep VISIBLE_DEVICES\n')
     bwrap.chmod(0o755)
     containers = [
-        {"name": n, "image": "busybox", "command": ["true"],
-         "resources": {"claims": [{"name": "gpus", "request": n}]}}
+        {
+            "name": n,
+            "image": "busybox",
+            "command": ["true"],
+            "resources": {"claims": [{"name": "gpus", "request": n}]},
+        }
         for n in ("a", "b")
-    ]  # fmt: skip
-    pod = {"containers": containers, "restartPolicy": "Never",
-           "resourceClaims": [{"name": "gpus", "resourceClaimName": "pair"}]}  # fmt: skip
-    _pod(team_context, pod, {})
+    ]
+    pod = {
+        "containers": containers,
+        "restartPolicy": "Never",
+        "resourceClaims": [{"name": "gpus", "resourceClaimName": "pair"}],
+    }
+    uid = _pod(team_context, pod, {})
 
     async def run() -> None:
         sandbox = Sandbox(str(bwrap), None, [], as_root=False)
@@ -318,9 +320,7 @@ def test_each_container_s_sandbox_binds_only_its_own_gpu(
         agent = NodeAgent(team_context, DevicePreparer(tmp_path / "cdi"), runtime)
         agent.reconcile(("pod", "team", "mig-inference-1"))
         for _ in range(100):
-            if not runtime.holds(
-                team_context.get("Pod", "team", "mig-inference-1")["metadata"]["uid"]
-            ):
+            if not runtime.holds(uid):
                 break
             await asyncio.sleep(0.05)
         await runtime.stop_all()

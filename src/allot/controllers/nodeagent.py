@@ -45,6 +45,7 @@ from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
+from allot.controllers.localstorage import EVICTED
 from allot.controllers.runtimes import (
     ContainerSetup,
     ContainerStartError,
@@ -140,6 +141,7 @@ class NodeAgent:
             self._init_completed,
             self._initialized,
             self._cannot_run,
+            self._evicted,
         )
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -507,16 +509,27 @@ class NodeAgent:
         self.context.event(pod, "Warning", "Failed", message, "kubelet", source=origin)
         self._unprepare(pod)
 
-    def _finish(self, pod: Obj, exit_codes: dict[str, int]) -> None:
+    def _evicted(self, pod: Obj, message: str, exit_codes: dict[str, int]) -> None:
+        """The runtime evicted the pod for its local storage and its processes are gone."""
+        self._finish(pod, exit_codes, message)
+
+    def _finish(self, pod: Obj, exit_codes: dict[str, int], eviction: str | None = None) -> None:
         """Every app container has exited for good (its sidecars stopped after it), or an
         init container failed and is not restarted (``Never``): ``Succeeded`` when every
-        app container exited 0, else ``Failed``, each run terminated with its code."""
+        app container exited 0, else ``Failed``, each run terminated with its code. An
+        evicted pod (``eviction``: the message) is reported as the kubelet's eviction
+        manager does: a Warning ``Evicted`` event with the message, and ``Failed`` with
+        reason ``Evicted`` and that message."""
         latest = self.context.get(
             "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
         )
         phase = (latest or {}).get("status", {}).get("phase")
         if latest is None or latest["metadata"].get("uid") != pod["metadata"].get("uid"):
             return
+        if eviction is not None:
+            origin = lifecycle.pod_origin(latest)
+            self.context.event(latest, "Warning", EVICTED, eviction, "kubelet", source=origin)
+            latest.setdefault("status", {}).update(reason=EVICTED, message=eviction)
         if phase == "Pending" and latest["metadata"].get("uid") in self._initializing:
             self._initializing.discard(latest["metadata"]["uid"])
             self._finish_initializing(latest, exit_codes)
@@ -526,7 +539,8 @@ class NodeAgent:
         now = _timestamp(self.context.clock())
         status = latest["status"]
         apps = [c["name"] for c in latest["spec"].get("containers") or []]
-        status["phase"] = "Succeeded" if not any(exit_codes.get(a) for a in apps) else "Failed"
+        failed = eviction is not None or any(exit_codes.get(a) for a in apps)
+        status["phase"] = "Failed" if failed else "Succeeded"
         for container in _entries(status):
             code = exit_codes.get(container["name"], 0)
             state = container.get("state") or {}
