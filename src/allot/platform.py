@@ -40,6 +40,7 @@ from allot.controllers.endpoints import EndpointsController, EndpointSliceContro
 from allot.controllers.ephemeral import EphemeralVolumeController
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
+from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
 from allot.controllers.podgc import PodGarbageCollector
 from allot.controllers.quota import QuotaStatus
@@ -99,19 +100,21 @@ def build(
     clock: Callable[[], dt.datetime] | None = None,
     sandboxed: bool = True,
     job_seconds: float = DEFAULT_JOB_SECONDS,
+    pod_pids_limit: int = DEFAULT_POD_PIDS,
 ) -> Platform:
     """The platform on ``data_dir``; ``runtime`` is how pods run (see ``RUNTIMES``);
     ``driver_gates`` are the NVIDIA driver's feature gates (``MPSSupport``, ...);
     ``placement`` the scheduler's node order (``allot.allocator.placement``). The process
     runtime confines every container in a bubblewrap sandbox unless ``sandboxed`` is False
     (``SandboxUnavailable`` where bwrap is missing). ``job_seconds`` is how long a
-    simulated Job pod runs before it succeeds."""
+    simulated Job pod runs before it succeeds; ``pod_pids_limit`` the most processes a
+    pod of the process runtime may run (0: no limit)."""
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
     sandbox = Sandbox.find(hidden=[data_dir]) if runtime == "process" and sandboxed else None
     registry = Registry(data_dir, clock=clock) if clock else Registry(data_dir)
     server = ApiServer(registry)
-    pods = _runtime(registry, server, runtime, sandbox, job_seconds)
+    pods = _runtime(registry, server, runtime, sandbox, job_seconds, pod_pids_limit)
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     directory = TenantDirectory()
     # the host's pods end by the node agent, a tenant's once the sync saw their twins go
@@ -229,6 +232,7 @@ def _runtime(
     runtime: str,
     sandbox: Sandbox | None,
     job_seconds: float = DEFAULT_JOB_SECONDS,
+    pod_pids_limit: int = DEFAULT_POD_PIDS,
 ) -> Runtime:
     """How the node agent runs pods: simulated, or as (sandboxed) local processes."""
     logs = registry.logs_dir / HOST_CLUSTER
@@ -240,6 +244,7 @@ def _runtime(
         sandbox,
         tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
         device_nodes=DeviceNodes(mig_ids=nvml.mig_instance_ids),
+        limits=ContainerLimits(pod_pids=pod_pids_limit),
     )
     server.shutdown_hooks.append(processes.stop_all)
     return processes

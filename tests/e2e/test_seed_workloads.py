@@ -2,7 +2,8 @@
 in research-ai and seed 004's template and pod in legal-ai, applied with the real kubectl
 through each tenant's own kubeconfig, with only the class names changed to the tenant's
 entitlement. They run on seed 000's GPUs (without the GKE node taint, which the seeds'
-manifests do not tolerate) and show their devices in ``kubectl logs``.
+manifests do not tolerate) and show their devices in ``kubectl logs``: each container of
+the Deployment only the slice of its own request.
 """
 
 from __future__ import annotations
@@ -69,9 +70,12 @@ def test_seed_001_deployment_becomes_available_with_two_slices_per_pod(
     assert len(pods) == 2
     for pod in pods:
         name = pod["metadata"]["name"]
+        slices = []
         for container in ("primary-model", "embedding-model"):
             logs = tenancy.as_tenant("research-ai", "logs", name, "-c", container).stdout
-            assert "MIG 1g.5gb" in logs, logs
+            (line,) = [line for line in logs.splitlines() if "MIG 1g.5gb" in line]  # its own
+            slices.append(line.split("UUID: ")[1])
+        assert slices[0] != slices[1]
         statuses = pod["status"]["resourceClaimStatuses"]
         claim = statuses[0]["resourceClaimName"]
         generated = tenancy.tenant_json("research-ai", "resourceclaim", claim)

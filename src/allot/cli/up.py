@@ -22,7 +22,7 @@ from typing import Any
 
 from allot.apiserver.lock import DataDirLocked, running
 from allot.cli.options import add_data_dir, quota_percent
-from allot.controllers.limits import ContainerLimits
+from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
 from allot.driver.files import data_dir_fleet, save_fleet
@@ -76,6 +76,14 @@ def register(subparsers: Any) -> None:
         help="with --runtime process: run pods as plain processes of allot's user, with "
         "access to its files, tokens and every GPU (no isolation; for a machine without "
         "bubblewrap and a single trusted user)",
+    )
+    up.add_argument(
+        "--pod-pids-limit",
+        type=int,
+        default=DEFAULT_POD_PIDS,
+        metavar="N",
+        help="with --runtime process: the most processes one pod may run, as the kubelet's "
+        "podPidsLimit (0: no limit); the banner says how it is enforced here",
     )
     up.add_argument(
         "--simulated-job-seconds",
@@ -190,13 +198,15 @@ def _check_sandbox(args: argparse.Namespace) -> None:
     if args.unsandboxed:
         print(
             "warning: --unsandboxed: pods run as plain processes of this user, with access "
-            "to the data directory's tokens and kubeconfigs and to every GPU of this machine",
+            "to the data directory's tokens and kubeconfigs and to every GPU of this machine; "
+            + ContainerLimits.describe(pod_pids=args.pod_pids_limit, sandboxed=False),
             file=sys.stderr,
             flush=True,
         )
         return
     Sandbox.find(hidden=[args.data_dir])
-    print(f"pods run sandboxed (bubblewrap); {ContainerLimits.describe()}", flush=True)
+    limits = ContainerLimits.describe(pod_pids=args.pod_pids_limit)
+    print(f"pods run sandboxed (bubblewrap); {limits}", flush=True)
 
 
 def run_up(args: argparse.Namespace) -> int:
@@ -255,6 +265,7 @@ def run_up(args: argparse.Namespace) -> int:
             alert_settings=settings,
             sandboxed=not args.unsandboxed,
             job_seconds=args.simulated_job_seconds,
+            pod_pids_limit=args.pod_pids_limit,
         ).server
 
     umask = os.umask(0o077)  # every file of the data directory is the owner's alone (0600)

@@ -41,9 +41,11 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 
 from allot.api import claims as claims_api
+from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
+from allot.controllers.localstorage import EVICTED
 from allot.controllers.runtimes import (
     ContainerSetup,
     ContainerStartError,
@@ -52,6 +54,7 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
+from allot.driver.catalog import created_mig_uuid
 from allot.driver.configs import DriverConfigError, configs_for_results
 from allot.store import WatchEvent
 from allot.store.errors import Conflict
@@ -138,6 +141,7 @@ class NodeAgent:
             self._init_completed,
             self._initialized,
             self._cannot_run,
+            self._evicted,
         )
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -390,15 +394,17 @@ class NodeAgent:
         published: dict[tuple[str, str, str], dict[str, str]],
         lookup: SourceLookup | None = None,
     ) -> dict[str, ContainerSetup]:
-        """Per container: the devices of the claims it references and their variables."""
+        """Per container: the devices of the claims and requests it references (the
+        kubelet's ``GetResources``), and their variables."""
         by_name = {c["metadata"]["name"]: c for c in claims}
         setups = {}
-        for container, names in _claims_by_container(pod).items():
+        for container, references in container_requests(pod).items():
             devices = [
-                published.get(_result_key(r), {"uuid": str(r.get("device"))})
-                for name in names
+                _prepared_attributes(published, r)
+                for name, request in references
                 if name in by_name
                 for r in _results(by_name[name])
+                if _serves(r, request)
             ]
             joined = ",".join(d.get("uuid", "") for d in devices)
             device_env = (
@@ -503,16 +509,27 @@ class NodeAgent:
         self.context.event(pod, "Warning", "Failed", message, "kubelet", source=origin)
         self._unprepare(pod)
 
-    def _finish(self, pod: Obj, exit_codes: dict[str, int]) -> None:
+    def _evicted(self, pod: Obj, message: str, exit_codes: dict[str, int]) -> None:
+        """The runtime evicted the pod for its local storage and its processes are gone."""
+        self._finish(pod, exit_codes, message)
+
+    def _finish(self, pod: Obj, exit_codes: dict[str, int], eviction: str | None = None) -> None:
         """Every app container has exited for good (its sidecars stopped after it), or an
         init container failed and is not restarted (``Never``): ``Succeeded`` when every
-        app container exited 0, else ``Failed``, each run terminated with its code."""
+        app container exited 0, else ``Failed``, each run terminated with its code. An
+        evicted pod (``eviction``: the message) is reported as the kubelet's eviction
+        manager does: a Warning ``Evicted`` event with the message, and ``Failed`` with
+        reason ``Evicted`` and that message."""
         latest = self.context.get(
             "Pod", pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
         )
         phase = (latest or {}).get("status", {}).get("phase")
         if latest is None or latest["metadata"].get("uid") != pod["metadata"].get("uid"):
             return
+        if eviction is not None:
+            origin = lifecycle.pod_origin(latest)
+            self.context.event(latest, "Warning", EVICTED, eviction, "kubelet", source=origin)
+            latest.setdefault("status", {}).update(reason=EVICTED, message=eviction)
         if phase == "Pending" and latest["metadata"].get("uid") in self._initializing:
             self._initializing.discard(latest["metadata"]["uid"])
             self._finish_initializing(latest, exit_codes)
@@ -522,7 +539,8 @@ class NodeAgent:
         now = _timestamp(self.context.clock())
         status = latest["status"]
         apps = [c["name"] for c in latest["spec"].get("containers") or []]
-        status["phase"] = "Succeeded" if not any(exit_codes.get(a) for a in apps) else "Failed"
+        failed = eviction is not None or any(exit_codes.get(a) for a in apps)
+        status["phase"] = "Failed" if failed else "Succeeded"
         for container in _entries(status):
             code = exit_codes.get(container["name"], 0)
             state = container.get("state") or {}
@@ -800,19 +818,58 @@ def _waiting_state(message: str | None, default: str = "ContainerCreating") -> O
     return {"reason": CONFIG_ERROR, "message": message}
 
 
-def _claims_by_container(pod: Obj) -> dict[str, list[str]]:
+def container_requests(pod: Obj) -> dict[str, list[tuple[str, str | None]]]:
+    """Per container (init containers too): the (claim name, request) pairs whose devices
+    it gets, as the kubelet's ``GetResources``: each ``resources.claims`` entry naming a
+    pod claim, with its ``request`` (None: every device of the claim); and for the claim
+    behind extended resources, the requests ``extendedResourceClaimStatus.requestMappings``
+    maps to the container for an extended resource it requests (a non-zero amount)."""
     names = claims_api.pod_claim_names(pod)
     extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
-    with_extended = {m.get("containerName") for m in extended.get("requestMappings") or []}
+    mappings = extended.get("requestMappings") or []
     result = {}
     spec = pod["spec"]
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        refs = ((container.get("resources") or {}).get("claims")) or []
-        claims = [names[r["name"]] for r in refs if r.get("name") in names]
-        if container["name"] in with_extended and "" in names:
-            claims.append(names[""])
-        result[container["name"]] = claims
+        resources = container.get("resources") or {}
+        references: list[tuple[str, str | None]] = [
+            (names[r["name"]], r.get("request") or None)
+            for r in resources.get("claims") or []
+            if r.get("name") in names
+        ]
+        asked = resources.get("requests") or {}
+        if "" in names:
+            references += [
+                (names[""], str(m.get("requestName")))
+                for m in mappings
+                if m.get("containerName") == container["name"]
+                and Quantity.parse(str(asked.get(m.get("resourceName"), 0))).sign() != 0
+            ]
+        result[container["name"]] = references
     return result
+
+
+def _serves(result: Obj, request: str | None) -> bool:
+    """Whether an allocation result is for ``request`` (None: any): a ``firstAvailable``
+    request's result names its subrequest (``<request>/<subrequest>``) and belongs to the
+    request, as the driver reports its request names to the kubelet."""
+    if request is None:
+        return True
+    return str(result.get("request") or "").split("/")[0] == request
+
+
+def _prepared_attributes(
+    published: dict[tuple[str, str, str], dict[str, str]], result: Obj
+) -> dict[str, str]:
+    """The published attributes of an allocated device as the container sees it once
+    prepared: a MIG device the driver creates at prepare (DynamicMIG, published without
+    ``uuid``) has the UUID NVML gives it; an unpublished device is known by its name."""
+    attributes = published.get(_result_key(result))
+    if attributes is None:
+        return {"uuid": str(result.get("device"))}
+    if attributes.get("type") == "mig" and not attributes.get("uuid"):
+        uuid = created_mig_uuid(attributes.get("parentUUID", ""), str(result.get("device")))
+        attributes = {**attributes, "uuid": uuid}
+    return attributes
 
 
 def _allocated_devices(claim: Obj) -> Obj:

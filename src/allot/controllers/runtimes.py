@@ -55,6 +55,7 @@ from typing import Protocol
 
 from allot.controllers import envsources, logtimes, processes
 from allot.controllers.limits import ContainerLimits
+from allot.controllers.localstorage import CHECK_SECONDS, StorageLimits, usage
 from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
 from allot.driver.devicenodes import DeviceNodes
 from allot.driver.smi import list_gpus, shim_script
@@ -74,6 +75,7 @@ DEFAULT_JOB_SECONDS = 3.0  # how long a simulated Job pod runs (allot up --simul
 POLL_SECONDS = 0.1
 BACKOFF_START, BACKOFF_MAX = 1.0, 30.0  # kubelet: 10 s doubling to 5 min; shorter here
 DEFAULT_GRACE_SECONDS = 30
+EVICTION_GRACE_SECONDS = 1  # the kubelet's immediateEvictionGracePeriodSeconds
 # Variables a process keeps from the agent's own environment; everything else comes from
 # the pod, as in a container.
 INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
@@ -101,7 +103,9 @@ class Reports:
     the exit codes of the containers that ran. For a pod with init containers:
     ``on_init_started`` as each starts the first time, ``on_init_completed`` as a regular
     one exits 0, ``on_initialized`` once all are done and the app containers started;
-    ``on_cannot_run`` when a container could not be started after ``launch`` returned."""
+    ``on_cannot_run`` when a container could not be started after ``launch`` returned;
+    ``on_evicted`` once the processes of a pod evicted for its local storage are gone,
+    with the kubelet's message and every run's exit code."""
 
     on_exit: ExitCallback
     on_back_off: BackOffCallback
@@ -110,6 +114,7 @@ class Reports:
     on_init_completed: ContainerCallback
     on_initialized: Callable[[Obj], None]
     on_cannot_run: Callable[[Obj, str], None]
+    on_evicted: Callable[[Obj, str, dict[str, int]], None]
 
 
 class Runtime(Protocol):
@@ -277,7 +282,7 @@ class _Container:
     environment: dict[str, str]
     directory: Path
     log: Path
-    group: str  # the container's cgroup under ContainerLimits
+    group: tuple[str, str]  # its pod's and its own cgroup names under ContainerLimits
     marker: str  # its ALLOT_CONTAINER value (allot.controllers.processes)
     before_exec: Callable[[], None] | None
     process: subprocess.Popen[bytes]
@@ -299,6 +304,15 @@ class _Container:
     def done(self) -> bool:
         """Exited, and not to be started again."""
         return self.exit_code is not None and self.restart_at is None
+
+
+@dataclass
+class _StorageWatch:
+    """A pod with an ``ephemeral-storage`` limit: when its usage is measured next."""
+
+    limits: StorageLimits
+    due: float  # the loop's time
+    measuring: bool = False
 
 
 @dataclass
@@ -338,6 +352,8 @@ class ProcessRuntime:
         # shorten it), read by the thread that ends it
         self._grace_until: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._storage: dict[tuple[str, str, str], _StorageWatch] = {}
+        self.storage_seconds = CHECK_SECONDS
 
     def launch(self, pod: Obj, setups: dict[str, ContainerSetup], reports: Reports) -> None:
         key = _key(pod)
@@ -354,6 +370,9 @@ class ProcessRuntime:
             self._kill(key)
             raise
         loop = asyncio.get_running_loop()
+        limits = StorageLimits.of(pod)
+        if limits is not None:
+            self._storage[key] = _StorageWatch(limits, loop.time() + self.storage_seconds)
         loop.call_later(POLL_SECONDS, self._poll, pod, reports)
 
     def _start_apps(self, pod: Obj, setups: dict[str, ContainerSetup]) -> None:
@@ -393,36 +412,56 @@ class ProcessRuntime:
                 f'container "{name}" has no command: the process runtime runs commands, not images'
             )
         setup = setup or ContainerSetup()
+        group = (key[2] or key[1], name)
+        before_exec = self.limits.prepare(*group, spec)  # first: it decides sandbox_nproc
         directory = self.work_dir / key[0] / key[1] / name
-        directory.mkdir(parents=True, exist_ok=True)
-        try:
-            confinement = Confinement.of(pod, spec, directory, self.tenant_namespace(key[0]))
-        except ConfinementError as err:
-            raise ContainerStartError(f'container "{name}": {err}') from None
+        confinement = self._confinement(pod, spec, setup, directory)
         environment = _clean_environment(setup.environment)
         marker = f"{self.marker}/{key[2]}/{name}"
         environment[processes.MARKER] = marker
-        confinement.device_nodes = self.device_nodes.for_devices(setup.devices)
-        confinement.gpu_buses = self.device_nodes.buses(setup.devices)
-        if setup.devices and not confinement.device_nodes:  # simulated: the shim answers
-            confinement.tools = self._shim(directory.parent / f".{name}.bin", setup.devices)
         if self.sandbox is not None:
             argv = self.sandbox.command(argv, confinement)
             environment.update(HOME=WORKDIR, TMPDIR="/tmp")
-            self._give_directory(directory, confinement)
+        else:
+            environment["TMPDIR"] = str(confinement.tmp)
         tools = TOOLS_DIR if self.sandbox is not None else str(confinement.tools)
         if confinement.tools is not None:
             environment["PATH"] = f"{tools}{os.pathsep}{environment.get('PATH', os.defpath)}"
         log = self.logs_dir / key[0] / key[1] / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        group = f"{key[2] or key[1]}-{name}"
-        before_exec = self.limits.prepare(group, spec)
         process = _spawn(argv, environment, directory, log, before_exec)
         container = _Container(
             argv, environment, directory, log, group, marker, before_exec, process, policy
         )
         container.seen = log.stat().st_size  # an earlier run's output has its times
         return container
+
+    def _confinement(
+        self, pod: Obj, spec: Obj, setup: ContainerSetup, directory: Path
+    ) -> Confinement:
+        """What the container's sandbox holds: its directories (``/pod``, and ``/tmp``
+        beside it, both its user's), device nodes, shim and process limit."""
+        name = spec["name"]
+        tmp = directory.parent / f".{name}.tmp"
+        for made in (directory, tmp):
+            made.mkdir(parents=True, exist_ok=True)
+        tmp.chmod(0o1777)
+        try:
+            confinement = Confinement.of(pod, spec, directory, self.tenant_namespace(_key(pod)[0]))
+        except ConfinementError as err:
+            raise ContainerStartError(f'container "{name}": {err}') from None
+        confinement.tmp = tmp
+        confinement.nproc = self.limits.sandbox_nproc
+        confinement.device_nodes = self.device_nodes.for_devices(setup.devices)
+        confinement.gpu_buses = self.device_nodes.buses(setup.devices)
+        if setup.devices and not confinement.device_nodes:  # simulated: the shim answers
+            confinement.tools = self._shim(directory.parent / f".{name}.bin", setup.devices)
+        if self.sandbox is not None:
+            user = self.sandbox.user_of(confinement)
+            if user is not None:  # the working directory and /tmp belong to its user
+                for owned in (directory, tmp):
+                    os.chown(owned, *user)
+        return confinement
 
     @staticmethod
     def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
@@ -433,13 +472,6 @@ class ProcessRuntime:
         smi.chmod(0o755)
         return tools
 
-    def _give_directory(self, directory: Path, confinement: Confinement) -> None:
-        """The working directory belongs to the container's user."""
-        assert self.sandbox is not None
-        user = self.sandbox.user_of(confinement)
-        if user is not None:
-            os.chown(directory, *user)
-
     def _poll(self, pod: Obj, reports: Reports) -> None:
         key = _key(pod)
         containers = self._running.get(key)
@@ -448,6 +480,7 @@ class ProcessRuntime:
         loop = asyncio.get_running_loop()
         for name, container in list(containers.items()):
             self._step(name, container, loop.time(), pod, reports)
+        self._watch_storage(pod, reports, loop.time())
         if key in self._initializing:
             if not self._initialize(pod, reports):
                 return
@@ -455,6 +488,51 @@ class ProcessRuntime:
             self._finish_pod(pod, reports)
             return
         loop.call_later(POLL_SECONDS, self._poll, pod, reports)
+
+    def _watch_storage(self, pod: Obj, reports: Reports, now: float) -> None:
+        """Measure the pod's local storage when due, off the loop (a large tree takes a
+        while), and evict it if it exceeds its limits."""
+        watch = self._storage.get(_key(pod))
+        if watch is None or watch.measuring or now < watch.due:
+            return
+        watch.measuring = True
+        task = asyncio.get_running_loop().create_task(self._measure(pod, reports, watch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _measure(self, pod: Obj, reports: Reports, watch: _StorageWatch) -> None:
+        key = _key(pod)
+        spec = pod["spec"]
+        names = [c["name"] for c in [*(spec.get("initContainers") or []), *spec["containers"]]]
+        work, logs = self.work_dir / key[0] / key[1], self.logs_dir / key[0] / key[1]
+        total, per_container = await asyncio.to_thread(usage, work, logs, names)
+        watch.measuring = False
+        watch.due = asyncio.get_running_loop().time() + self.storage_seconds
+        message = watch.limits.violation(total, per_container)
+        if message is not None and key in self._running and self._storage.get(key) is watch:
+            self._evict(pod, reports, message)
+
+    def _evict(self, pod: Obj, reports: Reports, message: str) -> None:
+        """The kubelet's eviction of a pod over its local storage: its containers get
+        SIGTERM and, after the eviction's 1 s grace period, SIGKILL (sidecars last), are
+        not started again, their working directories and ``/tmp`` are removed (as the
+        kubelet's container GC removes an evicted pod's containers; the logs stay until
+        the pod goes), and the pod is reported evicted with every run's exit code."""
+        key = _key(pod)
+        containers = self._running.pop(key)
+        self._initializing.pop(key, None)
+        self._storage.pop(key, None)
+        for container in containers.values():
+            if container.role != SIDECAR and container.process.poll() is None:
+                self._terminate(container)
+
+        def evicted() -> None:
+            codes = {name: _final_code(c) for name, c in containers.items()}
+            reports.on_evicted(pod, message, codes)
+
+        running, grace = list(containers.values()), EVICTION_GRACE_SECONDS
+        remove = partial(self._remove_files, pod, [self.work_dir])
+        self._end_in_thread(pod, running, grace, evicted, remove)
 
     def _initialize(self, pod: Obj, reports: Reports) -> bool:
         """The running init container's outcome: done with 0, the next ones start (or the
@@ -484,6 +562,7 @@ class ProcessRuntime:
         sidecars are stopped (reverse order, within the grace period), background
         children end, then the pod is reported finished with every run's exit code."""
         containers = self._running.pop(_key(pod))
+        self._storage.pop(_key(pod), None)
         running = list(containers.values())
         sidecars = any(c.role == SIDECAR and c.exit_code is None for c in running)
 
@@ -532,9 +611,13 @@ class ProcessRuntime:
         return pod_uid in self._ending or any(key[2] == pod_uid for key in self._running)
 
     def forget(self, pod: Obj) -> None:
+        self._remove_files(pod, [self.logs_dir, self.work_dir])
+
+    def _remove_files(self, pod: Obj, roots: list[Path]) -> None:
+        """The pod's files under ``roots``, unless a pod of its name runs again."""
         key = _key(pod)
-        if not any(running[:2] == key[:2] for running in self._running):  # not re-created
-            _remove_pod_files(pod, [self.logs_dir, self.work_dir])
+        if not any(running[:2] == key[:2] for running in list(self._running)):
+            _remove_pod_files(pod, roots)
 
     def stop(self, pod: Obj, on_stopped: Callable[[], None]) -> None:
         """SIGTERM to every container's processes, SIGKILL to all of them (tree and
@@ -542,6 +625,7 @@ class ProcessRuntime:
         later, shorter one shortens it); ``on_stopped`` once none is left."""
         key = _key(pod)
         containers = self._running.pop(key, None)
+        self._storage.pop(key, None)
         grace = grace_seconds(pod)
         if key[2] in self._ending:  # already ending (finished, or stopped before)
             self._ending[key[2]].append(on_stopped)
@@ -559,16 +643,24 @@ class ProcessRuntime:
         self._end_in_thread(pod, list(containers.values()), grace, on_stopped)
 
     def _end_in_thread(
-        self, pod: Obj, containers: list[_Container], grace: float, then: Callable[[], None]
+        self,
+        pod: Obj,
+        containers: list[_Container],
+        grace: float,
+        then: Callable[[], None],
+        cleanup: Callable[[], None] | None = None,
     ) -> None:
         """End ``containers`` off the loop (waiting ``grace`` seconds for them to exit
-        first), then run ``then`` and whatever else waits for this pod, on the loop."""
+        first) and run ``cleanup`` there, then run ``then`` and whatever else waits for
+        this pod, on the loop."""
         uid = _key(pod)[2]
         self._ending[uid] = [then]
         self._grace_until[uid] = time.monotonic() + grace
 
         async def end() -> None:
             await asyncio.to_thread(self._end, containers, lambda: self._grace_until.get(uid, 0.0))
+            if cleanup is not None:
+                await asyncio.to_thread(cleanup)
             self._grace_until.pop(uid, None)
             for callback in self._ending.pop(uid, []):
                 callback()
@@ -590,11 +682,11 @@ class ProcessRuntime:
                 self._terminate(container)
                 _wait_for(container.process, grace_until)
         for container in containers:
-            self.limits.kill(container.group)
+            self.limits.kill(*container.group)
             processes.end_processes(partial(self._members, container), container.process.poll)
             with contextlib.suppress(subprocess.TimeoutExpired):  # reap it: killed (cgroup.kill)
                 container.process.wait(timeout=5)  # leaders can be zombies not yet collected
-            self.limits.release(container.group)
+            self.limits.release(*container.group)
 
     @staticmethod
     def _members(container: _Container) -> set[int]:
@@ -609,6 +701,7 @@ class ProcessRuntime:
         not (SIGTERM, then SIGKILL to everything carrying its marker after 2 s)."""
         containers = [c for running in self._running.values() for c in running.values()]
         self._running.clear()
+        self._storage.clear()
         for container in containers:
             self._terminate(container)
         until = time.monotonic() + 2.0
@@ -622,6 +715,7 @@ class ProcessRuntime:
         self.limits.close()
 
     def _kill(self, key: tuple[str, str, str]) -> None:
+        self._storage.pop(key, None)
         containers = list((self._running.pop(key, None) or {}).values())
         self._end(containers, time.monotonic)
 

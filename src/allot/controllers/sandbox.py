@@ -8,6 +8,13 @@ A container gets what a container runtime would give it, and nothing of the plat
   family, ``/sys``, and the Python installation allot runs from, so ``python`` works),
   a fresh ``/dev`` with only the device nodes of its claimed GPUs, a private ``/proc``,
   ``/tmp`` and writable working directory ``/pod`` (also ``HOME``);
+* nothing writable in RAM but a 64 MiB ``/dev/shm`` (a container runtime's default): the
+  sandbox's root and ``/dev`` are remounted read-only (bwrap makes them in RAM, writable
+  by the user it maps when allot is not root), and ``/tmp`` is a directory of the
+  container's on disk beside ``/pod``, so it counts against ``ephemeral-storage``
+  (``allot.controllers.localstorage``) as a container's ``/tmp`` does on a node;
+* its pod's process limit as ``RLIMIT_NPROC``, set inside where no cgroup holds it
+  (``allot.controllers.limits``);
 * none of allot's data directory (kubeconfigs, tokens, the store, the audit log, other
   pods' directories and logs): it is not bound, and masked where it lies inside a bound
   directory;
@@ -39,6 +46,12 @@ from allot.types import Obj
 
 NOBODY = 65534
 WORKDIR = "/pod"
+SHM_BYTES = 64 * 2**20  # containerd's and Docker's /dev/shm
+# sets RLIMIT_NPROC and execs the rest, where util-linux's prlimit is missing
+NPROC_EXEC = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execvp(sys.argv[2], sys.argv[2:])"
+)
 TOOLS_DIR = "/.allot/bin"
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/sys")
 LINKED_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -70,6 +83,8 @@ class Confinement:
 
     hostname: str
     directory: Path
+    tmp: Path | None = None  # what /tmp is (None: a 64 MiB tmpfs)
+    nproc: int | None = None  # RLIMIT_NPROC to set inside (None: a cgroup bounds it)
     tools: Path | None = None
     device_nodes: list[Path] = field(default_factory=list)
     gpu_buses: list[str] = field(default_factory=list)
@@ -131,6 +146,7 @@ class Sandbox:
     setpriv: str | None
     hidden: Sequence[Path]
     as_root: bool = field(default_factory=lambda: os.geteuid() == 0)
+    prlimit: str | None = field(default_factory=lambda: shutil.which("prlimit"))
 
     @classmethod
     def find(cls, hidden: Sequence[Path]) -> Sandbox:
@@ -154,10 +170,12 @@ class Sandbox:
             *self._namespaces(confinement),
             *self._filesystem(confinement),
             *self._devices(confinement),
+            *self._read_only(confinement),
             "--chdir",
             WORKDIR,
             "--",
             *self._identity(confinement),
+            *self._process_limit(confinement),
             *argv,
         ]
 
@@ -201,7 +219,11 @@ class Sandbox:
     def _filesystem(self, confinement: Confinement) -> list[str]:
         # /proc and /tmp first: an interpreter or mount under /tmp (a venv in a scratch
         # clone) is bound on top of the private /tmp, not hidden by it
-        args = ["--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+        args = ["--proc", "/proc"]
+        if confinement.tmp is not None:
+            args += ["--bind", str(confinement.tmp), "/tmp"]
+        else:
+            args += ["--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/tmp"]
         for directory in LINKED_DIRS:
             if os.path.islink(directory):
                 args += ["--symlink", os.readlink(directory), directory]
@@ -219,23 +241,51 @@ class Sandbox:
         for mount in confinement.mounts:
             args += _parents(mount.target)
             args += ["--ro-bind" if mount.read_only else "--bind", mount.source, mount.target]
-        for hidden in self.hidden:  # the data directory never shows, wherever it lies
-            if _inside(str(hidden), [*bound, *(m.source for m in confinement.mounts)]):
-                args += ["--tmpfs", str(hidden)]
+        for hidden in self._masks(confinement, bound):  # the data directory never shows
+            args += ["--tmpfs", hidden]
         return args
+
+    def _masks(self, confinement: Confinement, bound: Sequence[str] | None = None) -> list[str]:
+        """The hidden directories that lie inside what the sandbox binds (system and
+        Python directories, ``hostPath`` mounts): each gets an empty tmpfs on top."""
+        if bound is None:
+            bound = [d for d in (*SYSTEM_DIRS, *_python_dirs()) if os.path.isdir(d)]
+        visible = [*bound, *(m.source for m in confinement.mounts)]
+        return [str(hidden) for hidden in self.hidden if _inside(str(hidden), visible)]
 
     def _devices(self, confinement: Confinement) -> list[str]:
         if confinement.privileged:
             return ["--dev-bind", "/dev", "/dev"]
-        args = ["--dev", "/dev"]
+        args = ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
         for node in confinement.device_nodes:
             args += ["--dev-bind", str(node), str(node)]
-        gpus = Path("/proc/driver/nvidia/gpus")
-        if confinement.device_nodes and gpus.is_dir():  # other GPUs' entries hidden too
+        gpus = _gpus_mask(confinement)
+        if gpus is not None:  # other GPUs' entries hidden too
             args += ["--tmpfs", str(gpus)]
             for bus in confinement.gpu_buses:
                 args += ["--ro-bind", str(gpus / bus), str(gpus / bus)]
         return args
+
+    def _read_only(self, confinement: Confinement) -> list[str]:
+        """Last: the sandbox's root, ``/dev`` and the masks read-only (bwrap makes them
+        tmpfs; without root they belong to the user it maps, who could fill RAM)."""
+        args = ["--remount-ro", "/"]
+        if not confinement.privileged:
+            args += ["--remount-ro", "/dev"]
+        gpus = _gpus_mask(confinement)
+        for mask in [*self._masks(confinement), *([str(gpus)] if gpus else [])]:
+            args += ["--remount-ro", mask]
+        return args
+
+    def _process_limit(self, confinement: Confinement) -> list[str]:
+        """``RLIMIT_NPROC`` set inside the sandbox, after its user namespace exists: the
+        kernel counts it per user namespace (each container without root; per user id as
+        root), and set outside it would count every process of allot's user."""
+        if confinement.nproc is None:
+            return []
+        if self.prlimit is not None:
+            return [self.prlimit, f"--nproc={confinement.nproc}", "--"]
+        return [sys.executable, "-I", "-S", "-c", NPROC_EXEC, str(confinement.nproc)]
 
     def _identity(self, confinement: Confinement) -> list[str]:
         user = self.user_of(confinement)
@@ -259,6 +309,13 @@ class Sandbox:
     def _drop_capabilities(self) -> list[str]:
         assert self.setpriv is not None
         return [self.setpriv, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+def _gpus_mask(confinement: Confinement) -> Path | None:
+    """``/proc/driver/nvidia/gpus``, where a container with real GPUs gets an empty tmpfs
+    over it with only its own GPUs' entries bound in."""
+    gpus = Path("/proc/driver/nvidia/gpus")
+    return gpus if confinement.device_nodes and gpus.is_dir() else None
 
 
 def _first_int(*values: Any) -> int | None:

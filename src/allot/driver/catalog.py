@@ -160,6 +160,14 @@ def _uuid(prefix: str, *parts: object) -> str:
     return f"{prefix}-{uuid.uuid5(NAMESPACE, '/'.join(str(p) for p in parts))}"
 
 
+def created_mig_uuid(parent_uuid: str, device: str) -> str:
+    """The UUID of a MIG device the driver creates when it prepares it (DynamicMIG: the
+    published device has none, NVML gives one once the GPU instance exists): ``MIG-``
+    and a name-based UUID of the parent GPU's UUID and the device's name, which carries
+    the profile and placement, so one placement on one GPU always gets the same UUID."""
+    return _uuid("MIG", parent_uuid, device)
+
+
 def simulated_gpus(
     model: GpuModel,
     node: str,
