@@ -40,9 +40,10 @@ claims change. Where its claims' devices did not fit (``cannot allocate all clai
 allot adds a ``CannotAllocate`` Event per request saying why, device by device
 (:mod:`allot.allocator.explain`), restricted for a tenant's pod to what the tenant may see
 (the entitlement's ``audience``); it is worked out only when the condition's message
-changes, never on a retry that changes nothing. Slices, classes and allocated state come from the platform's DRA index
-(:mod:`allot.dra`), fed from store events before this scheduler sees them; the allocator
-is updated in place with the slices and classes that changed, never rebuilt.
+changes, never on a retry that changes nothing. Slices, classes and allocated state come
+from the platform's DRA index (:mod:`allot.dra`), fed from store events before this
+scheduler sees them; the allocator is updated in place with the slices and classes that
+changed, never rebuilt.
 """
 
 from __future__ import annotations
