@@ -306,6 +306,16 @@ class DraIndex:
                 errors[name] = str(err)
         return Verdict(frozenset(selected), errors)
 
+    def devices_of(self, classes: Iterable[str]) -> frozenset[DeviceKey]:
+        """Every published device one of ``classes`` selects, as ``(driver, pool, device)``."""
+        wanted = list(classes)
+        return frozenset(
+            (entry.driver, entry.pool, device)
+            for name, entry in self.slices.items()
+            for device_class in wanted
+            for device in self.selected(device_class, name)
+        )
+
     def classes_of(self, slice_name: str, device_name: str) -> tuple[str, ...]:
         """The classes selecting a device, by class name."""
         return tuple(c for c in sorted(self.classes) if device_name in self.selected(c, slice_name))
