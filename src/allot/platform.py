@@ -121,7 +121,8 @@ def build(
     registry.assemble(
         [
             *registry.mutating_plugins(),  # pods carry their priority into the guard's twin
-            TenantGuard(registry.handlers, directory),  # tenants' writes, before any other
+            # tenants' writes, before any other
+            TenantGuard(registry.handlers, directory, registry.retained_bytes),
             *registry.standard_plugins(),
             RevokedClaimsAdmission(entitlements),
         ]

@@ -7,7 +7,7 @@ of all clusters, as before), 48 rewrites of one tenant's 1 MB ConfigMap grew the
 its own backing store, within two bounds:
 
 - at most :data:`EVENT_RETENTION` events and the cluster's byte budget (``bound``; for a
-  tenant an eighth of its storage quota, set by the tenant controller; else
+  tenant a 16th of its storage quota, set by the tenant controller; else
   :data:`DEFAULT_BUDGET_BYTES`): past either, the cluster's oldest events are compacted
   away, down to :data:`COMPACT_TO` of the bound, as etcd compacts old revisions;
 - the cluster's *compacted revision* rises with it: a watch of that cluster from an older
@@ -89,11 +89,15 @@ class History:
         return history
 
     def bound(self, cluster: str, size: int | None) -> None:
-        """The most bytes of events ``cluster`` keeps (None: the default)."""
+        """The most bytes of events ``cluster`` keeps (None: the default), compacting
+        its history at once if it holds more."""
         if size is None:
             self.budgets.pop(cluster, None)
         else:
             self.budgets[cluster] = max(0, size)
+        retained = self.clusters.get(cluster)
+        if retained is not None:
+            retained.events, retained.size = self._within(cluster, retained, 0)
 
     def floor(self, cluster: str) -> int:
         """The cluster's compacted revision: a watch from an older version gets 410."""
@@ -121,24 +125,30 @@ class History:
         retained = self.clusters.get(cluster)
         if retained is None:
             retained = self.clusters[cluster] = Retained()
-        events, total = retained.events + 1, retained.size + size
+        retained.events, retained.size = self._within(cluster, retained, size)
+
+    def _within(self, cluster: str, retained: Retained, size: int) -> tuple[int, int]:
+        """The cluster's events and bytes with one more event of ``size`` bytes (0: none),
+        compacted if that is past a bound."""
+        events, total = retained.events + (1 if size else 0), retained.size + size
         budget = self.budgets.get(cluster, DEFAULT_BUDGET_BYTES)
         if events > EVENT_RETENTION or total > budget:
-            events, total = self._compact(cluster, retained, events, total, budget)
-        retained.events, retained.size = events, total
+            return self._compact(cluster, retained, events, total, budget)
+        return events, total
 
     def _compact(
         self, cluster: str, retained: Retained, events: int, total: int, budget: int
     ) -> tuple[int, int]:
         """Remove the cluster's oldest events until :data:`COMPACT_TO` of both bounds is
-        left (its newest event always stays); the events and bytes left."""
+        left (all of them if need be: a watch from the newest version still resumes); the
+        events and bytes left."""
         most_events, most_bytes = int(EVENT_RETENTION * COMPACT_TO), int(budget * COMPACT_TO)
         cutoff = 0
         rows = self.db.execute(
             "SELECT rv, size FROM events WHERE cluster=? ORDER BY rv", (cluster,)
         )
         for rv, row_size in rows:
-            if (events <= most_events and total <= most_bytes) or events <= 1:
+            if events <= most_events and total <= most_bytes:
                 break
             cutoff, events, total = rv, events - 1, total - (row_size or 0)
         rows.close()

@@ -246,10 +246,10 @@ class Store:
             return self._history.retained_bytes(cluster)
 
     def bound_history(self, cluster: str, size: int | None) -> None:
-        """The most bytes of events ``cluster`` keeps (None: the default); applied at its
-        next write (``allot.store.history``)."""
+        """The most bytes of events ``cluster`` keeps (None: the default), its history
+        compacted at once if it holds more (``allot.store.history``)."""
         with self._lock:
-            self._history.bound(cluster, size)
+            self._in_transaction(lambda: self._history.bound(cluster, size))
 
     def close(self) -> None:
         with self._lock:
@@ -1014,14 +1014,15 @@ class Store:
                 current = self._objects.get(key)
                 if current is not None:
                     self._remove(key, clone_document(current))
-            self._forget_history(cluster)
+            # its events go too (the watches heard of the deletes already)
+            self._in_transaction(lambda: self._history.forget(cluster))
             return len(keys)
 
-    def _forget_history(self, cluster: str) -> None:
-        """A dropped cluster's events go too (the watches heard of the deletes already)."""
+    def _in_transaction(self, change: Callable[[], None]) -> None:
+        """Run ``change`` (statements that write no object) in the turn's transaction."""
         commit_now = self._commits.begin()
         try:
-            self._history.forget(cluster)
+            change()
         except sqlite3.Error as err:
             raise self._commits.abandon(err) from None
         finally:
