@@ -38,6 +38,7 @@ from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
 from allot.controllers.endpoints import EndpointsController, EndpointSliceController
 from allot.controllers.ephemeral import EphemeralVolumeController
+from allot.controllers.eventretention import EventRetention
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.nodeagent import DevicePreparer, NodeAgent
@@ -165,6 +166,7 @@ def build(
                 driver_gates,
             ),
             PodGarbageCollector(context),
+            EventRetention(context),
             ops.recorder,
             KubernetesService(
                 ClusterContexts(context, "kube-apiserver", directory.is_tenant),

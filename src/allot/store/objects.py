@@ -332,6 +332,10 @@ class Store:
             self._commits.observe()
             return list(self._by_resource.get((cluster, resource.key), {}).values())
 
+    def count(self, cluster: str, resource: Resource) -> int:
+        """How many objects of a resource a cluster holds (no list is made)."""
+        return len(self._by_resource.get((cluster, resource.key), ()))
+
     def scan_namespace(self, cluster: str, resource: Resource, namespace: str) -> list[Obj]:
         """:meth:`scan` of one namespace (from an index kept on every write)."""
         with self._lock:
