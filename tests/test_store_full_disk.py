@@ -9,7 +9,6 @@ and a connection wrapper fails a COMMIT as a full disk does when the WAL cannot 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import sqlite3
 from pathlib import Path
@@ -23,16 +22,9 @@ from allot.store import Resource, Store
 from allot.store.errors import DiskFull, NotFound
 from allot.store.objects import WatchEvent
 from bench.scheduler import _client
+from tests.test_store import _store
 
-NAMESPACES = Resource("", "namespaces", "Namespace", False)
 MAPS = Resource("", "configmaps", "ConfigMap", True)
-CLOCK = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
-
-
-def _store(path: Path) -> Store:
-    store = Store(path / "state.db", clock=lambda: CLOCK, seed=1)
-    store.create("host", NAMESPACES, {"metadata": {"name": "default"}})
-    return store
 
 
 def _map(name: str, size: int = 10) -> dict[str, Any]:

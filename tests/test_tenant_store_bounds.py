@@ -9,11 +9,9 @@ The store and the audit are exercised directly; the quota in an in-process platf
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from allot.registry.requests import Target
 from allot.registry.resources import by_kind
 from allot.store import Resource, Store
 from allot.store.errors import Expired
-from tests.queueing_platform import host, settle, start, stop
+from tests.queueing_platform import host, run_with_platform, settle
 
 NAMESPACES = Resource("", "namespaces", "Namespace", False)
 MAPS = Resource("", "configmaps", "ConfigMap", True)
@@ -168,12 +166,4 @@ def test_a_tenants_history_and_audit_count_against_its_storage_quota() -> None:
         assert "exceeded quota: tenant-storage, requested: bytes=" in refused.value.cause
         assert "their watch history and the admission audit" in refused.value.cause
 
-    async def main() -> None:
-        with tempfile.TemporaryDirectory() as directory:
-            api = await start(Path(directory))
-            try:
-                await scenario(api)
-            finally:
-                await stop(api)
-
-    asyncio.run(main())
+    run_with_platform(scenario)
