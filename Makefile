@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tenancy
 	$(BIN)/python -m bench.workloads
 	$(BIN)/python -m bench.operations
+	$(BIN)/python -m bench.memory
 	$(BIN)/python -m bench.doctor
 	$(BIN)/python -m bench.startup
 	$(BIN)/python -m bench.traces

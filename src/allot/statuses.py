@@ -167,6 +167,32 @@ def _namespace_terminating(err: Exception) -> Status:
     return Status(status="Failure", message=str(err), reason="Forbidden", code=403, details=details)
 
 
+def _unwritable(err: Exception) -> Status:
+    """The store could not write (a full disk): upstream answers etcd's ``database space
+    exceeded`` as an internal error (500, ``Internal error occurred: etcdserver: mvcc:
+    database space exceeded``), and so does allot, naming what is full instead. 500 rather
+    than 507, which no Kubernetes client knows: kubectl prints ``Error from server
+    (InternalError): Internal error occurred: the platform's disk is full``."""
+    assert isinstance(err, storeerrors.Unwritable)
+    remedy = (
+        "free space on the filesystem of its data directory"
+        if isinstance(err, storeerrors.DiskFull)
+        else "see the platform's log for the error"
+    )
+    hint = StatusCause(
+        reason=HINT_REASON,
+        message=f"hint: nothing of this request was stored and reads still work; the "
+        f"platform's owner must {remedy}",
+    )
+    return Status(
+        status="Failure",
+        message=f"Internal error occurred: {err}",
+        reason="InternalError",
+        code=500,
+        details=StatusDetails(causes=[StatusCause(message=str(err)), hint]),
+    )
+
+
 def _too_large(err: Exception) -> Status:
     return Status(status="Failure", message=str(err), reason="RequestEntityTooLarge", code=413)
 
@@ -180,6 +206,7 @@ _MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
     storeerrors.BadRequest: _store("BadRequest", 400),
     storeerrors.TooLarge: _too_large,
     storeerrors.NamespaceTerminating: _namespace_terminating,
+    storeerrors.Unwritable: _unwritable,
     ObjectTooLargeError: _too_large,
     InvalidObjectError: _invalid,
     StrictDecodingError: _strict,

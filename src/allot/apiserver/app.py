@@ -207,7 +207,10 @@ class ApiServer:
                 )
                 response = _status_response(err)
             # no answer leaves before the writes it may tell of are committed
-            await self.registry.store.committed()
+            try:
+                await self.registry.store.committed()
+            except StoreError as err:  # lost (a full disk): the answer told of phantoms
+                response = _status_response(err)
             return response
 
         return endpoint

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from allot.apiserver.lock import DataDirLocked, running
+from allot.apiserver.lock import DataDirLocked, DataDirUnwritable, running
 from allot.cli.options import add_data_dir, quota_percent
 from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
@@ -34,6 +34,7 @@ from allot.kube.errors import KubeError
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
+from allot.store.errors import Unwritable
 
 DEFAULT_PORT = 6443
 PORT_ENV = "ALLOT_PORT"  # the default of --port, read when the command runs
@@ -273,7 +274,7 @@ def run_up(args: argparse.Namespace) -> int:
         serve(args.data_dir, args.host, args.port, announce, publish, build=build, on_ready=ready)
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal
-    except DataDirLocked as err:
+    except (DataDirLocked, DataDirUnwritable, Unwritable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except OSError as err:
