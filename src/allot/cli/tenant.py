@@ -35,6 +35,7 @@ from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.kubeengine.datadir import EmbeddedOnly, check_embedded
 from allot.manifests.documents import ManifestError, read_yaml_file
 from allot.tenancy.values import ValuesError, tenant_document
 from allot.types import Obj
@@ -99,7 +100,19 @@ def register(subparsers: Any) -> None:
         add_data_dir(parser)
 
 
+def _embedded(args: argparse.Namespace) -> bool:
+    """Whether the data directory is the embedded engine's; says why not on stderr."""
+    try:
+        check_embedded(args.data_dir, "tenants")
+    except EmbeddedOnly as err:
+        print(f"error: {err}", file=sys.stderr)
+        return False
+    return True
+
+
 def run_create(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     try:
         document = _read_values(args.values) if args.values else {}
         tenant, warnings = tenant_document(args.name, document)
@@ -174,6 +187,8 @@ def _wait_ready(client: Client, name: str, timeout: float) -> Obj:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     try:
         tenants = platform_client(args.data_dir).list(API_VERSION, "Tenant")
     except KubeError as err:
@@ -211,6 +226,8 @@ TENANT_COLUMNS = [
 
 
 def run_connect(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     path = args.data_dir / "kubeconfigs" / f"{args.name}.yaml"
     if args.name == "host" or not path.exists():
         print(
@@ -279,6 +296,8 @@ def _forget_context(tenant: str, data_dir: Path) -> None:
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     try:
         client = platform_client(args.data_dir)
         client.delete(API_VERSION, "Tenant", args.name)
