@@ -1,7 +1,9 @@
 """``allot up`` and ``allot kubeconfig``: run the embedded platform, print kubeconfigs.
 
 ``allot up [--data-dir DIR] [--port N]`` serves the host cluster over HTTPS on loopback
-in the foreground until Ctrl-C, after printing where each cluster's kubeconfig is.
+in the foreground until Ctrl-C, after printing where each cluster's kubeconfig is;
+``--engine kubernetes`` runs real Kubernetes 1.36 instead (:mod:`allot.cli.kubeup`), and
+neither engine starts on a data directory the other made (:mod:`allot.kubeengine.datadir`).
 Restarting on the same data directory keeps every object; a second ``allot up`` on a
 directory that is being served is refused (``allot.apiserver.lock``). Everything is checked
 before anything is written: flags, the fleet, NVML for local GPUs, the lock, the port.

@@ -211,6 +211,8 @@ def _build_target(go: str, target: Target, tools: Path, output: Path, log_path: 
                 elapsed = int(time.monotonic() - started)
                 _say(f"  {names}: {compiled[0]} of {total} packages compiled, {elapsed}s")
         reader.join()
+        process.stderr.close()
+        process.wait()
     if process.returncode != 0:
         raise BuildError(
             f"building {names} failed (exit {process.returncode}); the log is {log_path}: "

@@ -95,10 +95,11 @@ def start(
 ) -> RealCluster:
     """Start the real engine on ``data_dir`` (see the module's docstring)."""
     options = options or Options()
+    data_dir = data_dir.absolute()  # kubeconfigs resolve relative paths from their own place
     if host not in ("127.0.0.1", "localhost"):
         raise ValueError(f"the kubernetes engine serves on 127.0.0.1 only, not {host!r}")
-    binaries = locate(env)
     check_engine(data_dir, KUBERNETES)
+    binaries = locate(env)
     lock = DataDirLock(data_dir).acquire()
     try:
         ports = _ports(port)
