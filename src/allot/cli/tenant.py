@@ -38,6 +38,7 @@ from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.kubeengine.datadir import EmbeddedOnly, check_embedded
 from allot.manifests.documents import ManifestError, read_yaml_file
 from allot.tenancy.values import ValuesError, merged, tenant_document
 from allot.types import Obj
@@ -114,6 +115,16 @@ def register(subparsers: Any) -> None:
         add_data_dir(parser)
 
 
+def _embedded(args: argparse.Namespace) -> bool:
+    """Whether the data directory is the embedded engine's; says why not on stderr."""
+    try:
+        check_embedded(args.data_dir, "tenants")
+    except EmbeddedOnly as err:
+        print(f"error: {err}", file=sys.stderr)
+        return False
+    return True
+
+
 def run_create(args: argparse.Namespace) -> int:
     refusal = vclusterflags.platform_flag_problem(args) or vclusterflags.namespace_problem(
         args.name, args.namespace, creating=True
@@ -121,6 +132,8 @@ def run_create(args: argparse.Namespace) -> int:
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
+    if not _embedded(args):
+        return 1
     note = vclusterflags.ignored_note(args)
     if note:
         print(note, file=sys.stderr)
@@ -221,6 +234,8 @@ def _wait_ready(client: Client, name: str, timeout: float) -> Obj:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     try:
         tenants = platform_client(args.data_dir).list(API_VERSION, "Tenant")
     except KubeError as err:
@@ -258,6 +273,8 @@ TENANT_COLUMNS = [
 
 
 def run_connect(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     path = args.data_dir / "kubeconfigs" / f"{args.name}.yaml"
     if args.name == "host" or not path.exists():
         print(
@@ -335,6 +352,8 @@ def _forget_context(tenant: str, data_dir: Path) -> None:
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     try:
         client = platform_client(args.data_dir)
         client.delete(API_VERSION, "Tenant", args.name)

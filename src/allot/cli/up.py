@@ -1,7 +1,9 @@
 """``allot up`` and ``allot kubeconfig``: run the embedded platform, print kubeconfigs.
 
 ``allot up [--data-dir DIR] [--port N]`` serves the host cluster over HTTPS on loopback
-in the foreground until Ctrl-C, after printing where each cluster's kubeconfig is.
+in the foreground until Ctrl-C, after printing where each cluster's kubeconfig is;
+``--engine kubernetes`` runs real Kubernetes 1.36 instead (:mod:`allot.cli.kubeup`), and
+neither engine starts on a data directory the other made (:mod:`allot.kubeengine.datadir`).
 Restarting on the same data directory keeps every object; a second ``allot up`` on a
 directory that is being served is refused (``allot.apiserver.lock``). Everything is checked
 before anything is written: flags, the fleet, NVML for local GPUs, the lock, the port.
@@ -31,6 +33,7 @@ from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
+from allot.kubeengine.datadir import EMBEDDED, ENGINES, KUBERNETES, EngineMismatch, check_engine
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
@@ -56,6 +59,14 @@ def register(subparsers: Any) -> None:
         f"default: ${PORT_ENV}, else {DEFAULT_PORT})",
     )
     up.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.1 or ::1)")
+    up.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=EMBEDDED,
+        help="embedded: allot's own API server and control plane; kubernetes: real "
+        "Kubernetes 1.36 (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, "
+        "kwok for the nodes) from `make kube` or $ALLOT_KUBE_BIN",
+    )
     up.add_argument(
         "--fleet",
         type=Path,
@@ -227,9 +238,22 @@ def run_up(args: argparse.Namespace) -> int:
         if args.unsandboxed and args.runtime != "process":
             raise ValueError("--unsandboxed applies to --runtime process only")
         fleet = data_dir_fleet(args.data_dir, args.fleet)
+        if args.engine == KUBERNETES:
+            from allot.cli.kubeup import check_options
+
+            check_options(args)
     except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.engine == KUBERNETES:
+        from allot.cli.kubeup import run_kubernetes
+
+        return run_kubernetes(args, fleet)
+    try:
+        check_engine(args.data_dir, EMBEDDED)
+    except EngineMismatch as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     try:
         if any(pool.local for pool in fleet.pools):
             check_available()
@@ -251,7 +275,7 @@ def run_up(args: argparse.Namespace) -> int:
         )
 
     def publish(endpoint: Endpoint) -> None:
-        _publish(endpoint.kubeconfigs["host"], fleet)
+        publish_fleet(endpoint.kubeconfigs["host"], fleet)
 
     def ready() -> None:
         print("Ctrl-C stops it.", flush=True)  # last: the platform is ready for kubectl
@@ -296,7 +320,8 @@ def host_client(kubeconfig: Path) -> Client:
     return Client.from_kubeconfig(kubeconfig, own_context(HOST_CLUSTER))
 
 
-def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
+def publish_fleet(kubeconfig: Path, fleet: Fleet) -> bool:
+    """Publish ``fleet`` into the host cluster (either engine's) and say what changed."""
     try:
         client = host_client(kubeconfig)
     except KubeError as err:
@@ -361,7 +386,7 @@ def run_fleet_scale(args: argparse.Namespace) -> int:
         print(f"error: {PlatformNotRunning(args.data_dir)}", file=sys.stderr)
         print("the fleet file is saved; it is applied when the platform starts", file=sys.stderr)
         return 1
-    if not _publish(kubeconfig, fleet):
+    if not publish_fleet(kubeconfig, fleet):
         return 1
     return 0
 

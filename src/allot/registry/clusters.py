@@ -46,6 +46,10 @@ HOST_CLUSTER = "host"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+STORE_FILE = "state.db"
+"""The embedded engine's store in its data directory (what marks a directory as its)."""
+
+
 def write_private(path: Path, data: bytes) -> None:
     """Write a file only its owner may read (tokens, keys, kubeconfigs)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +67,7 @@ class Registry:
         self.data_dir = data_dir
         self.logs_dir = data_dir / "logs"
         self.clock = clock
-        self.store = Store(data_dir / "state.db", clock=clock)
+        self.store = Store(data_dir / STORE_FILE, clock=clock)
         self.tokens = Tokens(data_dir / "tokens.json")
         self.service_account_tokens = ServiceAccountTokens(
             data_dir / "serviceaccount-tokens.json", clock
