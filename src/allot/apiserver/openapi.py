@@ -77,6 +77,10 @@ PATCH_MERGE_KEYS: dict[tuple[str, str], str] = {
 schemas to send item-wise patches (removals as ``$patch: delete``) instead of whole lists.
 Only lists the server's strategic merge (:mod:`allot.registry.patching`) merges the same
 way are listed."""
+PATCH_RETAIN_KEYS = {("DeploymentSpec", "strategy"), ("PodSpec", "volumes")}
+"""The fields upstream tags ``patchStrategy:"retainKeys"`` (``"merge,retainKeys"`` for the
+volumes): kubectl's client-side apply sends ``$retainKeys`` with them, which the server
+applies, so a Deployment switched to ``Recreate`` drops its ``rollingUpdate``."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,13 +102,10 @@ def _components() -> dict[str, Any]:
         for name, schema in renamed.items():
             if name.endswith(f".{model}") and field in schema.get("properties", {}):
                 schema["properties"][field]["description"] = description
-    for (model, field), key in PATCH_MERGE_KEYS.items():
+    for model, field in sorted({*PATCH_MERGE_KEYS, *PATCH_RETAIN_KEYS}):
         for name, schema in renamed.items():
             if name.endswith(f".{model}") and field in schema.get("properties", {}):
-                patch_meta = {"x-kubernetes-patch-strategy": "merge"}
-                if key:
-                    patch_meta["x-kubernetes-patch-merge-key"] = key
-                schema["properties"][field].update(patch_meta)
+                schema["properties"][field].update(_patch_meta(model, field))
     _list_types(renamed)
     renamed[SCALE]["x-kubernetes-group-version-kind"] = [dict(SCALE_GVK)]
     for resource in resources.built_in_resources():
@@ -113,6 +114,22 @@ def _components() -> dict[str, Any]:
             {"group": resource.group, "kind": resource.kind, "version": resource.version}
         ]
     return renamed
+
+
+def _patch_meta(model: str, field: str) -> dict[str, str]:
+    """A field's ``x-kubernetes-patch-strategy`` and ``-merge-key``, as upstream's tags."""
+    strategies = [
+        strategy
+        for strategy, tagged in (
+            ("merge", (model, field) in PATCH_MERGE_KEYS),
+            ("retainKeys", (model, field) in PATCH_RETAIN_KEYS),
+        )
+        if tagged
+    ]
+    meta = {"x-kubernetes-patch-strategy": ",".join(strategies)}
+    if key := PATCH_MERGE_KEYS.get((model, field)):
+        meta["x-kubernetes-patch-merge-key"] = key
+    return meta
 
 
 def _list_types(renamed: dict[str, Any]) -> None:
