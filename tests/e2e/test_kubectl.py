@@ -216,6 +216,23 @@ def test_explain_uses_the_served_schemas(cluster: Cluster) -> None:
     assert "ordered alternatives under 'firstAvailable'" in " ".join(out.split())
 
 
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("tenant.spec", "Labels of the host DeviceClasses the tenant may claim from"),
+        ("tenant.spec.sharing", "Tenants of the same cohort lend each other"),
+        ("resourceclaim.spec", "What the claim asks for"),
+        ("resourceclaim", "The group and version this object is written in"),
+    ],
+)
+def test_explain_describes_tenants_and_claims(cluster: Cluster, path: str, says: str) -> None:
+    """Issue 28: ``<no description>`` under tenant.spec, ``<empty>`` for resourceclaim.spec."""
+    out = cluster.kubectl("explain", path).stdout
+    assert "<no description>" not in out, out
+    assert "<empty>" not in out, out
+    assert says in " ".join(out.split())
+
+
 def test_watch_and_wait(cluster: Cluster, tmp_path: Path) -> None:
     for name, container in (("qwen-inference", "vllm"), ("embedding-service", "embedder")):
         cluster.kubectl(

@@ -23,7 +23,7 @@ from pydantic.json_schema import models_json_schema
 from allot.api.autoscaling_v1 import Scale
 from allot.managedfields.schema import ATOMIC_STRUCTS, LIST_TYPES
 from allot.registry import resources
-from allot.registry.descriptions import FIELD_DESCRIPTIONS
+from allot.registry.descriptions import FIELD_DESCRIPTIONS, OBJECT_FIELDS, TYPE_DESCRIPTIONS
 
 _MODULE_PREFIX = {
     "allot.api.resource_v1": "io.k8s.api.resource.v1",
@@ -98,10 +98,7 @@ def _components() -> dict[str, Any]:
     for short, full in sorted(names.items(), key=lambda kv: -len(kv[0])):
         text = text.replace(f'"#/components/schemas/{short}"', f'"#/components/schemas/{full}"')
     renamed = {names.get(k, k): _openapi3(v) for k, v in json.loads(text).items()}
-    for (model, field), description in FIELD_DESCRIPTIONS.items():
-        for name, schema in renamed.items():
-            if name.endswith(f".{model}") and field in schema.get("properties", {}):
-                schema["properties"][field]["description"] = description
+    _describe(renamed)
     for model, field in sorted({*PATCH_MERGE_KEYS, *PATCH_RETAIN_KEYS}):
         for name, schema in renamed.items():
             if name.endswith(f".{model}") and field in schema.get("properties", {}):
@@ -113,7 +110,37 @@ def _components() -> dict[str, Any]:
         entry["x-kubernetes-group-version-kind"] = [
             {"group": resource.group, "kind": resource.kind, "version": resource.version}
         ]
+        for field, description in OBJECT_FIELDS.items():
+            if field in entry.get("properties", {}):
+                entry["properties"][field].setdefault("description", description)
+    for schema in renamed.values():
+        for field, prop in schema.get("properties", {}).items():
+            schema["properties"][field] = _ref_alone(prop)
     return renamed
+
+
+def _describe(renamed: dict[str, Any]) -> None:
+    """:mod:`allot.registry.descriptions` on the schemas: a type's own description (it
+    replaces the model's docstring, which is written for developers) and its fields'."""
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for name, schema in renamed.items():
+        by_model.setdefault(name.rsplit(".", 1)[-1], []).append(schema)
+    for model, description in TYPE_DESCRIPTIONS.items():
+        for schema in by_model.get(model, []):
+            schema["description"] = description
+    for (model, field), description in FIELD_DESCRIPTIONS.items():
+        for schema in by_model.get(model, []):
+            if field in schema.get("properties", {}):
+                schema["properties"][field]["description"] = description
+
+
+def _ref_alone(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property whose ``$ref`` has siblings (a description, patch metadata) as
+    ``allOf: [{$ref}]`` beside them: OpenAPI 3.0 ignores a reference's siblings, and so
+    does ``kubectl explain`` (it printed ``<empty>`` for ``resourceclaim.spec``)."""
+    if "$ref" not in prop or len(prop) == 1:
+        return prop
+    return {"allOf": [{"$ref": prop["$ref"]}], **{k: v for k, v in prop.items() if k != "$ref"}}
 
 
 def _patch_meta(model: str, field: str) -> dict[str, str]:
