@@ -195,6 +195,9 @@ def test_the_demo_runs_the_walkthrough() -> None:
     )
     raised = out[out.index(order[2]) : out.index(order[3])]
     assert "  alert ClaimPendingTooLong: claim research-gpu-slice-2" in raised
+    lines = [line for line in raised.splitlines() if line.startswith("  alert ")]
+    assert sorted(set(lines)) == sorted(lines)  # each raised once (issue 28)
+    assert not [s for s in sections if "(issue " in s]  # headings for users, not the tracker
     before = out[: out.index(order[2])]
     assert "alert ClaimPendingTooLong" not in before  # not between kubectl's lines
     assert "alert " not in result.stderr
