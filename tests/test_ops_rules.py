@@ -23,7 +23,7 @@ from allot.fairshare.report import SharingSummary, TenantReport
 from allot.ops import alerts, audit
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.metrics import MetricSources, PlatformMetrics
-from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
+from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate, prometheus_rule
 from allot.platform import build
 from allot.types import rfc3339
 
@@ -462,9 +462,9 @@ def test_a_capacity_alert_lasts_through_a_release_the_next_allocation_undoes(
     last device, the next took it half a second later, and an evaluation in between ended
     the alert, which the next raised again. A settling rule's alert ends only once its
     condition has stayed gone for ``settle_seconds``; a pending claim's ends at once."""
-    low = alerts.Firing("DeviceClassLowFree", "warning", "", "DeviceClass", "", "gpu", "0 free")
-    pending = alerts.Firing("ClaimPendingTooLong", "warning", "t", "ResourceClaim", "n", "c", "p")
-    script: list[list[alerts.Firing]] = [[low, pending], [], [low], [], [], []]
+    low = Firing("DeviceClassLowFree", "warning", "", "DeviceClass", "", "gpu", "0 free")
+    pending = Firing("ClaimPendingTooLong", "warning", "t", "ResourceClaim", "n", "c", "p")
+    script: list[list[Firing]] = [[low, pending], [], [low], [], [], []]
     monkeypatch.setattr(alerts, "evaluate", lambda inputs, settings: script.pop(0))
     clock = FakeClock()
     with tempfile.TemporaryDirectory() as directory:
