@@ -156,7 +156,7 @@ class AdmissionChain:
                 raise
             info_model = _model_for(cluster, body)
             cleaned = strip_unknown(info_model, body) if info_model else body
-            warnings = [] if mode == "Ignore" else unknown
+            warnings = [] if mode == "Ignore" else [*unknown, *err.hints]
             return decode(cleaned, check_size=False, cluster=cluster), warnings
 
     def forbids(self, cluster: str, resource: ServedResource, subresource: str) -> str | None:

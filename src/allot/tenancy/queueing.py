@@ -148,7 +148,6 @@ class QueueingState:
         preempted = {tenant: counts.preempted for tenant, counts in self.tenants.items()}
         return SharingSummary(reports, cohort_idle(self.books), preempted)
 
-
     def _shown(self, tenant: str, resources: Mapping[str, Standing]) -> dict[str, Standing]:
         """The tenant's resources but the DeviceClasses its cohort governs that the tenant
         may not claim and holds no share of (legal-ai had a ``gpu-slice`` row of zeros in
