@@ -9,6 +9,19 @@ under a Tenant and a ResourceClaim has one (``tests/test_openapi_descriptions.py
 
 from __future__ import annotations
 
+_SHARE = {
+    "guaranteed": "Always the tenant's: work borrowing it is preempted to give it back.",
+    "borrowingLimit": "The most the tenant may borrow beyond 'guaranteed' from the cohort; "
+    "absent: no limit.",
+    "lendingLimit": "The most of its idle guarantee the tenant lends; absent: all of it.",
+}
+"""The fields of a fair-sharing share, of GPU memory (SharedAmount) or a class (ClassShare)."""
+_SWITCH = {
+    "enabled": "false turns this sync off; it is on otherwise.",
+    "patches": "vCluster's patches; accepted only empty.",
+}
+"""The fields of a vCluster sync switch, with or without a selector."""
+
 FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("ResourceClaim", "spec"): "What the claim asks for. Immutable after creation.",
     ("ResourceClaim", "status"): "What was allocated, and which consumers hold the claim.",
@@ -302,19 +315,8 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("TenantSharing", "defaultPriority"): "The priority of a workload without the "
     "allot.dev/priority label (default 0).",
     ("TenantSharing", "preemption"): "When waiting work may evict admitted work.",
-    ("SharedAmount", "guaranteed"): "Always the tenant's: work borrowing it is preempted to "
-    "give it back.",
-    ("SharedAmount", "borrowingLimit"): "The most the tenant may borrow beyond 'guaranteed' "
-    "from the cohort; absent: no limit.",
-    ("SharedAmount", "lendingLimit"): "The most of its idle guarantee the tenant lends; "
-    "absent: all of it.",
+    **{(model, f): text for model in ("SharedAmount", "ClassShare") for f, text in _SHARE.items()},
     ("ClassShare", "name"): "The host DeviceClass this share counts devices of.",
-    ("ClassShare", "guaranteed"): "Always the tenant's: work borrowing it is preempted to "
-    "give it back.",
-    ("ClassShare", "borrowingLimit"): "The most the tenant may borrow beyond 'guaranteed' "
-    "from the cohort; absent: no limit.",
-    ("ClassShare", "lendingLimit"): "The most of its idle guarantee the tenant lends; "
-    "absent: all of it.",
     ("SharingPreemption", "reclaimWithinCohort"): "Any (the default), LowerPriority or Never: "
     "whether work within the guarantee evicts other tenants' borrowing work.",
     ("SharingPreemption", "withinTenant"): "LowerPriority (the default) or Never: whether "
@@ -325,13 +327,10 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     "allocated (on unless enabled is false).",
     ("SyncToHost", "resourceClaimTemplates"): "Copy the tenant's ResourceClaimTemplates to the "
     "host (on unless enabled is false).",
-    ("EnableSwitch", "enabled"): "false turns this sync off; it is on otherwise.",
-    ("EnableSwitch", "patches"): "vCluster's patches; accepted only empty.",
+    **{(m, f): text for m in ("EnableSwitch", "DeviceClassSync") for f, text in _SWITCH.items()},
     ("SyncFromHost", "deviceClasses"): "Show the tenant the host DeviceClasses it is entitled "
     "to (on unless enabled is false).",
     ("SyncFromHost", "nodes"): "Which host nodes the tenant sees.",
-    ("DeviceClassSync", "enabled"): "false turns this sync off; it is on otherwise.",
-    ("DeviceClassSync", "patches"): "vCluster's patches; accepted only empty.",
     ("DeviceClassSync", "selector"): "Labels of the host DeviceClasses to show, and the "
     "default of spec.deviceClassSelector.",
     ("NodeSync", "enabled"): "false shows no nodes; otherwise a node appears while one of the "
