@@ -23,7 +23,7 @@ from allot.fairshare.report import SharingSummary, TenantReport
 from allot.ops import alerts, audit
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.metrics import MetricSources, PlatformMetrics
-from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
+from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate, prometheus_rule
 from allot.platform import build
 from allot.types import rfc3339
 
@@ -453,3 +453,37 @@ def test_the_timed_evaluation_gives_the_loop_back_and_evaluate_now_finishes_it(
             api.registry.close()
 
     asyncio.run(scenario())
+
+
+def test_a_capacity_alert_lasts_through_a_release_the_next_allocation_undoes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28: the demo logged DeviceClassLowFree twice: one claim released the class's
+    last device, the next took it half a second later, and an evaluation in between ended
+    the alert, which the next raised again. A settling rule's alert ends only once its
+    condition has stayed gone for ``settle_seconds``; a pending claim's ends at once."""
+    low = Firing("DeviceClassLowFree", "warning", "", "DeviceClass", "", "gpu", "0 free")
+    pending = Firing("ClaimPendingTooLong", "warning", "t", "ResourceClaim", "n", "c", "p")
+    script: list[list[Firing]] = [[low, pending], [], [low], [], [], []]
+    monkeypatch.setattr(alerts, "evaluate", lambda inputs, settings: script.pop(0))
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory() as directory:
+        api = build(Path(directory), clock=clock)
+        host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+        manager = api.operations.alerts
+        rules = []
+        for seconds in (0, 0.5, 1, 1.5, 11, 11.6):
+            clock.now = NOW + dt.timedelta(seconds=seconds)
+            rules.append(sorted(f.rule for f in manager.evaluate_now()))
+            assert len(host.list("Alert")) == len(rules[-1])
+        assert rules == [
+            ["ClaimPendingTooLong", "DeviceClassLowFree"],
+            ["DeviceClassLowFree"],  # the claim's alert ends at once
+            ["DeviceClassLowFree"],
+            ["DeviceClassLowFree"],  # gone since 1.5 s ...
+            ["DeviceClassLowFree"],  # ... 9.5 s: settling
+            [],  # 10.1 s: ended
+        ]
+        raised = [r.getMessage() for r in caplog.records if r.getMessage().startswith("alert ")]
+        assert raised == ["alert DeviceClassLowFree: 0 free", "alert ClaimPendingTooLong: p"]
+        api.registry.close()

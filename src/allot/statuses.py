@@ -235,6 +235,20 @@ def hints(status: Status) -> list[str]:
     return [_hint_text(c) for c in causes if c.reason == HINT_REASON]
 
 
+def without_hints(status: Status) -> tuple[Status, list[str]]:
+    """The Status as kube-apiserver would send it (no ``Hint`` causes) and the hints, which
+    the API server sends as ``Warning`` headers instead: kubectl prints every warning as
+    ``Warning: ...``, also beside an error, where ``kubectl apply`` prints no cause."""
+    advice = hints(status)
+    if not advice or status.details is None:
+        return status, advice
+    kept = [c for c in status.details.causes or [] if c.reason != HINT_REASON]
+    details: StatusDetails | None = status.details.model_copy(update={"causes": kept or None})
+    if details == StatusDetails():  # only there for the hints (a strict decoding error)
+        details = None
+    return status.model_copy(update={"details": details}), advice
+
+
 def _hint_text(cause: StatusCause) -> str:
     message = (cause.message or "").removeprefix("hint: ")
     return f"{cause.field}: {message}" if cause.field else message

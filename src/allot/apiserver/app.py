@@ -64,7 +64,7 @@ from allot.registry.listing import ListOptions
 from allot.registry.rbac.identity import UserInfo
 from allot.registry.requests import Target, resolve_target
 from allot.registry.resources import all_resources
-from allot.statuses import InvalidObjectError, RequestError, to_status
+from allot.statuses import InvalidObjectError, RequestError, to_status, without_hints
 from allot.store.errors import StoreError
 from allot.types import Obj
 
@@ -656,8 +656,12 @@ class ApiServer:
 
 
 def _status_response(err: Exception) -> Response:
-    status = to_status(err)
-    return JSONResponse(status.to_wire(), status_code=status.code or 500)
+    """The error's Status; allot's advice on it goes in ``Warning`` headers (issue 28)."""
+    status, advice = without_hints(to_status(err))
+    response = JSONResponse(status.to_wire(), status_code=status.code or 500)
+    for name, value in warning_header(advice):
+        response.headers.append(name, value)
+    return response
 
 
 def _requester(request: Request) -> UserInfo:

@@ -47,6 +47,15 @@ class AlertSettings:
     quota_usage_percent: int = 90
     below_guarantee_seconds: int = 120
     interval_seconds: float = 5.0
+    settle_seconds: float = 10.0
+    """How long the condition of a :data:`SETTLING` rule must stay gone before its alert
+    ends (Prometheus's ``keep_firing_for``)."""
+
+
+SETTLING = frozenset({"DeviceClassLowFree", "TenantQuotaHigh"})
+"""Rules about counts every release moves and the next allocation moves back: a device
+freed by one claim and taken by the next a moment later is no end of the condition, and
+ending the alert there raised it again at once (the demo printed it twice, issue 28)."""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from allot.api.errors import StrictDecodingError
 from allot.api.kinds import decode, render_location
 from allot.api.meta import StatusCause, StatusDetails
 from allot.cel import SelectorCompiler
+from allot.managedfields import fieldpaths
 from allot.registry.kinds import rules_for
 from allot.registry.resources import ServedResource
 from allot.statuses import InvalidObjectError, RequestError
@@ -82,6 +83,16 @@ class AdmissionRequest:
     user: str = CONTROLLER_USER
     groups: tuple[str, ...] | None = None
     """The groups of the user of an HTTP request; None for the platform's own writes."""
+    completed: list[tuple[str, ...]] = field(default_factory=list)
+    """The field paths (:mod:`allot.managedfields.fieldpaths`) mutating plugins set on the
+    object: no manager owns them, as upstream's field manager records a write before
+    mutating admission runs."""
+
+    def completes(self, *names: str, item: Any = None) -> None:
+        """A mutating plugin set the field at ``names`` (or added ``item`` to the set
+        there) that the request left out."""
+        path = tuple(fieldpaths.field(name) for name in names)
+        self.completed.append(path if item is None else (*path, fieldpaths.value_element(item)))
 
     @property
     def internal(self) -> bool:
@@ -145,7 +156,7 @@ class AdmissionChain:
                 raise
             info_model = _model_for(cluster, body)
             cleaned = strip_unknown(info_model, body) if info_model else body
-            warnings = [] if mode == "Ignore" else unknown
+            warnings = [] if mode == "Ignore" else [*unknown, *err.hints]
             return decode(cleaned, check_size=False, cluster=cluster), warnings
 
     def forbids(self, cluster: str, resource: ServedResource, subresource: str) -> str | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from allot.managedfields import managers, schema
-from allot.managedfields.fieldpaths import render
+from allot.managedfields.fieldpaths import Path, added_fields, field, render
 from allot.managedfields.typed import MISSING, ShapeError
 from allot.registry import bodies, disruption, listing, patching, scale
 from allot.registry.admission import (
@@ -106,7 +106,9 @@ class Handlers:
         applied = None
         if operation == "Apply":
             _, applied, _ = self._apply(target, MISSING, [], body, options)
+        requested = body.get("spec")
         uid = self._prepare_create(cluster, resource, body)
+        completed = added_fields(requested, body.get("spec"), (field("spec"),))
         model, warnings = self.admission.decode(cluster, body, options.field_validation)
         metadata = body.get("metadata") or {}
         request = AdmissionRequest(
@@ -127,8 +129,8 @@ class Handlers:
         self._initial_status(resource, obj, rfc3339(self.clock()))
         if "spec" in obj:
             obj["metadata"]["generation"] = 1
-        if applied is None:
-            self._record_update(target, MISSING, obj, options)
+        if applied is None:  # what the strategy and mutating admission completed is no one's
+            self._record_update(target, MISSING, obj, options, (*completed, *request.completed))
         else:
             _set_managed_fields(obj, applied)
         if uid is not None:  # the uid the strategy saw; the store sets the timestamp
@@ -584,16 +586,19 @@ class Handlers:
     def _model(obj: Obj, resource: ServedResource) -> Any:
         return resource.info.model.model_validate(obj)
 
-    def _field_write(self, target: Target, options: WriteOptions) -> managers.Write:
+    def _field_write(
+        self, target: Target, options: WriteOptions, completed: tuple[Path, ...] = ()
+    ) -> managers.Write:
         """What a write may own: a main resource with a status subresource never owns
-        ``status``, a ``/status`` write owns only ``status`` (upstream's reset fields)."""
+        ``status``, a ``/status`` write owns only ``status`` (upstream's reset fields);
+        no write owns the ``completed`` fields the server set on it."""
         resource = target.resource
-        ignored: tuple[tuple[str, ...], ...] = ()
+        ignored: tuple[Path, ...] = completed
         only = None
         if target.subresource == "status":
             only = ("f:status",)
         elif not target.subresource and resource.has_status:
-            ignored = (("f:status",),)
+            ignored = (("f:status",), *completed)
         return managers.Write(
             options.field_manager,
             resource.api_version,
@@ -604,11 +609,19 @@ class Handlers:
             only,
         )
 
-    def _record_update(self, target: Target, current: Any, obj: Obj, options: WriteOptions) -> None:
+    def _record_update(
+        self,
+        target: Target,
+        current: Any,
+        obj: Obj,
+        options: WriteOptions,
+        completed: tuple[Path, ...] = (),
+    ) -> None:
         """managedFields after a create (``current`` is ``MISSING``) or an update: the
         entries the body brings (a main resource write may set them; ``[]`` or ``[{}]``
         clears them, and an object without any is not tracked), else (or when the body's
-        do not decode) the stored ones, with the changed fields moved to the writer."""
+        do not decode) the stored ones, with the changed fields moved to the writer, but
+        for the ``completed`` ones the server set (see :meth:`_field_write`)."""
         creating = current is MISSING
         stored = [] if creating else managers.read(current["metadata"].get("managedFields"))
         source = None if target.subresource else obj["metadata"].get("managedFields")
@@ -616,7 +629,7 @@ class Handlers:
             choices: list[list[managers.Entry]] = [[]]
         else:
             choices = [managers.read(source) or stored, stored]
-        write = self._field_write(target, options)
+        write = self._field_write(target, options, completed)
         updated: list[managers.Entry] = []  # as upstream's UpdateNoErrors: no garbage kept
         for entries in choices:
             try:
