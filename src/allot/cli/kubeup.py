@@ -36,21 +36,15 @@ from allot.kubeengine.datadir import EngineMismatch
 
 UNSAFE_NO_FSYNC_ENV = "ALLOT_KUBE_UNSAFE_NO_FSYNC"
 WATCH_SECONDS = 0.5
+
+
 # The flags the embedded engine alone gives a meaning to, with their defaults.
-EMBEDDED_FLAGS = (
-    ("runtime", "--runtime", "simulated"),
-    ("unsandboxed", "--unsandboxed", False),
-    ("placement", "--placement", "first-fit"),
-    ("driver_feature_gates", "--driver-feature-gates", ""),
-    ("alert_pending_after", "--alert-pending-after", "5m"),
-    ("alert_quota_percent", "--alert-quota-percent", 90),
-)
-
-
 def check_options(args: argparse.Namespace) -> None:
-    """ValueError naming a flag the kubernetes engine does not take."""
-    for attribute, flag, default in EMBEDDED_FLAGS:
+    """ValueError naming a flag the kubernetes engine does not take (``up``'s
+    ``embedded_defaults``: each embedded-only option and its parser default)."""
+    for attribute, default in args.embedded_defaults.items():
         if getattr(args, attribute) != default:
+            flag = "--" + attribute.replace("_", "-")
             raise ValueError(
                 f"{flag} applies to the embedded engine only (the kubernetes engine runs "
                 "pods through kwok and places them with kube-scheduler)"

@@ -42,6 +42,17 @@ from allot.store.errors import Unwritable
 DEFAULT_PORT = 6443
 PORT_ENV = "ALLOT_PORT"  # the default of --port, read when the command runs
 KUBECONFIG_WAIT_SECONDS = 60.0
+EMBEDDED_ONLY = (
+    "runtime",
+    "unsandboxed",
+    "pod_pids_limit",
+    "placement",
+    "driver_feature_gates",
+    "alert_pending_after",
+    "alert_quota_percent",
+)
+"""``allot up``'s options that only the embedded engine takes (``--engine kubernetes``
+refuses each one set to other than its default)."""
 
 
 def register(subparsers: Any) -> None:
@@ -131,7 +142,10 @@ def register(subparsers: Any) -> None:
         default=90,
         help="raise an alert when a tenant uses this share of a quota",
     )
-    up.set_defaults(run=run_up)
+    up.set_defaults(
+        run=run_up,
+        embedded_defaults={option: up.get_default(option) for option in EMBEDDED_ONLY},
+    )
     fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
     fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
     scale = fleet_commands.add_parser("scale", help="set the number of nodes of a pool")
