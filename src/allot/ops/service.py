@@ -1,9 +1,10 @@
 """The operations side of one platform: capacity, audit, alerts, metrics, their endpoints.
 
 :class:`Operations` owns the capacity view, the audit log and its recorder, the alert
-manager and the metrics registry, and serves, for the host's token only:
-``/metrics`` (Prometheus text), ``/allot/v1/capacity`` (pools, tenants, the GPU tree,
-pending claims, alerts, fair sharing: what ``allot top`` and the dashboard show),
+manager and the metrics registry, and serves, for the host's token only: ``/metrics``
+(Prometheus text), ``/allot/v1/capacity`` (pools, what can still be allocated per class
+and MIG profile, tenants, the GPU tree, pending claims, alerts, fair sharing: what
+``allot top`` and the dashboard show),
 ``/allot/v1/audit`` and ``/allot/v1/usage`` (the audit queries). Built by :mod:`allot.platform`.
 """
 
@@ -98,6 +99,7 @@ class Operations:
         return {
             "time": views.stamp(snapshot.now),
             "pools": views.pools(snapshot),
+            "allocatable": views.allocatable(snapshot),
             "tenants": views.tenants(snapshot, self.tenant_specs(), self.tenant_quotas()),
             "nodes": views.gpu_tree(snapshot),
             "pending": views.pending(snapshot, reasons),

@@ -6,7 +6,7 @@ serves them as JSON; one module so all three show the same numbers. Pure.
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 
 from allot.api.tenancy import TenantSpec
@@ -19,7 +19,9 @@ from allot.types import Obj, rfc3339
 
 
 def pools(snapshot: Snapshot) -> list[Obj]:
-    """Devices per node, pool and driver, from the slices' summaries and the allocations."""
+    """Devices per node, pool and driver, from the slices' summaries and the allocations:
+    free (each could be allocated now) and unavailable (unallocated, but its shared
+    counters are used up or its pool is incomplete)."""
     rows: dict[tuple[str, str, str], Obj] = {}
     for summary in snapshot.summaries:
         if not summary.devices:
@@ -37,12 +39,78 @@ def pools(snapshot: Snapshot) -> list[Obj]:
         if device is not None and (device.node, device.pool, device.driver) in rows:
             rows[(device.node, device.pool, device.driver)]["allocated"] += 1
     result = []
+    free = snapshot.availability().free
     for key in sorted(rows):
         row = rows[key]
-        row["free"] = row["devices"] - row["allocated"]
+        row["free"] = free[key]
+        row["unavailable"] = row["devices"] - row["allocated"] - row["free"]
         row["classes"] = sorted(row["classes"])
         result.append(row)
     return result
+
+
+def allocatable(snapshot: Snapshot) -> Obj:
+    """What can still be allocated, fleet-wide: per class and per MIG profile, the devices,
+    those allocated, those free (each could be allocated now on its own) and how many could
+    be allocated one after the other (``allocatable``: free devices may exclude each
+    other on a partitionable GPU); and the same per node."""
+    classes: dict[str, Counter[str]] = defaultdict(Counter)
+    nodes: dict[str, Obj] = defaultdict(lambda: {"classes": defaultdict(Counter),
+                                                 "profiles": defaultdict(Counter)})  # fmt: skip
+    for (node, _, _, device_class), counts in snapshot.device_rows().items():
+        if device_class != NO_CLASS:
+            classes[device_class].update(counts)
+            nodes[node]["classes"][device_class].update(counts)
+    for device_class in snapshot.classes:
+        classes.setdefault(device_class, Counter())
+    profiles = _profile_counts(snapshot)
+    for (node, profile), counts in profiles.items():
+        nodes[node]["profiles"][profile].update(counts)
+    fleet_profiles: dict[str, Counter[str]] = defaultdict(Counter)
+    for (_, profile), counts in profiles.items():
+        fleet_profiles[profile].update(counts)
+    return {
+        "classes": _capacity_rows("class", classes),
+        "profiles": _capacity_rows("profile", fleet_profiles),
+        "nodes": {
+            node: {"classes": _capacity_rows("class", entry["classes"]),
+                   "profiles": _capacity_rows("profile", entry["profiles"])}
+            for node, entry in sorted(nodes.items())
+        },
+    }  # fmt: skip
+
+
+def _profile_counts(snapshot: Snapshot) -> dict[tuple[str, str], Counter[str]]:
+    """(node, MIG profile) -> {total, allocated, free, allocatable}."""
+    available = snapshot.availability()
+    found: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for (node, _, _, profile), total in available.profile_total.items():
+        found[(node, profile)]["total"] += total
+    for key in snapshot.allocated:
+        device = snapshot.devices.get(key)
+        if device is not None and device.profile:
+            found[(device.node, device.profile)]["allocated"] += 1
+    for (node, _, _, profile), free in available.profile_free.items():
+        found[(node, profile)]["free"] += free
+    for (node, _, _, profile), count in available.profile_allocatable.items():
+        found[(node, profile)]["allocatable"] += count
+    return found
+
+
+def _capacity_rows(name: str, counts: Mapping[str, Counter[str]]) -> list[Obj]:
+    return [
+        {name: key, "devices": c["total"], "allocated": c["allocated"], "free": c["free"],
+         "unavailable": c["total"] - c["allocated"] - c["free"],
+         "allocatable": c["allocatable"]}
+        for key, c in sorted(counts.items(), key=lambda kv: _profile_order(kv[0]))
+    ]  # fmt: skip
+
+
+def _profile_order(name: str) -> tuple[int, str]:
+    """MIG profiles by size (``1g.10gb`` before ``2g.20gb`` before ``7g.80gb``), other
+    names alphabetically after them."""
+    head = name.split("g.", 1)[0]
+    return (int(head), name) if head.isdigit() else (1 << 30, name)
 
 
 def tenants(snapshot: Snapshot, specs: Mapping[str, TenantSpec], quotas: list[Obj]) -> list[Obj]:

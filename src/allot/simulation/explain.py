@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from allot.allocator import Reason, Rejection
@@ -51,10 +52,14 @@ class RequestExplanation:
 
 
 def explain_step(
-    simulation: Simulation, result: StepResult, limit: int | None = None
+    simulation: Simulation,
+    result: StepResult,
+    limit: int | None = None,
+    order: Sequence[str] = (),
 ) -> list[RequestExplanation]:
     """Explanations for every node the step tried (the first ``limit`` of them when given;
-    empty for a successful step)."""
+    empty for a successful step), the nodes named in ``order`` first, in that order, then
+    the others in the simulation's order."""
     if result.success or result.fatal:
         return []
     claims = [
@@ -63,7 +68,8 @@ def explain_step(
     pending = [c for c in claims if c.status is None or c.status.allocation is None]
     explanations = []
     explained = 0
-    for node in simulation.nodes:
+    rank = {name: place for place, name in enumerate(order)}
+    for node in sorted(simulation.nodes, key=lambda n: rank.get(n.metadata.name or "", len(rank))):
         name = node.metadata.name or ""
         if name not in result.node_errors:
             continue
