@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from allot.dra.index import SliceEntry
 from allot.driver.fleet import expand, parse_fleet
 from allot.driver.publisher import device_classes, node_object
 from allot.driver.slices import node_slices
+from allot.ops import views
 from allot.ops.capacity import CapacityView, Snapshot
 from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate
@@ -242,3 +244,14 @@ def test_one_at_a_time_finds_the_most_of_a_profile_that_fit(held: list[int]) -> 
         count = allocatable.one_at_a_time(group, left)
         assert count == _most(group, left), (profile, [d.name for d in taken])
         assert count <= len(group)
+
+
+def test_ages_read_as_kubectl_writes_them(snapshot: Snapshot) -> None:
+    """A claim pending for 1,308 s is ``21m`` old, as ``kubectl get`` says it."""
+    held = snapshot.claims[0]
+    assert held.created is not None
+    waiting = replace(held, name="waits", tenant_claim="waits", allocated=False, devices=[])
+    later = replace(snapshot, now=held.created + dt.timedelta(seconds=1308), claims=[waiting])
+    rows = views.pending(later, {})
+    assert [(r["claim"], r["age"], r["ageSeconds"]) for r in rows] == [("waits", "21m", 1308)]
+    assert views.claim_row(later, held)["age"] == "21m"

@@ -245,7 +245,7 @@ def test_a_deleted_tenant_keeps_a_colour_of_its_own_in_the_usage_chart(
     )
     assert allot(["tenant", "delete", "vision-ai", "--data-dir", str(tenancy.data_dir)]) == 0
     page, problems = _open(browser, tenancy)
-    swatches = page.locator("#panel-usage td span")
+    swatches = page.locator("#panel-usage td .swatch")
     colours = {s.inner_text(): s.evaluate("e => e.style.background") for s in swatches.all()}
     assert "vision-ai" in colours
     assert len(set(colours.values())) == len(colours), colours

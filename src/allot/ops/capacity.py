@@ -73,6 +73,7 @@ class Availability:
     node, pool and driver, per class row and per MIG profile, and per class row and MIG
     profile how many could be allocated one after the other."""
 
+    devices: set[DeviceKey] = field(default_factory=set)  # the free devices
     free: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     class_free: Counter[RowKey] = field(default_factory=Counter)
     class_allocatable: Counter[RowKey] = field(default_factory=Counter)
@@ -104,6 +105,7 @@ def pool_availability(
     for device in devices:
         if device.key in allocated or not allocatable.fits(device, left):
             continue
+        found.devices.add(device.key)
         found.free[(device.node, device.pool, device.driver)] += 1
         for device_class in device.classes or (NO_CLASS,):
             by_class[(device.node, device.pool, device.driver, device_class)].append(device)
@@ -190,6 +192,7 @@ class ClaimInfo:
     devices: list[DeviceKey] = field(default_factory=list)
     consumers: list[str] = field(default_factory=list)
     uid: str = ""
+    device_classes: dict[DeviceKey, str] = field(default_factory=dict)  # by the request
 
 
 @dataclass
@@ -565,6 +568,13 @@ class CapacityView:
             ],
             [c.get("name", "") for c in status.get("reservedFor") or []],
             str(metadata.get("uid") or ""),
+            {
+                (r.get("driver", ""), r.get("pool", ""), r.get("device", "")): claims.request_class(
+                    claim, r.get("request", "")
+                )
+                for r in results
+                if not r.get("adminAccess")
+            },
         )
 
 
@@ -583,3 +593,9 @@ def _tenant_names(claim: Obj) -> tuple[str, str]:
 def memory_text(value: int) -> str:
     """Bytes the way Kubernetes writes memory (``40Gi``, ``4864Mi``)."""
     return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
+
+
+def memory_gib(value: int) -> str:
+    """Bytes in GiB for people, four significant digits (``40 GiB``, ``4.75 GiB``,
+    ``79.25 GiB``): the dashboard's unit for GPU memory."""
+    return f"{value / (1 << 30):.4g} GiB"
