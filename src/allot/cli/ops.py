@@ -220,7 +220,7 @@ def _top_view(document: Obj) -> Group:
         tenants.add_row(row["name"], str(row["allocated"]), str(row["pending"]),
                         row["gpuMemory"] + limit, quota or "-")  # fmt: skip
     alerts = [f"[bold]{a['rule']}[/bold]: {a['message']}" for a in document["alerts"]]
-    return Group(pools, *_allocatable_tables(document["allocatable"]), tenants,
+    return Group(pools, *_allocatable_tables(document.get("allocatable") or {}), tenants,
                  *_sharing_tables(document.get("sharing") or {}),
                  *(alerts or ["No alerts are firing."]))  # fmt: skip
 
@@ -231,7 +231,7 @@ def _allocatable_tables(allocatable: Obj) -> list[Table]:
     tables = []
     for part, key, title in (("classes", "class", "Capacity per class"),
                              ("profiles", "profile", "Capacity per MIG profile")):  # fmt: skip
-        rows = allocatable[part]
+        rows = allocatable.get(part) or []
         if not rows:
             continue
         table = Table(key.upper(), "DEVICES", "ALLOCATED", "FREE", "UNAVAILABLE", "ALLOCATABLE",
