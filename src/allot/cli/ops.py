@@ -210,7 +210,7 @@ def _top_view(document: Obj) -> Group:
     pools = Table("NODE", "POOL", "DRIVER", "DEVICES", "ALLOCATED", "FREE", "UNAVAILABLE",
                   "CLASSES", title=f"Pools ({document['time']})", title_justify="left")  # fmt: skip
     for row in document["pools"]:
-        counts = [str(row[k]) for k in ("devices", "allocated", "free", "unavailable")]
+        counts = [str(row.get(k, "-")) for k in ("devices", "allocated", "free", "unavailable")]
         pools.add_row(row["node"], row["pool"], row["driver"], *counts, ", ".join(row["classes"]))
     tenants = Table("TENANT", "ALLOCATED", "PENDING", "GPU MEMORY", "QUOTA",
                     title="Tenants", title_justify="left")  # fmt: skip
