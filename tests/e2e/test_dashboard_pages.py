@@ -8,9 +8,7 @@ in ``artifacts/``. Skips without Chromium."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,18 +16,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from allot.cli.main import main as allot
+from tests.e2e.chromium import ARTIFACTS, launched, open_dashboard
 from tests.e2e.dashboard_fleet import BIG, SCENARIO, dashboard_platform
-from tests.e2e.tenancy import REPO, Tenancy
+from tests.e2e.tenancy import Tenancy
 
 pytestmark = pytest.mark.slow
-CHROMIUM = os.environ.get("ALLOT_CHROMIUM") or shutil.which("chromium") or ""
-ARTIFACTS = REPO / "artifacts"
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM:
-    pytest.skip(
-        "no Chromium: apt-get install chromium (make test does as root)", allow_module_level=True
-    )
 
 
 @pytest.fixture(scope="module")
@@ -40,23 +31,11 @@ def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as driver:
-        instance = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield instance
-        instance.close()
+    yield from launched()
 
 
 def _open(browser: Any, tenancy: Tenancy, path: str = "/ui") -> tuple[Any, list[str]]:
-    context = browser.new_context(
-        ignore_https_errors=True, viewport={"width": 1400, "height": 1000}
-    )
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    server = tenancy.cluster.server
-    page.goto(f"{server.endpoint.url}{path}?token={server.api.registry.tokens.ensure('host')}")
-    return page, problems
+    return open_dashboard(browser, tenancy, path, width=1400, height=1000)
 
 
 def _shot(page: Any, name: str) -> None:
