@@ -1,4 +1,5 @@
-"""The web dashboard at ``/ui``: fleet, tenants, fair sharing, pending claims, alerts, usage.
+"""The web dashboard at ``/ui``: fleet, capacity, tenants, fair sharing, pending claims,
+alerts, usage; and a page per node, tenant and claim (:mod:`allot.ops.dashboard_pages`).
 
 Server-rendered HTML; a small script (shipped with the package, no CDN) refreshes each panel
 every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Access needs
@@ -14,7 +15,9 @@ no framing), ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer`` and
 coloured and labelled by the tenant holding it, or free; devices are focusable with a text
 description (keyboard and screen readers), colours are paired with text. The usage chart is
 an SVG of device-hours per tenant per hour over the last day, with the same numbers in a
-table. Mounted by :mod:`allot.platform`.
+table. The detail pages refresh like the panels (``/ui/fragment/nodes/<node>``, ...);
+opening one signed out shows the sign-in form, which returns to it (only ever to a page of
+the dashboard). Mounted by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
@@ -182,6 +185,8 @@ class Dashboard:
         found = pages.render(self.ops, path, self._order())
         if found is None:
             kind, _, rest = path.partition("/")
+            if not rest.strip("/"):
+                return _not_found("There is no such page of the dashboard.")
             return _not_found(f"There is no {kind.removesuffix('s')} {unquote(rest)}.")
         title, body = found
         return HTMLResponse(self._document(title, body, path))
@@ -321,7 +326,7 @@ def _tenants(document: Obj) -> str:
             ui.swatch(t["name"], order),
             _quota_cell(t["quota"]),
             html.escape(ui.tenant_memory(t)),
-            held_cell(t["devices"]),
+            _held_cell(t["devices"]),
             html.escape(ui.count(t["allocated"], "claim")),
             html.escape(ui.count(t["pending"], "claim")),
         ]
@@ -332,7 +337,7 @@ def _tenants(document: Obj) -> str:
     return ui.table(headers, rows, "No tenants.")
 
 
-def held_cell(rows: list[Obj]) -> str:
+def _held_cell(rows: list[Obj]) -> str:
     """Devices held per class: ``gpu-whole: 1 device (40 GiB)``."""
     if not rows:
         return '<span class="empty">none</span>'
