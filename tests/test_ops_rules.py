@@ -145,6 +145,7 @@ def test_incomplete_and_stale_pools_and_sync_errors() -> None:
         AlertSettings(),
     )
     assert sorted(f.rule for f in found) == [
+        "DeviceClassLowFree",  # the allocator skips an incomplete pool: nothing can be allocated
         "SlicePoolIncomplete",
         "SlicePoolStale",
         "TenantSyncError",

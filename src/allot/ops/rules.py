@@ -5,7 +5,9 @@ override for its own claims and quotas (``Tenant.spec.alerts``):
 
 * ``ClaimPendingTooLong``: a claim unallocated for longer than ``pending_claim_seconds``
   (default 5 minutes); the message carries why, as the scheduler last said it;
-* ``DeviceClassLowFree``: a class whose free devices fell below ``class_free_below``;
+* ``DeviceClassLowFree``: a class of which fewer than ``class_free_below`` devices can still
+  be allocated (counted one after the other, shared counters included: a DynamicMIG GPU's
+  free placements may exclude each other);
 * ``TenantQuotaHigh``: a tenant's ResourceQuota key, or its GPU-memory quota, used at or
   above ``quota_usage_percent`` (default 90);
 * ``SlicePoolIncomplete`` / ``SlicePoolStale``: a pool publishing fewer slices than its
@@ -143,7 +145,7 @@ def _low_free_classes(inputs: RuleInputs, settings: AlertSettings) -> list[Firin
     for (_, _, _, device_class), counts in inputs.snapshot.device_rows().items():
         entry = totals.setdefault(device_class, [0, 0])
         entry[0] += counts["total"]
-        entry[1] += counts["free"]
+        entry[1] += counts["allocatable"]
     found = []
     for device_class in inputs.snapshot.classes:
         total, free = totals.get(device_class, [0, 0])
@@ -156,8 +158,8 @@ def _low_free_classes(inputs: RuleInputs, settings: AlertSettings) -> list[Firin
                     "DeviceClass",
                     "",
                     device_class,
-                    f"device class {device_class} has {free} free device(s) of {total} "
-                    f"(threshold {settings.class_free_below})",
+                    f"device class {device_class} can still allocate {free} device(s) of "
+                    f"{total} (threshold {settings.class_free_below})",
                 )
             )
     return found
@@ -351,9 +353,9 @@ def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") ->
         ),
         (
             "DeviceClassLowFree",
-            f"sum by (class) (allot_class_devices_free) < {settings.class_free_below}",
+            f"sum by (class) (allot_class_devices_allocatable) < {settings.class_free_below}",
             "warning",
-            "Device class {{ $labels.class }} has {{ $value }} free devices.",
+            "Device class {{ $labels.class }} can still allocate {{ $value }} devices.",
         ),
         (
             "TenantQuotaHigh",
