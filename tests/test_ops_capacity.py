@@ -181,8 +181,8 @@ def test_metrics_report_free_unavailable_and_allocatable(snapshot: Snapshot) -> 
         assert samples[("allot_class_devices_unavailable", name)] == row["unavailable"], name
         assert samples[("allot_class_devices_allocatable", name)] == row["allocatable"], name
     for name, row in SCENARIO["profiles"].items():
-        assert samples[("allot_mig_profile_devices", name)] == row["devices"], name
-        assert samples[("allot_mig_profile_devices_allocatable", name)] == row["allocatable"]
+        assert samples[("allot_partition_profile_devices", name)] == row["devices"], name
+        assert samples[("allot_partition_profile_devices_allocatable", name)] == row["allocatable"]
 
 
 def test_the_low_capacity_alert_counts_what_can_be_allocated(snapshot: Snapshot) -> None:

@@ -62,8 +62,7 @@ from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.volumes import PersistentVolumeController
 from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex
-from allot.driver import nvml
-from allot.driver.devicenodes import DeviceNodes
+from allot.driver import localgpus
 from allot.ops.dashboard import dashboard_routes
 from allot.ops.rules import AlertSettings
 from allot.ops.service import Operations
@@ -246,7 +245,7 @@ def _runtime(
         registry.data_dir / "pods" / HOST_CLUSTER,
         sandbox,
         tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
-        device_nodes=DeviceNodes(mig_ids=nvml.mig_instance_ids),
+        device_nodes=localgpus.device_nodes(),
         limits=ContainerLimits(pod_pids=pod_pids_limit),
     )
     server.shutdown_hooks.append(processes.stop_all)

@@ -29,7 +29,7 @@ from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
 from allot.driver.files import data_dir_fleet, save_fleet
 from allot.driver.fleet import Fleet, FleetError
-from allot.driver.nvml import NvmlUnavailable, check_available
+from allot.driver.localgpus import LocalGpusUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
@@ -38,8 +38,10 @@ from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
 from allot.store.errors import Unwritable
+from allot.vendors import gpu_drivers
 
 DEFAULT_PORT = 6443
+_GATED = next(f for f in gpu_drivers() if f.gates)  # whose gates --driver-feature-gates sets
 PORT_ENV = "ALLOT_PORT"  # the default of --port, read when the command runs
 KUBECONFIG_WAIT_SECONDS = 60.0
 EMBEDDED_ONLY = (
@@ -127,8 +129,8 @@ def register(subparsers: Any) -> None:
         "--driver-feature-gates",
         default="",
         metavar="GATE=BOOL,...",
-        help="the NVIDIA driver's feature gates, e.g. TimeSlicingSettings=true,MPSSupport=true "
-        "(all off by default, as in the driver)",
+        help=f"the {_GATED.vendor} driver's feature gates ({', '.join(_GATED.gates)}), e.g. "
+        "TimeSlicingSettings=true,MPSSupport=true (all off by default, as in the driver)",
     )
     up.add_argument(
         "--alert-pending-after",
@@ -272,7 +274,7 @@ def run_up(args: argparse.Namespace) -> int:
         if any(pool.local for pool in fleet.pools):
             check_available()
         _check_sandbox(args)
-    except (NvmlUnavailable, SandboxUnavailable) as err:
+    except (LocalGpusUnavailable, SandboxUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
 
@@ -343,7 +345,7 @@ def publish_fleet(kubeconfig: Path, fleet: Fleet) -> bool:
         return False
     try:
         report = Publisher(client).reconcile(fleet, progress=_progress)
-    except (KubeError, FleetError, NvmlUnavailable) as err:
+    except (KubeError, FleetError, LocalGpusUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
     finally:

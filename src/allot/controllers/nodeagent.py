@@ -40,6 +40,7 @@ import json
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 
+from allot import vendors
 from allot.api import claims as claims_api
 from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
@@ -54,7 +55,6 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
-from allot.driver.catalog import created_mig_uuid
 from allot.driver.configs import DriverConfigError, configs_for_results
 from allot.store import WatchEvent
 from allot.store.errors import Conflict
@@ -93,7 +93,9 @@ class DevicePreparer:
         if not self._made:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._made = True
-        path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim['metadata']['uid']}.json"
+        drivers = [str(d["driver"]) for d in devices]
+        name = vendors.cdi_spec_name(drivers, claim["metadata"]["uid"])
+        path = self.directory / f"{name}.json"
         path.write_text(
             json.dumps(
                 {
@@ -108,8 +110,10 @@ class DevicePreparer:
         return devices
 
     def unprepare(self, claim_uid: str) -> None:
-        path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim_uid}.json"
-        path.unlink(missing_ok=True)
+        """Remove the claim's spec, whichever driver's naming it has."""
+        if self.directory.is_dir():
+            for path in self.directory.glob(f"*_{claim_uid}.json"):
+                path.unlink(missing_ok=True)
 
 
 class NodeAgent:
@@ -406,12 +410,7 @@ class NodeAgent:
                 for r in _results(by_name[name])
                 if _serves(r, request)
             ]
-            joined = ",".join(d.get("uuid", "") for d in devices)
-            device_env = (
-                {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
-                if devices
-                else {}
-            )
+            device_env = vendors.container_environment(devices)
             spec = initcontainers.spec_of(pod, container) or {}
             setups[container] = ContainerSetup(
                 container_environment(spec, pod, device_env, lookup), devices
@@ -861,15 +860,14 @@ def _prepared_attributes(
     published: dict[tuple[str, str, str], dict[str, str]], result: Obj
 ) -> dict[str, str]:
     """The published attributes of an allocated device as the container sees it once
-    prepared: a MIG device the driver creates at prepare (DynamicMIG, published without
-    ``uuid``) has the UUID NVML gives it; an unpublished device is known by its name."""
+    prepared, as its driver's facts say (a device the driver creates at prepare gets the
+    identity it is given then), tagged with the driver; an unpublished device is known by
+    its name."""
+    driver, device = str(result.get("driver")), str(result.get("device"))
     attributes = published.get(_result_key(result))
     if attributes is None:
-        return {"uuid": str(result.get("device"))}
-    if attributes.get("type") == "mig" and not attributes.get("uuid"):
-        uuid = created_mig_uuid(attributes.get("parentUUID", ""), str(result.get("device")))
-        attributes = {**attributes, "uuid": uuid}
-    return attributes
+        return {"uuid": device, vendors.DRIVER_KEY: driver}
+    return vendors.prepared(driver, device, attributes)
 
 
 def _allocated_devices(claim: Obj) -> Obj:

@@ -53,12 +53,12 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from allot import vendors
 from allot.controllers import envsources, logtimes, processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.localstorage import CHECK_SECONDS, StorageLimits, usage
 from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
 from allot.driver.devicenodes import DeviceNodes
-from allot.driver.smi import list_gpus, shim_script
 from allot.types import Obj
 
 ExitCallback = Callable[[Obj, dict[str, int]], None]
@@ -265,11 +265,14 @@ def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:
     """What a simulated container's log holds: that it is simulated, and its devices."""
     argv = list(spec.get("command") or []) + list(spec.get("args") or [])
     would_run = " ".join(argv) if argv else "the image's entrypoint"
-    listing = list_gpus(devices) if devices else "No devices found.\n"
+    listings = "".join(
+        f"[allot] its devices, as {tool.command} lists them:\n{tool.listing(own)}"
+        for tool, own in vendors.smi_tools(devices)
+    )
     return (
         f"[allot] simulated container {spec['name']!r} (image {spec.get('image', '?')}): "
         f"no process runs; it would run: {would_run}\n"
-        f"[allot] its devices, as nvidia-smi -L lists them:\n{listing}"
+        + (listings or "[allot] it has no devices\n")
     )
 
 
@@ -465,11 +468,13 @@ class ProcessRuntime:
 
     @staticmethod
     def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
+        """Each vendor's tool, answering for the container's own devices of that vendor."""
         tools.mkdir(exist_ok=True)
         tools.chmod(0o755)  # read by the container's unprivileged user
-        smi = tools / "nvidia-smi"
-        smi.write_text(shim_script(devices))
-        smi.chmod(0o755)
+        for tool, own in vendors.smi_tools(devices):
+            smi = tools / tool.name
+            smi.write_text(tool.script(own))
+            smi.chmod(0o755)
         return tools
 
     def _poll(self, pod: Obj, reports: Reports) -> None:

@@ -99,6 +99,11 @@ class Pool:
     taints: list[dict[str, str]] = field(default_factory=list)
     local: bool = False
 
+    @property
+    def shares_counters(self) -> bool:
+        """Its devices draw on shared counters (DynamicMIG), so they are not independent."""
+        return self.dynamic_mig
+
 
 @dataclass
 class Fleet:
