@@ -17,11 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from allot.amdgpu import vendor as amdgpu_vendor
 from allot.driver import vendor as gpu_vendor
 from allot.types import Obj
 from allot.vendorfacts import DRIVER_KEY, Devices, DriverFacts, SmiTool
 
-KNOWN: dict[str, DriverFacts] = {facts.driver: facts for facts in gpu_vendor.FACTS}
+KNOWN: dict[str, DriverFacts] = {
+    facts.driver: facts for facts in (*gpu_vendor.FACTS, *amdgpu_vendor.FACTS)
+}
 UNKNOWN = DriverFacts(driver="", vendor="")
 __all__ = ["DRIVER_KEY", "KNOWN", "DriverFacts", "SmiTool"]
 
@@ -51,8 +54,12 @@ def partition_word(driver: str) -> str:
 
 
 def profile_of(driver: str, attributes: Mapping[str, str]) -> str:
-    name = facts_for(driver).profile_attribute
-    return attributes.get(name, "") if name else ""
+    """A partition's profile (``1g.10gb``, ``cpx_nps4``); "" for a whole GPU, even where its
+    driver names the GPU's mode in the same attribute (an SPX MI300X's ``spx_nps1``)."""
+    facts = facts_for(driver)
+    if facts.kind(attributes.get("type", "")) != "partition":
+        return ""
+    return attributes.get(facts.profile_attribute, "")
 
 
 def parent_of(driver: str, device: str, attributes: Mapping[str, str]) -> str:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from allot.driver.fleet import Fleet, NodeSpec, expand
-from allot.driver.slices import DRIVER, node_slices
+from allot.driver.nodeslices import fleet_classes, published_slices
+from allot.driver.slices import DRIVER
 from allot.kube.client import Client
 from allot.kube.errors import KubeConflict, KubeNotFound
 from allot.types import Obj, rfc3339
@@ -134,8 +135,8 @@ class Publisher:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    def ensure_classes(self, *, passthrough: bool = False) -> None:
-        for device_class in device_classes(passthrough=passthrough):
+    def ensure_classes(self, *, passthrough: bool = False, extra: list[Obj] | None = None) -> None:
+        for device_class in device_classes(passthrough=passthrough) + (extra or []):
             try:
                 self.client.create(device_class)
             except KubeConflict:
@@ -149,21 +150,21 @@ class Publisher:
         except KubeConflict:
             created = self.client.get("v1", "Node", spec.name)
         uid = created["metadata"]["uid"]
-        if not spec.gpus:
-            return  # the driver's kubelet plugin runs on GPU nodes only
-        existing = self.client.list(
-            "resource.k8s.io/v1",
-            "ResourceSlice",
-            field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
-        )
-        if existing:  # the plugin republishes only when devices change; they do not here
-            report.slices_kept += len(existing)
-            report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
-            return
-        for document in node_slices(spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig):
-            self.client.create(document)
-            report.slices += 1
-            report.devices += len(document["spec"].get("devices") or [])
+        documents = published_slices(spec, uid)  # the drivers' plugins run on GPU nodes only
+        for driver in sorted({str(d["spec"]["driver"]) for d in documents}):
+            existing = self.client.list(
+                "resource.k8s.io/v1",
+                "ResourceSlice",
+                field_selector=f"spec.nodeName={spec.name},spec.driver={driver}",
+            )
+            if existing:  # a plugin republishes only when devices change; they do not here
+                report.slices_kept += len(existing)
+                report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
+                continue
+            for document in (d for d in documents if d["spec"]["driver"] == driver):
+                self.client.create(document)
+                report.slices += 1
+                report.devices += len(document["spec"].get("devices") or [])
 
     def reconcile(
         self,
@@ -175,7 +176,7 @@ class Publisher:
         """Make the cluster's nodes and slices match the fleet; ``progress(done, total)``
         is told after each node."""
         report = PublishReport()
-        self.ensure_classes(passthrough=passthrough)
+        self.ensure_classes(passthrough=passthrough, extra=fleet_classes(fleet))
         wanted = expand(fleet)
         wanted_names = {spec.name for spec in wanted}
         for node in self.client.list("v1", "Node", label_selector="allot.dev/pool"):
