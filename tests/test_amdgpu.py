@@ -21,6 +21,7 @@ from allot.api.core_v1 import Node
 from allot.api.features import KUBERNETES_1_36
 from allot.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
 from allot.cli.main import main as allot
+from allot.controllers.nodeagent import DevicePreparer
 from allot.driver.fleet import FleetError, expand, parse_fleet
 from allot.driver.nodeslices import fleet_classes, published_slices
 from allot.driver.publisher import device_classes, node_object
@@ -316,3 +317,19 @@ def test_the_dashboard_draws_an_amd_gpu_with_its_partitions(snapshot: Snapshot) 
     assert "Instinct_MI300X_OAM, 192 GiB in 8 compute devices" in tile
     (whole_node,) = views.gpu_tree(snapshot, "mi300x-0")
     assert [g["name"] for g in whole_node["gpus"]] == ["gpu-0-128", "gpu-1-129"]
+
+
+def test_a_claim_spec_is_named_as_its_driver_names_it_and_removed_alone(tmp_path: Path) -> None:
+    preparer = DevicePreparer(tmp_path)
+    result = {"request": "gpu", "driver": DRIVER, "pool": "mi250-0", "device": "gpu-0-128"}
+    allocated = {
+        "metadata": {"name": "c", "namespace": "default", "uid": "uid-1"},
+        "status": {"allocation": {"devices": {"results": [result]}}},
+    }
+    (device,) = preparer.prepare(allocated, "mi250-0")
+    assert device["cdiDevice"] == "k8s.gpu.amd.com/claim=uid-1-gpu-0-128"
+    assert [p.name for p in tmp_path.iterdir()] == ["k8s.gpu.amd.com-gpu_uid-1.json"]
+    other = tmp_path / "passthrough_uid-1.json"  # another record of the claim
+    other.write_text("{}")
+    preparer.unprepare("uid-1")
+    assert [p.name for p in tmp_path.iterdir()] == [other.name]

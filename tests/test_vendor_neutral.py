@@ -113,3 +113,14 @@ def test_class_names_that_look_like_drivers_map_to_their_driver_and_type() -> No
     for name, (driver, device_type) in types.items():
         assert vendors.facts_for(driver).kind(device_type) in ("whole", "partition", "other")
         assert name in {c["metadata"]["name"] for c in vendors.device_classes()}
+
+
+def test_a_passthrough_device_is_no_cuda_device() -> None:
+    gpu = vendors.prepared("gpu.nvidia.com", "gpu-0", {"type": "gpu", "uuid": "GPU-1"})
+    vfio = vendors.prepared("gpu.nvidia.com", "gpu-vfio-1", {"type": "vfio", "uuid": "u-2"})
+    assert vendors.container_environment([gpu, vfio]) == {
+        "CUDA_VISIBLE_DEVICES": "GPU-1",
+        "NVIDIA_VISIBLE_DEVICES": "GPU-1",
+    }
+    assert vendors.container_environment([vfio]) == {"NVIDIA_VISIBLE_DEVICES": "void"}
+    assert vendors.container_environment([]) == {}

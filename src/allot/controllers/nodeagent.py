@@ -110,9 +110,10 @@ class DevicePreparer:
         return devices
 
     def unprepare(self, claim_uid: str) -> None:
-        """Remove the claim's spec, whichever driver's naming it has."""
+        """Remove the claim's spec, whichever driver's naming it has (every CDI vendor is
+        ``k8s.<driver>``; other records of the claim beside it are not the spec)."""
         if self.directory.is_dir():
-            for path in self.directory.glob(f"*_{claim_uid}.json"):
+            for path in self.directory.glob(f"k8s.*_{claim_uid}.json"):
                 path.unlink(missing_ok=True)
 
 

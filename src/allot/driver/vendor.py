@@ -41,7 +41,12 @@ def _prepared(name: str, attributes: dict[str, str]) -> dict[str, str]:
 
 
 def _environment(devices: Sequence[Mapping[str, str]]) -> dict[str, str]:
-    joined = ",".join(d.get("uuid", "") for d in devices)
+    """The GPUs' UUIDs; a passthrough (``vfio``) device is no CUDA device, and a container
+    with only those gets the driver's VFIO spec's ``NVIDIA_VISIBLE_DEVICES=void``."""
+    gpus = [d for d in devices if d.get("type") != "vfio"]
+    if not gpus:
+        return {"NVIDIA_VISIBLE_DEVICES": "void"} if devices else {}
+    joined = ",".join(d.get("uuid", "") for d in gpus)
     return {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
 
 
