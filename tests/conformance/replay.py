@@ -22,6 +22,7 @@ import httpx
 import yaml
 
 from allot.kube.client import Client
+from allot.kube.errors import KubeError
 from tests.conformance.corpus import Request, Suite
 
 USER_AGENT = "allot-conformance/1.0"
@@ -56,6 +57,7 @@ class Target:
             timeout=httpx.Timeout(60, read=STREAM_SECONDS),
         )
         self.client = Client.from_kubeconfig(kubeconfig)
+        self.setup_errors: list[str] = []
 
     def close(self) -> None:
         self.http.close()
@@ -64,7 +66,11 @@ class Target:
     def replay(self, suite: Suite) -> dict[str, Answer]:
         """Create ``suite.setup``, then send its requests in order."""
         for obj in suite.setup:
-            self.client.create(obj)
+            try:
+                self.client.create(obj)
+            except KubeError as err:  # reported: the requests that need it will differ
+                name = (obj.get("metadata") or {}).get("name")
+                self.setup_errors.append(f"{suite.name}: {obj.get('kind')} {name}: {err}")
         variables: dict[str, str] = {}
         answers: dict[str, Answer] = {}
         for request in suite.requests:

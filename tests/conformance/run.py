@@ -43,6 +43,7 @@ class Difference:
 class Result:
     requests: int = 0
     differences: list[Difference] = field(default_factory=list)
+    setup_errors: list[str] = field(default_factory=list)
 
     @property
     def identical(self) -> int:
@@ -80,6 +81,7 @@ def measure(
 ) -> Result:
     """Replay ``suites`` on the servers of both kubeconfigs and compare every answer."""
     answers: list[dict[str, Answer]] = []
+    result = Result()
     for name, kubeconfig in (("embedded", embedded), ("real", real)):
         target = Target(name, kubeconfig)
         try:
@@ -88,9 +90,9 @@ def measure(
                 progress(f"{name}: {suite.name} ({len(suite.requests)} requests)")
                 replies.update(target.replay(suite))
             answers.append(replies)
+            result.setup_errors += [f"{name}: {error}" for error in target.setup_errors]
         finally:
             target.close()
-    result = Result()
     for suite in suites:
         for request in suite.requests:
             result.requests += 1
@@ -121,6 +123,7 @@ def report(result: Result, known: dict[str, dict[str, Any]]) -> list[str]:
             mark = f"explained: {entry['docs']}"
         lines.append(f"- {difference.request} [{mark}]")
         lines += [f"    {line}" for line in difference.lines]
+    lines += [f"- setup refused on {error}" for error in result.setup_errors]
     seen = {difference.request for difference in result.differences}
     ran = {request for request in known if request not in seen}
     lines += [f"- {request} [explained, but now identical]" for request in sorted(ran)]

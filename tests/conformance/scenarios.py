@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from allot.types import Obj
-from tests.conftest import load_scenarios
+from allot.api.kinds import lookup
+from tests.conftest import SCENARIOS, load_scenarios, load_yaml_documents
 from tests.conformance.corpus import Request, Suite, impersonation, query_pairs
 from tests.e2e.test_api_escapes import body_of as escape_body
 from tests.e2e.test_malformed_requests import iteration_budget, scenario_body
@@ -36,6 +37,11 @@ def scenario_suites() -> list[Suite]:
     return [
         malformed_requests(),
         api_escapes(),
+        validation("validation.yaml"),
+        validation("workload-validation.yaml"),
+        strategic_merge_patch(),
+        server_side_apply(),
+        authorization(),
     ]
 
 
@@ -100,3 +106,241 @@ def _headers(case: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     if "accept" in case:
         pairs.append(("Accept", str(case["accept"])))
     return tuple(pairs)
+
+
+# ------------------------------------------------------------------------- validation
+VALIDATION_NAMESPACE = "conf-{suite}"
+
+
+def validation(file: str) -> Suite:
+    """Each case's object created with ``dryRun=All`` (see the module's docstring)."""
+    suite = file.removesuffix(".yaml")
+    home = VALIDATION_NAMESPACE.format(suite=suite)
+    setup: list[Obj] = [_namespace(home)]
+    requests = []
+    for index, case in enumerate(load_scenarios(file)):
+        obj = json.loads(json.dumps(case["object"]))
+        if obj["apiVersion"].startswith("allot.dev/"):
+            continue  # allot's own kinds: nothing to compare with
+        old = case.get("old")
+        namespace = home
+        if case.get("namespaceLabels"):
+            namespace = f"{home}-{index}"
+            setup.append(_namespace(namespace, case["namespaceLabels"]))
+        for each in (obj, old):
+            if each is not None and "namespace" in each.get("metadata", {}):
+                each["metadata"]["namespace"] = namespace
+        if old is not None:
+            old = json.loads(json.dumps(old))
+            old["metadata"]["namespace"] = namespace
+            old["metadata"]["name"] = obj["metadata"]["name"] = case["name"]
+            setup.append(old)
+        path = collection(obj)
+        method = "POST"
+        if old is not None:
+            method = "PUT"
+            path += f"/{obj['metadata']['name']}"
+            if case.get("subresource"):
+                path += f"/{case['subresource']}"
+        requests.append(
+            _request(
+                suite,
+                case["name"],
+                method,
+                path,
+                query=(("dryRun", "All"),),
+                body=_json(obj),
+                ignore=("status",) if old is not None and not case.get("subresource") else (),
+            )
+        )
+    return Suite(suite, requests, setup)
+
+
+def _namespace(name: str, labels: dict[str, str] | None = None) -> Obj:
+    metadata: dict[str, Any] = {"name": name}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+
+
+def collection(obj: Obj) -> str:
+    """The path of the collection an object is created in."""
+    info = lookup(obj["apiVersion"], obj["kind"])
+    group = obj["apiVersion"]
+    path = f"/apis/{group}" if "/" in group else f"/api/{group}"
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    if info.namespaced and namespace:
+        path += f"/namespaces/{namespace}"
+    return f"{path}/{info.plural}"
+
+
+# ------------------------------------------------------------ strategic merge patch
+SMP_NAMESPACE = "conf-strategic-merge-patch"
+POD_SPEC_LISTS = {"containers", "volumes", "initContainers"}
+
+
+def strategic_merge_patch() -> Suite:
+    suite = "strategic-merge-patch"
+    setup: list[Obj] = [_namespace(SMP_NAMESPACE)]
+    requests = []
+    for index, case in enumerate(load_scenarios("strategic-merge-patch.yaml")):
+        stored, patch = _smp_target(case["object"], case["patch"], f"smp-{index}")
+        setup.append(stored)
+        requests.append(
+            _request(
+                suite,
+                case["name"],
+                "PATCH",
+                f"{collection(stored)}/{stored['metadata']['name']}",
+                headers=(("Content-Type", "application/strategic-merge-patch+json"),),
+                body=_json(patch),
+                ignore=("status",),
+            )
+        )
+    return Suite(suite, requests, setup)
+
+
+def _smp_target(obj: Obj, patch: Obj, name: str) -> tuple[Obj, Obj]:
+    """The case's object as a ConfigMap (only metadata) or a Deployment (a pod spec's lists
+    go under ``spec.template.spec``, the patch with them), with what validation needs."""
+    metadata = {**(obj.get("metadata") or {}), "name": name, "namespace": SMP_NAMESPACE}
+    spec = obj.get("spec")
+    if spec is None:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}, patch
+    labels = {"app": name}
+    pod_spec: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox"}]}
+    deployment_spec = {key: value for key, value in spec.items() if key not in POD_SPEC_LISTS}
+    lists = {key: value for key, value in spec.items() if key in POD_SPEC_LISTS}
+    if lists:
+        pod_spec.update(json.loads(json.dumps(lists)))
+        for container in pod_spec["containers"]:
+            container.setdefault("image", "busybox")
+        patch = {"spec": {"template": {"spec": patch["spec"]}}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+            **deployment_spec,
+        },
+    }
+    return deployment, patch
+
+
+# ------------------------------------------------------------------ server-side apply
+SSA_NAMESPACE = "conf-server-side-apply"
+
+
+def server_side_apply() -> Suite:
+    """The ConfigMap cases, step by step (the other kinds' objects are partial there)."""
+    suite = "server-side-apply"
+    requests = []
+    for index, case in enumerate(load_scenarios("server-side-apply.yaml")):
+        steps = case["steps"]
+        if case["kind"] != "ConfigMap" or any("set" in step for step in steps):
+            continue
+        created = False
+        for number, step in enumerate(steps, 1):
+            request, created = _ssa_step(f"{case['name']} (step {number})", step, index, created)
+            requests.append(_request(suite, **request))
+    return Suite(suite, requests, [_namespace(SSA_NAMESPACE)])
+
+
+def _ssa_step(
+    name: str, step: dict[str, Any], index: int, created: bool
+) -> tuple[dict[str, Any], bool]:
+    kind, action = ("apply", step["apply"]) if "apply" in step else ("update", step["update"])
+    obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        **action["object"],
+        "metadata": {
+            **(action["object"].get("metadata") or {}),
+            "name": f"ssa-{index}",
+            "namespace": SSA_NAMESPACE,
+        },
+    }
+    path = f"/api/v1/namespaces/{SSA_NAMESPACE}/configmaps"
+    query = [("fieldManager", action["manager"])]
+    request: dict[str, Any] = {"name": name, "body": _json(obj)}
+    if kind == "apply":
+        query += [("force", "true")] if action.get("force") else []
+        headers = (("Content-Type", "application/apply-patch+yaml"),)
+        request.update(method="PATCH", path=f"{path}/ssa-{index}", headers=headers)
+    elif created:
+        request.update(method="PUT", path=f"{path}/ssa-{index}")
+    else:
+        request.update(method="POST", path=path)
+    request["query"] = tuple(query)
+    return request, True
+
+
+# ---------------------------------------------------------------------- authorization
+HTTP_VERBS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT",
+              "patch": "PATCH", "delete": "DELETE"}  # fmt: skip
+
+
+def authorization() -> Suite:
+    suite = "authorization"
+    document = load_yaml_documents(SCENARIOS / "authorization.yaml")[0]
+    requests = [_authorization_case(suite, case) for case in document["cases"]]
+    for case in document["escalations"]:
+        who = {"user": case["user"]["name"], "groups": _groups(case["user"])}
+        requests.append(
+            _request(
+                suite,
+                case["name"],
+                "POST",
+                collection(case["object"]),
+                headers=tuple(impersonation(who)),
+                body=_json(case["object"]),
+                query=(("dryRun", "All"),),
+            )
+        )
+    return Suite(suite, requests, list(document["objects"]))
+
+
+def _groups(user: dict[str, Any]) -> list[str]:
+    return list(user.get("groups", ["system:authenticated"]))
+
+
+def _authorization_case(suite: str, case: dict[str, Any]) -> Request:
+    """The request a case describes, as its user; a SubjectAccessReview for other verbs."""
+    user, request = case["user"], case["request"]
+    who = {"user": user["name"], "groups": _groups(user)}
+    if "path" in request:
+        headers = tuple(impersonation(who))
+        return _request(suite, case["name"], "GET", request["path"], headers=headers)
+    verb = request["verb"]
+    if verb not in HTTP_VERBS or not _groups(user):
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {"user": user["name"], "groups": _groups(user), "resourceAttributes": request},
+        }
+        path = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+        return _request(suite, case["name"], "POST", path, body=_json(review))
+    group = request.get("group", "")
+    path = f"/apis/{group}/v1" if group else "/api/v1"
+    if request.get("namespace"):
+        path += f"/namespaces/{request['namespace']}"
+    path += f"/{request['resource']}"
+    if verb not in ("list", "watch", "create"):
+        path += f"/{request.get('name', '')}"
+        if request.get("subresource"):
+            path += f"/{request['subresource']}"
+    query: tuple[tuple[str, str], ...] = ()
+    if verb == "watch":
+        query = (("watch", "true"), ("timeoutSeconds", "1"))
+    elif verb in ("create", "update", "patch", "delete"):
+        query = (("dryRun", "All"),)
+    headers = tuple(impersonation(who))
+    body = None
+    if verb in ("create", "update", "patch"):
+        body = b"{}"
+        if verb == "patch":
+            headers += (("Content-Type", "application/merge-patch+json"),)
+    method = HTTP_VERBS[verb]
+    return _request(suite, case["name"], method, path, query=query, headers=headers, body=body)
