@@ -14,6 +14,7 @@ servers already running instead (for working on the corpus).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -78,6 +79,7 @@ def measure(
     real: Path,
     suites: list[Suite],
     progress: Callable[[str], None] = lambda _: None,
+    show: str | None = None,
 ) -> Result:
     """Replay ``suites`` on the servers of both kubeconfigs and compare every answer."""
     answers: list[dict[str, Answer]] = []
@@ -100,6 +102,8 @@ def measure(
             right = comparable(answers[1][request.id], request)
             left["body"], right["body"] = project(request.view, left["body"], right["body"])
             found = differences(left, right)
+            if show and show in request.id:
+                progress(f"{request.id}\n  embedded: {json.dumps(left)}\n  real: {json.dumps(right)}")
             if found:
                 result.differences.append(
                     Difference(request.id, fingerprint(found), summary(found))
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedded", type=Path, help="kubeconfig of a running allot")
     parser.add_argument("--real", type=Path, help="kubeconfig of a running real cluster")
     parser.add_argument("--suite", action="append", help="only these suites (by name)")
+    parser.add_argument("--show", help="print both answers of the requests whose id has this")
     args = parser.parse_args(argv)
     suites = [s for s in all_suites() if not args.suite or s.name in args.suite]
     progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -153,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="allot-conf-")))
             progress("starting allot's embedded platform and real Kubernetes 1.36")
             embedded, real = stack.enter_context(fresh_servers(root))
-        result = measure(embedded, real, suites, progress)
+        result = measure(embedded, real, suites, progress, args.show)
     known = explained()
     print("\n".join(report(result, known)))
     return 1 if unexplained(result, known) else 0

@@ -243,3 +243,45 @@ def test_pod_binding_subresource(http: httpx.Client) -> None:
     discovery = http.get("/api/v1").json()
     entry = next(r for r in discovery["resources"] if r["name"] == "pods/binding")
     assert (entry["kind"], entry["verbs"]) == ("Binding", ["create"])
+
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def test_discovery_names_kinds_and_hashes_as_kube_apiserver(http: httpx.Client) -> None:
+    """As real Kubernetes 1.36 answers (measured by tests/conformance): a responseKind
+    names its group and version only where they are not the resource's own; the legacy
+    documents carry each kind's storageVersionHash; namespaces have no deletecollection."""
+    core = http.get("/api", headers={"Accept": AGGREGATED}).json()
+    entries = {r["resource"]: r for r in core["items"][0]["versions"][0]["resources"]}
+    pods = entries["pods"]
+    assert pods["responseKind"] == {"group": "", "version": "", "kind": "Pod"}
+    kinds = {sub["subresource"]: sub["responseKind"] for sub in pods["subresources"]}
+    assert kinds["status"] == {"group": "", "version": "", "kind": "Pod"}
+    assert kinds["binding"] == {"group": "", "version": "", "kind": "Binding"}
+    assert kinds["eviction"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert "deletecollection" not in entries["namespaces"]["verbs"]
+    legacy = {r["name"]: r for r in http.get("/api/v1").json()["resources"]}
+    assert legacy["configmaps"]["storageVersionHash"] == "qFsyl6wFWjQ="
+    resource = http.get("/apis/resource.k8s.io/v1").json()["resources"]
+    hashes = {r["name"]: r.get("storageVersionHash") for r in resource}
+    assert hashes["deviceclasses"] == "Yk2PTc1Ybxk="
+    admission = http.get("/apis/admissionregistration.k8s.io/v1").json()["resources"]
+    assert all("shortNames" not in r for r in admission)
+
+
+def test_generation_only_where_upstream_counts_it(http: httpx.Client) -> None:
+    """kube-apiserver 1.36 sets no ``metadata.generation`` on ResourceClaims, their
+    templates, Namespaces and Services; DeviceClasses (and workloads) start at 1."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "no-generation"}, "spec": {}}  # fmt: skip
+    created = http.post("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", json=claim)
+    assert created.status_code == 201, created.text
+    assert "generation" not in created.json()["metadata"]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "no-gen"},
+                 "spec": {"finalizers": ["kubernetes"]}}  # fmt: skip
+    assert "generation" not in http.post("/api/v1/namespaces", json=namespace).json()["metadata"]
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                    "metadata": {"name": "with-generation"}, "spec": {}}  # fmt: skip
+    answer = http.post("/apis/resource.k8s.io/v1/deviceclasses", json=device_class).json()
+    assert answer["metadata"]["generation"] == 1

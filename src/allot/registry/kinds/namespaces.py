@@ -16,6 +16,7 @@ STRATEGIES = (
     KindStrategy(
         "Namespace",
         "namespace",
+        generation=False,
         short_names=("ns",),
         returns_deleted_object=True,  # upstream namespace REST: the namespace, Terminating
         subresources=("status",),
