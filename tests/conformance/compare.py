@@ -3,8 +3,8 @@
 What differs between any two API servers, and is normalised away: uids (any UUID, also
 inside messages and owner references), times (any RFC 3339 string: creation and deletion
 timestamps, managedFields times, conditions), resourceVersions and continue tokens (each
-server counts its own), the random suffix of a generated name, and a Table's ``date``
-cells (ages). Everything else is compared: the status code, the media type, the
+server counts its own), the random suffix of a generated name (also in Table cells), and a Table's clock
+cells (ages, durations). Everything else is compared: the status code, the media type, the
 ``Warning`` headers and the whole body, a ``Status`` (reason, message, details, causes)
 included. A request's ``ignore`` paths and ``view`` narrow the comparison where the corpus
 says so (see :mod:`.corpus`): ``discovery:<group>`` keeps the resources of one API group
@@ -27,6 +27,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 COUNTED = {"resourceVersion": "<rv>", "continue": "<continue>"}
 GENERATED_SUFFIX = 5
+CLOCK_COLUMNS = {"Age", "Duration", "Last Schedule", "Last Seen", "First Seen"}
 SHOWN = 6
 VALUE_WIDTH = 160
 
@@ -46,9 +47,9 @@ def comparable(answer: Answer, request: Request) -> dict[str, Any]:
 
 def normalise(value: Any) -> Any:
     if isinstance(value, dict):
+        value = _table_cells(value)
         normal = {key: _normal_field(key, item) for key, item in value.items()}
         _generated_name(normal)
-        _table_dates(normal)
         return normal
     if isinstance(value, list):
         return [normalise(item) for item in value]
@@ -70,16 +71,30 @@ def _generated_name(metadata: dict[str, Any]) -> None:
             metadata["name"] = prefix + "<generated>"
 
 
-def _table_dates(table: dict[str, Any]) -> None:
+def _table_cells(table: dict[str, Any]) -> dict[str, Any]:
+    """A Table with its clock cells (ages, durations: :data:`CLOCK_COLUMNS` or type
+    ``date``) as ``<age>`` and each row's generated name as in its object."""
     if table.get("kind") != "Table":
-        return
+        return table
     columns = table.get("columnDefinitions") or []
-    dates = [index for index, column in enumerate(columns) if column.get("type") == "date"]
+    clocks = {
+        index
+        for index, column in enumerate(columns)
+        if column.get("type") == "date" or column.get("name") in CLOCK_COLUMNS
+    }
+    rows = []
     for row in table.get("rows") or []:
-        cells = row.get("cells") or []
-        for index in dates:
-            if index < len(cells):
-                cells[index] = "<age>"
+        metadata = (row.get("object") or {}).get("metadata") or {}
+        generated = dict(metadata)
+        _generated_name(generated)
+        cells = [
+            "<age>" if index in clocks
+            else generated["name"] if cell == metadata.get("name")
+            else cell
+            for index, cell in enumerate(row.get("cells") or [])
+        ]  # fmt: skip
+        rows.append({**row, "cells": cells})
+    return {**table, "rows": rows}
 
 
 def without(value: Any, path: list[str]) -> Any:
@@ -110,7 +125,9 @@ def project(view: str, left: Any, right: Any) -> tuple[Any, Any]:
         return left, right
     kind, _, argument = view.partition(":")
     if kind == "discovery":
-        return _common_resources(_group_resources(left, argument), _group_resources(right, argument))
+        return _common_resources(
+            _group_resources(left, argument), _group_resources(right, argument)
+        )
     if kind == "resources":
         return _common_resources(_listed_resources(left), _listed_resources(right))
     if kind == "openapi":

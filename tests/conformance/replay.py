@@ -89,9 +89,7 @@ class Target:
         body = request.body
         if body is not None and b"{{" in body:
             body = fill(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-        query = "&".join(
-            f"{httpx.QueryParams({key: fill(value)})}" for key, value in request.query
-        )
+        query = "&".join(f"{httpx.QueryParams({key: fill(value)})}" for key, value in request.query)
         url = fill(request.path) + (f"?{query}" if query else "")
         chunks: list[bytes] = []
         cut = False

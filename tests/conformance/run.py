@@ -103,7 +103,9 @@ def measure(
             left["body"], right["body"] = project(request.view, left["body"], right["body"])
             found = differences(left, right)
             if show and show in request.id:
-                progress(f"{request.id}\n  embedded: {json.dumps(left)}\n  real: {json.dumps(right)}")
+                progress(
+                    f"{request.id}\n  embedded: {json.dumps(left)}\n  real: {json.dumps(right)}"
+                )
             if found:
                 result.differences.append(
                     Difference(request.id, fingerprint(found), summary(found))

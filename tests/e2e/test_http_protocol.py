@@ -285,3 +285,22 @@ def test_generation_only_where_upstream_counts_it(http: httpx.Client) -> None:
                     "metadata": {"name": "with-generation"}, "spec": {}}  # fmt: skip
     answer = http.post("/apis/resource.k8s.io/v1/deviceclasses", json=device_class).json()
     assert answer["metadata"]["generation"] == 1
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def test_namespace_name_label_and_deployment_columns_as_upstream(http: httpx.Client) -> None:
+    """A namespace is labelled ``kubernetes.io/metadata.name`` with its name (created or
+    updated without it); a Deployment's Up-to-date and Available columns are typed
+    ``string``, as kube-apiserver 1.36 answers (tests/conformance measured both)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": "labelled", "labels": {"team": "a"}}}  # fmt: skip
+    created = http.post("/api/v1/namespaces", json=namespace).json()
+    assert created["metadata"]["labels"] == {"team": "a", "kubernetes.io/metadata.name": "labelled"}
+    stripped = {**created, "metadata": {**created["metadata"], "labels": {}}}
+    updated = http.put("/api/v1/namespaces/labelled", json=stripped).json()
+    assert updated["metadata"]["labels"] == {"kubernetes.io/metadata.name": "labelled"}
+    table = http.get("/apis/apps/v1/namespaces/default/deployments", headers={"Accept": TABLE})
+    types = {c["name"]: c["type"] for c in table.json()["columnDefinitions"]}
+    assert (types["Up-to-date"], types["Available"]) == ("string", "string")
