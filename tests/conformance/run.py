@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedded", type=Path, help="kubeconfig of a running allot")
     parser.add_argument("--real", type=Path, help="kubeconfig of a running real cluster")
     parser.add_argument("--suite", action="append", help="only these suites (by name)")
+    parser.add_argument("--json", type=Path, help="also write the differences there, as JSON")
     parser.add_argument("--show", help="print both answers of the requests whose id has this")
     args = parser.parse_args(argv)
     suites = [s for s in all_suites() if not args.suite or s.name in args.suite]
@@ -162,5 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             embedded, real = stack.enter_context(fresh_servers(root))
         result = measure(embedded, real, suites, progress, args.show)
     known = explained()
+    if args.json:
+        found = [vars(difference) for difference in result.differences]
+        args.json.write_text(json.dumps({"requests": result.requests, "differences": found}))
     print("\n".join(report(result, known)))
     return 1 if unexplained(result, known) else 0
