@@ -71,11 +71,10 @@ def test_codes_warnings_and_ignored_paths() -> None:
 
 def test_table_ages_and_generated_names_in_cells() -> None:
     def table(age: str, name: str) -> dict[str, Any]:
-        return {
-            "kind": "Table",
-            "columnDefinitions": [{"name": "Name", "type": "string"}, {"name": "Age", "type": "string"}],
-            "rows": [{"cells": [name, age], "object": {"metadata": {"name": name, "generateName": "s-"}}}],
-        }  # fmt: skip
+        columns = [{"name": "Name", "type": "string"}, {"name": "Age", "type": "string"}]
+        metadata = {"name": name, "generateName": "s-"}
+        rows = [{"cells": [name, age], "object": {"metadata": metadata}}]
+        return {"kind": "Table", "columnDefinitions": columns, "rows": rows}
 
     assert normalise(table("5s", "s-abcde")) == normalise(table("3m", "s-vwxyz"))
     assert normalise(table("5s", "s-abcde")) != normalise(table("5s", "other"))
@@ -83,7 +82,8 @@ def test_table_ages_and_generated_names_in_cells() -> None:
 
 def test_discovery_compares_the_resources_both_serve() -> None:
     def document(resources: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"items": [{"metadata": {"name": "apps"}, "versions": [{"version": "v1", "resources": resources}]}]}  # fmt: skip
+        versions = [{"version": "v1", "resources": resources}]
+        return {"items": [{"metadata": {"name": "apps"}, "versions": versions}]}
 
     ours = document([{"resource": "deployments", "verbs": ["get"]}])
     theirs = document([{"resource": "deployments", "verbs": ["get", "list"]}, {"resource": "x"}])

@@ -3,12 +3,13 @@
 What differs between any two API servers, and is normalised away: uids (any UUID, also
 inside messages and owner references), times (any RFC 3339 string: creation and deletion
 timestamps, managedFields times, conditions), resourceVersions and continue tokens (each
-server counts its own), the random suffix of a generated name (also in Table cells), and a Table's clock
-cells (ages, durations). Everything else is compared: the status code, the media type, the
-``Warning`` headers and the whole body, a ``Status`` (reason, message, details, causes)
-included. A request's ``ignore`` paths and ``view`` narrow the comparison where the corpus
-says so (see :mod:`.corpus`): ``discovery:<group>`` keeps the resources of one API group
-that both servers serve, ``openapi:<A>,<B>`` keeps those component schemas.
+server counts its own), the random suffix of a generated name (also in Table cells), and
+a Table's clock cells (ages, durations). Everything else is compared: the status code, the
+media type, the ``Warning`` headers and the whole body, a ``Status`` (reason, message,
+details, causes) included. A request's ``ignore`` paths and ``view`` narrow the comparison
+where the corpus says so (see :mod:`.corpus`): ``discovery:<group>`` keeps the resources
+of one API group that both servers serve, ``resources`` the entries of a legacy discovery
+document both list, ``openapi:<A>,<B>`` those component schemas.
 
 :func:`differences` returns one line a differing leaf (``body.details.causes.0.message:
 'x' != 'y'``); :func:`fingerprint` reduces them to their paths with list indexes as ``*``,
@@ -66,9 +67,10 @@ def _normal_field(key: str, value: Any) -> Any:
 
 def _generated_name(metadata: dict[str, Any]) -> None:
     prefix, name = metadata.get("generateName"), metadata.get("name")
-    if isinstance(prefix, str) and isinstance(name, str) and name.startswith(prefix):
-        if len(name) == len(prefix) + GENERATED_SUFFIX:
-            metadata["name"] = prefix + "<generated>"
+    if not (isinstance(prefix, str) and isinstance(name, str)):
+        return
+    if name.startswith(prefix) and len(name) == len(prefix) + GENERATED_SUFFIX:
+        metadata["name"] = prefix + "<generated>"
 
 
 def _table_cells(table: dict[str, Any]) -> dict[str, Any]:

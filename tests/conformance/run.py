@@ -69,9 +69,8 @@ def fresh_servers(root: Path) -> Iterator[tuple[Path, Path]]:
 
     if MISSING is not None:
         raise SystemExit(MISSING)
-    with running_platform(root / "embedded") as embedded:
-        with running_real_kube(root / "real") as real:
-            yield embedded.kubeconfig, real.kubeconfig
+    with running_platform(root / "embedded") as embedded, running_real_kube(root / "real") as real:
+        yield embedded.kubeconfig, real.kubeconfig
 
 
 def measure(

@@ -22,13 +22,12 @@ compared with each other):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-from allot.types import Obj
 from allot.api.kinds import lookup
-from tests.conftest import SCENARIOS, load_scenarios, load_yaml_documents
+from allot.types import Obj
 from tests.conformance.corpus import Request, Suite, impersonation, query_pairs
+from tests.conftest import SCENARIOS, load_scenarios, load_yaml_documents
 from tests.e2e.test_api_escapes import body_of as escape_body
 from tests.e2e.test_malformed_requests import iteration_budget, scenario_body
 

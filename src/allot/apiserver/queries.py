@@ -38,6 +38,7 @@ BOOLEANS = (
     "orphanDependents",
 )
 APPLY_PATCH = "application/apply-patch+yaml"
+MATCH = "resourceVersionMatch"
 
 
 def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content_type: str) -> None:
@@ -94,23 +95,23 @@ def list_options(query: Mapping[str, str]) -> list[tuple[str, str, str]]:
 
     if (query.get("watch") or "").lower() not in ("", "false", "0"):
         if initial and match != "NotOlderThan":
-            forbid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")  # fmt: skip
+            forbid(MATCH, f"sendInitialEvents requires setting {MATCH} to NotOlderThan")
         if match and not initial:
-            forbid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")  # fmt: skip
+            forbid(MATCH, f"{MATCH} is forbidden for watch unless sendInitialEvents is provided")
         if match and match != "NotOlderThan":
             unsupported(("NotOlderThan",))
         if match and query.get("continue"):
-            forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided")  # fmt: skip
+            forbid(MATCH, f"{MATCH} is forbidden when continue is provided")
         return errors
     if match:
         if not query.get("resourceVersion"):
-            forbid("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")  # fmt: skip
+            forbid(MATCH, f"{MATCH} is forbidden unless resourceVersion is provided")
         if query.get("continue"):
-            forbid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided")  # fmt: skip
+            forbid(MATCH, f"{MATCH} is forbidden when continue is provided")
         if match not in RESOURCE_VERSION_MATCH:
             unsupported(RESOURCE_VERSION_MATCH)
         if match == "Exact" and query.get("resourceVersion") == "0":
-            forbid("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')  # fmt: skip
+            forbid(MATCH, f'{MATCH} "exact" is forbidden for resourceVersion "0"')
     if initial:
         forbid("sendInitialEvents", "sendInitialEvents is forbidden for list")
     return errors
@@ -168,7 +169,10 @@ def check_delete_options(options: Mapping[str, object]) -> None:
             raise _invalid("DeleteOptions", "dryRun", _json_list(dry_run), ("All",))
     policy = options.get("propagationPolicy")
     if policy is not None and options.get("orphanDependents") is not None:
-        text = f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be both set'  # fmt: skip
+        text = (
+            f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be '
+            "both set"
+        )
         raise InvalidOptions("DeleteOptions", [("FieldValueInvalid", "propagationPolicy", text)])
     if policy is not None and policy not in PROPAGATION:
         raise _invalid("DeleteOptions", "propagationPolicy", f'"{policy}"', PROPAGATION)

@@ -7,7 +7,6 @@ from allot.registry.kinds import KindStrategy, Table
 from allot.registry.kinds.columns import AGE, NAME, age, column
 from allot.types import Obj
 
-
 NAME_LABEL = "kubernetes.io/metadata.name"
 
 
