@@ -28,6 +28,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 COUNTED = {"resourceVersion": "<rv>", "continue": "<continue>"}
 GENERATED_SUFFIX = 5
+COLLECTION = re.compile(r"^(body\.items|body\.rows|body)\.\*(\..*)?$")
 CLOCK_COLUMNS = {"Age", "Duration", "Last Schedule", "Last Seen", "First Seen"}
 SHOWN = 6
 VALUE_WIDTH = 160
@@ -200,8 +201,11 @@ def _shown(value: Any) -> str:
 
 
 def fingerprint(found: list[tuple[str, str]]) -> list[str]:
-    """The differing paths, list indexes as ``*``, sorted and without repeats."""
-    return sorted({re.sub(r"\.\d+(?=\.|$)", ".*", path) for path, _ in found})
+    """The differing paths, list indexes as ``*``, sorted and without repeats. A list of
+    items, rows or watch events counts as one path (``body.items``): whether two lists
+    differ item by item or in length depends on what else the cluster holds."""
+    paths = {re.sub(r"\.\d+(?=\.|$)", ".*", path) for path, _ in found}
+    return sorted({COLLECTION.sub(r"\1", path) for path in paths})
 
 
 def summary(found: list[tuple[str, str]]) -> list[str]:

@@ -18,7 +18,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -240,12 +240,13 @@ def python_client(port: int, token: str) -> None:
     api = client.ApiClient(configuration)
     resource = client.ResourceV1Api(api)
     core = client.CoreV1Api(api)
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    claim: Any = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
              "metadata": {"name": "py-claim", "labels": {"by": "python"}},
              "spec": {"devices": {"requests": [{"name": "gpu",
                       "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}  # fmt: skip
     ns = "conf-recorded"
-    calls = [
+    replaced: Any = {**claim, "metadata": {"name": "py-claim"}}
+    calls: list[Callable[[], object]] = [
         lambda: resource.create_namespaced_resource_claim(ns, claim),
         lambda: resource.list_namespaced_resource_claim(ns, label_selector="by=python"),
         lambda: resource.read_namespaced_resource_claim("py-claim", ns),
@@ -256,7 +257,7 @@ def python_client(port: int, token: str) -> None:
         lambda: resource.patch_namespaced_resource_claim_status(
             "py-claim", ns, {"status": {"reservedFor": []}}),
         lambda: resource.replace_namespaced_resource_claim(
-            "py-claim", ns, {**claim, "metadata": {"name": "py-claim"}}),
+            "py-claim", ns, replaced),
         lambda: resource.create_namespaced_resource_claim(ns, claim),
         lambda: resource.list_device_class(),
         lambda: resource.list_resource_claim_for_all_namespaces(limit=1),

@@ -122,24 +122,32 @@ def report(result: Result, known: dict[str, dict[str, Any]]) -> list[str]:
         entry = known.get(difference.request)
         if entry is None:
             mark = "NEW"
-        elif entry.get("paths") != difference.paths:
-            mark = f"CHANGED (explained: {entry['docs']})"
+        elif not _matches(entry, difference):
+            mark = f"CHANGED (explained: {', '.join(entry['docs'])})"
         else:
-            mark = f"explained: {entry['docs']}"
+            mark = f"explained: {', '.join(entry['docs'])}"
         lines.append(f"- {difference.request} [{mark}]")
         lines += [f"    {line}" for line in difference.lines]
     lines += [f"- setup refused on {error}" for error in result.setup_errors]
     seen = {difference.request for difference in result.differences}
-    ran = {request for request in known if request not in seen}
-    lines += [f"- {request} [explained, but now identical]" for request in sorted(ran)]
+    gone = {
+        request for request in known if request not in seen and not known[request].get("varies")
+    }
+    lines += [f"- {request} [explained, but now identical]" for request in sorted(gone)]
     return lines
+
+
+def _matches(entry: dict[str, Any], difference: Difference) -> bool:
+    """An entry explains a difference with its paths; one marked ``varies`` (a controller
+    that acts at its own pace decides which fields differ) whatever the paths."""
+    return bool(entry.get("varies")) or entry.get("paths") == difference.paths
 
 
 def unexplained(result: Result, known: dict[str, dict[str, Any]]) -> list[str]:
     return [
         difference.request
         for difference in result.differences
-        if (known.get(difference.request) or {}).get("paths") != difference.paths
+        if difference.request not in known or not _matches(known[difference.request], difference)
     ]
 
 
@@ -152,7 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", help="print both answers of the requests whose id has this")
     args = parser.parse_args(argv)
     suites = [s for s in all_suites() if not args.suite or s.name in args.suite]
-    progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     with ExitStack() as stack:
         if args.embedded and args.real:
             embedded, real = args.embedded, args.real

@@ -61,18 +61,8 @@ def malformed_requests() -> Suite:
         "metadata": {"name": "target", "namespace": "default"},
         "data": {"a": "1"},
     }
-    requests = [
-        _request(
-            suite,
-            case["name"],
-            case["method"],
-            case["path"],
-            query=query_pairs(case.get("query")),
-            headers=(("Content-Type", case["contentType"]),) if "contentType" in case else (),
-            body=scenario_body(case),
-        )
-        for case in load_scenarios("malformed-requests.yaml")
-    ]
+    cases = load_scenarios("malformed-requests.yaml")
+    requests = [_as_sent(suite, case, scenario_body(case)) for case in cases]
     return Suite(suite, requests, [target, *iteration_budget()])
 
 
@@ -82,20 +72,18 @@ ESCAPE_KEYS = {"token", "cluster", "rawPath", "header", "cookie"}
 
 def api_escapes() -> Suite:
     suite = "api-escapes"
-    requests = [
-        _request(
-            suite,
-            case["name"],
-            case["method"],
-            case["path"],
-            query=query_pairs(case.get("query")),
-            headers=_headers(case),
-            body=escape_body(case),
-        )
-        for case in load_scenarios("api-escapes.yaml")
-        if not ESCAPE_KEYS & set(case)
-    ]
+    cases = [case for case in load_scenarios("api-escapes.yaml") if not ESCAPE_KEYS & set(case)]
+    requests = [_as_sent(suite, case, escape_body(case)) for case in cases]
     return Suite(suite, requests)
+
+
+def _as_sent(suite: str, case: dict[str, Any], body: bytes | None) -> Request:
+    """A scenario case that names its method, path, query and media types."""
+    query = query_pairs(case.get("query"))
+    headers = _headers(case)
+    return _request(
+        suite, case["name"], case["method"], case["path"], query=query, headers=headers, body=body
+    )
 
 
 def _headers(case: dict[str, Any]) -> tuple[tuple[str, str], ...]:
