@@ -127,7 +127,7 @@ class Handlers:
         warnings += self.admission.admit(request)
         obj = model.to_wire()
         self._initial_status(resource, obj, rfc3339(self.clock()))
-        if "spec" in obj:
+        if "spec" in obj and (resource.custom or strategy(resource.kind).generation):
             obj["metadata"]["generation"] = 1
         if applied is None:  # what the strategy and mutating admission completed is no one's
             self._record_update(target, MISSING, obj, options, (*completed, *request.completed))
