@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from allot.api.base import ApiModel
+from allot.api.costs import COSTS
 from allot.api.errors import StrictDecodingError
 from allot.api.kinds import decode, render_location
 from allot.api.meta import StatusCause, StatusDetails
@@ -171,6 +172,7 @@ class AdmissionChain:
         return None
 
     def admit(self, request: AdmissionRequest) -> list[str]:
+        COSTS.admitted(request.cluster, request.resource.store.key, request.subresource)
         _refuse_immortal_namespace(request)
         obj = request.object
         context = ResourceContext(

@@ -39,6 +39,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
+from allot.api.costs import COSTS
 from allot.api.documents import clone_document
 from allot.store import namespaces
 from allot.store.commits import GroupCommit
@@ -860,6 +861,7 @@ class Store:
         compacting the cluster's history if it grew past its bounds; True when the caller
         commits once it has told the listeners (no loop runs here). A failed write leaves
         neither row; ``Unwritable`` (``DiskFull``) when SQLite refused it."""
+        COSTS.wrote(event[0], event[1])
         commit_now = self._commits.begin()
         try:
             self._db.execute(
