@@ -84,6 +84,9 @@ class AdmissionRequest:
     user: str = CONTROLLER_USER
     groups: tuple[str, ...] | None = None
     """The groups of the user of an HTTP request; None for the platform's own writes."""
+    with_status: bool = False
+    """An update of the object that writes its status too (a controller's one write of
+    both): validated as an update and as a status update."""
     completed: list[tuple[str, ...]] = field(default_factory=list)
     """The field paths (:mod:`allot.managedfields.fieldpaths`) mutating plugins set on the
     object: no manager owns them, as upstream's field manager records a write before
@@ -198,7 +201,12 @@ class AdmissionChain:
             return []
         if request.subresource == "status":
             return validate_status_update(obj, request.old_object, context, rules)
-        return validate_update(obj, request.old_object, context, rules)
+        errors = validate_update(obj, request.old_object, context, rules)
+        if request.with_status:
+            texts = {str(error) for error in errors}
+            more = validate_status_update(obj, request.old_object, context, rules)
+            errors += [error for error in more if str(error) not in texts]
+        return errors
 
 
 def _model_for(cluster: str, body: dict[str, Any]) -> type[BaseModel] | None:

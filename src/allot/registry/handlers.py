@@ -408,14 +408,14 @@ class Handlers:
         self, cluster: str, target: Target, body: Obj, options: WriteOptions
     ) -> WriteResult:
         """A controller's change of an object and of its status in one stored write (the
-        scheduler's claim finalizer with the allocation and reservation): admitted as an
-        update of the object, then as an update of its ``status`` subresource, each as
-        it would be on its own, so every refusal is the same as for two writes."""
+        scheduler's claim finalizer with the allocation and reservation): decoded once and
+        admitted once, as an update of the object that also changes its status (validated
+        as an update and as a status update, so a refusal has the same text as the one of
+        two writes; the plugins judge it once, seeing the status it stores). Its fields
+        are owned as two writes' would be: the main entry and the ``status`` one."""
         current = self._current(cluster, target)
-        main, warnings = self._admitted(cluster, target, current, body, options, "Update")
-        status = Target(target.resource, target.namespace, target.name, "status")
-        obj, more = self._admitted(cluster, status, main, body, options, "Update")
-        return self._store_update(cluster, target, obj, options, warnings + more)
+        obj, warnings = self._admitted(cluster, target, current, body, options, "Update", True)
+        return self._store_update(cluster, target, obj, options, warnings)
 
     def _replace(
         self,
@@ -454,11 +454,16 @@ class Handlers:
         body: Obj,
         options: WriteOptions,
         operation: str,
+        with_status: bool = False,
     ) -> tuple[Obj, list[str]]:
         """The object an update of ``current`` with ``body`` stores, decoded and admitted
-        (not stored yet), and the warnings."""
+        (not stored yet), and the warnings; ``with_status``: the body's status is written
+        too (:meth:`update_with_status`)."""
         resource = target.resource
-        new = self._merge_for_subresource(resource, target.subresource, current, body)
+        if with_status:
+            new = dict(body)
+        else:
+            new = self._merge_for_subresource(resource, target.subresource, current, body)
         old_model = self._model(current, resource)
         # a status write stores the current spec (as upstream's status strategies, which
         # reset spec to the old object's): decoded just above, it is not decoded again
@@ -476,6 +481,7 @@ class Handlers:
             options.dry_run,
             options.user,
             options.groups,
+            with_status=with_status,
         )
         warnings += self.admission.admit(request)
         obj = model.to_wire()
@@ -491,6 +497,11 @@ class Handlers:
             _set_managed_fields(obj, (body.get("metadata") or {}).get("managedFields") or [])
         else:
             self._record_update(target, current, obj, options)
+        if with_status:  # then the status write's own entry, over the main write's
+            status = Target(resource, target.namespace, target.name, "status")
+            entries = obj["metadata"].get("managedFields")
+            metadata = {**current["metadata"], "managedFields": entries}
+            self._record_update(status, {**current, "metadata": metadata}, obj, options)
         return obj, warnings
 
     @staticmethod
