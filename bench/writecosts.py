@@ -141,8 +141,10 @@ async def _measure(api: Platform) -> None:
         (
             "pod",
             _pod("p", "c"),
-            lambda: (_peek(api, "Pod", "p").get("status") or {}).get("phase") == "Running"
-            and bool((_peek(api, "ResourceClaim", "c").get("status") or {}).get("allocation")),
+            lambda: (
+                (_peek(api, "Pod", "p").get("status") or {}).get("phase") == "Running"
+                and bool((_peek(api, "ResourceClaim", "c").get("status") or {}).get("allocation"))
+            ),
         ),
     ):
         with itemised() as items:

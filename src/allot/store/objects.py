@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from allot.api.costs import COSTS
-from allot.api.documents import clone_document
+from allot.api.documents import clone_document, encode_document
 from allot.store import namespaces
 from allot.store.commits import GroupCommit
 from allot.store.errors import (
@@ -795,9 +795,10 @@ class Store:
         cluster, resource, namespace, name = key
         rv = self._rv + 1
         obj["metadata"]["resourceVersion"] = str(rv)
-        body = json.dumps(obj, separators=(",", ":"))
-        if len(body) > MAX_OBJECT_BYTES:
+        encoded = encode_document(obj)
+        if len(encoded) > MAX_OBJECT_BYTES:
             raise TooLarge(f"Request entity too large: limit is {MAX_OBJECT_BYTES}")
+        body = encoded.decode()
         previous = self._objects.get(key)
         commit_now = self._persist(
             rv,
@@ -827,7 +828,7 @@ class Store:
                 cluster,
                 resource,
                 "DELETED",
-                json.dumps(obj, separators=(",", ":")),
+                encode_document(obj).decode(),
                 _version(previous),
             ),
             "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?",
