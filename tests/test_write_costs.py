@@ -1,5 +1,7 @@
 """What a write costs the registry (issue 30, item 4), counted by :mod:`allot.api.costs`:
-a controller's one write of an object and its status (``update_with_status``) is decoded
+each write decodes its body only (the stored object's model is the one its own write
+admitted, :mod:`allot.registry.storedmodels`, and never one of another version); a
+controller's one write of an object and its status (``update_with_status``) is decoded
 and admitted once, yet owned, validated and judged by admission policies as its two
 writes would be."""
 
@@ -51,6 +53,37 @@ def _with_status(api: Registry, obj: Obj) -> Obj:
     return api.handlers.update_with_status("host", target, obj, OPTIONS).object
 
 
+def _costs(write: Any) -> tuple[int, int, int]:
+    before = COSTS.snapshot()
+    write()
+    return tuple(a - b for a, b in zip(COSTS.snapshot(), before, strict=True))  # type: ignore[return-value]
+
+
+def test_each_write_decodes_its_body_only(api: Registry) -> None:
+    stored = _create(api, _deployment())
+    target = Target(by_kind("Deployment"), "default", "web", "")
+    status = Target(by_kind("Deployment"), "default", "web", "status")
+    changed = _changed(stored)
+    assert _costs(lambda: api.handlers.update("host", target, changed, OPTIONS)) == (1, 1, 1)
+    current = api.handlers.get("host", target)
+    assert _costs(lambda: api.handlers.update("host", status, current, OPTIONS)) == (1, 1, 1)
+    assert _costs(lambda: api.handlers.delete("host", target, {}, False)) == (1, 1, 0)
+
+
+def test_a_version_written_elsewhere_is_decoded_from_the_store(api: Registry) -> None:
+    """The store's own writes (and any not through the handlers) are read as stored: a
+    status write keeps the stored spec, so a remembered older model would take it back."""
+    stored = _create(api, _deployment())
+    moved = copy.deepcopy(stored)
+    moved["spec"]["replicas"] = 5
+    api.store.update("host", by_kind("Deployment").store, moved)
+    current = api.handlers.get("host", Target(by_kind("Deployment"), "default", "web", ""))
+    status = Target(by_kind("Deployment"), "default", "web", "status")
+    current["status"] = {"observedGeneration": 1}
+    written = api.handlers.update("host", status, current, OPTIONS).object
+    assert written["spec"]["replicas"] == 5
+
+
 def _changed(stored: Obj, replicas: int = 2, observed: int = 2) -> Obj:
     changed = copy.deepcopy(stored)
     changed["spec"]["replicas"] = replicas
@@ -74,7 +107,7 @@ def test_one_write_of_object_and_status_is_admitted_once(api: Registry) -> None:
     writes, admissions, _ = (a - b for a, b in zip(after, before, strict=True))
     assert (writes, admissions) == (1, 1)
     assert items["admission", "host deployments.apps"] == 1
-    assert items["decode", "Deployment"] <= 2  # the body, and at most the stored object
+    assert items["decode", "Deployment"] == 1  # the body: the stored one is remembered
     assert written["spec"]["replicas"] == 2
     assert written["status"] == {"observedGeneration": 2, "replicas": 1}
     assert written["metadata"]["generation"] == 2
