@@ -31,6 +31,7 @@ from allot.driver.files import data_dir_fleet, save_fleet
 from allot.driver.fleet import Fleet, FleetError
 from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
+from allot.driver.sharing import check_shares_option
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
 from allot.kubeengine.datadir import EMBEDDED, ENGINES, KUBERNETES, EngineMismatch, check_engine
@@ -256,6 +257,8 @@ def run_up(args: argparse.Namespace) -> int:
             from allot.cli.kubeup import check_options
 
             check_options(args)
+        else:  # the driver's plugin refuses to start so (the real engine has no plugin)
+            check_shares_option(fleet.consumable_shares, gates)
     except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -160,7 +160,10 @@ class Publisher:
             report.slices_kept += len(existing)
             report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
             return
-        for document in node_slices(spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig):
+        published = node_slices(
+            spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig, shares=spec.shares
+        )
+        for document in published:
             self.client.create(document)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
