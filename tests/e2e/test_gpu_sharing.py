@@ -264,7 +264,9 @@ def test_claims_share_one_gpu_by_memory_and_are_counted_by_what_they_consumed(
     held = _metric(_scrape(cluster), 'allot_tenant_gpu_memory_allocated_bytes{tenant="host"}')
     assert held == 60 * GIB  # the two shares, not twice the GPU's 81559Mi
     time.sleep(0.3)
-    assert allot(["audit", "-o", "json", "--data-dir", str(cluster.platform.registry.data_dir)]) == 0
+    assert (
+        allot(["audit", "-o", "json", "--data-dir", str(cluster.platform.registry.data_dir)]) == 0
+    )
     entries = json.loads(capsys.readouterr().out)["items"]
     memory = {e["claim"]: e["memory"] for e in entries if e["action"] == "allocate"}
     assert memory["cap-a"] == memory["cap-b"] == 30 * GIB

@@ -88,13 +88,13 @@ class SharingApplier:
         self._daemons[claim_uid] = running
         for daemon in plan.daemons:
             entry = _Running(daemon, self.directory / daemon.id)
+            running.append(entry)  # released with the claim, even if it fails to start
             if self._real(daemon.gpus):
                 try:
                     self._start(entry)
                 except SharingError:
                     self.release(claim_uid)
                     raise
-            running.append(entry)
             lines.append(_mps_line(entry))
         return lines
 
@@ -206,8 +206,9 @@ class SharingApplier:
     def _stop(self, entry: _Running) -> None:
         process = entry.process
         assert process is not None
-        with contextlib.suppress(SharingError):
-            self._control(entry, "quit", "quit")
+        if process.poll() is None:
+            with contextlib.suppress(SharingError):
+                self._control(entry, "quit", "quit")
         try:
             process.wait(timeout=COMMAND_SECONDS)
         except subprocess.TimeoutExpired:
