@@ -11,27 +11,15 @@ import yaml
 
 from allot.driver.configs import DriverConfigError, configs_for_results
 from allot.driver.sharing import check_shares_option, container_environment, plan
+from tests.test_driver_configs import allocated_claim
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "scenarios" / "driver-sharing.yaml").read_text()
 )
 
 
-def _claim(case: dict[str, Any]) -> dict[str, Any]:
-    results = [
-        {"driver": "gpu.nvidia.com", "pool": "node-0", **result} for result in case["results"]
-    ]
-    devices: dict[str, Any] = {"results": results}
-    if case.get("config"):
-        devices["config"] = case["config"]
-    return {
-        "metadata": {"name": "c", "namespace": "default", "uid": "uid-1"},
-        "status": {"allocation": {"devices": devices}},
-    }
-
-
 def _plan(case: dict[str, Any]) -> Any:
-    claim = _claim(case)
+    claim = allocated_claim(case, "uid-1")
     types = {name: device["type"] for name, device in case["devices"].items()}
     chosen = configs_for_results(claim, types, case.get("gates") or {})
     consumed = {

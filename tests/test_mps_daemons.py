@@ -19,6 +19,7 @@ import pytest
 from allot.controllers.sharing import SharingApplier, SharingError
 from allot.driver.configs import ChosenConfig
 from allot.driver.sharing import ClaimSharing, plan
+from tests.e2e.conftest import processes_naming
 
 FAKE = """#!{python}
 import os, pathlib, sys, time
@@ -63,21 +64,6 @@ def _plan(claim_uid: str, uuid: str, mps: dict[str, Any]) -> ClaimSharing:
     return plan(claim_uid, chosen, {"gpu-0": {"type": "gpu", "uuid": uuid}}, {})
 
 
-def _processes_naming(text: str) -> list[int]:
-    """Processes whose command line or environment names ``text`` (read from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and any(
-                text in (entry / part).read_text(errors="replace")
-                for part in ("cmdline", "environ")
-            ):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def test_a_daemon_per_claim_told_the_drivers_commands_and_stopped_on_release(
     tmp_path: Path, fake_control: Path
 ) -> None:
@@ -111,13 +97,13 @@ def _share_and_release(applier: SharingApplier, tmp_path: Path) -> None:
     assert other != root
     assert (other / "pipe" / "control").exists()
     assert applier.active() == {"uid-1": [daemon.name], "uid-2": [second.daemons[0].name]}
-    assert _processes_naming(str(root))  # the daemon runs
+    assert processes_naming(str(root))  # the daemon runs
     applier.release("uid-1")
     assert not root.exists()
     deadline = time.monotonic() + 5
-    while _processes_naming(str(root)) and time.monotonic() < deadline:
+    while processes_naming(str(root)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _processes_naming(str(root))
+    assert not processes_naming(str(root))
     assert applier.active() == {"uid-2": [second.daemons[0].name]}
     applier.release_all()
     assert not other.exists()

@@ -15,6 +15,7 @@ import ssl
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from allot.controllers.nodeagent import NodeAgent
 from allot.driver.fleet import parse_fleet
 from allot.driver.publisher import publish
 from allot.platform import Platform, build
-from tests.e2e.conftest import Cluster
+from tests.e2e.conftest import Cluster, unschedulable, wait_until
 
 pytestmark = pytest.mark.slow
 GATES = {"TimeSlicingSettings": True, "MPSSupport": True, "ConsumableShares": True}
@@ -50,14 +51,12 @@ class Sharing(Cluster):
             if isinstance(w.controller, NodeAgent)
         )
 
-    def wait(self, condition: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = condition()
-            if value:
-                return value
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}")
+    def wait(self, condition: Callable[[], Any], what: str) -> Any:
+        return wait_until(condition, what)
+
+    def running(self, *pods: str) -> None:
+        for pod in pods:
+            self.wait(partial(lambda p: self.phase(p) == "Running", pod), f"{pod} running")
 
     def phase(self, pod: str) -> str:
         return str(self.get_json("pod", pod).get("status", {}).get("phase", ""))
@@ -154,8 +153,7 @@ def test_two_pods_share_an_mps_claim_and_its_daemon_goes_with_the_last(cluster: 
         },
     }
     cluster.apply(_claim("mps", mps), _pod("mps-a", "mps", "whole"), _pod("mps-b", "mps", "whole"))
-    for pod in ("mps-a", "mps-b"):
-        cluster.wait(lambda pod=pod: cluster.phase(pod) == "Running", f"{pod} running")
+    cluster.running("mps-a", "mps-b")
     uid = cluster.get_json("resourceclaim", "mps")["metadata"]["uid"]
     [result] = _results(cluster, "mps")
     slices = cluster.get_json("resourceslices")["items"]
@@ -202,7 +200,7 @@ def test_time_slicing_shows_its_interval_and_the_command_the_driver_runs(
 ) -> None:
     slicing = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}
     cluster.apply(_claim("ts", slicing), _pod("ts", "ts", "whole"))
-    cluster.wait(lambda: cluster.phase("ts") == "Running", "ts running")
+    cluster.running("ts")
     log = cluster.kubectl("logs", "ts").stdout
     assert "Timeslice                         : Long" in log
     assert "ALLOT_GPU_TIMESLICE=GPU-" in log
@@ -239,8 +237,7 @@ def test_claims_share_one_gpu_by_memory_and_are_counted_by_what_they_consumed(
 ) -> None:
     for name in ("cap-a", "cap-b"):
         cluster.apply(_claim(name, memory="30Gi"), _pod(name, name, "shared"))
-    for name in ("cap-a", "cap-b"):
-        cluster.wait(lambda name=name: cluster.phase(name) == "Running", f"{name} running")
+    cluster.running("cap-a", "cap-b")
     [a], [b] = _results(cluster, "cap-a"), _results(cluster, "cap-b")
     assert (a["pool"], a["device"]) == (b["pool"], b["device"]) == ("shared-0", "gpu-0")
     assert a["shareID"] != b["shareID"]
@@ -250,15 +247,7 @@ def test_claims_share_one_gpu_by_memory_and_are_counted_by_what_they_consumed(
     assert "ALLOT_GPU_MEMORY_SHARE=GPU-" in log
     cluster.apply(_claim("cap-c", memory="30Gi"), _pod("cap-c", "cap-c", "shared"))
     scheduled = cluster.wait(
-        lambda: next(
-            (
-                c
-                for c in cluster.get_json("pod", "cap-c").get("status", {}).get("conditions", [])
-                if c["type"] == "PodScheduled" and c["status"] == "False"
-            ),
-            None,
-        ),
-        "cap-c unschedulable: 20119Mi are left",
+        lambda: unschedulable(cluster, "cap-c"), "cap-c unschedulable: 20119Mi are left"
     )
     assert "cannot allocate all claims" in scheduled["message"]
     held = _metric(_scrape(cluster), 'allot_tenant_gpu_memory_allocated_bytes{tenant="host"}')
@@ -296,17 +285,7 @@ def test_a_gpu_memory_quota_counts_consumed_memory(cluster: Sharing) -> None:
             "q-a running",
         )
         condition = cluster.wait(
-            lambda: next(
-                (
-                    c
-                    for c in cluster.get_json("pod", "q-b", "-n", "team")["status"].get(
-                        "conditions", []
-                    )
-                    if c["type"] == "PodScheduled" and c["status"] == "False"
-                ),
-                None,
-            ),
-            "q-b refused by the quota",
+            lambda: unschedulable(cluster, "q-b", "-n", "team"), "q-b refused by the quota"
         )
         assert condition["message"].endswith(
             "would exceed the GPU memory quota of tenant 'team' (30Gi allocated + 30Gi "
@@ -330,7 +309,7 @@ def test_mps_pins_each_claim_to_its_share_and_conflicting_configs_are_refused(
         "the quota test's pods gone",
     )
     cluster.apply(_claim("pin", {"strategy": "MPS"}, "20Gi"), _pod("pin", "pin", "shared"))
-    cluster.wait(lambda: cluster.phase("pin") == "Running", "pin running")
+    cluster.running("pin")
     assert "Pinned Device Memory Limit        : 20480M" in cluster.kubectl("logs", "pin").stdout
     other = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}}
     cluster.apply(_claim("other", other, "20Gi"), _pod("other", "other", "shared"))

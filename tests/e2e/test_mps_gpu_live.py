@@ -21,9 +21,9 @@ from __future__ import annotations
 import ctypes
 import json
 import shutil
-import ssl
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ from allot.driver.devicenodes import DeviceNodes
 from allot.driver.fleet import parse_fleet
 from allot.driver.publisher import publish
 from allot.platform import build
+from tests.e2e.conftest import processes_naming, wait_until
+from tests.e2e.test_sandbox_gpu_live import _client
 
 pytestmark = pytest.mark.slow
 LOCAL_FLEET = {"pools": [{"name": "local", "local": True}]}
@@ -126,28 +128,18 @@ def _pod(name: str, size: int, hold: float) -> dict[str, Any]:
     }
 
 
-def _client(server: ServerThread) -> httpx.Client:
-    return httpx.Client(
-        base_url=f"{server.endpoint.url}/clusters/host",
-        verify=ssl.create_default_context(cafile=server.endpoint.tls.ca_cert),
-        headers={"Authorization": f"Bearer {server.api.registry.tokens.ensure('host')}"},
-        timeout=30,
-    )
-
-
-def _wait(condition: Any, what: str, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _phase(client: httpx.Client, name: str) -> str:
     pod = client.get(f"/api/v1/namespaces/default/pods/{name}").json()
     return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _started(client: httpx.Client, name: str) -> bool:
+    return _phase(client, name) != "Pending"
+
+
+def _finished(client: httpx.Client, name: str) -> str | None:
+    phase = _phase(client, name)
+    return phase if phase in ("Succeeded", "Failed") else None
 
 
 def _daemon_root(client: httpx.Client, data: Path, uid: str) -> list[Path]:
@@ -156,20 +148,6 @@ def _daemon_root(client: httpx.Client, data: Path, uid: str) -> list[Path]:
         if event["reason"] == "FailedPrepareDynamicResources":
             raise AssertionError(f"the driver refused: {event['message']}")
     return list((data / "mps").glob(f"{uid}-*"))
-
-
-def _naming(text: str) -> list[int]:
-    """Processes whose command line or environment names ``text``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and any(
-                text in (entry / p).read_text(errors="replace") for p in ("cmdline", "environ")
-            ):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def test_pods_sharing_an_mps_claim_run_under_its_limits(tmp_path: Path) -> None:
@@ -186,20 +164,15 @@ def test_pods_sharing_an_mps_claim_run_under_its_limits(tmp_path: Path) -> None:
             answer = client.post("/api/v1/namespaces/default/pods", json=_pod(name, size, hold))
             assert answer.status_code == 201, answer.text
         uid = client.get(f"{base}/mps-shared").json()["metadata"]["uid"]
-        [root] = _wait(lambda: _daemon_root(client, data, uid), "the claim's MPS daemon")
+        [root] = wait_until(lambda: _daemon_root(client, data, uid), "the claim's MPS daemon", 120)
         for name in ("mps-a", "mps-b"):
-            _wait(lambda name=name: _phase(client, name) != "Pending", f"{name} started")
+            wait_until(partial(_started, client, name), f"{name} started", 120)
         time.sleep(3)  # both hold their memory now; the log goes with the daemon
         control = (root / "log" / "control.log").read_text(errors="replace")
         print(f"control.log of {root.name} while mps-a and mps-b run:\n{control}")
         seen, phases = {}, {}
         for name in pods:
-            phases[name] = _wait(
-                lambda name=name: (
-                    _phase(client, name) in ("Succeeded", "Failed") and _phase(client, name)
-                ),
-                f"{name} finished",
-            )
+            phases[name] = wait_until(partial(_finished, client, name), f"{name} done", 120)
             log = client.get(f"/api/v1/namespaces/default/pods/{name}/log").text
             print(f"{name} (sandboxed: {sandboxed}): {log.strip()}")
             seen[name] = json.loads(log.strip().splitlines()[-1])
@@ -215,4 +188,6 @@ def test_pods_sharing_an_mps_claim_run_under_its_limits(tmp_path: Path) -> None:
         pipe = "/tmp/nvidia-mps" if sandboxed else str(root / "pipe")
         for name in pods:
             assert seen[name]["env"]["CUDA_MPS_PIPE_DIRECTORY"] == pipe
-        _wait(lambda: not root.exists() and not _naming(str(root)), "the daemon gone", 30)
+        wait_until(
+            lambda: not root.exists() and not processes_naming(str(root)), "the daemon gone", 30
+        )

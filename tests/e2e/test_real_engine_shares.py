@@ -8,13 +8,14 @@ no MPS daemon, time-slice, sharing variables or GPU-memory quota (allot's schedu
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.conftest import unschedulable, wait_until
 from tests.realkube import RealKube, needs_real_kube, running_real_kube
 
 pytestmark = [pytest.mark.slow, needs_real_kube]
@@ -55,14 +56,9 @@ def _claim_and_pod(name: str) -> str:
     return "\n---\n".join(json.dumps(d) for d in (claim, pod))
 
 
-def _wait(condition: Any, what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+def _allocated(kube: RealKube, name: str) -> Any:
+    claim = kube.get_json("resourceclaim", name)
+    return claim if claim.get("status", {}).get("allocation") else None
 
 
 def test_kube_scheduler_shares_one_gpu_by_memory(kube: RealKube) -> None:
@@ -74,29 +70,13 @@ def test_kube_scheduler_shares_one_gpu_by_memory(kube: RealKube) -> None:
         kube.kubectl("apply", "-f", "-", stdin=_claim_and_pod(name))
     results = {}
     for name in ("share-a", "share-b"):
-        claim = _wait(
-            lambda name=name: (
-                (c := kube.get_json("resourceclaim", name)).get("status", {}).get("allocation")
-                and c
-            ),
-            f"{name} allocated by kube-scheduler",
-        )
+        claim = wait_until(partial(_allocated, kube, name), f"{name} allocated", 60)
         [results[name]] = claim["status"]["allocation"]["devices"]["results"]
     a, b = results["share-a"], results["share-b"]
     assert (a["device"], b["device"]) == ("gpu-0", "gpu-0")
     assert a["consumedCapacity"] == b["consumedCapacity"] == {"memory": "30Gi"}
     assert a["shareID"] != b["shareID"]
     kube.kubectl("apply", "-f", "-", stdin=_claim_and_pod("share-c"))
-    condition = _wait(
-        lambda: next(
-            (
-                c
-                for c in kube.get_json("pod", "share-c").get("status", {}).get("conditions", [])
-                if c["type"] == "PodScheduled" and c["status"] == "False"
-            ),
-            None,
-        ),
-        "share-c unschedulable",
-    )
+    condition = wait_until(lambda: unschedulable(kube, "share-c"), "share-c unschedulable", 60)
     assert "cannot allocate all claims" in condition["message"]
     assert not kube.get_json("resourceclaim", "share-c").get("status", {}).get("allocation")
