@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from allot.controllers.sharing import SharingApplier, SharingError
+from allot.controllers.sandbox import Confinement, HostMount, Sandbox
+from allot.controllers.sharing import SharingApplier, SharingError, _Running
 from allot.driver.configs import ChosenConfig
 from allot.driver.sharing import ClaimSharing, plan
 from tests.e2e.conftest import processes_naming
@@ -143,8 +144,6 @@ def test_a_sandboxed_daemon_sees_its_directories_where_its_containers_do(tmp_pat
         (str(root / "pipe"), "/tmp/nvidia-mps"),
         (str(root / "shm"), "/dev/shm"),
     ]
-    from allot.controllers.sharing import _Running
-
     argv, inside = applier._daemon_command(_Running(daemon, root), "/usr/bin/mps")
     as_root = os.geteuid() == 0
     assert argv == [
@@ -155,3 +154,23 @@ def test_a_sandboxed_daemon_sees_its_directories_where_its_containers_do(tmp_pat
         "--", "/usr/bin/mps", "-f", "-M",
     ]  # fmt: skip
     assert inside == ("/tmp/nvidia-mps", "/tmp/nvidia-mps-log")
+
+
+def test_a_container_binds_its_daemons_directories_over_its_private_tmp_and_shm(
+    tmp_path: Path,
+) -> None:
+    sandbox = Sandbox("/usr/bin/bwrap", "/usr/bin/setpriv", [])
+    confinement = Confinement("p", tmp_path / "pod", tmp=tmp_path / "tmp")
+    confinement.device_mounts = [
+        HostMount("/data/mps/u-1/pipe", "/tmp/nvidia-mps", False),
+        HostMount("/data/mps/u-1/shm", "/dev/shm", False),
+    ]
+    argv = sandbox.command(["python"], confinement)
+    private_tmp = argv.index(str(tmp_path / "tmp")) - 1
+    private_shm = argv.index("/dev/shm")  # the 64 MiB tmpfs comes first
+    pipe = argv.index("/data/mps/u-1/pipe")
+    shm = argv.index("/data/mps/u-1/shm")
+    assert argv[pipe - 1 : pipe + 2] == ["--bind", "/data/mps/u-1/pipe", "/tmp/nvidia-mps"]
+    assert argv[shm - 1 : shm + 2] == ["--bind", "/data/mps/u-1/shm", "/dev/shm"]
+    assert private_tmp < pipe
+    assert private_shm < shm
