@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from allot.driver.configs import DriverConfigError, configs_for_results
-from allot.driver.sharing import check_shares_option, container_environment, plan
+from allot.driver.gates import DriverGateError, check_shares_option
+from allot.driver.sharing import container_environment, plan
 from tests.test_driver_configs import allocated_claim
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
@@ -90,7 +91,7 @@ def test_a_container_sees_its_devices_sharing_in_its_environment() -> None:
 def test_consumable_shares_option_is_checked_as_the_plugin_starts(
     option: str, gates: dict[str, bool], error: str
 ) -> None:
-    with pytest.raises(ValueError, match="consumable-shares") as raised:
+    with pytest.raises(DriverGateError, match="consumable-shares") as raised:
         check_shares_option(option, gates)
     assert str(raised.value).startswith(error)
     for good in ("disabled", "memory", "unlimited", "4"):

@@ -136,16 +136,16 @@ def test_consumable_shares_publish_devices_by_memory(case: dict[str, Any]) -> No
         cuda_version="13.0.0",
         mig_profile=case.get("mig"),
     )
-    dynamic = bool(case.get("dynamic"))
+    dynamic, twins = bool(case.get("dynamic")), bool(case.get("passthrough"))
     published = slices.node_slices(
-        "node-1", "uid", gpus, dynamic_mig=dynamic, shares=case["option"]
+        "node-1", "uid", gpus, dynamic_mig=dynamic, passthrough=twins, shares=case["option"]
     )
     devices = {d["name"]: d for s in published for d in s["spec"].get("devices") or []}
     device = devices[case["device"]]
     assert device.get("allowMultipleAllocations") == case["allowMultipleAllocations"]
     for name, value in case["capacity"].items():
         assert device["capacity"][name] == value, name
-    plain = slices.node_slices("node-1", "uid", gpus, dynamic_mig=dynamic)
+    plain = slices.node_slices("node-1", "uid", gpus, dynamic_mig=dynamic, passthrough=twins)
     before = {d["name"]: d for s in plain for d in s["spec"].get("devices") or []}
     assert set(device["capacity"]) - {"shares"} == set(before[case["device"]]["capacity"])
     assert device["attributes"] == before[case["device"]]["attributes"]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allot.driver import catalog, nvml
+from allot.driver.gates import valid_shares_option
 from allot.driver.gpus import GpuInfo
 
 POOL_KEYS = {"name", "nodes", "gpu", "gpusPerNode", "mig", "labels", "taints", "local"}
@@ -143,9 +144,7 @@ def parse_fleet(document: Any) -> Fleet:
             f"(known: {', '.join(sorted(DRIVER_KEYS))})"
         )
     shares = str(driver.get("consumableShares", "disabled"))
-    if shares not in ("disabled", "memory", "unlimited") and not (
-        shares.isdigit() and int(shares) > 0
-    ):
+    if not valid_shares_option(shares):
         raise FleetError(
             f"driver.consumableShares: {shares!r} is not disabled, memory, unlimited or a "
             "positive number"

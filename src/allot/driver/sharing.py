@@ -39,8 +39,6 @@ INTERVALS = {"Default": 0, "Short": 1, "Medium": 2, "Long": 3}
 MPS_PIPE = "/tmp/nvidia-mps"  # where a container finds its MPS daemon's pipes
 SHM = "/dev/shm"
 MIB = 2**20
-SHARES_OPTIONS = ("disabled", "memory", "unlimited")  # or a positive integer
-SHARES_GATE = "ConsumableShares"
 
 
 @dataclass(frozen=True)
@@ -244,17 +242,6 @@ def _mib(value: Any) -> int:
         return Quantity.parse(str(value)).as_integer() // MIB
     except QuantityError as err:
         raise DriverConfigError(f"error decoding config: {err}") from None
-
-
-def check_shares_option(option: str, gates: Mapping[str, bool]) -> None:
-    """The plugin's start-up checks of ``--consumable-shares`` (ValueError: its texts)."""
-    if option != "disabled" and not gates.get(SHARES_GATE, False):
-        raise ValueError(f"--consumable-shares requires feature gate {SHARES_GATE} to be enabled")
-    if option not in SHARES_OPTIONS and not (option.isdigit() and int(option) > 0):
-        raise ValueError(
-            f"invalid value for --consumable-shares: \"{option}\" (must be 'disabled', "
-            "'memory', 'unlimited', or a positive integer)"
-        )
 
 
 def normalized(parameters: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -56,6 +56,7 @@ class DeviceInfo:
     parent: str  # for a MIG device, its GPU's device name (the driver's gpu-<minor>); else ""
     consumes: tuple[tuple[str, str, int], ...]  # (counter set, counter, amount)
     product: str = ""  # the driver's "productName" attribute (NVIDIA H100 80GB HBM3, ...)
+    taints: tuple[str, ...] = ()  # the device's taints as key=value:effect (a driver's health)
 
     @property
     def key(self) -> DeviceKey:
@@ -536,6 +537,7 @@ class CapacityView:
                     raw["name"].split("-mig-")[0] if "-mig-" in raw["name"] else "",
                     entry.consumes.get(raw["name"], ()),
                     str((attributes.get("productName") or {}).get("string") or ""),
+                    tuple(_taint_text(t) for t in raw.get("taints") or []),
                 )
             )
         counters = dict(entry.counters)
@@ -605,3 +607,8 @@ def memory_gib(value: int) -> str:
     """Bytes in GiB for people, four significant digits (``40 GiB``, ``4.75 GiB``,
     ``79.25 GiB``): the dashboard's unit for GPU memory."""
     return f"{value / (1 << 30):.4g} GiB"
+
+
+def _taint_text(taint: Obj) -> str:
+    """``key=value:effect``, as kube-scheduler's messages write a device taint."""
+    return f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}"
