@@ -26,6 +26,8 @@ class SmiTool:
     script: Callable[[Devices], str]  # the shell script that answers for these devices
     listing: Callable[[Devices], str]  # what the tool lists for them (the log shows it)
     command: str  # the listing command, as the log names it
+    sharing: Callable[[Devices, Mapping[str, str]], str] = lambda devices, environment: ""
+    """(devices, the container's environment) -> what the log adds about their sharing."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,10 @@ SIGKILL to the whole tree; a later delete with a shorter one shortens it), and o
 deletes the object for good; a pod removed at once (a forced delete, a pod on a node gone)
 has its processes ended all the same. The runtime's ``holds`` tells the resourceclaim
 controller which pods may still use their devices. A removed pod's logs and working
-directories go with it. Built by ``allot.platform``.
+directories go with it. With the driver's ``PassthroughSupport`` gate, preparing a GPU
+hides its VFIO twin (and the reverse) until unprepare (``allot.controllers.passthrough``); a
+pod allocated the hidden twin is refused as the driver refuses it and tried again when a
+slice changes. Built by ``allot.platform``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from allot.controllers import initcontainers, lifecycle
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.localstorage import EVICTED
+from allot.controllers.passthrough import PassthroughTwins
 from allot.controllers.runtimes import (
     ContainerSetup,
     ContainerStartError,
@@ -55,7 +59,10 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
-from allot.driver.configs import DriverConfigError, configs_for_results
+from allot.driver import passthrough, sharing
+from allot.driver.configs import DRIVER, DriverConfigError, configs_for_results
+from allot.driver.gates import PASSTHROUGH, enabled
+from allot.driver.sharingapplier import SharingApplier, SharingError
 from allot.store import WatchEvent
 from allot.store.errors import Conflict
 from allot.types import Obj, rfc3339
@@ -64,6 +71,7 @@ MANAGER = "allot-node-agent"
 CONFIG_ERROR = "CreateContainerConfigError"
 CRASH_LOOP = "CrashLoopBackOff"
 SOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}  # what env and envFrom name
+SLICES = "resourceslices.resource.k8s.io"
 
 
 class PrepareError(Exception):
@@ -71,11 +79,36 @@ class PrepareError(Exception):
 
 
 class DevicePreparer:
-    """The driver's prepare/unprepare: one JSON spec per claim, listing its devices."""
+    """The driver's prepare/unprepare: one JSON spec per claim, listing its devices, and
+    the claim's sharing (its MPS daemons, time-slices: ``sharing``) while it is prepared."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, applier: SharingApplier | None = None) -> None:
         self.directory = directory
+        self.sharing = applier or SharingApplier(directory.parent / "mps")
         self._made = False  # the directory exists (made once, not on every claim)
+        # per prepared claim's uid: its shared devices' configs (consumable shares)
+        self._shared: dict[str, dict[tuple[str, str], object]] = {}
+
+    def apply_sharing(self, claim: Obj, plan: sharing.ClaimSharing) -> list[str]:
+        """Carry out the claim's sharing plan; the lines to record. A shared device (a
+        result with a ``shareID``) already prepared for another claim with another config
+        is refused, as the driver refuses it (DriverConfigError); SharingError when a step
+        fails on this machine."""
+        uid = str(claim["metadata"]["uid"])
+        mine = {
+            (str(r.get("pool")), str(r.get("device"))): plan.configs.get(str(r.get("device")))
+            for r in _results(claim)
+            if r.get("shareID") and r.get("driver") == DRIVER and not r.get("adminAccess")
+        }
+        for other, theirs in self._shared.items():
+            for device, config in mine.items():
+                if other != uid and device in theirs and theirs[device] != config:
+                    raise DriverConfigError(
+                        f"unable to prepare claim {uid}: requested device {device[1]} has "
+                        f"conflicting configuration with already prepared claim {other}"
+                    )
+        self._shared[uid] = mine
+        return self.sharing.apply(uid, plan)
 
     def prepare(self, claim: Obj, node: str) -> list[Obj]:
         devices = [
@@ -111,17 +144,20 @@ class DevicePreparer:
 
     def unprepare(self, claim_uid: str) -> None:
         """Remove the claim's spec, whichever driver's naming it has (every CDI vendor is
-        ``k8s.<driver>``; other records of the claim beside it are not the spec)."""
+        ``k8s.<driver>``; other records of the claim beside it are not the spec), and
+        release its sharing."""
         if self.directory.is_dir():
             for path in self.directory.glob(f"k8s.*_{claim_uid}.json"):
                 path.unlink(missing_ok=True)
+        self._shared.pop(claim_uid, None)
+        self.sharing.release(claim_uid)
 
 
 class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
-    watches = frozenset({"pods", *SOURCES})  # the resources keys_for answers for
+    watches = frozenset({"pods", SLICES, *SOURCES})  # the resources keys_for answers for
 
     def __init__(
         self,
@@ -134,6 +170,12 @@ class NodeAgent:
         self.preparer = preparer
         self.runtime = runtime
         self.driver_gates = dict(driver_gates or {})
+        self.twins = (
+            PassthroughTwins(context, preparer.directory)
+            if enabled(self.driver_gates, PASSTHROUGH)
+            else None
+        )
+        self._twin_refused: set[tuple[str, str]] = set()  # pods whose device a twin hid
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
         self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
@@ -152,6 +194,8 @@ class NodeAgent:
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
             return []
+        if event.resource == SLICES:  # a twin shown again: its refused pods try again
+            return [("pod", namespace, name) for namespace, name in sorted(self._twin_refused)]
         if event.resource in SOURCES:
             namespace = event.object["metadata"].get("namespace", "")
             return [("pod", namespace, name) for name in sorted(self._waiting.get(namespace, ()))]
@@ -171,10 +215,10 @@ class NodeAgent:
         a deleted pod (ended gracefully before, or removed at once): its containers stop."""
         if event.cluster != self.context.cluster:
             return
-        if event.resource == "resourceslices.resource.k8s.io":
+        if event.resource == SLICES:
             self._published = None
         elif event.resource == "resourceclaims.resource.k8s.io" and event.type == "DELETED":
-            self.preparer.unprepare(event.object["metadata"]["uid"])
+            self._unprepare_claim(event.object["metadata"]["uid"])
         elif event.resource == "pods" and event.type == "DELETED":
             pod = event.object
             self._stop_waiting(pod)
@@ -196,6 +240,7 @@ class NodeAgent:
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, tuple)
         what, namespace, name = key
+        self._twin_refused.discard((namespace, name))  # refused again below if still so
         pod = self.context.get("Pod", namespace, name)
         if pod is not None and what == "stop":
             self._initializing.discard(str(pod["metadata"].get("uid")))
@@ -213,24 +258,17 @@ class NodeAgent:
             return
         node = pod["spec"].get("nodeName")
         claims = self._claims(pod)
-        with_config = any(_allocated_devices(c).get("config") for c in claims)
         published = (
             self._published_of(_pools_of(claims))
-            if with_config or self.runtime.wants_devices
+            if any(_configured(c) for c in claims) or self.runtime.wants_devices or self.twins
             else {}
         )
         try:
             for claim in claims:
-                self._check_configs(claim, published)
+                self._check_twins(claim, published, (namespace, name))
+            plans = {c["metadata"]["uid"]: self._sharing_of(c, published) for c in claims}
         except PrepareError as err:
-            self.context.event(
-                pod,
-                "Warning",
-                "FailedPrepareDynamicResources",
-                str(err),
-                "kubelet",
-                source=lifecycle.pod_origin(pod),
-            )
+            self._refused(pod, err)
             return  # the pod stays Pending, as with a driver that refuses to prepare
         lookup = self._lookup(pod)
         failures = _config_errors(pod, lookup)
@@ -238,9 +276,13 @@ class NodeAgent:
             self._wait_for_config(pod, claims, failures)
             return
         self._stop_waiting(pod)
-        for claim in claims:
-            self.preparer.prepare(claim, node)
-        setups = self._setups(pod, claims, published, lookup) if self.runtime.wants_devices else {}
+        if not self._prepare(pod, claims, plans, node):
+            return
+        setups = (
+            self._setups(pod, claims, published, lookup, plans)
+            if self.runtime.wants_devices
+            else {}
+        )
         if pod["spec"].get("initContainers"):
             self._initialize(pod, setups)
             return
@@ -336,7 +378,7 @@ class NodeAgent:
         if _shown_config_errors(pod) == failures:
             return  # woken by its own status write, or by an object that changes nothing
         for claim in claims:
-            self.preparer.prepare(claim, pod["spec"].get("nodeName"))
+            self._prepare_claim(claim, pod["spec"].get("nodeName"))
         lifecycle.config_failed_events(self.context, pod, self.images, failures)
         self.context.write_status(
             "Pod", _waiting_for_config(pod, failures, self.context.clock()), MANAGER
@@ -362,26 +404,89 @@ class NodeAgent:
         slices = [s for pool in pools for s in self._published.get(pool, [])]
         return _published_devices(slices, pools)
 
-    def _check_configs(
+    def _refused(self, pod: Obj, err: PrepareError) -> None:
+        origin = lifecycle.pod_origin(pod)
+        reason = "FailedPrepareDynamicResources"
+        self.context.event(pod, "Warning", reason, str(err), "kubelet", source=origin)
+
+    def _sharing_of(
         self, claim: Obj, published: dict[tuple[str, str, str], dict[str, str]]
-    ) -> None:
-        """Validate the driver configs that apply to the claim's devices, as the driver's
-        kubelet plugin does before it prepares them."""
-        devices = _allocated_devices(claim)
-        if not devices.get("config"):
-            return
-        types = {
-            str(r.get("device")): published.get(_result_key(r), {}).get("type", "gpu")
-            for r in devices.get("results") or []
-        }
+    ) -> sharing.ClaimSharing | None:
+        """Validate the driver configs that apply to the claim's devices and plan their
+        sharing, as the driver's kubelet plugin does before it prepares them (None: a
+        claim without configs or shared devices, which the driver prepares as it is)."""
+        if not _configured(claim):
+            return None
+        results = [r for r in _results(claim) if r.get("driver") == DRIVER]
+        attributes = {str(r.get("device")): _prepared_attributes(published, r) for r in results}
+        types = {name: found.get("type", "gpu") for name, found in attributes.items()}
+        dynamic = sharing.created_at_prepare(
+            {str(r.get("device")): published.get(_result_key(r)) or {} for r in results}
+        )
         try:
-            configs_for_results(claim, types, self.driver_gates)
+            chosen = configs_for_results(claim, types, self.driver_gates)
+            consumed = {}
+            for r in results:
+                memory = claims_api.consumed_memory(r)
+                if memory is not None:
+                    consumed[str(r.get("device"))] = memory
+            uid = str(claim["metadata"]["uid"])
+            return sharing.plan(uid, chosen, attributes, consumed, dynamic)
         except DriverConfigError as err:
-            metadata = claim["metadata"]
-            raise PrepareError(
-                f"error preparing devices for claim {metadata.get('namespace')}/"
-                f"{metadata['name']}:{metadata['uid']}: prepare devices failed: {err}"
-            ) from None
+            raise _prepare_failed(claim, str(err)) from None
+
+    def _check_twins(
+        self,
+        claim: Obj,
+        published: dict[tuple[str, str, str], dict[str, str]],
+        pod: tuple[str, str],
+    ) -> None:
+        """PassthroughSupport: a device whose twin another claim prepared is no longer the
+        driver's (its slice no longer has it): refused in the driver's words; the pod tries
+        again when a slice changes (the twin unprepared)."""
+        if self.twins is None:
+            return
+        for result in _allocated_devices(claim).get("results") or []:
+            if result.get("driver") == DRIVER and _result_key(result) not in published:
+                self._twin_refused.add(pod)
+                raise _prepare_failed(claim, passthrough.not_found(str(result.get("device"))))
+
+    def _prepare(
+        self,
+        pod: Obj,
+        claims: list[Obj],
+        plans: Mapping[str, sharing.ClaimSharing | None],
+        node: str,
+    ) -> bool:
+        """Prepare the pod's claims and apply their sharing; False (a Warning event, the
+        pod left Pending) when the driver refuses one."""
+        for claim in claims:
+            plan = plans.get(claim["metadata"]["uid"])
+            try:
+                lines = self.preparer.apply_sharing(claim, plan) if plan is not None else []
+            except DriverConfigError as err:
+                self._refused(pod, PrepareError(_refusal(claim, str(err))))
+                return False
+            except SharingError as err:
+                self._refused(pod, _prepare_failed(claim, str(err)))
+                return False
+            self._prepare_claim(claim, node)
+            origin = lifecycle.pod_origin(pod)
+            for line in lines:
+                self.context.event(pod, "Normal", "SharingApplied", line, "kubelet", source=origin)
+        return True
+
+    def _prepare_claim(self, claim: Obj, node: str) -> None:
+        """The driver's prepare of one claim; PassthroughSupport hides its devices' twins."""
+        devices = self.preparer.prepare(claim, node)
+        if self.twins is not None:
+            mine = [str(d["device"]) for d in devices if d.get("driver") == DRIVER]
+            self.twins.prepared(claim, node, mine)
+
+    def _unprepare_claim(self, claim_uid: str) -> None:
+        self.preparer.unprepare(claim_uid)
+        if self.twins is not None:
+            self.twins.unprepared(claim_uid)
 
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
@@ -398,23 +503,33 @@ class NodeAgent:
         claims: list[Obj],
         published: dict[tuple[str, str, str], dict[str, str]],
         lookup: SourceLookup | None = None,
+        plans: Mapping[str, sharing.ClaimSharing | None] | None = None,
     ) -> dict[str, ContainerSetup]:
         """Per container: the devices of the claims and requests it references (the
-        kubelet's ``GetResources``), and their variables."""
+        kubelet's ``GetResources``) with their sharing, their variables and the binds of
+        their MPS daemons' directories."""
         by_name = {c["metadata"]["name"]: c for c in claims}
         setups = {}
         for container, references in container_requests(pod).items():
-            devices = [
-                _prepared_attributes(published, r)
-                for name, request in references
-                if name in by_name
-                for r in _results(by_name[name])
-                if _serves(r, request)
-            ]
+            devices, mounts = [], []
+            for name, request in references:
+                claim = by_name.get(name)
+                plan = (plans or {}).get(claim["metadata"]["uid"]) if claim else None
+                for r in _results(claim) if claim else []:
+                    if not _serves(r, request):
+                        continue
+                    attributes = _prepared_attributes(published, r)
+                    if plan is not None:
+                        attributes = {**attributes, **plan.shown.get(str(r.get("device")), {})}
+                        daemon = plan.daemon_of(attributes.get("uuid", ""))
+                        for mount in self.preparer.sharing.mounts(daemon) if daemon else []:
+                            if mount not in mounts:
+                                mounts.append(mount)
+                    devices.append(attributes)
             device_env = vendors.container_environment(devices)
             spec = initcontainers.spec_of(pod, container) or {}
             setups[container] = ContainerSetup(
-                container_environment(spec, pod, device_env, lookup), devices
+                container_environment(spec, pod, device_env, lookup), devices, mounts
             )
         return setups
 
@@ -581,8 +696,26 @@ class NodeAgent:
         self.context.event(pod, "Normal", "Killing", message, lifecycle.COMPONENT, source=origin)
 
     def _unprepare(self, pod: Obj) -> None:
+        """The pod's claims that no other pod still uses are unprepared (the kubelet's
+        NodeUnprepareResources: a claim two pods share stays prepared, its MPS daemon
+        running, until the last of them is done)."""
         for claim in self._claims(pod):
-            self.preparer.unprepare(claim["metadata"]["uid"])
+            if not self._used_by_others(claim, pod):
+                self._unprepare_claim(claim["metadata"]["uid"])
+
+    def _used_by_others(self, claim: Obj, pod: Obj) -> bool:
+        namespace = pod["metadata"].get("namespace", "")
+        for consumer in claims_api.reserved_for(claim):
+            if consumer.get("uid") == pod["metadata"].get("uid"):
+                continue
+            other = self.context.get("Pod", namespace, str(consumer.get("name")))
+            if (
+                other is not None
+                and other["metadata"].get("uid") == consumer.get("uid")
+                and (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            ):
+                return True
+        return False
 
     def _remove(self, pod: Obj) -> None:
         """A deleted pod's processes are gone: remove the object (no grace left), as the
@@ -871,6 +1004,21 @@ def _prepared_attributes(
     return vendors.prepared(driver, device, attributes)
 
 
+def _refusal(claim: Obj, message: str) -> str:
+    """The kubelet's message of a claim its driver refused to prepare."""
+    metadata = claim["metadata"]
+    return (
+        f"error preparing devices for claim {metadata.get('namespace')}/{metadata['name']}:"
+        f"{metadata['uid']}: {message}"
+    )
+
+
+def _configured(claim: Obj) -> bool:
+    """Whether the driver has anything to apply: configs, or devices shared by capacity."""
+    devices = _allocated_devices(claim)
+    return bool(devices.get("config")) or any(r.get("shareID") for r in _results(claim))
+
+
 def _allocated_devices(claim: Obj) -> Obj:
     """``status.allocation.devices`` of a claim (empty when not allocated)."""
     return dict(((claim.get("status") or {}).get("allocation") or {}).get("devices") or {})
@@ -878,6 +1026,11 @@ def _allocated_devices(claim: Obj) -> Obj:
 
 def _results(claim: Obj) -> list[Obj]:
     return list(_allocated_devices(claim).get("results") or [])
+
+
+def _prepare_failed(claim: Obj, reason: str) -> PrepareError:
+    """The kubelet's words for a claim whose devices the driver failed to prepare."""
+    return PrepareError(_refusal(claim, f"prepare devices failed: {reason}"))
 
 
 def _result_key(result: Obj) -> tuple[str, str, str]:

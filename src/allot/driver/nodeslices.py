@@ -14,11 +14,19 @@ from allot.driver.slices import node_slices
 from allot.types import Obj
 
 
-def published_slices(spec: NodeSpec, node_uid: str) -> list[Obj]:
-    """The slices of every driver plugin running on ``spec``'s node (none without GPUs)."""
+def published_slices(spec: NodeSpec, node_uid: str, *, passthrough: bool = False) -> list[Obj]:
+    """The slices of every driver plugin running on ``spec``'s node (none without GPUs);
+    ``passthrough``: the NVIDIA driver's PassthroughSupport gate is on."""
     found: list[Obj] = []
     if spec.gpus:
-        found += node_slices(spec.name, node_uid, spec.gpus, dynamic_mig=spec.dynamic_mig)
+        found += node_slices(
+            spec.name,
+            node_uid,
+            spec.gpus,
+            dynamic_mig=spec.dynamic_mig,
+            passthrough=passthrough,
+            shares=spec.shares,
+        )
     found += amd_slices.node_slices(spec.name, node_uid, spec.amd_devices)
     return found
 

@@ -14,19 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from allot.driver import sharing
 from allot.driver.catalog import created_mig_uuid
+from allot.driver.gates import CONSUMABLE_SHARES, DYNAMIC_MIG, HEALTH_CHECK, PASSTHROUGH
 from allot.driver.publisher import device_classes
 from allot.driver.slices import DRIVER
-from allot.driver.smi import list_gpus, shim_script
+from allot.driver.smi import has_sharing, list_gpus, query, shim_script
 from allot.vendorfacts import DriverFacts, SmiTool
 
 GATES = (
     "TimeSlicingSettings",
     "MPSSupport",
-    "PassthroughSupport",
-    "DynamicMIG",
-    "NVMLDeviceHealthCheck",
+    PASSTHROUGH,
+    DYNAMIC_MIG,
+    HEALTH_CHECK,
+    CONSUMABLE_SHARES,
 )
+"""The gates allot's driver acts on (``allot.driver.gates`` knows the driver's others)."""
 
 
 def _parent(name: str, attributes: Mapping[str, str]) -> str:
@@ -42,16 +46,36 @@ def _prepared(name: str, attributes: dict[str, str]) -> dict[str, str]:
 
 def _environment(devices: Sequence[Mapping[str, str]]) -> dict[str, str]:
     """The GPUs' UUIDs; a passthrough (``vfio``) device is no CUDA device, and a container
-    with only those gets the driver's VFIO spec's ``NVIDIA_VISIBLE_DEVICES=void``."""
+    with only those gets the driver's VFIO spec's ``NVIDIA_VISIBLE_DEVICES=void``; then
+    the variables of the devices' sharing (:func:`allot.driver.sharing.container_environment`)."""
     gpus = [d for d in devices if d.get("type") != "vfio"]
-    if not gpus:
-        return {"NVIDIA_VISIBLE_DEVICES": "void"} if devices else {}
     joined = ",".join(d.get("uuid", "") for d in gpus)
-    return {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
+    environment = (
+        {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
+        if gpus
+        else {"NVIDIA_VISIBLE_DEVICES": "void"}
+        if devices
+        else {}
+    )
+    return {**environment, **sharing.container_environment(devices)}
 
 
 def _listing(devices: Sequence[Mapping[str, str]]) -> str:
     return list_gpus([dict(d) for d in devices])
+
+
+def _sharing(devices: Sequence[Mapping[str, str]], environment: Mapping[str, str]) -> str:
+    """Shared devices' sharing as ``nvidia-smi -q`` shows it, and the variables it gives
+    the container (as set in ``environment``, where it has them)."""
+    own = [dict(d) for d in devices]
+    if not has_sharing(own):
+        return ""
+    variables = sharing.container_environment(own)
+    return (
+        f"[allot] their sharing, as nvidia-smi -q shows it:\n{query(own)}"
+        "[allot] its sharing variables:\n"
+        + "".join(f"{k}={environment.get(k, v)}\n" for k, v in variables.items())
+    )
 
 
 def _script(devices: Sequence[Mapping[str, str]]) -> str:
@@ -71,7 +95,7 @@ GPU = DriverFacts(
     cdi_spec=lambda uid: f"k8s.{DRIVER}-claim_{uid}",
     environment=_environment,
     prepared=_prepared,
-    smi=SmiTool("nvidia-smi", _script, _listing, "nvidia-smi -L"),
+    smi=SmiTool("nvidia-smi", _script, _listing, "nvidia-smi -L", _sharing),
     gates=GATES,
 )
 FACTS: tuple[DriverFacts, ...] = (GPU,)

@@ -334,8 +334,11 @@ class CatalogueLinter:
         whole_type = sorted(facts.whole_types)[0]
         name = match.device_class.metadata.name or ""
         expressions = self.expressions(match.device_class)
-        suggestion = " && ".join(f"({e.strip()})" if "||" in e else e.strip() for e in expressions)
-        suggestion += f" && device.attributes['{driver}'].type == '{whole_type}'"
+        clauses = [f"({e.strip()})" if "||" in e else e.strip() for e in expressions]
+        clauses.append(
+            f"device.attributes['{driver}'].type == '{whole_type}'"
+        )  # no selector: alone
+        suggestion = " && ".join(clauses)
         suggestion += f"  # matches {self.count_matches(suggestion)} device(s)"
         return Finding(
             "whole-matches-partitions",

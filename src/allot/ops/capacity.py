@@ -57,6 +57,7 @@ class DeviceInfo:
     parent: str  # for a partition, the GPU it is cut from (allot.vendors.parent_of); else ""
     consumes: tuple[tuple[str, str, int], ...]  # (counter set, counter, amount)
     product: str = ""  # the driver's "productName" attribute (NVIDIA H100 80GB HBM3, ...)
+    taints: tuple[str, ...] = ()  # the device's taints as key=value:effect (a driver's health)
 
     @property
     def key(self) -> DeviceKey:
@@ -194,6 +195,8 @@ class ClaimInfo:
     consumers: list[str] = field(default_factory=list)
     uid: str = ""
     device_classes: dict[DeviceKey, str] = field(default_factory=dict)  # by the request
+    # the GPU memory it holds per device: what it consumed of a device shared by capacity
+    memory: dict[DeviceKey, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -290,9 +293,11 @@ class Snapshot:
         return rows
 
     def tenant_memory(self) -> Counter[str]:
+        """GPU memory held per tenant: whole devices, and the shares claims consumed of
+        devices shared by capacity (each claim's share once)."""
         held: Counter[str] = Counter()
-        for key, claim in self.allocated.items():
-            held[claim.tenant] += self.devices[key].memory if key in self.devices else 0
+        for claim in self.claims:
+            held[claim.tenant] += sum(claim.memory.values())
         return held
 
     def pending(self) -> list[ClaimInfo]:
@@ -409,7 +414,8 @@ class CapacityView:
         known = self._known_holdings
         if known is not None and known.key == key and known.fleet is self._known_fleet:
             return known
-        claims = [self._claim(c) for c in self._list("ResourceClaim")]
+        memory = self.index.device_memory()
+        claims = [self._claim(c, memory) for c in self._list("ResourceClaim")]
         allocated = {device: claim for claim in claims for device in claim.devices}
         used: Counter[tuple[str, str, str, str]] = Counter()
         for device_key in allocated:
@@ -536,6 +542,7 @@ class CapacityView:
                     vendors.parent_of(driver, raw["name"], strings),
                     entry.consumes.get(raw["name"], ()),
                     strings.get("productName", ""),
+                    tuple(_taint_text(t) for t in raw.get("taints") or []),
                 )
             )
         counters = dict(entry.counters)
@@ -548,7 +555,7 @@ class CapacityView:
         return SliceSummary(devices, counters, totals, physical)
 
     # ----------------------------------------------------------------- claims
-    def _claim(self, claim: Obj) -> ClaimInfo:
+    def _claim(self, claim: Obj, memory: Mapping[DeviceKey, int]) -> ClaimInfo:
         metadata = claim["metadata"]
         namespace = metadata.get("namespace", "")
         tenant = names.tenant_of_namespace(namespace) or ""
@@ -580,6 +587,7 @@ class CapacityView:
                 for r in results
                 if not r.get("adminAccess")
             },
+            claims.held_memory(status.get("allocation"), memory),
         )
 
 
@@ -604,3 +612,8 @@ def memory_gib(value: int) -> str:
     """Bytes in GiB for people, four significant digits (``40 GiB``, ``4.75 GiB``,
     ``79.25 GiB``): the dashboard's unit for GPU memory."""
     return f"{value / (1 << 30):.4g} GiB"
+
+
+def _taint_text(taint: Obj) -> str:
+    """``key=value:effect``, as kube-scheduler's messages write a device taint."""
+    return f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}"
