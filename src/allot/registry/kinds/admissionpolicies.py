@@ -1,4 +1,5 @@
-"""ValidatingAdmissionPolicy and its binding: validated as admissionregistration does."""
+"""ValidatingAdmissionPolicy and its binding: defaulted and validated as admissionregistration
+does."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ STRATEGIES = (
         short_names=("vap",),
         categories=("api-extensions",),
         subresources=("status",),
-        rules=KindRules(validate=lambda obj, context: admission.validate_policy_spec(obj.spec)),
+        rules=KindRules(
+            defaults=admission.default_policy,
+            validate=lambda obj, context: admission.validate_policy_spec(obj.spec),
+        ),
         table=Table(
             [
                 NAME,
@@ -51,7 +55,10 @@ STRATEGIES = (
         "validatingadmissionpolicybinding",
         short_names=("vapb",),
         categories=("api-extensions",),
-        rules=KindRules(validate=lambda obj, context: admission.validate_binding_spec(obj.spec)),
+        rules=KindRules(
+            defaults=admission.default_binding,
+            validate=lambda obj, context: admission.validate_binding_spec(obj.spec),
+        ),
         table=Table(
             [
                 NAME,
