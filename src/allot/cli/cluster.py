@@ -5,7 +5,8 @@
 printing each path. ``allot apply --kubeconfig PATH [--context C] [--dry-run]`` renders the
 same objects and applies them (:mod:`allot.cluster.apply`), printing one line per object.
 Both print one ``Warning:`` line on stderr naming what the file asks that nothing rendered
-enforces on a real cluster (:func:`allot.cluster.render.unenforced_warning`).
+enforces on a real cluster (:func:`allot.cluster.render.unenforced_warning`); ``apply``
+also prints the API server's own warnings for each object, as kubectl does.
 ``allot controller`` runs the platform controllers against a cluster. ``allot doctor`` lives
 in :mod:`allot.cli.doctor`, so reading a dump does not import the Kubernetes client. Bad
 input is one clear line.
@@ -125,6 +126,8 @@ def _warn_unenforced(platform: Platform) -> None:
 def _print_report(report: Report, *, dry_run: bool) -> None:
     for action in report.actions:
         changes = action.verb in ("create", "configure", "prune")
+        for warning in action.warnings:  # the API server's, as kubectl prints them
+            print(f"Warning: {warning}", file=sys.stderr)
         print(action.line() + (" (dry run)" if dry_run and changes else ""))
         if dry_run and action.diff:
             print(action.diff)
