@@ -26,6 +26,7 @@ from allot.kubeengine.binaries import (
     CACHE_ENV,
     ETCD_VERSION,
     KUBERNETES_VERSION,
+    KUEUE_VERSION,
     KWOK_VERSION,
     PROGRAMS,
 )
@@ -169,6 +170,7 @@ def test_the_tools_modules_require_the_versions_the_engine_checks() -> None:
     assert _required("kubernetes")["k8s.io/kubernetes"] == KUBERNETES_VERSION
     assert _required("etcd")["go.etcd.io/etcd/server/v3"] == f"v{ETCD_VERSION}"
     assert _required("kwok")["sigs.k8s.io/kwok"] == KWOK_VERSION
+    assert _required("kueue")["sigs.k8s.io/kueue"] == KUEUE_VERSION
     replaced = re.findall(
         r"^\s+(k8s\.io/\S+) => (k8s\.io/\S+) (v\S+)$",
         (TOOLS / "kubernetes" / "go.mod").read_text(),
@@ -177,7 +179,7 @@ def test_the_tools_modules_require_the_versions_the_engine_checks() -> None:
     staging = f"v0.{KUBERNETES_VERSION.removeprefix('v1.')}"
     assert len(replaced) >= 33  # every staging module of 1.36
     assert all(old == new and version == staging for old, new, version in replaced)
-    for module in ("kubernetes", "etcd", "kwok"):
+    for module in ("kubernetes", "etcd", "kwok", "kueue"):
         assert (TOOLS / module / "go.sum").stat().st_size > 0
 
 
@@ -254,9 +256,33 @@ def test_binaries_in_the_cache_at_the_right_version_are_kept(
     bin_dir = stand_ins(tmp_path / "cache" / KUBERNETES_VERSION / "bin", right_versions())
     monkeypatch.setenv("PATH", str(tmp_path / "empty") + os.pathsep + "/bin:/usr/bin")
     before = {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()}
-    assert build.main([str(TOOLS)]) == 0  # no Go needed: nothing to build
+    assert build.main([str(TOOLS)]) == 0  # no Go needed: nothing to build but Kueue
     assert capsys.readouterr().out == (
         f"make kube: binaries of Kubernetes {KUBERNETES_VERSION} are in {bin_dir}\n"
+        f"make kube: Kueue {KUEUE_VERSION} was not built (Go is not installed: install Go "
+        ">= 1.26 (https://go.dev/dl/), or set $ALLOT_KUBE_BIN to a directory of Kubernetes "
+        "1.36 binaries you have); the Kueue tests will skip\n"
     )
     assert {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()} == before
     assert subprocess.run([str(bin_dir / "kwok"), "--version"], capture_output=True).returncode == 0
+
+
+@needs_go
+def test_kueue_that_does_not_build_leaves_make_kube_successful(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "tools" / "kueue"
+    module.mkdir(parents=True)
+    (module / "go.mod").write_text("module example.com/kueue\n\ngo 1.26.0\n")
+    (module / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
+    target = build.Target("kueue", "example.com/kueue", KUEUE_VERSION, ("example.com/kueue",), ())
+    monkeypatch.setattr(build, "KUEUE_TARGET", target)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    stand_ins(tmp_path / "cache" / KUBERNETES_VERSION / "bin", right_versions())
+    assert build.main([str(tmp_path / "tools")]) == 0
+    out = capsys.readouterr().out
+    log = tmp_path / "cache" / KUBERNETES_VERSION / "build-kueue.log"
+    assert f"make kube: Kueue {KUEUE_VERSION} was not built (building kueue failed (exit 1)" in out
+    assert f"the log is {log}: " in out
+    assert out.endswith("; the Kueue tests will skip\n")
+    assert not (tmp_path / "cache" / KUBERNETES_VERSION / "bin" / "kueue").exists()

@@ -4,7 +4,9 @@
 kube-controller-manager and kube-scheduler (``tools/kube/kubernetes``), etcd
 (``tools/kube/etcd``) and kwok (``tools/kube/kwok``) into the per-user cache that
 :mod:`allot.kubeengine.binaries` names, stamping the versions the way upstream's release
-scripts do so that ``--version`` prints the real one. Binaries already there at the right
+scripts do so that ``--version`` prints the real one, then Kueue (``tools/kube/kueue``),
+which only the Kueue tests use: when it cannot be built it says why in one line and the
+build still succeeds. Binaries already there at the right
 version are kept (a second build costs seconds); Go's module and build caches stay in their
 default per-user places, so later clones and CI runs reuse them. A cold build prints
 progress (packages compiled of the total, elapsed time) and its duration. Go missing, a
@@ -32,8 +34,10 @@ from typing import IO
 from allot.kubeengine.binaries import (
     ETCD_VERSION,
     KUBERNETES_VERSION,
+    KUEUE_VERSION,
     KWOK_VERSION,
     cache_bin_dir,
+    kueue_problem,
     missing_or_wrong,
 )
 
@@ -101,6 +105,15 @@ TARGETS = (
         ),
     ),
 )
+KUEUE_TARGET = Target(
+    "kueue",
+    "sigs.k8s.io/kueue",
+    KUEUE_VERSION,
+    ("sigs.k8s.io/kueue/cmd/kueue",),
+    (f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",),
+)
+"""Optional: built after the engine's binaries when they are there; a failure is reported
+and leaves `make kube` successful (only the Kueue tests need it, and they skip)."""
 # What each package's binary is called (the etcd server module's root package is etcd).
 BINARY_NAMES = {"go.etcd.io/etcd/server/v3": "etcd"}
 
@@ -244,31 +257,63 @@ def _locked(directory: Path) -> Iterator[None]:
 
 
 def build(tools: Path) -> Path:
-    """Build what the cache lacks into it; returns the binaries' directory."""
+    """Build what the cache lacks into it, then Kueue (:func:`build_kueue`); returns the
+    binaries' directory."""
     target_dir = cache_bin_dir()
     with _locked(target_dir.parent):
-        problems = missing_or_wrong(target_dir)
-        if not problems:
-            _say(f"binaries of Kubernetes {KUBERNETES_VERSION} are in {target_dir}")
-            return target_dir
-        go = _go()
-        _say(f"building into {target_dir} ({'; '.join(problems)})")
-        _say("a cold build takes 20-40 minutes on 2 cores; Go's caches make later ones fast")
-        started = time.monotonic()
-        target_dir.mkdir(parents=True, exist_ok=True)
-        log_path = target_dir.parent / "build.log"
-        log_path.write_text("")
-        for target in TARGETS:
-            if not _needs(target, target_dir):
-                continue
-            with tempfile.TemporaryDirectory(dir=target_dir.parent) as output:
-                _build_target(go, target, tools, Path(output), log_path)
-                _rename_outputs(Path(output), target_dir)
-        left = missing_or_wrong(target_dir)
-        if left:
-            raise BuildError(f"the build ended but {'; '.join(left)}; the log is {log_path}")
-        _say(f"built in {_minutes(time.monotonic() - started)} into {target_dir}")
+        _build_engine(tools, target_dir)
+        build_kueue(tools, target_dir)
     return target_dir
+
+
+def _build_engine(tools: Path, target_dir: Path) -> None:
+    problems = missing_or_wrong(target_dir)
+    if not problems:
+        _say(f"binaries of Kubernetes {KUBERNETES_VERSION} are in {target_dir}")
+        return
+    go = _go()
+    _say(f"building into {target_dir} ({'; '.join(problems)})")
+    _say("a cold build takes 20-40 minutes on 2 cores; Go's caches make later ones fast")
+    started = time.monotonic()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    log_path = target_dir.parent / "build.log"
+    log_path.write_text("")
+    for target in TARGETS:
+        if not _needs(target, target_dir):
+            continue
+        with tempfile.TemporaryDirectory(dir=target_dir.parent) as output:
+            _build_target(go, target, tools, Path(output), log_path)
+            _rename_outputs(Path(output), target_dir)
+    left = missing_or_wrong(target_dir)
+    if left:
+        raise BuildError(f"the build ended but {'; '.join(left)}; the log is {log_path}")
+    _say(f"built in {_minutes(time.monotonic() - started)} into {target_dir}")
+
+
+def build_kueue(tools: Path, target_dir: Path) -> bool:
+    """Kueue into ``target_dir`` unless it is there; whether it is there now. Go missing, a
+    module not served or a failed build is one line saying so, never a failure of the
+    whole build."""
+    if kueue_problem(target_dir) is None:
+        _say(f"Kueue {KUEUE_VERSION} is in {target_dir}")
+        return True
+    log_path = target_dir.parent / "build-kueue.log"
+    log_path.write_text("")
+    started = time.monotonic()
+    try:
+        go = _go()
+        with tempfile.TemporaryDirectory(dir=target_dir.parent) as output:
+            _build_target(go, KUEUE_TARGET, tools, Path(output), log_path)
+            _rename_outputs(Path(output), target_dir)
+    except BuildError as error:
+        _say(f"Kueue {KUEUE_VERSION} was not built ({error}); the Kueue tests will skip")
+        return False
+    problem = kueue_problem(target_dir)
+    if problem is not None:
+        _say(f"Kueue {KUEUE_VERSION} was not built ({problem}); the Kueue tests will skip")
+        return False
+    _say(f"Kueue built in {_minutes(time.monotonic() - started)} into {target_dir}")
+    return True
 
 
 def _binaries(target: Target) -> list[str]:
