@@ -112,6 +112,12 @@ KUEUE = "kueue"
 _KUEUE_DEPENDENCY = re.compile(rb"\n(?:mod|dep)\tsigs\.k8s\.io/kueue\t(v[^\t\n]+)")
 
 
+def kueue_manifests(directory: Path) -> Path:
+    """Where ``make kube`` puts Kueue's CRDs and webhook manifests for the binaries of
+    ``directory`` (its module's ``config/components/crd`` and ``webhook``)."""
+    return directory.parent / f"kueue-{KUEUE_VERSION}"
+
+
 def kueue_problem(directory: Path) -> str | None:
     """What is wrong with DIRECTORY's Kueue, or None when it is the right one.
 
@@ -121,6 +127,8 @@ def kueue_problem(directory: Path) -> str | None:
     path = directory / KUEUE
     if not os.access(path, os.X_OK):
         return f"{KUEUE} missing"
+    if not (kueue_manifests(directory) / "crd" / "kustomization.yaml").is_file():
+        return f"{KUEUE}'s manifests missing"
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         found = _KUEUE_DEPENDENCY.search(data)
         version = bytes(found.group(1)).decode() if found else None

@@ -37,6 +37,7 @@ from allot.kubeengine.binaries import (
     KUEUE_VERSION,
     KWOK_VERSION,
     cache_bin_dir,
+    kueue_manifests,
     kueue_problem,
     missing_or_wrong,
 )
@@ -234,6 +235,28 @@ def _build_target(go: str, target: Target, tools: Path, output: Path, log_path: 
     _say(f"  {names} built in {int(time.monotonic() - started)}s")
 
 
+def _copy_kueue_manifests(go: str, module_dir: Path, target_dir: Path) -> None:
+    """Kueue's CRDs and webhook manifests (``config/components/{crd,webhook}`` of the
+    module), beside the binary: what running it against the real engine applies."""
+    done = subprocess.run(
+        [go, "list", "-m", "-f", "{{.Dir}}", KUEUE_TARGET.module],
+        cwd=module_dir,
+        capture_output=True,
+        text=True,
+        env=_environment(),
+        check=False,
+    )
+    source = Path(done.stdout.strip()) / "config" / "components"
+    if done.returncode != 0 or not source.is_dir():
+        raise BuildError(f"Kueue's manifests are not in its module ({done.stderr.strip()})")
+    manifests = kueue_manifests(target_dir)
+    shutil.rmtree(manifests, ignore_errors=True)
+    for part in ("crd", "webhook"):
+        shutil.copytree(source / part, manifests / part)
+        for path in (manifests / part).rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # the module cache is read-only
+
+
 def _tail(path: Path) -> str:
     lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
     return " | ".join(lines[-LOG_TAIL_LINES:])
@@ -304,6 +327,7 @@ def build_kueue(tools: Path, target_dir: Path) -> bool:
         go = _go()
         with tempfile.TemporaryDirectory(dir=target_dir.parent) as output:
             _build_target(go, KUEUE_TARGET, tools, Path(output), log_path)
+            _copy_kueue_manifests(go, tools / KUEUE_TARGET.module_dir, target_dir)
             _rename_outputs(Path(output), target_dir)
     except BuildError as error:
         _say(f"Kueue {KUEUE_VERSION} was not built ({error}); the Kueue tests will skip")

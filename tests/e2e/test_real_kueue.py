@@ -1,0 +1,155 @@
+"""Kueue v0.19 on real Kubernetes 1.36: allot's rendered queues admit a tenant's pod.
+
+``make kube`` builds Kueue from the module proxy (tools/kube/kueue); tests/realkueue.py
+installs it on the ``real_kube`` control plane as its manifests do (CRDs, webhooks by URL
+on 127.0.0.1, its Configuration being allot's rendered ``kueue/configuration.yaml``).
+``allot apply`` of ``examples/platform/fair-sharing.yaml`` then creates the Cohort,
+ResourceFlavor, WorkloadPriorityClasses, ClusterQueues and LocalQueues; Kueue reports the
+ClusterQueues active; a pod in legal-ai's namespace naming its LocalQueue, with a claim
+template for ``gpu-whole``, is gated by Kueue's pod webhook, admitted in the ClusterQueue
+``legal-ai`` as one ``allot.dev/gpu-whole`` device (the rendered DeviceClass mapping),
+released to kube-scheduler, allocated and Running. Without Kueue's binary the module skips.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.realkube import RealKube
+from tests.realkueue import needs_kueue, running_kueue
+
+pytestmark = [pytest.mark.slow, needs_kueue]
+REPO = Path(__file__).resolve().parents[2]
+ALLOT = str(Path(sys.executable).with_name("allot"))
+PLATFORM = REPO / "examples" / "platform" / "fair-sharing.yaml"
+LEGAL = "tenant-legal-ai"
+GATE = "kueue.x-k8s.io/admission"
+DEPRECATED = "Warning: This version is deprecated. Use v1beta2 instead."
+"""What Kueue 0.19's CRDs say of every object allot renders in ``kueue.x-k8s.io/v1beta1``
+(the version Kueue 0.14 serves too): recorded in docs/conformance.md, "Fair sharing"."""
+
+
+def _wait_for(check: Any, what: str, timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rendered")
+    done = subprocess.run(
+        [ALLOT, "render", "-f", str(PLATFORM), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def kueue(
+    real_kube: RealKube, rendered: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    configuration = yaml.safe_load((rendered / "kueue" / "configuration.yaml").read_text())
+    with running_kueue(real_kube, tmp_path_factory.mktemp("kueue"), configuration) as log:
+        yield log
+
+
+def test_the_rendered_queues_are_applied_and_active(real_kube: RealKube, kueue: Path) -> None:
+    done = subprocess.run(
+        [ALLOT, "apply", "-f", str(PLATFORM), "--kubeconfig", str(real_kube.kubeconfig)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    for line in (
+        "cohort/gpu-pool created",
+        "resourceflavor/allot-devices created",
+        "clusterqueue/legal-ai created",
+        "clusterqueue/research-ai created",
+        "localqueue/tenant-legal-ai/default created",
+    ):
+        assert line in done.stdout, done.stdout
+    warnings = [w for w in done.stderr.splitlines() if "GPU-memory share" not in w]
+    assert set(warnings) == {DEPRECATED}, done.stderr  # see DEPRECATED
+
+    def active() -> Any:
+        queue = real_kube.get_json("clusterqueues.kueue.x-k8s.io", "legal-ai")
+        conditions = (queue.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Active" and c["status"] == "True" for c in conditions) and queue
+
+    _wait_for(active, "ClusterQueue legal-ai to be active")
+
+
+def test_a_tenants_pod_is_admitted_by_its_queue_and_allocated_by_kube_scheduler(
+    real_kube: RealKube, kueue: Path
+) -> None:
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": LEGAL},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-whole"}}]
+                }
+            }
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "queued",
+            "namespace": LEGAL,
+            "labels": {"kueue.x-k8s.io/queue-name": "default"},
+        },
+        "spec": {
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
+            ],
+        },
+    }
+    real_kube.apply(template)
+    created = real_kube.kubectl("create", "-f", "-", "-o", "json", stdin=json.dumps(pod))
+    gates = [g["name"] for g in json.loads(created.stdout)["spec"].get("schedulingGates") or []]
+    assert GATE in gates, gates  # Kueue's pod webhook holds it for its queue
+
+    def admitted() -> Any:
+        items = real_kube.get_json("workloads.kueue.x-k8s.io", "-n", LEGAL)["items"]
+        return [w for w in items if (w.get("status") or {}).get("admission")]
+
+    [workload] = _wait_for(admitted, "Kueue to admit the pod's workload", timeout=120)
+    admission = workload["status"]["admission"]
+    assert admission["clusterQueue"] == "legal-ai"
+    [assignment] = admission["podSetAssignments"]
+    assert assignment["resourceUsage"] == {"allot.dev/gpu-whole": "1"}, assignment
+    _wait_for(
+        lambda: (
+            real_kube.get_json("pod", "queued", "-n", LEGAL)["status"].get("phase") == "Running"
+        ),
+        "the admitted pod to run",
+    )
+    claims = real_kube.get_json("resourceclaims", "-n", LEGAL)["items"]
+    [result] = claims[0]["status"]["allocation"]["devices"]["results"]
+    assert (result["pool"], result["device"]) == ("a100-whole-pool-0", "gpu-0")
