@@ -101,8 +101,13 @@ def run_apply(args: argparse.Namespace) -> int:
         else:
             report = apply(client, objects, prune=not args.no_prune, force=args.force_conflicts)
     except ApplyError as err:
-        _print_report(err.report, dry_run=False)
-        print(f"error: {err} (the objects above were applied; nothing after)", file=sys.stderr)
+        _print_report(err.report, dry_run=args.dry_run)
+        done = (
+            "a dry run: nothing was changed"
+            if args.dry_run
+            else "the objects above were applied; nothing after"
+        )
+        print(f"error: {err} ({done})", file=sys.stderr)
         return 1
     except PlatformFileError as err:  # a Tenant sharing a class the cluster lacks
         print(f"error: {err}", file=sys.stderr)

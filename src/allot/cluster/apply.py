@@ -31,7 +31,7 @@ import yaml
 from allot.cluster.kueue import KUEUE_API, KUEUE_KINDS
 from allot.cluster.render import OUTPUT_ORDER
 from allot.kube.client import Client
-from allot.kube.errors import KubeError, KubeNotFound
+from allot.kube.errors import KubeConflict, KubeError, KubeNotFound
 from allot.tenancy import names
 from allot.types import Obj
 
@@ -108,7 +108,7 @@ def plan(client: Client, objects: list[Obj], prune: bool = True) -> Report:
     """What ``apply`` would do, with diffs; writes nothing."""
     report = Report()
     for obj in objects:
-        report.actions.append(_planned(client, obj, report))
+        report.actions.append(_planned(client, obj, report, planning=True))
     if prune:
         report.actions += [
             Action("prune", o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
@@ -177,10 +177,14 @@ def wait_established(
         sleep(0.1)
 
 
-def _planned(client: Client, obj: Obj, report: Report, force: bool = False) -> Action:
+def _planned(
+    client: Client, obj: Obj, report: Report, force: bool = False, planning: bool = False
+) -> Action:
     """What applying ``obj`` does: the server's own answer to a dry-run apply, compared
     with the live object (so a field allot owns that the rendering dropped, a label
-    taken off, counts as a change, and the server's defaults do not)."""
+    taken off, counts as a change, and the server's defaults do not). ``planning``
+    (``--dry-run``): a conflict with another field manager is noted on the action, with
+    the change forcing would make, instead of stopping the run."""
     metadata = obj["metadata"]
     namespace, name = metadata.get("namespace", ""), metadata["name"]
     try:
@@ -193,6 +197,11 @@ def _planned(client: Client, obj: Obj, report: Report, force: bool = False) -> A
     action = Action("configure", obj["kind"], namespace, name)
     try:
         predicted = client.apply(obj, FIELD_MANAGER, force=force, dry_run=True)
+    except KubeConflict as err:
+        if not planning:
+            raise ApplyError(f"{action.line().rsplit(' ', 1)[0]}: {err}", report) from None
+        action.note = f"{err}; --force-conflicts takes them over"
+        predicted = client.apply(obj, FIELD_MANAGER, force=True, dry_run=True)
     except KubeError as err:
         raise ApplyError(f"{action.line().rsplit(' ', 1)[0]}: {err}", report) from None
     action.warnings = list(client.warnings)
