@@ -16,7 +16,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,49 +24,21 @@ from typing import Any
 import pytest
 
 from allot.apiserver.server import free_port
-from tests.realkube import RealKube, needs_real_kube
+from tests.realkube import (
+    RealKube,
+    claim_pod,
+    needs_real_kube,
+    requests,
+    resource_claim,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, needs_real_kube]
 REPO = Path(__file__).resolve().parents[2]
 ALLOT = str(Path(sys.executable).with_name("allot"))
 PLATFORM = REPO / "examples" / "platform" / "seed-000.yaml"
 LEGAL = "tenant-legal-ai"
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-WHOLE = [{"name": "gpu", "exactly": {"deviceClassName": "gpu-whole"}}]
-
-
-def _wait_for(check: Any, what: str, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-
-
-def _claim(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": LEGAL},
-        "spec": {"devices": {"requests": WHOLE}},
-    }
-
-
-def _pod(name: str, claim: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": LEGAL},
-        "spec": {
-            "tolerations": [GPU_TOLERATION],
-            "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
-            "containers": [
-                {"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
-            ],
-        },
-    }
+WHOLE = requests("gpu-whole")
 
 
 def _scrape(port: int) -> str:
@@ -107,7 +78,7 @@ def controller(real_kube: RealKube, tmp_path_factory: pytest.TempPathFactory) ->
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: "allot_class_devices{" in _scrape(port), "the controller's /metrics")
+        wait_for(lambda: "allot_class_devices{" in _scrape(port), "the controller's /metrics")
         yield port, data_dir
     finally:
         process.send_signal(signal.SIGINT)
@@ -119,7 +90,7 @@ def test_a_claim_left_pending_raises_the_alert_as_an_event_and_in_the_metrics(
     real_kube: RealKube, controller: Any
 ) -> None:
     port, _ = controller
-    real_kube.apply(_claim("forgotten"))
+    real_kube.apply(resource_claim("forgotten", LEGAL, WHOLE))
 
     def raised() -> list[Any]:
         events = real_kube.get_json("events", "-n", LEGAL)["items"]
@@ -130,11 +101,11 @@ def test_a_claim_left_pending_raises_the_alert_as_an_event_and_in_the_metrics(
             and e["involvedObject"]["name"] == "forgotten"
         ]
 
-    [event] = _wait_for(raised, "the ClaimPendingTooLong Event")
+    [event] = wait_for(raised, "the ClaimPendingTooLong Event")
     assert (event["type"], event["reason"]) == ("Warning", "ClaimPendingTooLong")
     assert event["involvedObject"]["kind"] == "ResourceClaim"
     assert event["message"].startswith("claim forgotten of tenant legal-ai has been pending")
-    text = _wait_for(
+    text = wait_for(
         lambda: (t := _scrape(port)) and 'rule="ClaimPendingTooLong"' in t and t, "the alert series"
     )
     alerts = _series(text, "allot_alert")
@@ -159,8 +130,11 @@ def test_the_audit_records_kube_schedulers_allocation_and_its_release(
     real_kube: RealKube, controller: Any
 ) -> None:
     _, data_dir = controller
-    real_kube.apply(_claim("audited"), _pod("audited", "audited"))
-    _wait_for(
+    real_kube.apply(
+        resource_claim("audited", LEGAL, WHOLE),
+        claim_pod("audited", LEGAL, {"resourceClaimName": "audited"}),
+    )
+    wait_for(
         lambda: (
             real_kube.get_json("pod", "audited", "-n", LEGAL)["status"].get("phase") == "Running"
         ),
@@ -179,7 +153,7 @@ def test_the_audit_records_kube_schedulers_allocation_and_its_release(
     def entries(action: str) -> list[Any]:
         return [e for e in audit() if e["action"] == action and e["claim"] == "audited"]
 
-    [allocated] = _wait_for(lambda: entries("allocate"), "the allocation in the audit")
+    [allocated] = wait_for(lambda: entries("allocate"), "the allocation in the audit")
     picked = {k: allocated[k] for k in ("tenant", "node", "pool", "device", "device_class")}
     assert picked == {
         "tenant": "legal-ai",
@@ -191,5 +165,5 @@ def test_the_audit_records_kube_schedulers_allocation_and_its_release(
     assert allocated["pod"] == "audited"
     real_kube.kubectl("delete", "pod", "audited", "-n", LEGAL)
     real_kube.kubectl("delete", "resourceclaim", "audited", "-n", LEGAL)
-    [released] = _wait_for(lambda: entries("release"), "the release in the audit")
+    [released] = wait_for(lambda: entries("release"), "the release in the audit")
     assert (released["tenant"], released["device"]) == ("legal-ai", "gpu-0")

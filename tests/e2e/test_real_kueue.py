@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.realkube import RealKube
+from tests.realkube import RealKube, claim_pod, claim_template, wait_for
 from tests.realkueue import needs_kueue, running_kueue
 
 pytestmark = [pytest.mark.slow, needs_kueue]
@@ -36,16 +35,6 @@ GATE = "kueue.x-k8s.io/admission"
 DEPRECATED = "Warning: This version is deprecated. Use v1beta2 instead."
 """What Kueue 0.19's CRDs say of every object allot renders in ``kueue.x-k8s.io/v1beta1``
 (the version Kueue 0.14 serves too): recorded in docs/conformance.md, "Fair sharing"."""
-
-
-def _wait_for(check: Any, what: str, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -94,42 +83,19 @@ def test_the_rendered_queues_are_applied_and_active(real_kube: RealKube, kueue: 
         conditions = (queue.get("status") or {}).get("conditions") or []
         return any(c["type"] == "Active" and c["status"] == "True" for c in conditions) and queue
 
-    _wait_for(active, "ClusterQueue legal-ai to be active")
+    wait_for(active, "ClusterQueue legal-ai to be active")
 
 
 def test_a_tenants_pod_is_admitted_by_its_queue_and_allocated_by_kube_scheduler(
     real_kube: RealKube, kueue: Path
 ) -> None:
-    template = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": LEGAL},
-        "spec": {
-            "spec": {
-                "devices": {
-                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu-whole"}}]
-                }
-            }
-        },
-    }
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "queued",
-            "namespace": LEGAL,
-            "labels": {"kueue.x-k8s.io/queue-name": "default"},
-        },
-        "spec": {
-            "tolerations": [
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-            ],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-            "containers": [
-                {"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
-            ],
-        },
-    }
+    template = claim_template("one-gpu", LEGAL, "gpu-whole")
+    pod = claim_pod(
+        "queued",
+        LEGAL,
+        {"resourceClaimTemplateName": "one-gpu"},
+        labels={"kueue.x-k8s.io/queue-name": "default"},
+    )
     real_kube.apply(template)
     created = real_kube.kubectl("create", "-f", "-", "-o", "json", stdin=json.dumps(pod))
     gates = [g["name"] for g in json.loads(created.stdout)["spec"].get("schedulingGates") or []]
@@ -139,12 +105,12 @@ def test_a_tenants_pod_is_admitted_by_its_queue_and_allocated_by_kube_scheduler(
         items = real_kube.get_json("workloads.kueue.x-k8s.io", "-n", LEGAL)["items"]
         return [w for w in items if (w.get("status") or {}).get("admission")]
 
-    [workload] = _wait_for(admitted, "Kueue to admit the pod's workload", timeout=120)
+    [workload] = wait_for(admitted, "Kueue to admit the pod's workload", timeout=120)
     admission = workload["status"]["admission"]
     assert admission["clusterQueue"] == "legal-ai"
     [assignment] = admission["podSetAssignments"]
     assert assignment["resourceUsage"] == {"allot.dev/gpu-whole": "1"}, assignment
-    _wait_for(
+    wait_for(
         lambda: (
             real_kube.get_json("pod", "queued", "-n", LEGAL)["status"].get("phase") == "Running"
         ),

@@ -28,8 +28,8 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,14 @@ import yaml
 
 from allot.tenancy import entitlement, translate
 from tests.e2e.conftest import Cluster, KubectlUser, running_platform
-from tests.realkube import RealKube, needs_real_kube
+from tests.realkube import (
+    RealKube,
+    claim_pod,
+    needs_real_kube,
+    requests,
+    resource_claim,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, needs_real_kube]
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +55,6 @@ SEEDS = REPO / "examples" / "seeds"
 STATEFULSET = REPO / "tests" / "data" / "vcluster-v0.36.1" / "control-plane-statefulset.yaml"
 HOST_PODS = yaml.safe_load((REPO / "tests" / "scenarios" / "vcluster-host-pods.yaml").read_text())
 LEGAL = "tenant-legal-ai"
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 UNENFORCED = (
     "Warning: not enforced on a real cluster yet: the GPU-memory quota (spec.quota.gpuMemory) "
     "of tenant legal-ai. Nothing rendered counts GPU memory (ResourceQuota and Kueue count "
@@ -68,47 +74,17 @@ def allot(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedPro
     )
 
 
-def wait_for(check: Any, what: str, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-
-
 def claim(name: str, spec_requests: list[Any], namespace: str = LEGAL) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"devices": {"requests": spec_requests}},
-    }
-
-
-def exactly(device_class: str, count: int = 1) -> list[Any]:
-    return [{"name": "gpu", "exactly": {"deviceClassName": device_class, "count": count}}]
+    return resource_claim(name, namespace, spec_requests)
 
 
 def pod(
     name: str, claim_name: str, namespace: str = LEGAL, node: str | None = None
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "tolerations": [GPU_TOLERATION],
-        "resourceClaims": [{"name": "gpu", "resourceClaimName": claim_name}],
-        "containers": [
-            {"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
-        ],
-    }
+    made = claim_pod(name, namespace, {"resourceClaimName": claim_name})
     if node:
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+        made["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return made
 
 
 def create(kube: KubectlUser, obj: Any, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -157,6 +133,13 @@ def running(kube: KubectlUser, name: str, namespace: str = LEGAL) -> bool:
     return bool((found.get("status") or {}).get("phase") == "Running")
 
 
+def type_checked(kube: RealKube, name: str) -> Any:
+    """The policy once the API server's type checker has looked at its generation."""
+    policy = kube.get_json("validatingadmissionpolicy", name)
+    checked = (policy.get("status") or {}).get("observedGeneration")
+    return policy if checked == policy["metadata"]["generation"] else None
+
+
 def doctor(kube: RealKube) -> tuple[int, Any]:
     done = allot("doctor", "-o", "json", kubeconfig=kube.kubeconfig)
     assert done.returncode in (0, 1), done.stderr
@@ -196,9 +179,9 @@ def test_seed_000s_classes_are_accepted_and_lint_says_what_kube_scheduler_then_d
     assert findings == {"gpu-slice": "no-match", "gpu-whole": "whole-matches-partitions"}
     mig_node = "a100-mig-1g5gb-pool-0"
     real_kube.apply(
-        claim("seed-slice", exactly("gpu-slice"), "default"),
+        claim("seed-slice", requests("gpu-slice"), "default"),
         pod("seed-slice", "seed-slice", "default"),
-        claim("seed-whole", exactly("gpu-whole"), "default"),
+        claim("seed-whole", requests("gpu-whole"), "default"),
         pod("seed-whole", "seed-whole", "default", node=mig_node),
     )
     wait_for(lambda: running(real_kube, "seed-whole", "default"), "the seed-whole pod to run")
@@ -258,13 +241,7 @@ def test_every_rendered_object_is_accepted_without_warnings_and_a_second_apply_c
             [d for d in yaml.safe_load_all(path.read_text()) if d]
         )
     for name in (entitlement.CLAIMS_POLICY, entitlement.PODS_POLICY):
-        policy = wait_for(
-            lambda name=name: (
-                (p := real_kube.get_json("validatingadmissionpolicy", name)).get("status", {})
-                .get("observedGeneration") == p["metadata"]["generation"] and p
-            ),
-            f"the type check of {name}",
-        )  # fmt: skip
+        policy = wait_for(partial(type_checked, real_kube, name), f"the type check of {name}")
         assert policy["status"]["typeChecking"] == {}, policy["status"]  # no expressionWarnings
     stored = {
         (d["kind"], d["metadata"]["name"]): d["spec"]
@@ -337,7 +314,7 @@ def test_the_first_claim_over_the_class_quota_is_refused_by_the_real_quota_admis
     answers = {}
     for engine, kube in (("real", real_kube), ("embedded", embedded)):
         for number in range(1, 4):
-            answer = create(kube, claim(f"filler-{number}", exactly("gpu-whole")))
+            answer = create(kube, claim(f"filler-{number}", requests("gpu-whole")))
             if answer.returncode:
                 answers[engine] = answer.stderr.replace(f"filler-{number}", "filler-N")
                 break
@@ -355,7 +332,7 @@ def test_the_first_claim_over_the_class_quota_is_refused_by_the_real_quota_admis
     )
     assert (len(made["real"]), len(made["embedded"])) == (1, 2)
     two = on_both(
-        real_kube, embedded, claim("two-at-once", exactly("gpu-whole", 2)), "--dry-run=server"
+        real_kube, embedded, claim("two-at-once", requests("gpu-whole", 2)), "--dry-run=server"
     )
     assert (
         "exceeded quota: tenant-quota, requested: gpu-whole.deviceclass.resource.k8s.io/devices=2"
@@ -406,7 +383,7 @@ def test_a_class_revoked_in_the_platform_file_refuses_kube_schedulers_allocation
 ) -> None:
     real_kube.kubectl("delete", "pod", "trainer", "-n", LEGAL)  # the fleet's one whole GPU
     wait_for(lambda: allocation(real_kube, "legal-whole-gpu")[0] is None, "the GPU released")
-    create(real_kube, claim("kept", exactly("gpu-whole")))  # made while entitled
+    create(real_kube, claim("kept", requests("gpu-whole")))  # made while entitled
     revoked = allot("apply", "-f", str(platform_with(tmp_path, revoked=True)),
                     kubeconfig=real_kube.kubeconfig)  # fmt: skip
     assert "deviceclass/gpu-whole configured" in revoked.stdout
