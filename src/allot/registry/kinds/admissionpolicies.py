@@ -33,7 +33,6 @@ STRATEGIES = (
     KindStrategy(
         "ValidatingAdmissionPolicy",
         "validatingadmissionpolicy",
-        short_names=("vap",),
         categories=("api-extensions",),
         subresources=("status",),
         rules=KindRules(
@@ -53,7 +52,6 @@ STRATEGIES = (
     KindStrategy(
         "ValidatingAdmissionPolicyBinding",
         "validatingadmissionpolicybinding",
-        short_names=("vapb",),
         categories=("api-extensions",),
         rules=KindRules(
             defaults=admission.default_binding,
