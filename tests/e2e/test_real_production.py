@@ -18,8 +18,10 @@ root are refused (tests/data/vcluster-v0.36.1, tests/scenarios/vcluster-host-pod
 the data tests/test_vcluster_pod_policy.py gives the embedded engine); a class revoked in
 the platform file makes the policy on ``resourceclaims/status`` refuse kube-scheduler's
 allocation. ``allot doctor`` and ``allot explain`` read the real cluster and agree with
-what kube-scheduler did. The tests run in file order, each leaving the state the next
-starts from. Without ``make kube``'s binaries the module skips.
+what kube-scheduler did. Once the Prometheus Operator's PrometheusRule CRD is served (``make
+kube`` fetches it; without it that test skips), ``allot apply`` creates the rendered
+PrometheusRule without a warning, as rendered. The tests run in file order, each leaving
+the state the next starts from. Without ``make kube``'s binaries the module skips.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 import pytest
 import yaml
 
+from allot.kubeengine.binaries import bin_dir, prometheus_rule_crd
 from allot.tenancy import entitlement, translate
 from tests.e2e.conftest import Cluster, KubectlUser, running_platform
 from tests.realkube import (
@@ -60,6 +63,7 @@ UNENFORCED = (
     "of tenant legal-ai. Nothing rendered counts GPU memory (ResourceQuota and Kueue count "
     "devices); only the embedded platform enforces it\n"
 )
+PROMETHEUS_RULE_CRD = prometheus_rule_crd(bin_dir())
 DENIED = (
     "ValidatingAdmissionPolicy 'allot-tenant-claims' with binding "
     "'allot-tenant-claims.legal-ai' denied request: "
@@ -419,3 +423,26 @@ def test_a_class_revoked_in_the_platform_file_refuses_kube_schedulers_allocation
         "allocated": True,
     } in report["entitlementViolations"]
     allot("apply", "-f", str(PLATFORM), kubeconfig=real_kube.kubeconfig)
+
+
+@pytest.mark.skipif(
+    not PROMETHEUS_RULE_CRD.is_file(), reason=f"no {PROMETHEUS_RULE_CRD} (run `make kube`)"
+)
+def test_the_rendered_prometheus_rule_is_accepted_without_warnings_once_its_crd_is_served(
+    real_kube: RealKube, applied: Path
+) -> None:
+    real_kube.kubectl("apply", "--server-side", "-f", str(PROMETHEUS_RULE_CRD))
+    real_kube.kubectl(
+        "wait", "--for=condition=Established", "crd/prometheusrules.monitoring.coreos.com"
+    )
+    done = allot("apply", "-f", str(PLATFORM), kubeconfig=real_kube.kubeconfig)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == UNENFORCED  # not a Warning of the API server's
+    *others, last = done.stdout.splitlines()
+    assert last == "prometheusrule/allot-system/allot created"
+    assert {line.rsplit(" ", 1)[1] for line in others} == {"unchanged"}, done.stdout
+    rendered = yaml.safe_load((applied / "20-prometheusrule.yaml").read_text())
+    stored = real_kube.get_json("prometheusrule", "allot", "-n", "allot-system")
+    assert stored["spec"] == rendered["spec"]  # nothing pruned or defaulted by its schema
+    again = allot("apply", "-f", str(PLATFORM), kubeconfig=real_kube.kubeconfig)
+    assert again.stdout.splitlines()[-1] == "prometheusrule/allot-system/allot unchanged"

@@ -24,6 +24,7 @@ KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "3.6.8"  # the etcd Kubernetes 1.36.3 names in build/dependencies.yaml
 KWOK_VERSION = "v0.8.0"
 KUEUE_VERSION = "v0.19.2"  # optional: only the Kueue tests use it, and skip without it
+PROMETHEUS_OPERATOR_VERSION = "v0.85.0"  # optional: its PrometheusRule CRD, for the tests
 BIN_ENV = "ALLOT_KUBE_BIN"
 CACHE_ENV = "ALLOT_KUBE_CACHE"  # the cache's root, for CI and tests; default under XDG
 VERSION_SECONDS = 20.0
@@ -135,6 +136,14 @@ def kueue_problem(directory: Path) -> str | None:
     if version is None:
         return f"{KUEUE} carries no build information of sigs.k8s.io/kueue"
     return None if version == KUEUE_VERSION else f"{KUEUE} is {version}, not {KUEUE_VERSION}"
+
+
+def prometheus_rule_crd(directory: Path) -> Path:
+    """Where ``make kube`` puts the Prometheus Operator's PrometheusRule CRD for the binaries
+    of ``directory`` (from its module's ``example/prometheus-operator-crd``): what the tests
+    install to hold the rendered PrometheusRule against a real API server."""
+    name = "monitoring.coreos.com_prometheusrules.yaml"
+    return directory.parent / f"prometheus-operator-{PROMETHEUS_OPERATOR_VERSION}" / name
 
 
 def locate(env: Mapping[str, str] | None = None) -> dict[str, Path]:
