@@ -9,11 +9,13 @@ real kubectl, the Python client) and stops every process. The ``real_kube`` fixt
 binaries are absent or of another version, ``MISSING`` says why and the tests skip
 (``make test`` builds them first, so in CI they are there). ``wait_for`` and the object
 builders are what the real-engine tests share: a claim, a claim template, a pod using one
-that tolerates the fleet's GPU taint.
+that tolerates the fleet's GPU taint; ``allot(...)`` runs the ``allot`` command.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -77,7 +79,16 @@ def running_real_kube(
         cluster.stop()
 
 
+ALLOT = str(Path(sys.executable).with_name("allot"))
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def allot(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The ``allot`` command as a user types it (``--kubeconfig`` added when given)."""
+    extra = ["--kubeconfig", str(kubeconfig)] if kubeconfig else []
+    return subprocess.run(
+        [ALLOT, *args, *extra], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 90) -> Any:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,9 @@ import pytest
 
 from allot.apiserver.server import free_port
 from tests.realkube import (
+    ALLOT,
     RealKube,
+    allot,
     claim_pod,
     needs_real_kube,
     requests,
@@ -35,7 +36,6 @@ from tests.realkube import (
 
 pytestmark = [pytest.mark.slow, needs_real_kube]
 REPO = Path(__file__).resolve().parents[2]
-ALLOT = str(Path(sys.executable).with_name("allot"))
 PLATFORM = REPO / "examples" / "platform" / "seed-000.yaml"
 LEGAL = "tenant-legal-ai"
 WHOLE = requests("gpu-whole")
@@ -62,12 +62,7 @@ def _series(text: str, name: str) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def controller(real_kube: RealKube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """``allot controller`` on the cluster with the platform applied; (port, data dir)."""
-    applied = subprocess.run(
-        [ALLOT, "apply", "-f", str(PLATFORM), "--kubeconfig", str(real_kube.kubeconfig)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    applied = allot("apply", "-f", str(PLATFORM), kubeconfig=real_kube.kubeconfig)
     assert applied.returncode == 0, applied.stderr
     data_dir = tmp_path_factory.mktemp("controller")
     port = free_port()
@@ -142,12 +137,7 @@ def test_the_audit_records_kube_schedulers_allocation_and_its_release(
     )
 
     def audit() -> list[Any]:
-        done = subprocess.run(
-            [ALLOT, "audit", "-o", "json", "--data-dir", str(data_dir)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        done = allot("audit", "-o", "json", "--data-dir", str(data_dir))
         return list(json.loads(done.stdout)["items"]) if done.returncode == 0 else []
 
     def entries(action: str) -> list[Any]:

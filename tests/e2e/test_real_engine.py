@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,10 +28,16 @@ from allot.driver.fleet import SEED_000_FLEET, expand, parse_fleet
 from allot.driver.slices import node_slices
 from allot.kubeengine.binaries import BIN_ENV, KUBERNETES_VERSION, PROGRAMS, bin_dir
 from tests.e2e.conftest import KubectlUser
-from tests.realkube import RealKube, claim_pod, claim_template, needs_real_kube, wait_for
+from tests.realkube import (
+    ALLOT,
+    RealKube,
+    claim_pod,
+    claim_template,
+    needs_real_kube,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, needs_real_kube]
-ALLOT = str(Path(sys.executable).with_name("allot"))
 COMPONENTS = {program.name for program in PROGRAMS}
 
 

@@ -14,8 +14,6 @@ released to kube-scheduler, allocated and Running. Without Kueue's binary the mo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,12 +21,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.realkube import RealKube, claim_pod, claim_template, wait_for
+from tests.realkube import RealKube, allot, claim_pod, claim_template, wait_for
 from tests.realkueue import needs_kueue, running_kueue
 
 pytestmark = [pytest.mark.slow, needs_kueue]
 REPO = Path(__file__).resolve().parents[2]
-ALLOT = str(Path(sys.executable).with_name("allot"))
 PLATFORM = REPO / "examples" / "platform" / "fair-sharing.yaml"
 LEGAL = "tenant-legal-ai"
 GATE = "kueue.x-k8s.io/admission"
@@ -40,12 +37,7 @@ DEPRECATED = "Warning: This version is deprecated. Use v1beta2 instead."
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("rendered")
-    done = subprocess.run(
-        [ALLOT, "render", "-f", str(PLATFORM), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = allot("render", "-f", str(PLATFORM), "--out", str(out))
     assert done.returncode == 0, done.stderr
     return out
 
@@ -60,12 +52,7 @@ def kueue(
 
 
 def test_the_rendered_queues_are_applied_and_active(real_kube: RealKube, kueue: Path) -> None:
-    done = subprocess.run(
-        [ALLOT, "apply", "-f", str(PLATFORM), "--kubeconfig", str(real_kube.kubeconfig)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = allot("apply", "-f", str(PLATFORM), kubeconfig=real_kube.kubeconfig)
     assert done.returncode == 0, done.stderr
     for line in (
         "cohort/gpu-pool created",

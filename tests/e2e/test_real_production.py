@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -43,6 +42,7 @@ from allot.tenancy import entitlement, translate
 from tests.e2e.conftest import Cluster, KubectlUser, running_platform
 from tests.realkube import (
     RealKube,
+    allot,
     claim_pod,
     needs_real_kube,
     requests,
@@ -52,7 +52,6 @@ from tests.realkube import (
 
 pytestmark = [pytest.mark.slow, needs_real_kube]
 REPO = Path(__file__).resolve().parents[2]
-ALLOT = str(Path(sys.executable).with_name("allot"))
 PLATFORM = REPO / "examples" / "platform" / "seed-000.yaml"
 SEEDS = REPO / "examples" / "seeds"
 STATEFULSET = REPO / "tests" / "data" / "vcluster-v0.36.1" / "control-plane-statefulset.yaml"
@@ -68,14 +67,6 @@ DENIED = (
     "ValidatingAdmissionPolicy 'allot-tenant-claims' with binding "
     "'allot-tenant-claims.legal-ai' denied request: "
 )
-
-
-def allot(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The ``allot`` command as a user types it (``--kubeconfig`` added when given)."""
-    extra = ["--kubeconfig", str(kubeconfig)] if kubeconfig else []
-    return subprocess.run(
-        [ALLOT, *args, *extra], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 def claim(name: str, spec_requests: list[Any], namespace: str = LEGAL) -> dict[str, Any]:
