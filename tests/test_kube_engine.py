@@ -254,15 +254,20 @@ def _clean_module_cache(path: Path) -> None:
             (Path(root) / name).chmod(0o755)
 
 
+def _broken_target(tools: Path, name: str, version: str) -> build.Target:
+    """A tools module ``name`` whose one package does not compile, as a build target."""
+    module = tools / name
+    module.mkdir(parents=True)
+    (module / "go.mod").write_text(f"module example.com/{name}\n\ngo 1.26.0\n")
+    (module / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
+    return build.Target(name, f"example.com/{name}", version, (f"example.com/{name}",), ())
+
+
 @needs_go
 def test_a_failed_build_is_one_line_with_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module = tmp_path / "tools" / "broken"
-    module.mkdir(parents=True)
-    (module / "go.mod").write_text("module example.com/broken\n\ngo 1.26.0\n")
-    (module / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
-    target = build.Target("broken", "example.com/broken", "v0.0.0", ("example.com/broken",), ())
+    target = _broken_target(tmp_path / "tools", "broken", "v0.0.0")
     monkeypatch.setattr(build, "TARGETS", (target,))
     monkeypatch.setattr(build, "BINARY_NAMES", {"example.com/broken": "etcd"})
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
@@ -304,12 +309,9 @@ def test_binaries_in_the_cache_at_the_right_version_are_kept(
 def test_kueue_that_does_not_build_leaves_make_kube_successful(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module = tmp_path / "tools" / "kueue"
-    module.mkdir(parents=True)
-    (module / "go.mod").write_text("module example.com/kueue\n\ngo 1.26.0\n")
-    (module / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
-    target = build.Target("kueue", "example.com/kueue", KUEUE_VERSION, ("example.com/kueue",), ())
-    monkeypatch.setattr(build, "KUEUE_TARGET", target)
+    monkeypatch.setattr(
+        build, "KUEUE_TARGET", _broken_target(tmp_path / "tools", "kueue", KUEUE_VERSION)
+    )
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     stand_ins(tmp_path / "cache" / KUBERNETES_VERSION / "bin", right_versions())
     assert build.main([str(tmp_path / "tools")]) == 0
