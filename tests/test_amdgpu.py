@@ -17,9 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from allot import vendors
 from allot.amdgpu.slices import DRIVER
 from allot.amdgpu.vendor import list_devices
-from allot.api.core_v1 import Node
-from allot.api.features import KUBERNETES_1_36
-from allot.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
+from allot.api.resource_v1 import DeviceClass, ResourceSlice
 from allot.cli.main import main as allot
 from allot.controllers.nodeagent import DevicePreparer
 from allot.driver.fleet import FleetError, expand, parse_fleet
@@ -31,10 +29,10 @@ from allot.ops.capacity import CapacityView, Snapshot
 from allot.ops.dashboard_html import gpu_tile
 from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.registry.resources import by_kind
-from allot.simulation.runner import Simulation
-from allot.simulation.scenario import Scenario, Step
+from allot.simulation.scenario import Step
 from allot.store import Store
 from tests.conftest import load_yaml_documents
+from tests.test_ops_capacity import simulation_of
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = yaml.safe_load((REPO / "tests" / "scenarios" / "amd-gpus.yaml").read_text())
@@ -162,15 +160,7 @@ def test_a_shape_a_vendor_does_not_make_is_refused_with_what_it_makes(
 def _allocate(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The scenario's claims, allocated in order by allot's allocator; name -> claim."""
     claims = [claim(entry) for entry in SCENARIO["claims"]]
-    simulation = Simulation(
-        Scenario(
-            KUBERNETES_1_36,
-            [DeviceClass.model_validate(o) for o in objects if o["kind"] == "DeviceClass"],
-            [ResourceSlice.model_validate(o) for o in objects if o["kind"] == "ResourceSlice"],
-            [ResourceClaim.model_validate(c) for c in claims],
-            [Node.model_validate(o) for o in objects if o["kind"] == "Node"],
-        )
-    )
+    simulation = simulation_of(objects, claims)
     allocated = {}
     for index, entry in enumerate(SCENARIO["claims"]):
         label = f"default/{entry['name']}"

@@ -68,14 +68,9 @@ def _fleet(fleet: dict[str, Any] = SCENARIO["fleet"]) -> list[dict[str, Any]]:
     return found
 
 
-def _allocated(
-    fleet: list[dict[str, Any]], claims: list[dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """The scenario's claims (or ``claims``), allocated one after the other by allot's
-    allocator (each on the first node where it fits, by name)."""
-    if claims is None:
-        claims = [_claim(c["name"], c["profile"]) for c in SCENARIO["claims"]]
-    simulation = Simulation(
+def simulation_of(fleet: list[dict[str, Any]], claims: list[dict[str, Any]]) -> Simulation:
+    """allot's allocator over the fleet's classes, slices and nodes, with ``claims``."""
+    return Simulation(
         Scenario(
             KUBERNETES_1_36,
             [DeviceClass.model_validate(o) for o in fleet if o["kind"] == "DeviceClass"],
@@ -84,6 +79,16 @@ def _allocated(
             [Node.model_validate(o) for o in fleet if o["kind"] == "Node"],
         )
     )
+
+
+def _allocated(
+    fleet: list[dict[str, Any]], claims: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The scenario's claims (or ``claims``), allocated one after the other by allot's
+    allocator (each on the first node where it fits, by name)."""
+    if claims is None:
+        claims = [_claim(c["name"], c["profile"]) for c in SCENARIO["claims"]]
+    simulation = simulation_of(fleet, claims)
     for index, claim in enumerate(claims):
         label = f"default/{claim['metadata']['name']}"
         assert simulation.run_step(Step(index, label, [label])).success, label

@@ -2,7 +2,8 @@
 
 :class:`DriverFacts` is written once per driver in that vendor's own package (the NVIDIA
 driver in :mod:`allot.driver`, the AMD driver in :mod:`allot.amdgpu`) and collected by
-:mod:`allot.vendors`, which the vendor-neutral core reads. Pure data; no vendor here.
+:mod:`allot.vendors`, which the vendor-neutral core reads; :func:`node_slice` is the
+ResourceSlice every vendor's kubelet plugin publishes alike. Pure; no vendor here.
 """
 
 from __future__ import annotations
@@ -56,3 +57,26 @@ class DriverFacts:
         if device_type in self.whole_types or not (self.whole_types or self.partition_types):
             return "whole"
         return "other"
+
+
+def node_slice(driver: str, node: str, node_uid: str, prefix: str, count: int, spec: Obj) -> Obj:
+    """A node-local ResourceSlice of ``driver``, as its kubelet plugin publishes it: owned by
+    the Node, its pool the node's (``count`` slices), named from ``prefix``, ``spec`` added
+    (its devices, counters)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {
+            "generateName": prefix,
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid,
+                 "controller": True}
+            ],
+        },
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"generation": 1, "name": node, "resourceSliceCount": count},
+            **spec,
+        },
+    }  # fmt: skip

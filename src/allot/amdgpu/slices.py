@@ -15,6 +15,7 @@ from __future__ import annotations
 from allot.amdgpu.catalog import DRIVER_SRC_VERSION, DRIVER_VERSION, AmdDevice
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.types import Obj
+from allot.vendorfacts import node_slice
 
 DRIVER = "gpu.amd.com"
 WHOLE, PARTITION = "amdgpu", "amdgpu-partition"
@@ -69,30 +70,8 @@ def node_slices(node: str, node_uid: str, devices: list[AmdDevice]) -> list[Obj]
     """The driver's one slice for ``node`` (none without AMD GPUs)."""
     if not devices:
         return []
-    return [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {
-                "generateName": f"{node}-{DRIVER}-",
-                "ownerReferences": [
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Node",
-                        "name": node,
-                        "uid": node_uid,
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": node,
-                "pool": {"generation": 1, "name": node, "resourceSliceCount": 1},
-                "devices": [device(d) for d in devices],
-            },
-        }
-    ]
+    spec = {"devices": [device(d) for d in devices]}
+    return [node_slice(DRIVER, node, node_uid, f"{node}-{DRIVER}-", 1, spec)]
 
 
 def device_classes() -> list[Obj]:

@@ -18,6 +18,7 @@ import uuid as uuidlib
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.driver.gpus import GiProfile, GpuInfo
 from allot.types import Obj
+from allot.vendorfacts import node_slice
 
 DRIVER = "gpu.nvidia.com"
 COUNTER_NAMES = {
@@ -205,29 +206,7 @@ def dynamic_devices(gpu: GpuInfo) -> tuple[Obj, list[Obj]]:
 
 
 def _slice(node: str, node_uid: str, index: int, count: int, spec: Obj) -> Obj:
-    prefix = f"{index:05d}-{DRIVER}-{node}-"
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {
-            "generateName": prefix,
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "name": node,
-                    "uid": node_uid,
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"generation": 1, "name": node, "resourceSliceCount": count},
-            **spec,
-        },
-    }
+    return node_slice(DRIVER, node, node_uid, f"{index:05d}-{DRIVER}-{node}-", count, spec)
 
 
 def consumable_shares(device: Obj, option: str) -> Obj:
