@@ -54,6 +54,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(params=["inprocess", "remote"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The client protocol's implementations, one test run each (tests/engines.py)."""
+    from tests.engines import ENGINES
+
+    with ENGINES[request.param](tmp_path) as found:
+        yield found
+
+
 @pytest.fixture
 def team_context(tmp_path: Path) -> Iterator[ControllerContext]:
     """A host context on a fresh registry (no controllers) whose clock stands at

@@ -59,7 +59,7 @@ MIRRORED = [
 class RemoteEvents(ControllerContext):
     """A context over the mirror whose Events go to the real cluster."""
 
-    client: Client
+    remote: Client
 
     def event(
         self,
@@ -77,7 +77,7 @@ class RemoteEvents(ControllerContext):
         event["metadata"]["generateName"] = f"{metadata['name']}-"
         event["involvedObject"].pop("resourceVersion", None)  # the mirror's, not the cluster's
         try:
-            self.client.create(event)
+            self.remote.create(event)
         except KubeError as err:
             LOG.warning("could not record event %s on %s: %s", reason, metadata["name"], err)
 
@@ -102,7 +102,7 @@ class ClusterController:
         context = RemoteEvents(
             HOST_CLUSTER, self.mirror.store, self.mirror.handlers, self.mirror.clock
         )
-        context.client = client
+        context.remote = client
         self.context = context
         index = DraIndex(HOST_CLUSTER)  # fed from the mirror, before the audit sees events
         index.refresh(
@@ -129,7 +129,7 @@ class ClusterController:
         self.manager = ControllerManager(
             [AuditRecorder(context, self.log, self.metrics.count, index)]
         )
-        self.mirror.store.add_listener(self.manager.on_event)
+        self.manager.subscribe(context.client.dispatcher)
 
     # ------------------------------------------------------------------ rounds
     async def round(self) -> RoundReport:

@@ -1,0 +1,87 @@
+"""The engines the client-protocol tests run on, one factory each: ``inprocess`` (the
+registry itself, :class:`allot.registry.inprocess.InProcessClient`) and ``remote`` (the
+embedded HTTPS API server that ``allot up`` runs, through the official client:
+:class:`allot.kube.remote.RemoteClient`). The ``engine`` fixture (tests/conftest.py) is
+parametrised by :data:`ENGINES`; another engine (a real kube-apiserver) is one more
+factory here, yielding an :class:`Engine` whose client speaks to it. Loopback only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from allot.apiserver.server import ServerThread
+from allot.client.protocol import Client
+from allot.kube.client import Client as KubeClient
+from allot.kube.remote import RemoteClient
+from allot.registry.clusters import Registry
+from allot.registry.inprocess import InProcessClient
+
+SERVER_FIELD_MANAGER = "test"
+
+
+@dataclass
+class Engine:
+    name: str
+    client: Client
+    _start: Callable[[], Any] = field(repr=False, default=lambda: None)
+    _stop: Callable[[], Any] = field(repr=False, default=lambda: None)
+
+    async def start(self) -> None:
+        """Start watching (the remote informers list the kinds informed so far)."""
+        started = self._start()
+        if asyncio.iscoroutine(started):
+            await started
+
+    async def stop(self) -> None:
+        stopped = self._stop()
+        if asyncio.iscoroutine(stopped):
+            await stopped
+
+    async def until(self, check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+        """Poll ``check`` on the loop until it is truthy; its value."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            found = check()
+            if found:
+                return found
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{self.name}: {what} did not happen within {timeout}s")
+
+
+@contextmanager
+def inprocess(root: Path) -> Iterator[Engine]:
+    registry = Registry(root / "data")
+    client = InProcessClient("host", registry.store, registry.handlers, registry.clock)
+
+    async def settle_then_stop() -> None:
+        await client.dispatcher.settle()
+        client.dispatcher.stop()
+
+    try:
+        yield Engine("inprocess", client, client.dispatcher.start, settle_then_stop)
+    finally:
+        registry.close()
+
+
+@contextmanager
+def remote(root: Path) -> Iterator[Engine]:
+    with ServerThread(root / "data") as server:
+        api = KubeClient.from_kubeconfig(server.endpoint.kubeconfigs["host"])
+        client = RemoteClient(api)
+        try:
+            yield Engine("remote", client, client.start, client.stop)
+        finally:
+            api.close()
+
+
+ENGINES: dict[str, Callable[[Path], AbstractContextManager[Engine]]] = {
+    "inprocess": inprocess,
+    "remote": remote,
+}
