@@ -17,8 +17,10 @@ from typing import Any
 
 from allot.apiserver.server import ServerThread
 from allot.client.protocol import Client
+from allot.cluster.controller import CacheReads, ChangeCounts
 from allot.kube.client import Client as KubeClient
 from allot.kube.remote import RemoteClient
+from allot.ops.capacity import StoreReads
 from allot.registry.clusters import Registry
 from allot.registry.inprocess import InProcessClient
 
@@ -29,6 +31,8 @@ SERVER_FIELD_MANAGER = "test"
 class Engine:
     name: str
     client: Client
+    reads: StoreReads
+    """The store-like reads of the capacity view over this engine's cache."""
     _start: Callable[[], Any] = field(repr=False, default=lambda: None)
     _stop: Callable[[], Any] = field(repr=False, default=lambda: None)
 
@@ -65,7 +69,7 @@ def inprocess(root: Path) -> Iterator[Engine]:
         client.dispatcher.stop()
 
     try:
-        yield Engine("inprocess", client, client.dispatcher.start, settle_then_stop)
+        yield Engine("inprocess", client, registry.store, client.dispatcher.start, settle_then_stop)
     finally:
         registry.close()
 
@@ -75,8 +79,10 @@ def remote(root: Path) -> Iterator[Engine]:
     with ServerThread(root / "data") as server:
         api = KubeClient.from_kubeconfig(server.endpoint.kubeconfigs["host"])
         client = RemoteClient(api)
+        counts = ChangeCounts()
+        client.add_indexer("changes", counts.observe, None)
         try:
-            yield Engine("remote", client, client.start, client.stop)
+            yield Engine("remote", client, CacheReads(client, counts), client.start, client.stop)
         finally:
             api.close()
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from allot.apiserver.lock import DataDirLocked, running
 from allot.cli.options import add_data_dir, quota_percent
+from allot.client.errors import ClientError
 from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
@@ -31,6 +32,7 @@ from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
+from allot.kube.remote import RemoteClient
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
@@ -302,8 +304,8 @@ def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
         print(f"error: {err}", file=sys.stderr)
         return False
     try:
-        report = Publisher(client).reconcile(fleet, progress=_progress)
-    except (KubeError, FleetError, NvmlUnavailable) as err:
+        report = Publisher(RemoteClient(client)).reconcile(fleet, progress=_progress)
+    except (KubeError, ClientError, FleetError, NvmlUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
     finally:

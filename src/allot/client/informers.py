@@ -13,8 +13,8 @@ differences are dispatched as synthetic ADDED, MODIFIED and DELETED changes, so 
 controller misses nothing that happened during the gap.
 
 The list and the watch themselves are a :class:`ListWatch` (the remote client's, over
-:mod:`allot.kube`; a test's fake): blocking calls, run in a worker thread, whose events are
-handed to the event loop in order. Used by :class:`allot.kube.remote.RemoteClient`.
+:mod:`allot.kube`; a test's fake): blocking calls, run in the informer's own thread, whose
+events are handed to the event loop in order. Used by :class:`allot.kube.remote.RemoteClient`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from allot.client.cache import ObjectCache, key_of
@@ -76,6 +77,9 @@ class Informer:
         self.error: ClientError | None = None
         """The last failure, until a list or watch succeeds again."""
         self._listed = asyncio.Event()
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"informer-{resource}")
+        """Its own thread: a watch blocks one for as long as it lasts, and the loop's
+        shared executor has fewer threads than a controller has informers."""
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
@@ -101,13 +105,15 @@ class Informer:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        self._thread.shutdown(wait=False)
 
     async def run(self) -> None:
         need_list, failures = True, 0
         while not self._stopping:
             try:
                 if need_list:
-                    items, version = await asyncio.to_thread(self.listwatch.list)
+                    loop = asyncio.get_running_loop()
+                    items, version = await loop.run_in_executor(self._thread, self.listwatch.list)
                     self._relist(items, version)
                     need_list = False
                 await self._watch()
@@ -134,7 +140,7 @@ class Informer:
                     return
                 loop.call_soon_threadsafe(self._apply, kind, obj)
 
-        await asyncio.to_thread(follow)
+        await loop.run_in_executor(self._thread, follow)
 
     def _apply(self, kind: str, obj: Obj) -> None:
         version = str(obj.get("metadata", {}).get("resourceVersion") or "")

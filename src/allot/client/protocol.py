@@ -8,7 +8,9 @@ cluster-scoped kind); a write takes the object itself, whose ``apiVersion`` and 
 what it is.
 
 Reads come from the informer's cache when the kind is watched (the in-process
-implementation's cache is the store itself), so they cost no request: ``get`` returns a copy
+implementation's cache is the store itself), so they cost no request, and, as client-go's
+listers, a remote cache may not show yet a write just made (controllers are level-based:
+the write's change arrives as an event and queues the key again): ``get`` returns a copy
 the caller owns, ``peek``, ``list`` and ``owned_by`` the cached objects themselves, which
 must never be modified. Absence is ``None`` from ``get``/``peek`` (a lister's answer);
 writes raise :mod:`allot.client.errors`. Watching is :meth:`Client.inform`: the kind's

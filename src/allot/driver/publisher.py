@@ -5,9 +5,10 @@ driver's ResourceSlices owned by that Node (so deleting the Node removes them, a
 driver's garbage collection does), and once per cluster the driver's DeviceClasses (the Helm
 chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
 ``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate).
-Everything goes through :class:`allot.kube.client.Client`, so it works against the embedded
-platform and, for inspection, against any cluster. ``reconcile`` adds and removes nodes
-when a pool is scaled.
+Everything goes through the client protocol (:class:`allot.client.protocol.Client`), so the
+same code publishes in process and through any API server (:func:`publish` connects with
+a kubeconfig: :class:`allot.kube.remote.RemoteClient`). ``reconcile`` adds and removes
+nodes when a pool is scaled.
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from allot.client.errors import AlreadyExists, NotFound, status
+from allot.client.protocol import Client
 from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.slices import DRIVER, node_slices
-from allot.kube.client import Client
-from allot.kube.errors import KubeConflict, KubeNotFound
+from allot.kube.client import Client as KubeClient
+from allot.kube.remote import RemoteClient
 from allot.types import Obj, rfc3339
+
+MANAGER = "allot-driver"
+"""The field manager of what the driver and its nodes' kubelets write."""
 
 CLASS_TYPES = (
     ("gpu.nvidia.com", "gpu", "nvidia.com/gpu"),
@@ -137,31 +143,31 @@ class Publisher:
     def ensure_classes(self, *, passthrough: bool = False) -> None:
         for device_class in device_classes(passthrough=passthrough):
             try:
-                self.client.create(device_class)
-            except KubeConflict:
+                self.client.create(device_class, field_manager=MANAGER)
+            except AlreadyExists:
                 continue
 
     def publish_node(self, spec: NodeSpec, report: PublishReport) -> None:
         node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
-            created = self.client.create(node)
+            created: Obj | None = self.client.create(node, field_manager=MANAGER)
             report.nodes_created.append(spec.name)
-        except KubeConflict:
-            created = self.client.get("v1", "Node", spec.name)
+        except AlreadyExists:
+            created = self.client.get("Node", "", spec.name)
+        if created is None:
+            raise NotFound(status(404, "NotFound", f'nodes "{spec.name}" not found'))
         uid = created["metadata"]["uid"]
         if not spec.gpus:
             return  # the driver's kubelet plugin runs on GPU nodes only
         existing = self.client.list(
-            "resource.k8s.io/v1",
-            "ResourceSlice",
-            field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
+            "ResourceSlice", field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}"
         )
         if existing:  # the plugin republishes only when devices change; they do not here
             report.slices_kept += len(existing)
             report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
             return
         for document in node_slices(spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig):
-            self.client.create(document)
+            self.client.create(document, field_manager=MANAGER)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
 
@@ -178,13 +184,13 @@ class Publisher:
         self.ensure_classes(passthrough=passthrough)
         wanted = expand(fleet)
         wanted_names = {spec.name for spec in wanted}
-        for node in self.client.list("v1", "Node", label_selector="allot.dev/pool"):
+        for node in self.client.list("Node", label_selector="allot.dev/pool"):
             name = node["metadata"]["name"]
             if name not in wanted_names:
                 try:
-                    self.client.delete("v1", "Node", name)
+                    self.client.delete("Node", "", name)
                     report.nodes_removed.append(name)
-                except KubeNotFound:
+                except NotFound:
                     continue
         for done, spec in enumerate(wanted, start=1):
             self.publish_node(spec, report)
@@ -195,8 +201,8 @@ class Publisher:
 
 def publish(kubeconfig: Path, fleet: Fleet) -> PublishReport:
     """Connect with ``kubeconfig``, bring the cluster to ``fleet``, disconnect."""
-    client = Client.from_kubeconfig(kubeconfig)
+    api = KubeClient.from_kubeconfig(kubeconfig)
     try:
-        return Publisher(client).reconcile(fleet)
+        return Publisher(RemoteClient(api)).reconcile(fleet)
     finally:
-        client.close()
+        api.close()

@@ -33,6 +33,7 @@ class Client:
         self._api = api_client
         self._discovered: dict[tuple[str, str], tuple[str, bool]] = {}
         self._streams: set[Any] = set()  # the watch responses being read
+        self._cuts = 0  # how many times end_streams was called
         self.warnings: list[str] = []
         """The texts of the last response's ``Warning`` headers (kubectl prints each as
         ``Warning: ...``)."""
@@ -151,7 +152,9 @@ class Client:
         self, path: str, query: list[tuple[str, str]], timeout_seconds: float
     ) -> Iterator[dict[str, Any]]:
         """GET a watch: each line of the answer decoded, as it arrives, until the server
-        ends it (its ``timeoutSeconds``) or :meth:`end_streams` cuts it."""
+        ends it (its ``timeoutSeconds``) or :meth:`end_streams` cuts it (also one that
+        was still being opened then)."""
+        cuts = self._cuts
         try:
             _, url, headers, _, _ = self._api.param_serialize(
                 method="GET",
@@ -172,6 +175,8 @@ class Client:
             raise _wrap(response.status, raw.data, str(response.reason or ""))
         self._streams.add(raw)
         try:
+            if cuts != self._cuts:
+                return  # cut while it was being opened
             yield from _lines(raw, self._api.configuration.host)
         finally:
             self._streams.discard(raw)
@@ -179,6 +184,7 @@ class Client:
 
     def end_streams(self) -> None:
         """Cut every watch in progress (from another thread: its reader sees the end)."""
+        self._cuts += 1
         for raw in list(self._streams):
             with contextlib.suppress(Exception):
                 raw.shutdown()

@@ -22,7 +22,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
@@ -30,7 +30,7 @@ from allot.cel import SelectorCompiler
 from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
-from allot.store import Store
+from allot.store import Resource
 from allot.tenancy import generated, names
 from allot.types import Obj
 
@@ -53,6 +53,17 @@ class DeviceInfo:
 
 
 RowKey = tuple[str, str, str, str]  # node, pool, driver, class
+
+
+class StoreReads(Protocol):
+    """What the view reads of a store: a :class:`allot.store.Store`, or the informers'
+    caches of ``allot controller`` (:class:`allot.cluster.controller.CacheReads`)."""
+
+    def changes(self, cluster: str, resource: Resource) -> int: ...
+
+    def list_objects(
+        self, cluster: str, resource: Resource, namespace: str | None = None, *, shared: bool
+    ) -> tuple[list[Obj], int]: ...
 
 
 class StaleIndexError(Exception):
@@ -202,7 +213,7 @@ class _Holdings:
 class CapacityView:
     def __init__(
         self,
-        store: Store,
+        store: StoreReads,
         cluster: str = HOST_CLUSTER,
         index: DraIndex | None = None,
         compiler: SelectorCompiler | None = None,
