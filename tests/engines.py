@@ -27,6 +27,28 @@ from allot.registry.inprocess import InProcessClient
 SERVER_FIELD_MANAGER = "test"
 
 
+def gpu_claim(name: str, namespace: str = "team") -> dict[str, Any]:
+    """A claim for one whole GPU of seed 000's fleet (``gpu.nvidia.com``)."""
+    request = {"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [request]}},
+    }
+
+
+def set_allocated(client: Client, name: str, allocated: bool, namespace: str = "team") -> None:
+    """Allocate (or free) a :func:`gpu_claim` as a scheduler would: ``gpu-0`` of the whole
+    GPU pool in its status."""
+    claim = client.get("ResourceClaim", namespace, name)
+    assert claim is not None
+    result = {"request": "g", "driver": "gpu.nvidia.com", "pool": "a100-whole-pool-0",
+              "device": "gpu-0"}  # fmt: skip
+    claim["status"] = {"allocation": {"devices": {"results": [result]}}} if allocated else {}
+    client.update(claim, field_manager=SERVER_FIELD_MANAGER, subresource="status")
+
+
 @dataclass
 class Engine:
     name: str

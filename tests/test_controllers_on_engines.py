@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,7 +18,7 @@ from allot.ops.alerts import AlertManager
 from allot.ops.audit import AuditLog, AuditRecorder
 from allot.ops.capacity import CapacityView
 from allot.ops.rules import AlertSettings
-from tests.engines import Engine
+from tests.engines import Engine, gpu_claim, set_allocated
 
 pytestmark = pytest.mark.slow
 MANAGER = "engine-test"
@@ -28,28 +27,6 @@ DRA = (
     "deviceclasses.resource.k8s.io",
     "resourceclaims.resource.k8s.io",
 )
-
-
-def _claim(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "team"},
-        "spec": {
-            "devices": {
-                "requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
-            }
-        },
-    }
-
-
-def _allocate(engine: Engine, name: str, allocated: bool) -> None:
-    claim = engine.client.get("ResourceClaim", "team", name)
-    assert claim is not None
-    result = {"request": "g", "driver": "gpu.nvidia.com", "pool": "a100-whole-pool-0",
-              "device": "gpu-0"}  # fmt: skip
-    claim["status"] = {"allocation": {"devices": {"results": [result]}}} if allocated else {}
-    engine.client.update(claim, field_manager=MANAGER, subresource="status")
 
 
 def _prepare(engine: Engine) -> DraIndex:
@@ -99,15 +76,15 @@ def test_the_audit_records_each_allocation_and_release_once(engine: Engine, tmp_
         manager.start()
         try:
             _publish_and_namespace(engine)
-            engine.client.create(_claim("c"), field_manager=MANAGER)
+            engine.client.create(gpu_claim("c"), field_manager=MANAGER)
             await engine.until(lambda: engine.client.peek("ResourceClaim", "team", "c"), "seen")
-            _allocate(engine, "c", True)
+            set_allocated(engine.client, "c", True)
             await engine.until(lambda: actions(), "the allocation recorded")
             await engine.until(
                 lambda: (engine.client.peek("ResourceClaim", "team", "c") or {}).get("status"),
                 "the allocation seen",
             )
-            _allocate(engine, "c", False)
+            set_allocated(engine.client, "c", False)
             await engine.until(lambda: len(actions()) == 2, "the release recorded")
         finally:
             await manager.stop()
@@ -130,7 +107,7 @@ def test_the_alert_manager_raises_and_clears_a_pending_claim(engine: Engine) -> 
         await engine.start()
         try:
             _publish_and_namespace(engine)
-            engine.client.create(_claim("waiting"), field_manager=MANAGER)
+            engine.client.create(gpu_claim("waiting"), field_manager=MANAGER)
             await engine.until(
                 lambda: engine.client.peek("ResourceClaim", "team", "waiting"), "seen"
             )

@@ -23,6 +23,7 @@ from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.remote import RemoteClient
 from allot.ops.audit import AuditLog
+from tests.engines import gpu_claim, set_allocated
 
 pytestmark = pytest.mark.slow
 LEASE_SECONDS, RENEW_SECONDS, RETRY_SECONDS = 3.0, 2.0, 0.5
@@ -69,28 +70,6 @@ def _replica(kubeconfig: Path, data: Path, identity: str, log: Path) -> subproce
         return subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, text=True)
 
 
-def _claim(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "team"},
-        "spec": {
-            "devices": {
-                "requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
-            }
-        },
-    }
-
-
-def _allocate(client: RemoteClient, name: str, allocated: bool) -> None:
-    claim = client.get("ResourceClaim", "team", name)
-    assert claim is not None
-    result = {"request": "g", "driver": "gpu.nvidia.com", "pool": "a100-whole-pool-0",
-              "device": "gpu-0"}  # fmt: skip
-    claim["status"] = {"allocation": {"devices": {"results": [result]}}} if allocated else {}
-    client.update(claim, field_manager=MANAGER, subresource="status")
-
-
 def _holder(client: RemoteClient) -> str:
     lease = client.get("Lease", "allot-system", "allot-controller")
     return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
@@ -121,22 +100,22 @@ def test_the_passive_replica_takes_over_after_kill_9(cluster: RemoteClient, tmp_
     try:
         leader = _until(lambda: _holder(cluster), "a replica leading")
         other = "b" if leader == "a" else "a"
-        cluster.create(_claim("early"), field_manager=MANAGER)
+        cluster.create(gpu_claim("early"), field_manager=MANAGER)
         _until(lambda: _alert_for(cluster, "early"), "the leader's alert on the early claim")
-        cluster.create(_claim("held"), field_manager=MANAGER)
-        _allocate(cluster, "held", True)
+        cluster.create(gpu_claim("held"), field_manager=MANAGER)
+        set_allocated(cluster, "held", True)
         log = data / "audit.db"
         _until(lambda: log.exists() and _actions(log, "held") == ["allocate"], "the allocation")
 
         os.kill(replicas[leader].pid, signal.SIGKILL)
         killed = time.monotonic()
         replicas[leader].wait(timeout=10)
-        cluster.create(_claim("during"), field_manager=MANAGER)  # while nobody leads
+        cluster.create(gpu_claim("during"), field_manager=MANAGER)  # while nobody leads
         _until(lambda: _holder(cluster) == other, "the takeover", timeout=30)
         took = time.monotonic() - killed
         print(f"takeover after kill -9: {took:.2f}s (lease {LEASE_SECONDS:g}s)")
         _until(lambda: _alert_for(cluster, "during"), "the alert raised after the takeover")
-        _allocate(cluster, "held", False)
+        set_allocated(cluster, "held", False)
         _until(lambda: _actions(log, "held") == ["allocate", "release"], "the release")
         time.sleep(1.0)  # a few more evaluations: nothing is raised twice
         assert _raised(cluster, "early") == 1
