@@ -76,8 +76,9 @@ EXPECTED_FAILURES = (
     StoreError,
     clienterrors.ClientError,
 )
-CONFLICTS = (Conflict, clienterrors.Conflict)
 """Failures logged without a traceback: the API's refusals and :class:`ReconcileError`."""
+CONFLICTS = (Conflict, clienterrors.Conflict)
+"""Someone wrote first: the store's (through ControllerContext) or the protocol's."""
 
 
 class Controller(Protocol):
@@ -195,7 +196,7 @@ class ControllerManager:
         while True:
             key = await worker.queue.get()
             if self.dispatcher is not None:
-                self.dispatcher.drain()  # what is committed reaches the indexes first
+                self.dispatcher.drain()  # what is committed reaches the observers first
             turn_ends = time.perf_counter() + self.turn_seconds
             while self._reconcile(worker, key):
                 if worker.queue.empty() or time.perf_counter() >= turn_ends:
