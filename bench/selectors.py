@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from allot.api import resource_v1 as resourceapi
-from allot.cel import DeviceView, SelectorCompiler
+from allot.cel import DeviceView, SelectorCompiler, cost, regex
 
 DEVICES = 50_000
 TARGET_WARM_SECONDS = 1.0
@@ -86,7 +86,35 @@ def check_all(compiler: SelectorCompiler, views: list[DeviceView]) -> int:
     return matched
 
 
+REGEX_PATTERN = "(a+)+$"
+REGEX_SELECTOR = f'device.attributes["gpu.nvidia.com"].productName.find("{REGEX_PATTERN}") == ""'
+"""Issue 28's worst selector: a backtracking engine doubles its time with each "a"."""
+REGEX_TEXT_LENGTHS = (26, 27, 64)
+
+
+def regex_worst_case() -> None:
+    """The worst regex selector's time and Kubernetes cost per device (RE2: linear)."""
+    compiler = SelectorCompiler()
+    selector = compiler.compile(REGEX_SELECTOR)
+    print(f"worst regex selector: {REGEX_SELECTOR}")
+    for length in REGEX_TEXT_LENGTHS:
+        text = "a" * (length - 1) + "!"
+        device = resourceapi.Device.model_validate(
+            {"name": "gpu-0", "attributes": {"productName": {"string": text}}}
+        )
+        view = DeviceView("gpu.nvidia.com", device)
+        started = time.perf_counter()
+        matched = selector.matches(view)
+        elapsed = time.perf_counter() - started
+        charged = regex.call_cost(length, len(REGEX_PATTERN))
+        print(
+            f"  productName of {length} characters: {elapsed * 1e6:,.0f} us, regex cost "
+            f"{charged} of the {cost.PER_CALL_LIMIT:,} limit (matched: {matched})"
+        )
+
+
 def main() -> None:
+    regex_worst_case()
     print(
         f"selector benchmark: {DEVICES:,} devices x {len(SELECTORS)} selectors "
         f"= {DEVICES * len(SELECTORS):,} checks",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -20,6 +20,9 @@ from allot.cel import SelectorCompiler
 from allot.controllers.context import ControllerContext
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
+
+if TYPE_CHECKING:  # imported by the fixture: most modules never start a real cluster
+    from tests.realkube import RealKube
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
@@ -74,3 +77,15 @@ def team_context(tmp_path: Path) -> Iterator[ControllerContext]:
         yield context
     finally:
         registry.close()
+
+
+@pytest.fixture(scope="module")
+def real_kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKube]:
+    """Real Kubernetes 1.36 with seed 000's fleet, once per module (see tests/realkube.py);
+    the module's tests skip, saying why, where ``make kube`` has not built the binaries."""
+    from tests.realkube import MISSING, running_real_kube
+
+    if MISSING is not None:
+        pytest.skip(MISSING)
+    with running_real_kube(tmp_path_factory.mktemp("realkube")) as kube:
+        yield kube

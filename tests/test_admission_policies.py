@@ -79,7 +79,7 @@ def test_policy_case(case: dict[str, Any], tmp_path: Path) -> None:
     if case["expect"] == "warn":
         assert result.warnings == [case["message"]]
     elif case["expect"] == "audit":
-        records = (tmp_path / "audit" / "admission.jsonl").read_text().splitlines()
+        records = api.admission_audit.path("host").read_text().splitlines()
         assert json.loads(records[-1])["message"] == case["message"]
         assert result.warnings == []
     else:

@@ -12,6 +12,7 @@ from tests.conftest import load_scenarios
 
 SCENARIOS = load_scenarios("cel-selectors.yaml")
 LONG_EXPRESSION = " && ".join(["true"] * 2100)
+LONG_PATTERN = "a" * 9000
 
 
 def _device_view(scenario: dict[str, Any]) -> DeviceView:
@@ -31,6 +32,7 @@ def test_selector_scenario(scenario: dict[str, Any], compiler: SelectorCompiler)
     expression = scenario["expression"]
     if expression == "LONG":
         expression = LONG_EXPRESSION
+    expression = expression.replace("LONGPATTERN", LONG_PATTERN)
     expect = scenario["expect"]
     if "compileError" in expect:
         with pytest.raises(CompileError) as caught:

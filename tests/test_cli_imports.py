@@ -49,6 +49,9 @@ LAZY = (
 """Loaded on first use only (issue 15): the workload, admission, CRD and tenancy models when
 a document of their kind is decoded, PyYAML for the first YAML document, the CEL compiler
 for the first selector. A JSON scenario of nodes and slices without claims needs none."""
+NOT_FOR_A_PLAIN_RUN = ("allot.simulation.explain", "importlib.metadata")
+"""Not loaded by a simulation that explains nothing (issue 28): the explanations, and
+pydantic's plugin discovery, which reads every installed distribution's metadata."""
 PROBE = """
 import contextlib, io, json, sys
 from allot.cli.main import main
@@ -156,6 +159,36 @@ def test_simulate_of_a_json_fleet_loads_no_lazy_module(tmp_path: Path) -> None:
     assert code == 0
     assert "allot.api.resource_v1" in modules
     assert sorted(modules & set(LAZY)) == []
+
+
+def test_version_imports_no_command_and_no_model() -> None:
+    """``allot --version`` prints before any command is parsed (issue 28: 0.57 s, as every
+    command module was imported to build the whole parser)."""
+    code, modules = _loaded("--version")
+    assert code == 0
+    assert sorted(m for m in modules if m.startswith("allot.")) == [
+        "allot.cli",
+        "allot.cli.main",
+        "allot.cli.options",
+    ]
+    assert sorted(modules & {"pydantic", "pydantic_core", "yaml"}) == []
+
+
+def test_simulate_without_explain_loads_no_explanations_nor_plugin_discovery(
+    tmp_path: Path,
+) -> None:
+    scenario = tmp_path / "fleet.json"
+    scenario.write_text(json.dumps(startup.scenario(2, dynamic_mig=False, claims=0)))
+    code, modules = _loaded("simulate", str(scenario))
+    assert code == 0
+    assert "pydantic_core" in modules  # the objects were decoded
+    assert sorted(modules & set(NOT_FOR_A_PLAIN_RUN)) == []
+
+
+def test_simulate_explain_still_explains_a_pending_step() -> None:
+    code, modules = _loaded("simulate", "--explain", str(EXAMPLES / "scenarios" / "seed-000.yaml"))
+    assert code == 1
+    assert "allot.simulation.explain" in modules
 
 
 def test_a_decoded_workload_loads_its_model_on_first_use() -> None:

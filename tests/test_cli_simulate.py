@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from allot.cli.main import main
+from allot.driver.fleet import expand, parse_fleet
+from allot.driver.slices import node_slices
 from tests.conftest import EXAMPLES
 
 AT_LEAST_80GI = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'
@@ -216,6 +220,22 @@ def test_lint_finds_the_seed_mistakes(capsys: pytest.CaptureFixture[str]) -> Non
     )
 
 
+def test_lint_of_a_class_without_selectors_suggests_the_type_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A class with no selector takes every device, whole GPUs and MIG partitions: the
+    suggestion is the type clause alone (it once began with a dangling ``&&``, which did not
+    compile, and the API server's class warnings answered 500 for such a class)."""
+    classes = tmp_path / "classes.yaml"
+    classes.write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: all}\n")
+    code, out, _ = run(capsys, "lint", str(classes), *FIXTURES, "-o", "json")
+    assert code == 1
+    findings = {(f["class"], f["code"]): f for f in json.loads(out)}
+    assert findings[("all", "whole-matches-partitions")]["suggestion"] == (
+        "device.attributes['gpu.nvidia.com'].type == 'gpu'  # matches 2 device(s)"
+    )
+
+
 def test_lint_clean_catalogue_and_shared_tenants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -280,3 +300,81 @@ def test_a_v1beta1_shaped_claim_in_a_scenario_gets_the_hint(
         "deviceClassName under spec.devices.requests[0].exactly (or list alternatives under "
         "spec.devices.requests[0].firstAvailable)",
     ]
+
+
+PREFILTER = yaml.safe_load((Path(__file__).parent / "scenarios" / "prefilter.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", PREFILTER["cases"], ids=[c["name"] for c in PREFILTER["cases"]])
+def test_prefilter_case(
+    case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "spec": {"devices": case["devices"]},
+    }
+    scenario = {"features": case.get("features", {}), "objects": [*PREFILTER["fleet"], claim]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    code, out, err = run(capsys, "simulate", str(path), "-o", "json")
+    assert "internal error" not in err
+    step = json.loads(out)["steps"][0]
+    expect = case["expect"]
+    if "results" in expect:
+        assert code == 0
+        assert step["results"][0]["allocation"]["devices"]["results"] == expect["results"]
+        return
+    assert code == 1
+    assert (step["error"], step["fatal"]) == (expect["error"], expect["fatal"])
+
+
+def test_list_type_attributes_is_a_clear_error_not_an_internal_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("features: {DRAListTypeAttributes: true}\nobjects: []\n")
+    code, out, err = run(capsys, "simulate", str(path))
+    assert (code, out) == (2, "")
+    assert "internal error" not in err
+    assert "features: DRAListTypeAttributes (alpha in 1.36) is not supported" in err
+    assert "hint: leave the gate off" in err
+
+
+def test_a_dynamic_mig_fleet_past_the_old_8_mib_limit_simulates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """26 nodes of 8 H100s with DynamicMIG: 8.8 MB of slices, refused before issue 28."""
+    pool = {"name": "h100", "nodes": 26, "gpu": "H100-80GB-HBM3", "gpusPerNode": 8}
+    fleet = parse_fleet({"pools": [{**pool, "mig": {"dynamic": True}}]})
+    mig_3g = (
+        "device.attributes['gpu.nvidia.com'].type == 'mig' && "
+        "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"
+    )
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "mig-3g"},
+            "spec": {"selectors": [{"cel": {"expression": mig_3g}}]},
+        }
+    ]
+    for index, node in enumerate(expand(fleet)):
+        objects += node_slices(node.name, f"uid-{index}", node.gpus, dynamic_mig=True)
+        objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name}})
+    request = {"name": "r", "exactly": {"deviceClassName": "mig-3g"}}
+    objects.append(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c"},
+            "spec": {"devices": {"requests": [request]}},
+        }
+    )
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.dump({"objects": objects}, Dumper=yaml.CSafeDumper))
+    assert path.stat().st_size > 8 * 1024 * 1024
+    code, out, err = run(capsys, "simulate", str(path), "-o", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["steps"][0]["node"] == "h100-0"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +99,39 @@ def test_a_serving_process_freezes_its_start_up_heap_and_collects_less_often() -
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.split() == ["True", "True"]
+
+
+def test_a_read_only_data_directory_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only filesystem (simulated: this may run as root, whom permissions do not
+    stop) refuses the first file a start writes, the data directory's lock."""
+    data = tmp_path / "data"
+    data.mkdir()
+    real_open = os.open
+
+    def read_only(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).startswith(str(data)) and flags & (os.O_WRONLY | os.O_RDWR):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    assert main(["up", "--data-dir", str(data), "--port", "0"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: the data directory {data} is not writable (Read-only file system): allot "
+        "keeps its store, tokens and logs there; choose a writable --data-dir (or "
+        "$ALLOT_DATA_DIR)\n"
+    )
+    assert list(data.iterdir()) == []
+
+
+def test_a_store_that_cannot_be_opened_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    (data / "state.db").mkdir(parents=True)  # not a file SQLite can open
+    assert main(["up", "--data-dir", str(data), "--port", "0"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: the platform's store cannot write: {data / 'state.db'}: unable to open "
+        "database file\n"
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from allot.cli.main import main
+from allot.manifests import documents
 from tests.conftest import EXAMPLES
 
 SEEDS = EXAMPLES / "seeds"
@@ -173,12 +174,16 @@ def test_empty_input_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "no objects" in err
 
 
-def test_oversized_files_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_oversized_files_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(documents, "MAX_FILE_BYTES", 1024)  # 1 GiB in earnest
     path = tmp_path / "big.yaml"
-    path.write_bytes(b"#" * (8 * 1024 * 1024 + 10))
+    path.write_bytes(b"#" * 1030)
     code, _, err = run(capsys, str(path))
     assert code == 2
-    assert "larger than 8388608 bytes" in err
+    assert f'error reading "{path}": larger than 1024 bytes (the most allot reads' in err
+    assert "split the objects over several files" in err
 
 
 def test_console_script_runs(tmp_path: Path) -> None:

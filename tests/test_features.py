@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from allot.api.features import Features, UnknownFeatureGate, known_gates
+from allot.api.features import Features, InvalidFeatureGateValue, UnknownFeatureGate, known_gates
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,31 @@ def test_an_unknown_gate_lists_the_known_ones() -> None:
     assert text.startswith("unknown feature gate 'DRAConsumableCapacityy' (known: DRAAdminAccess,")
     assert all(gate in text for gate in known_gates())
     assert len(known_gates()) == 9
+
+
+@pytest.mark.parametrize("name", ["draprioritizedlist", "DRAPRIORITIZEDLIST", "DraPrioritizedList"])
+def test_gate_names_are_case_sensitive_as_kubernetes_parses_them(name: str) -> None:
+    # component-base's featuregate looks the name up exactly ("unrecognized feature gate")
+    with pytest.raises(UnknownFeatureGate) as raised:
+        Features.from_mapping({name: False})
+    assert str(raised.value).startswith(
+        f"unknown feature gate {name!r}: gate names are case-sensitive, "
+        "did you mean 'DRAPrioritizedList'?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "enabled"),
+    [("false", False), ("False", False), ("0", False), ("t", True), ("TRUE", True), (1, True)],
+)
+def test_gate_values_read_as_gos_parse_bool(value: object, enabled: bool) -> None:
+    assert Features.from_mapping({"DRADeviceTaints": value}).dra_device_taints is enabled
+
+
+def test_a_gate_value_that_is_no_boolean_is_refused() -> None:
+    with pytest.raises(InvalidFeatureGateValue) as raised:
+        Features.from_mapping({"DRADeviceTaints": "off"})
+    assert str(raised.value) == (
+        'invalid value of DRADeviceTaints=off, err: strconv.ParseBool: parsing "off": '
+        "invalid syntax"
+    )

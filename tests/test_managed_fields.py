@@ -265,7 +265,8 @@ def test_a_create_encoded_in_one_walk_equals_the_compared_field_set(
     model: Any, document: dict[str, Any]
 ) -> None:
     atom = schema.of_model(model)
-    for ignored in ((), (("f:status",),)):
+    nested = (("f:status",), ("f:metadata", "f:labels"), ("f:spec", "f:template", "f:metadata"))
+    for ignored in ((), (("f:status",),), nested, (("f:spec", "f:selector"), ("f:data",))):
         write = managers.Write("creator", document["apiVersion"], atom, "t", "", ignored)
         fast = managers.write(managers.update([], MISSING, document, write, creating=True))
         slow = managers.write(managers._created_by_paths(document, write))
@@ -387,3 +388,56 @@ def test_a_write_without_field_manager_is_managed_by_its_user_agent_product() ->
     assert _manager_from_user_agent(agent) == "kubectl"
     assert _manager_from_user_agent("OpenAPI-Generator/37.0.2/python") == "OpenAPI-Generator"
     assert _manager_from_user_agent("a\x00b" + "c" * 200) == "ab" + "c" * 126
+
+
+def _created_fields(context: Any, kind: str, document: dict[str, Any]) -> dict[str, Any]:
+    name = document["metadata"]["name"]
+    document["metadata"].setdefault("namespace", "team")
+    context.create(kind, document, "kubectl-client-side-apply")
+    stored = context.get(kind, document["metadata"]["namespace"], name)
+    [entry] = stored["metadata"]["managedFields"]
+    assert entry["manager"] == "kubectl-client-side-apply"
+    fields: dict[str, Any] = entry["fieldsV1"]
+    return fields
+
+
+def test_what_the_server_completes_on_a_create_is_owned_by_no_one(team_context: Any) -> None:
+    """Issue 28: upstream records a create's fields before its strategy and mutating
+    admission complete the object, so the pod's service account, a Job's selector, a
+    Service's cluster IP, a claim's default storage class and its protection finalizer
+    are no one's: kubectl's move from client-side to server-side apply then leaves them
+    be (it warned, failing to drop ``serviceAccountName`` from a pod)."""
+    default = {"storageclass.kubernetes.io/is-default-class": "true"}
+    storage = {"metadata": {"name": "fast", "annotations": default}, "provisioner": "p"}
+    team_context.create("StorageClass", storage, "admin")
+    container = {"name": "a", "image": "i"}
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [container]}}
+    spec = _created_fields(team_context, "Pod", pod)["f:spec"]
+    assert sorted(spec) == ["f:containers", "f:restartPolicy", "f:securityContext"]
+    assert team_context.get("Pod", "team", "p")["spec"]["serviceAccountName"] == "default"
+
+    template = {"spec": {"containers": [container], "restartPolicy": "Never"}}
+    job = _created_fields(
+        team_context, "Job", {"metadata": {"name": "j"}, "spec": {"template": template}}
+    )
+    assert "f:selector" not in job["f:spec"]
+    assert sorted(job["f:spec"]["f:template"]) == ["f:spec"]  # not the labels it was given
+
+    service = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    assert not {"f:clusterIP", "f:clusterIPs"} & set(
+        _created_fields(team_context, "Service", service)["f:spec"]
+    )
+
+    resources = {"requests": {"storage": "1Gi"}}
+    claim = {
+        "metadata": {"name": "c"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": resources},
+    }
+    fields = _created_fields(team_context, "PersistentVolumeClaim", claim)
+    assert "f:storageClassName" not in fields["f:spec"]
+    assert "f:finalizers" not in fields.get("f:metadata", {})
+    stored = team_context.get("PersistentVolumeClaim", "team", "c")
+    assert (stored["spec"]["storageClassName"], stored["metadata"]["finalizers"]) == (
+        "fast",
+        ["kubernetes.io/pvc-protection"],
+    )

@@ -23,7 +23,7 @@ from allot.fairshare.report import SharingSummary, TenantReport
 from allot.ops import alerts, audit
 from allot.ops.capacity import ClaimInfo, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.metrics import MetricSources, PlatformMetrics
-from allot.ops.rules import AlertSettings, RuleInputs, evaluate, prometheus_rule
+from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate, prometheus_rule
 from allot.platform import build
 from allot.types import rfc3339
 
@@ -145,6 +145,7 @@ def test_incomplete_and_stale_pools_and_sync_errors() -> None:
         AlertSettings(),
     )
     assert sorted(f.rule for f in found) == [
+        "DeviceClassLowFree",  # the allocator skips an incomplete pool: nothing can be allocated
         "SlicePoolIncomplete",
         "SlicePoolStale",
         "TenantSyncError",
@@ -406,6 +407,7 @@ def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[s
         "TenantSyncError",
         "TenantBelowGuarantee",
         "RevokedClassAllocated",
+        "DeviceTainted",
     ]
 
 
@@ -453,3 +455,66 @@ def test_the_timed_evaluation_gives_the_loop_back_and_evaluate_now_finishes_it(
             api.registry.close()
 
     asyncio.run(scenario())
+
+
+def test_a_capacity_alert_lasts_through_a_release_the_next_allocation_undoes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28: the demo logged DeviceClassLowFree twice: one claim released the class's
+    last device, the next took it half a second later, and an evaluation in between ended
+    the alert, which the next raised again. A settling rule's alert ends only once its
+    condition has stayed gone for ``settle_seconds``; a pending claim's ends at once."""
+    low = Firing("DeviceClassLowFree", "warning", "", "DeviceClass", "", "gpu", "0 free")
+    pending = Firing("ClaimPendingTooLong", "warning", "t", "ResourceClaim", "n", "c", "p")
+    script: list[list[Firing]] = [[low, pending], [], [low], [], [], []]
+    monkeypatch.setattr(alerts, "evaluate", lambda inputs, settings: script.pop(0))
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory() as directory:
+        api = build(Path(directory), clock=clock)
+        host = ControllerContext("host", api.registry.store, api.registry.handlers, clock)
+        manager = api.operations.alerts
+        rules = []
+        for seconds in (0, 0.5, 1, 1.5, 11, 11.6):
+            clock.now = NOW + dt.timedelta(seconds=seconds)
+            rules.append(sorted(f.rule for f in manager.evaluate_now()))
+            assert len(host.list("Alert")) == len(rules[-1])
+        assert rules == [
+            ["ClaimPendingTooLong", "DeviceClassLowFree"],
+            ["DeviceClassLowFree"],  # the claim's alert ends at once
+            ["DeviceClassLowFree"],
+            ["DeviceClassLowFree"],  # gone since 1.5 s ...
+            ["DeviceClassLowFree"],  # ... 9.5 s: settling
+            [],  # 10.1 s: ended
+        ]
+        raised = [r.getMessage() for r in caplog.records if r.getMessage().startswith("alert ")]
+        assert raised == ["alert DeviceClassLowFree: 0 free", "alert ClaimPendingTooLong: p"]
+        api.registry.close()
+
+
+def test_a_tainted_device_fires_naming_the_device_its_taint_and_the_claims_on_it() -> None:
+    held = replace(
+        _claim("train", "legal", 1, allocated=True), devices=[("gpu.nvidia.com", "p1", "gpu-0")]
+    )
+    snapshot = _snapshot([held, _claim("idle", "research", 1)])
+    snapshot.devices[("gpu.nvidia.com", "p1", "gpu-0")] = replace(
+        _device("gpu-0"), taints=("gpu.nvidia.com/xid=79:NoSchedule",)
+    )
+    snapshot.devices[("gpu.nvidia.com", "p1", "gpu-1")] = replace(
+        _device("gpu-1"), taints=("gpu.nvidia.com/xid=13:None",)
+    )
+    found = [f for f in evaluate(_inputs(snapshot), AlertSettings()) if f.rule == "DeviceTainted"]
+    assert [(f.severity, f.subject_kind, f.subject_namespace, f.subject_name) for f in found] == [
+        ("critical", "Device", "gpu.nvidia.com/p1", "gpu-0"),
+        ("warning", "Device", "gpu.nvidia.com/p1", "gpu-1"),
+    ]
+    assert found[0].message == (
+        "device gpu-0 of driver gpu.nvidia.com on node n1 is tainted "
+        "gpu.nvidia.com/xid=79:NoSchedule: new claims that do not tolerate it cannot be "
+        "allocated it; claims allocated on it: tenant-legal/train.default (tenant legal: train)"
+    )
+    assert found[1].message.endswith(
+        "tainted gpu.nvidia.com/xid=13:None: it stays allocatable (the taint informs); "
+        "claims allocated on it: <none>"
+    )
+    untainted = _snapshot([held])
+    assert "DeviceTainted" not in _rules(_inputs(untainted))

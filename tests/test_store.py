@@ -274,9 +274,11 @@ def test_events_resume_and_expire(tmp_path: Path) -> None:
     store.delete("host", CLAIMS, "default", "a")
     assert [e.type for e in seen] == ["ADDED", "MODIFIED", "DELETED"]
     assert [e.type for e in store.events_since("host", CLAIMS, start)] == ["MODIFIED", "DELETED"]
-    store._db.execute("DELETE FROM events WHERE rv <= ?", (store.current_rv() - 1,))
-    with pytest.raises(Expired, match="too old resource version"):
+    store.bound_history("host", 1)  # compacts every event, and so does the next write
+    store.create("host", CLAIMS, _claim("b"))
+    with pytest.raises(Expired, match=f"too old resource version: {start} "):
         store.events_since("host", CLAIMS, start)
+    assert store.events_since("host", CLAIMS, store.current_rv()) == []  # resumes from now
 
 
 def test_dry_run_persists_nothing(tmp_path: Path) -> None:

@@ -218,6 +218,33 @@ def test_a_borrower_is_preempted_when_the_lender_reclaims(tmp_path: Path) -> Non
     _run(scenario, tmp_path, [LEGAL, RESEARCH])
 
 
+def test_a_tenant_is_shown_only_the_classes_it_may_claim_or_holds_a_share_of(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: ``allot top`` showed legal-ai a ``gpu-slice`` row of zeros: its cohort
+    governs the class, but legal-ai may not claim it. A class a tenant is guaranteed stays
+    shown even unentitled (it lends it); one it may claim stays with zeros."""
+    whole = {"matchLabels": {"gpu.platform/tenant": "legal-ai"}}
+    legal = {**LEGAL, "spec": {**LEGAL["spec"], "deviceClassSelector": whole}}
+    sharing = {"cohort": "pool", "deviceClasses": [{"name": "gpu-whole", "guaranteed": "0"}]}
+    lender = tenant_object("lender", {**sharing, "deviceClasses": [
+        {"name": "gpu-slice", "guaranteed": "1"}]})  # fmt: skip
+    lender["spec"]["deviceClassSelector"] = whole
+
+    async def scenario(api: Platform) -> None:
+        write(api, "research-ai", template("t", "gpu-slice"))
+        write(api, "research-ai", pod("sweep", "t"))
+        await settle(api)
+        shown = api.queueing.state.summary().tenants
+        assert sorted(shown["legal-ai"].resources) == ["gpu-whole"]
+        assert sorted(shown["research-ai"].resources) == ["gpu-slice", "gpu-whole"]
+        assert sorted(shown["lender"].resources) == ["gpu-slice", "gpu-whole"]
+        rows = api.operations.capacity_document()["sharing"]["tenants"]
+        assert ("legal-ai", "gpu-slice") not in {(r["tenant"], r["resource"]) for r in rows}
+
+    _run(scenario, tmp_path, [legal, RESEARCH, lender])
+
+
 def test_the_preempted_pod_carries_disruption_target_to_the_tenant(tmp_path: Path) -> None:
     """A finalizer keeps the tenant's pod after its twin is gone: its last status shows
     why it went."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,13 @@ import pytest
 import yaml
 
 from allot.api.tenancy import Tenant, entitlement_selector, syncs
-from allot.tenancy.values import ValuesError, tenant_document
+from allot.tenancy.values import (
+    VCLUSTER_FROM_HOST,
+    VCLUSTER_TO_HOST,
+    ValuesError,
+    merged,
+    tenant_document,
+)
 
 SEEDS = Path(__file__).resolve().parents[1] / "examples" / "seeds"
 
@@ -61,12 +68,15 @@ def test_node_sync_settings_are_read() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"synk": {}}, "synk: unknown key (not a vCluster values key)"),
-        ({"sync": {"toGuest": {}}}, "sync.toGuest: unknown key (expected toHost or fromHost)"),
-        ({"sync": {"toHost": {"resourceClaimz": {}}}}, "sync.toHost.resourceClaimz: unknown key"),
+        ({"synk": {}}, 'synk: unknown key (not a vCluster values key; did you mean "sync"?)'),
+        ({"sync": {"toGuest": {}}}, "sync.toGuest: unknown key (expected toHost or fromHost"),
+        (
+            {"sync": {"toHost": {"resourceClaimz": {}}}},
+            'sync.toHost.resourceClaimz: unknown key (did you mean "resourceClaims"?)',
+        ),
         (
             {"sync": {"toHost": {"resourceClaims": {"enabled": True, "selector": {}}}}},
-            "sync.toHost.resourceClaims.selector: Extra inputs are not permitted",
+            "sync.toHost.resourceClaims.selector: unknown key",
         ),
         (
             {"sync": {"fromHost": {"deviceClasses": {"enabled": "maybe"}}}},
@@ -79,6 +89,78 @@ def test_bad_values_name_their_path(values: object, message: str) -> None:
     with pytest.raises(ValuesError) as caught:
         tenant_document("t", values)  # type: ignore[arg-type]
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"sync": {"fromhost": {}}}, 'did you mean "fromHost"?'),
+        ({"sync": {"fromHost": {"deviceClass": {}}}}, 'did you mean "deviceClasses"?'),
+        ({"sync": {"fromHost": {"deviceClasses": {"selectr": {}}}}}, 'did you mean "selector"?'),
+        (
+            {"sync": {"fromHost": {"deviceClasses": {"selector": {"matchLabel": {}}}}}},
+            'sync.fromHost.deviceClasses.selector.matchLabel: unknown key (did you mean '
+            '"matchLabels"?)',
+        ),
+        (
+            {"sync": {"fromHost": {"deviceClasses": {"selector": {"matchExpressions": [
+                {"key": "a", "operator": "In", "value": ["x"]}]}}}}},
+            'selector.matchExpressions[0].value: unknown key (did you mean "values"?)',
+        ),
+        ({"sync": {"fromHost": {"nodes": {"selector": {"al": True}}}}}, 'did you mean "all"?'),
+        ({"policies": {"resourceQuota": {"quotas": {}}}}, 'did you mean "quota"?'),
+        (
+            {"policies": {"resourceQuta": {"quota": {"pods": 1}}}},
+            'policies.resourceQuta: unknown key (did you mean "resourceQuota"?)',
+        ),
+        ({"controlPlan": {}}, 'did you mean "controlPlane"?'),
+    ],
+)  # fmt: skip
+def test_unknown_keys_suggest_the_nearest_vcluster_key(values: object, message: str) -> None:
+    """At every depth, and a policies entry vCluster does not know is an error, not a
+    setting "not used by the embedded platform"."""
+    with pytest.raises(ValuesError) as caught:
+        tenant_document("t", values)  # type: ignore[arg-type]
+    assert message in str(caught.value)
+
+
+SCHEMA = json.loads(
+    (Path(__file__).parent / "data" / "vcluster-values-schema-v0.36.1.json").read_text()
+)
+
+
+def _schema_keys(definition: dict[str, Any]) -> set[str]:
+    if "$ref" in definition:
+        definition = SCHEMA["$defs"][definition["$ref"].rsplit("/", 1)[1]]
+    return set(definition.get("properties") or {})
+
+
+def test_the_known_sync_keys_are_vclusters() -> None:
+    """The keys allot knows under sync.toHost and sync.fromHost are the schema's."""
+    sync = SCHEMA["$defs"]["Sync"]["properties"]
+    assert _schema_keys(sync["toHost"]) == VCLUSTER_TO_HOST
+    assert _schema_keys(sync["fromHost"]) == VCLUSTER_FROM_HOST
+
+
+def test_values_files_merge_as_helm_merges_them() -> None:
+    base = {
+        "sync": {
+            "fromHost": {
+                "deviceClasses": {"enabled": True, "selector": {"matchLabels": {"a": "1"}}}
+            }
+        },
+        "policies": {"resourceQuota": {"enabled": True}},
+    }
+    override = {
+        "sync": {"fromHost": {"deviceClasses": {"selector": {"matchLabels": {"b": "2"}}}}},
+        "policies": {"resourceQuota": {"quota": {"pods": 3}}},
+    }
+    assert merged([base, override]) == {
+        "sync": {"fromHost": {"deviceClasses": {"enabled": True, "selector": {
+            "matchLabels": {"a": "1", "b": "2"}}}}},
+        "policies": {"resourceQuota": {"enabled": True, "quota": {"pods": 3}}},
+    }  # fmt: skip
+    assert merged([{"a": [1, 2]}, {"a": [3]}]) == {"a": [3]}  # lists are replaced
 
 
 def test_a_tenant_document_is_taken_as_is() -> None:

@@ -44,7 +44,8 @@ def test_shares_of_entitled_classes_pass() -> None:
 def test_unknown_and_unentitled_classes_name_the_share() -> None:
     shares = [{"name": "h100", "guaranteed": "1"}, {"name": "l4", "guaranteed": "1"}]
     assert _errors(_tenant("t", {"cohort": "pool", "deviceClasses": shares})) == [
-        'spec.sharing.deviceClasses[0].name: Not found: "h100": no DeviceClass of this name',
+        'spec.sharing.deviceClasses[0].name: Not found: "h100": no DeviceClass of this name; '
+        'did you mean "a100"?',
         'spec.sharing.deviceClasses[1].name: Invalid value: "l4": the tenant is not entitled '
         "to this DeviceClass (its deviceClassSelector does not select it)",
     ]

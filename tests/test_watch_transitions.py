@@ -21,7 +21,7 @@ import pytest
 from allot.apiserver.watches import EventLines, WatchRequest, WatchStream, transition
 from allot.registry import selectors
 from allot.registry.resources import ServedResource, by_kind
-from allot.store import Store, objects
+from allot.store import Store, history
 from allot.types import Obj
 
 CLOCK = dt.datetime(2026, 11, 27, 8, 0, tzinfo=dt.UTC)
@@ -221,14 +221,14 @@ def test_a_resumed_label_watch_sees_the_same_transitions(
 def test_a_resumed_watch_judges_a_write_alone_when_the_previous_one_was_compacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(objects, "EVENT_RETENTION", 10)
+    monkeypatch.setattr(history, "EVENT_RETENTION", 10)
     store = _store(tmp_path)
     created = _labelled_config_map(store)
     resource = by_kind("ConfigMap").store
-    for index in range(1000):  # the store compacts its events every 1,000 writes
+    for index in range(10):  # past 10 events the store compacts the cluster's oldest
         body = {"metadata": {"name": f"filler-{index}", "namespace": "default"}}
         store.create("host", resource, body)
-    assert store.oldest_rv() > int(created["metadata"]["resourceVersion"])
+    assert store.compacted_rv("host") >= int(created["metadata"]["resourceVersion"])
     start = store.current_rv()
     _relabel(store, "hw", "no")  # its previous object's event is gone: judged alone
     _relabel(store, "hw", "yes")  # its previous one is the write above: ADDED

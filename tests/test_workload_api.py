@@ -159,3 +159,20 @@ def test_kinds_are_served_with_upstream_names() -> None:
         assert served.short_names == short
         assert served.categories == categories
         assert served.subresources == subresources, kind
+
+
+def test_warn_field_validation_warns_with_the_hint_too(registry: Registry) -> None:
+    """Issue 28: with ``fieldValidation=Warn`` a request in the v1beta1 shape is stored
+    without the stray field and warned of, with allot's advice as a warning of its own."""
+    request = {"name": "gpu", "exactly": {"deviceClassName": "c"}, "deviceClassName": "c"}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "beta", "namespace": "default"},
+             "spec": {"devices": {"requests": [request]}}}  # fmt: skip
+    _, warnings = registry.admission.decode(HOST_CLUSTER, claim, "Warn")
+    assert warnings == [
+        'unknown field "spec.devices.requests[0].deviceClassName"',
+        "spec.devices.requests[0] has the v1beta1 shape: in resource.k8s.io/v1, move "
+        "deviceClassName under spec.devices.requests[0].exactly (or list alternatives under "
+        "spec.devices.requests[0].firstAvailable)",
+    ]
+    assert registry.admission.decode(HOST_CLUSTER, claim, "Ignore")[1] == []

@@ -6,8 +6,9 @@ The package is layered (see docs/architecture.md), from the bottom: ``types`` an
 ``store`` and ``kube`` (state and the one client interface), ``driver`` (the simulated
 NVIDIA driver), ``simulation`` and ``lint``, ``manifests``, ``registry`` (the write path of
 every cluster: handlers, admission, quota), ``controllers``, ``tenancy``, ``ops``,
-``apiserver`` (HTTP), ``platform`` and ``cluster`` (the embedded platform, and the tools for
-real clusters), ``cli`` (the ``allot`` command) and ``demo``.
+``apiserver`` (HTTP), ``platform``, ``cluster`` and ``kubeengine`` (the embedded platform,
+the tools for real clusters, and real Kubernetes run on loopback), ``cli`` (the ``allot``
+command) and ``demo``.
 """
 
 __version__ = "0.1.0"

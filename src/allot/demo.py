@@ -262,7 +262,7 @@ SHARING = {
 
 
 def _fair_sharing(data: Path, host: Path) -> None:
-    print("\n=== Fair sharing: the platform team puts both teams in one cohort (issue 17)")
+    print("\n=== Fair sharing: the platform team puts both teams in one cohort")
     for tenant, sharing in SHARING.items():
         spec: dict[str, object] = {"quota": None, "sharing": sharing}
         if tenant == "research-ai":  # may now borrow the A100 class too

@@ -41,6 +41,7 @@ from allot.controllers.deployment import DeploymentController
 from allot.controllers.disruption import DisruptionController
 from allot.controllers.endpoints import EndpointsController, EndpointSliceController
 from allot.controllers.ephemeral import EphemeralVolumeController
+from allot.controllers.eventretention import EventRetention
 from allot.controllers.jobs import JobController
 from allot.controllers.kubernetesservice import KubernetesService
 from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
@@ -135,7 +136,8 @@ def build(
     registry.assemble(
         [
             *registry.mutating_plugins(),  # pods carry their priority into the guard's twin
-            TenantGuard(registry.handlers, directory),  # tenants' writes, before any other
+            # tenants' writes, before any other
+            TenantGuard(registry.handlers, directory, registry.retained_bytes),
             *registry.standard_plugins(),
             RevokedClaimsAdmission(entitlements),
         ]
@@ -178,6 +180,7 @@ def build(
                 driver_gates,
             ),
             PodGarbageCollector(context),
+            EventRetention(context),
             ops.recorder,
             KubernetesService(
                 ClusterContexts(context, "kube-apiserver", directory.is_tenant),

@@ -167,6 +167,32 @@ def _namespace_terminating(err: Exception) -> Status:
     return Status(status="Failure", message=str(err), reason="Forbidden", code=403, details=details)
 
 
+def _unwritable(err: Exception) -> Status:
+    """The store could not write (a full disk): upstream answers etcd's ``database space
+    exceeded`` as an internal error (500, ``Internal error occurred: etcdserver: mvcc:
+    database space exceeded``), and so does allot, naming what is full instead. 500 rather
+    than 507, which no Kubernetes client knows: kubectl prints ``Error from server
+    (InternalError): Internal error occurred: the platform's disk is full``."""
+    assert isinstance(err, storeerrors.Unwritable)
+    remedy = (
+        "free space on the filesystem of its data directory"
+        if isinstance(err, storeerrors.DiskFull)
+        else "see the platform's log for the error"
+    )
+    hint = StatusCause(
+        reason=HINT_REASON,
+        message=f"hint: nothing of this request was stored and reads still work; the "
+        f"platform's owner must {remedy}",
+    )
+    return Status(
+        status="Failure",
+        message=f"Internal error occurred: {err}",
+        reason="InternalError",
+        code=500,
+        details=StatusDetails(causes=[StatusCause(message=str(err)), hint]),
+    )
+
+
 def _too_large(err: Exception) -> Status:
     return Status(status="Failure", message=str(err), reason="RequestEntityTooLarge", code=413)
 
@@ -180,6 +206,7 @@ _MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
     storeerrors.BadRequest: _store("BadRequest", 400),
     storeerrors.TooLarge: _too_large,
     storeerrors.NamespaceTerminating: _namespace_terminating,
+    storeerrors.Unwritable: _unwritable,
     ObjectTooLargeError: _too_large,
     InvalidObjectError: _invalid,
     StrictDecodingError: _strict,
@@ -212,6 +239,20 @@ def to_status(err: Exception) -> Status:
 def hints(status: Status) -> list[str]:
     causes = status.details.causes if status.details and status.details.causes else []
     return [_hint_text(c) for c in causes if c.reason == HINT_REASON]
+
+
+def without_hints(status: Status) -> tuple[Status, list[str]]:
+    """The Status as kube-apiserver would send it (no ``Hint`` causes) and the hints, which
+    the API server sends as ``Warning`` headers instead: kubectl prints every warning as
+    ``Warning: ...``, also beside an error, where ``kubectl apply`` prints no cause."""
+    advice = hints(status)
+    if not advice or status.details is None:
+        return status, advice
+    kept = [c for c in status.details.causes or [] if c.reason != HINT_REASON]
+    details: StatusDetails | None = status.details.model_copy(update={"causes": kept or None})
+    if details == StatusDetails():  # only there for the hints (a strict decoding error)
+        details = None
+    return status.model_copy(update={"details": details}), advice
 
 
 def _hint_text(cause: StatusCause) -> str:

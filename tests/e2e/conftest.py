@@ -28,14 +28,15 @@ from allot.platform import build
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
 
-@dataclass
-class Cluster:
-    server: ServerThread
+class KubectlUser:
+    """The real kubectl against a cluster's kubeconfig, with a private HOME: what the
+    embedded engine's ``Cluster`` and the real engine's (``tests.realkube``) share."""
+
     home: Path
 
     @property
     def kubeconfig(self) -> Path:
-        return self.server.endpoint.kubeconfigs["host"]
+        raise NotImplementedError
 
     def kubectl(
         self,
@@ -73,6 +74,16 @@ class Cluster:
     def get_json(self, *args: str) -> Any:
         """``kubectl get ARGS -o json``, decoded."""
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+
+@dataclass
+class Cluster(KubectlUser):
+    server: ServerThread
+    home: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.server.endpoint.kubeconfigs["host"]
 
 
 @contextmanager

@@ -131,15 +131,22 @@ def test_strict_field_validation_and_invalid_objects(cluster: Cluster) -> None:
         "found no matching overload for '_>=_' applied to '(kubernetes.Quantity, "
         "kubernetes.Quantity)'" in result.stderr
     )
-    # `kubectl create` prints each cause as "FIELD: MESSAGE": allot's advice is a hint on its field
+    # allot validate's hints reach kubectl apply as warnings (issue 28), the errors stay
+    # upstream's: the v1beta1-shaped request and the Quantity compared with >=
+    warned = [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
+    assert any("has the v1beta1 shape: in resource.k8s.io/v1, move" in w for w in warned)
+    assert any("Quantities cannot be compared with '>=' in CEL" in w for w in warned)
     created = cluster.kubectl("create", "-f", "-", stdin=QUANTITY_CLASS, check=False)
     assert created.returncode == 1
-    assert created.stderr.startswith('The DeviceClass "quantity-operator" is invalid: \n* ')
-    assert (
-        "* spec.selectors[0].cel.expression: hint: Quantities cannot be compared with '>=' in "
-        "CEL; write a.compareTo(b) >= 0" in created.stderr
+    assert created.stderr.startswith(
+        "Warning: spec.selectors[0].cel.expression: Quantities cannot be compared with '>=' in "
+        "CEL; write a.compareTo(b) >= 0"
     )
-    assert "* : " not in created.stderr
+    # one cause, so kubectl prints it on the line, as against kube-apiserver: the hint is
+    # no cause any more
+    invalid = 'The DeviceClass "quantity-operator" is invalid: spec.selectors[0].cel.expression'
+    assert f"\n{invalid}: Invalid value: " in created.stderr
+    assert "hint:" not in created.stderr
     missing = cluster.kubectl("get", "resourceclaim", "nope", check=False)
     assert (
         missing.stderr.strip()
@@ -214,6 +221,23 @@ def test_explain_uses_the_served_schemas(cluster: Cluster) -> None:
     for field in ("config", "constraints", "requests"):
         assert f"  {field}\t<" in out
     assert "ordered alternatives under 'firstAvailable'" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("tenant.spec", "Labels of the host DeviceClasses the tenant may claim from"),
+        ("tenant.spec.sharing", "Tenants of the same cohort lend each other"),
+        ("resourceclaim.spec", "What the claim asks for"),
+        ("resourceclaim", "The group and version this object is written in"),
+    ],
+)
+def test_explain_describes_tenants_and_claims(cluster: Cluster, path: str, says: str) -> None:
+    """Issue 28: ``<no description>`` under tenant.spec, ``<empty>`` for resourceclaim.spec."""
+    out = cluster.kubectl("explain", path).stdout
+    assert "<no description>" not in out, out
+    assert "<empty>" not in out, out
+    assert says in " ".join(out.split())
 
 
 def test_watch_and_wait(cluster: Cluster, tmp_path: Path) -> None:

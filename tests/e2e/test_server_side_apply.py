@@ -66,3 +66,28 @@ def test_two_managers_conflict_force_and_removal(cluster: Cluster) -> None:
     assert owners == {"bob": {"f:data": {"f:x": {}}}}  # alice owns nothing: no entry
     assert stored["metadata"]["managedFields"][0]["operation"] == "Apply"
     cluster.kubectl("delete", "configmap", "ssa")
+
+
+PLAIN_POD = """apiVersion: v1
+kind: Pod
+metadata: {name: plain}
+spec:
+  containers: [{name: app, image: busybox, command: [sleep, "1000"]}]
+"""
+
+
+def test_moving_a_pod_from_client_side_to_server_side_apply_is_silent(cluster: Cluster) -> None:
+    """Issue 28: kubectl's move to server-side apply takes over the client-side applier's
+    fields; the service account the server gave the pod was among them, so kubectl's
+    re-apply dropped it and warned that the pod update was forbidden. Upstream records a
+    create's fields before mutating admission: the account is no one's."""
+    cluster.kubectl("apply", "-f", "-", stdin=PLAIN_POD)
+    moved = cluster.kubectl("apply", "--server-side", "-f", "-", stdin=PLAIN_POD)
+    assert (moved.stdout.strip(), moved.stderr) == ("pod/plain serverside-applied", "")
+    pod = cluster.get_json("pod", "plain", "--show-managed-fields")
+    assert pod["spec"]["serviceAccountName"] == "default"
+    owned = json.dumps([e["fieldsV1"] for e in pod["metadata"]["managedFields"]])
+    assert "serviceAccount" not in owned
+    again = cluster.kubectl("apply", "--server-side", "-f", "-", stdin=PLAIN_POD)
+    assert again.stderr == ""
+    cluster.kubectl("delete", "pod", "plain", "--wait=false")

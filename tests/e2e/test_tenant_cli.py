@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from allot.cli.main import main as allot
-from tests.e2e.tenancy import REPO, Tenancy, seed_platform
+from tests.e2e.tenancy import REPO, Tenancy, seed_platform, write_values
 
 pytestmark = pytest.mark.slow
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
@@ -80,7 +80,8 @@ def test_connect_prints_the_kubeconfig_with_print(
 def test_connect_and_disconnect_switch_the_users_kubectl_context(
     tenancy: Tenancy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As with vcluster connect: plain kubectl then talks to the tenant, in --namespace."""
+    """As with vcluster connect: plain kubectl then talks to the tenant, in the namespace
+    --context-namespace gives (``-n`` is the host namespace, as for vcluster)."""
     home = tmp_path / "home"
     user_config = home / ".kube" / "config"
     user_config.parent.mkdir(parents=True)
@@ -97,7 +98,8 @@ def test_connect_and_disconnect_switch_the_users_kubectl_context(
         return result.stdout
 
     data = ["--data-dir", str(tenancy.data_dir)]
-    assert allot(["tenant", "connect", "research-ai", "--namespace", "team", *data]) == 0
+    argv = ["tenant", "connect", "research-ai", "-n", "tenant-research-ai"]
+    assert allot([*argv, "--context-namespace", "team", *data]) == 0
     context = kubectl("config", "current-context").strip()
     assert context == f"allot_research-ai_{tenancy.data_dir.name}"
     assert kubectl("get", "deviceclasses", "-o", "name").split() == [
@@ -123,6 +125,26 @@ def test_connect_and_disconnect_switch_the_users_kubectl_context(
     [
         (["tenant", "connect", "nobody"], 1, "error: no tenant 'nobody'"),
         (["tenant", "connect", "host"], 1, "error: no tenant 'host'"),
+        (
+            ["tenant", "connect", "legal-ai", "--namespace", "legal-ai"],
+            1,
+            "error: couldn't find vcluster legal-ai in namespace legal-ai: -n is the host "
+            "namespace the tenant lives in, as for vcluster connect, and tenant legal-ai lives "
+            "in tenant-legal-ai",
+        ),
+        (
+            [
+                "tenant",
+                "create",
+                "x",
+                "-f",
+                str(REPO / "examples/seeds/000-legal-ai-vcluster-config.yaml"),
+                "--project",
+                "default",
+            ],
+            2,
+            "won't have any effect when using driver type helm: --project",
+        ),
         (["tenant", "create", "legal-ai"], 1, 'tenants.allot.dev "legal-ai" already exists'),
         (["tenant", "create", "host"], 1, 'metadata.name: Invalid value: "host": is reserved'),
         (["tenant", "create", "x", "--quota", "pods"], 2, "--quota pods: expected KEY=VALUE"),
@@ -146,6 +168,65 @@ def test_errors_are_one_clear_line(
     assert message in err
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_create_takes_the_seeds_vcluster_flags(
+    tenancy: Tenancy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Seed 000's ``vcluster create`` line as ``allot tenant create``: one line names what
+    is ignored; ``--connect`` (vcluster's default, allot's when asked) switches kubectl to
+    the new tenant, ``--connect=false`` leaves the kubeconfig alone."""
+    values = tmp_path / "values.yaml"
+    write_values(values, "legal-ai")
+    user_config = tmp_path / "config"
+    monkeypatch.setenv("KUBECONFIG", str(user_config))
+    data = ["--data-dir", str(tenancy.data_dir)]
+    seed = ["--driver", "platform", "--project", "default", "--cluster", "loft-cluster"]
+    argv = ["tenant", "create", "seeded", *seed, "--values", str(values), "--connect=false"]
+    assert allot([*argv, *data]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "note: ignored --driver platform --project default --cluster loft-cluster: allot "
+        "serves every tenant itself (it is the one driver), on one host cluster without "
+        "vCluster Platform projects"
+    ]
+    assert "tenant.allot.dev/seeded created" in out
+    assert not user_config.exists()  # --connect=false: nothing connected
+    status = tenancy.host_json("tenant", "seeded")["status"]
+    assert status["entitledDeviceClasses"] == ["gpu-whole"]
+    argv = ["tenant", "create", "connected", "-n", "tenant-connected", "-f", str(values)]
+    assert allot([*argv, "--connect", *data]) == 0
+    assert capsys.readouterr().out.splitlines()[-2] == (
+        f'Switched to context "allot_connected_{tenancy.data_dir.name}" in {user_config}.'
+    )
+    result = subprocess.run(
+        [KUBECTL, "get", "deviceclasses", "-o", "name"],
+        capture_output=True, text=True, check=True, timeout=60,
+        env={**os.environ, "KUBECONFIG": str(user_config), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert result.stdout.split() == ["deviceclass.resource.k8s.io/gpu-whole"]
+    for name in ("seeded", "connected"):
+        assert allot(["tenant", "delete", name, *data]) == 0
+
+
+def test_a_quota_of_a_class_that_does_not_exist_suggests_the_nearest(
+    tenancy: Tenancy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kubernetes takes any quota key; one naming no DeviceClass limits nothing, so the
+    server warns, with the class the key was probably meant for."""
+    data = ["--data-dir", str(tenancy.data_dir)]
+    quota = "gpu-wholle.deviceclass.resource.k8s.io/devices=1"
+    assert allot(["tenant", "create", "typo", "--quota", quota, *data]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "typo" in line]
+    assert warnings == [
+        "Warning: tenant typo: spec.quota.hard[gpu-wholle.deviceclass.resource.k8s.io/devices]: "
+        "no DeviceClass 'gpu-wholle' (did you mean \"gpu-whole\"?): the quota limits nothing "
+        "until a class of that name exists"
+    ]
+    assert allot(["tenant", "delete", "typo", *data]) == 0
 
 
 def test_no_platform(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -177,7 +258,9 @@ def test_the_demo_runs_the_walkthrough() -> None:
     assert "waiting for quota: needs 1 gpu-whole; research-ai has 0 of 0" in sharing
     rows = [line.replace("│", " ").split() for line in sharing.splitlines()]
     assert ["gpu-whole", "0", "1", "1", "0"] in rows  # research-ai borrows the A100 ...
-    assert ["gpu-whole", "1", "0", "0", "1"] in rows  # ... that legal-ai lends
+    lender = ["legal-ai", "gpu-pool", "gpu-whole", "1", "0", "0", "1"]
+    assert lender in [row[:7] for row in rows]  # ... that legal-ai lends, its only row:
+    assert ["legal-ai", "gpu-pool", "gpu-slice"] not in [row[:3] for row in rows]  # issue 28
     assert "(platform stopped; nothing left running)" in out
     sections = [line for line in out.splitlines() if line.startswith("=== ")]
     order = [
@@ -195,6 +278,9 @@ def test_the_demo_runs_the_walkthrough() -> None:
     )
     raised = out[out.index(order[2]) : out.index(order[3])]
     assert "  alert ClaimPendingTooLong: claim research-gpu-slice-2" in raised
+    lines = [line for line in raised.splitlines() if line.startswith("  alert ")]
+    assert sorted(set(lines)) == sorted(lines)  # each raised once (issue 28)
+    assert not [s for s in sections if "(issue " in s]  # headings for users, not the tracker
     before = out[: out.index(order[2])]
     assert "alert ClaimPendingTooLong" not in before  # not between kubectl's lines
     assert "alert " not in result.stderr

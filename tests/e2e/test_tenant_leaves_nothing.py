@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from allot.cli.main import main as allot
-from allot.registry import clusters
 from allot.registry.clusters import Registry
 from tests.e2e.tenancy import REPO, SEEDS, Tenancy, seed_platform
 
@@ -81,19 +80,22 @@ def test_admission_audit_forgets_a_removed_cluster(tmp_path: Path) -> None:
     api = Registry(tmp_path)
     api.add_cluster("gone")
     for cluster in ("host", "gone", "host"):
-        api._record_policy_audit({"cluster": cluster, "policy": "p"})
+        api.admission_audit.record({"cluster": cluster, "policy": "p"})
+    assert api.admission_audit.path("gone").exists()
     api.remove_cluster("gone")
-    lines = (tmp_path / "audit" / "admission.jsonl").read_text().splitlines()
+    assert not api.admission_audit.path("gone").exists()
+    lines = api.admission_audit.path("host").read_text().splitlines()
     assert [json.loads(line)["cluster"] for line in lines] == ["host", "host"]
 
 
-def test_admission_audit_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clusters, "ADMISSION_AUDIT_MAX_BYTES", 1000)
+def test_admission_audit_is_capped(tmp_path: Path) -> None:
     api = Registry(tmp_path)
-    for number in range(500):  # about 40 kB of records
-        api._record_policy_audit({"cluster": "tenant", "policy": "p", "n": number})
-    files = sorted((tmp_path / "audit").glob("admission.jsonl*"))
-    assert [f.name for f in files] == ["admission.jsonl", "admission.jsonl.1"]
-    assert sum(f.stat().st_size for f in files) < 2 * 1000 + 200
+    api.admission_audit.bound("tenant", 1000)
+    for number in range(80):  # about 6 kB of records, within the rate's burst
+        api.admission_audit.record({"cluster": "tenant", "policy": "p", "n": number})
+    files = sorted(api.admission_audit.directory.glob("tenant.jsonl*"))
+    assert [f.name for f in files] == ["tenant.jsonl", "tenant.jsonl.1"]
+    assert sum(f.stat().st_size for f in files) <= 2 * 1000
+    assert api.admission_audit.size("tenant") == sum(f.stat().st_size for f in files)
     last = json.loads(files[0].read_text().splitlines()[-1])
-    assert last["n"] == 499
+    assert last["n"] == 79

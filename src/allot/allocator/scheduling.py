@@ -1,9 +1,10 @@
 """Placing one pod's claims: the node choice the scheduler, ``allot simulate`` and
 ``allot doctor`` share.
 
-Per pod, as kube-scheduler's DynamicResources plugin with allot's placement policy: the
-classes of the unallocated claims must exist (else the scheduler's
-``request gpu: device class nope does not exist``); nodes are tried in the policy's order
+Per pod, as kube-scheduler's DynamicResources plugin with allot's placement policy: its
+PreFilter checks the unallocated claims' requests first (:func:`prefilter`: a missing
+class, ``request gpu: device class nope does not exist``, leaves the pod unschedulable, an
+empty class name is fatal); nodes are tried in the policy's order
 (``allot.allocator.placement``); a node fails when the caller's node check names a problem
 (taints, selectors, affinity: pod details stay with the caller), when an allocated claim's
 node selector excludes it, when the allocator cannot place every unallocated claim there
@@ -33,7 +34,7 @@ from allot.allocator.errors import AllocationError, InvalidPoolsError
 from allot.allocator.nodes import node_selector_matches
 from allot.allocator.placement import order_nodes
 from allot.allocator.pools import NodePools
-from allot.allocator.requests import needs_in_use_devices
+from allot.allocator.requests import claim_label, needs_in_use_devices
 from allot.allocator.search import Allocator
 from allot.allocator.state import AllocatedState, DeviceID
 from allot.api import core_v1_nodes as corev1
@@ -228,22 +229,42 @@ def _plain_devices(index: NodePools) -> frozenset[DeviceID] | None:
     return index.device_ids
 
 
-def missing_class(claims: Sequence[resourceapi.ResourceClaim], allocator: Allocator) -> str:
-    """The scheduler's message for the first request of an unallocated claim naming a
-    class that does not exist ("" when every class exists)."""
+def prefilter(claims: Sequence[resourceapi.ResourceClaim], allocator: Allocator) -> str:
+    """kube-scheduler's PreFilter checks of the unallocated claims' requests, in its order:
+    a request without a class name is fatal (:class:`AllocationError`
+    ``request r: unsupported request type``); a class that does not exist, or subrequests
+    while DRAPrioritizedList is off, make the pod unschedulable (the message returned);
+    "" when every request passes."""
     for claim in claims:
         if claim.status is not None and claim.status.allocation is not None:
             continue
         for request in (claim.spec.devices.requests if claim.spec.devices else None) or []:
-            if request.exactly:
-                if request.exactly.device_class_name not in allocator.classes:
-                    name = request.exactly.device_class_name
-                    return f"request {request.name}: device class {name} does not exist"
-                continue
-            for sub in request.first_available or []:
-                if sub.device_class_name not in allocator.classes:
-                    name = sub.device_class_name
-                    return f"request {request.name}: device class {name} does not exist"
+            name = request.name or ""
+            if request.exactly is not None:
+                problem = _class_problem(allocator, request.exactly.device_class_name, name)
+            elif request.first_available:
+                if not allocator.features.dra_prioritized_list:
+                    return (
+                        f"resource claim {claim_label(claim)}, request {name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
+                problems = (
+                    _class_problem(allocator, sub.device_class_name, f"{name}/{sub.name or ''}")
+                    for sub in request.first_available
+                )
+                problem = next((p for p in problems if p), "")
+            else:
+                continue  # the allocator refuses it (``unsupported request type``)
+            if problem:
+                return problem
+    return ""
+
+
+def _class_problem(allocator: Allocator, class_name: str | None, request: str) -> str:
+    if not class_name:
+        raise AllocationError(f"request {request}: unsupported request type")
+    if class_name not in allocator.classes:
+        return f"request {request}: device class {class_name} does not exist"
     return ""
 
 
@@ -276,14 +297,14 @@ def place(
     checks = checks or _NO_CHECKS
     pending = [c for c in claims if c.status is None or c.status.allocation is None]
     answer = Placement(pending)
-    answer.message = missing_class(claims, allocator) or (
-        checks.refusal() if checks.refusal else ""
-    )
-    if answer.message:
-        return answer
-    memo = memo or PlacementMemo()
-    memo.bind(allocator, state)
     try:
+        answer.message = prefilter(claims, allocator) or (
+            checks.refusal() if checks.refusal else ""
+        )
+        if answer.message:
+            return answer
+        memo = memo or PlacementMemo()
+        memo.bind(allocator, state)
         _try_nodes(answer, claims, nodes, _Attempt(allocator, state, checks, memo, pending), policy)
     except AllocationError as err:
         answer.error = err

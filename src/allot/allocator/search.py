@@ -415,15 +415,6 @@ class _Search:
                     and self._capacity_for(device, request) is None
                 ):
                     continue
-                if (
-                    device.device.consumes_counters
-                    and self.allocator.features.dra_partitionable_devices
-                ):
-                    raise AllocationError(
-                        f"claim {label}, request {request.name}: allocationMode All over devices "
-                        "that consume shared counters crashes kube-scheduler 1.36.0 and 1.36.1 "
-                        "(fixed in 1.36.2); allot refuses it instead"
-                    )
                 devices.append(device)
         return devices
 
@@ -661,6 +652,13 @@ class _Search:
             return None
         if device.device.consumes_counters and not features.dra_partitionable_devices:
             return None
+        if must and self._counts_counters(device):
+            raise AllocationError(
+                f"claim {self.claim_label(claim)}, request {request.name}: allocationMode All "
+                f"reached device {device_id_text(device.id)}, which consumes shared counters: "
+                "that crashes kube-scheduler 1.36.0 and 1.36.1 (fixed in 1.36.2); allot "
+                "refuses it instead"
+            )
         consumed = self._capacity_for(device, request) if features.dra_consumable_capacity else None
         if features.dra_consumable_capacity and consumed is None:
             # What this claim's earlier requests already take counts too: an `All` request
@@ -746,6 +744,16 @@ class _Search:
             del self.in_flight_capacity[device_id]
 
     # -------------------------------------------------------------------- counters
+    def _counts_counters(self, device: PoolDevice) -> bool:
+        """Whether taking the device checks its counters (upstream's crash point for an
+        ``All`` request in v0.36.0/1: such devices were listed without their pool)."""
+        if not device.device.consumes_counters:
+            return False
+        return not device.is_multi_allocatable or (
+            device.id not in self.state.aggregated_capacity
+            and device.id not in self.in_flight_capacity
+        )
+
     def _take_counters(self, request: RequestData, device: PoolDevice) -> bool | None:
         """Add the device's counter consumption; None when a counter would run out.
 
@@ -753,20 +761,17 @@ class _Search:
         the device consumes none. Mirrors upstream's quirk (ledger 5.15.3): counters stay
         added when a later check (taints, constraints) rejects the device.
         """
-        if not device.device.consumes_counters:
-            return False
-        if device.is_multi_allocatable and (
-            device.id in self.state.aggregated_capacity or device.id in self.in_flight_capacity
-        ):
-            return False  # a shared device already in use has its counters taken once
+        if not self._counts_counters(device):
+            return False  # none, or a shared device in use has its counters taken once
+        consumptions = device.device.consumes_counters or []
         pool_name = device.id[1]
         available = self._available_counters(device.id[0], pool_name)
         in_flight = self.in_flight_counters.setdefault(pool_name, {})
-        for consumption_ in device.device.consumes_counters:
+        for consumption_ in consumptions:
             counters = in_flight.setdefault(consumption_.counter_set or "", {})
             for name, counter in (consumption_.counters or {}).items():
                 counters[name] = counters.get(name, Quantity(0)).add(counter.value or Quantity(0))
-        for consumption_ in device.device.consumes_counters:
+        for consumption_ in consumptions:
             set_name = consumption_.counter_set or ""
             for name in consumption_.counters or {}:
                 free = available.get(set_name, {}).get(name, Quantity(0))

@@ -326,3 +326,20 @@ class ResourceClaimTemplateList(ApiModel):
     kind: Literal["ResourceClaimTemplateList"] = "ResourceClaimTemplateList"
     metadata: ListMeta = Field(default_factory=ListMeta)
     items: list[ResourceClaimTemplate] = Field(default_factory=list)
+
+
+def apply_claim_defaults(spec: ResourceClaimSpec) -> None:
+    """The API server's defaulting: ExactCount with count 1, tolerations ``Equal``."""
+    for request in (spec.devices.requests or []) if spec.devices else []:
+        targets: list[ExactDeviceRequest | DeviceSubRequest] = []
+        if request.exactly is not None:
+            targets.append(request.exactly)
+        targets.extend(request.first_available or [])
+        for target in targets:
+            if not target.allocation_mode:
+                target.allocation_mode = ALLOCATION_MODE_EXACT_COUNT
+            if target.allocation_mode == ALLOCATION_MODE_EXACT_COUNT and not target.count:
+                target.count = 1
+            for toleration in target.tolerations or []:
+                if not toleration.operator:
+                    toleration.operator = TOLERATION_OP_EQUAL

@@ -80,7 +80,22 @@ class TenantStorage(ApiModel):
     objects: int | None = None
     """The most objects; default :data:`DEFAULT_STORAGE_OBJECTS`."""
     bytes: Quantity | None = None
-    """The most bytes of stored objects; default :data:`DEFAULT_STORAGE_BYTES`."""
+    """The most bytes the cluster keeps: its objects, their retained watch history and its
+    admission audit records; default :data:`DEFAULT_STORAGE_BYTES`."""
+
+    def most_objects(self) -> int:
+        return self.objects or DEFAULT_STORAGE_OBJECTS
+
+    def most_bytes(self) -> int:
+        return self.bytes.as_integer() if self.bytes is not None else DEFAULT_STORAGE_BYTES
+
+    def most_history_bytes(self) -> int:
+        """The watch history the cluster keeps, compacted past it: a 16th of its bytes."""
+        return self.most_bytes() // 16
+
+    def most_audit_file_bytes(self) -> int:
+        """Each of its two admission audit files: a 64th of its bytes."""
+        return self.most_bytes() // 64
 
 
 DEFAULT_STORAGE_OBJECTS = 10_000

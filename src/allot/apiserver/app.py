@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 
+from allot.api.documents import encode_document
 from allot.api.errors import ApiError
 from allot.apiserver import (
     authn,
@@ -64,7 +65,7 @@ from allot.registry.listing import ListOptions
 from allot.registry.rbac.identity import UserInfo
 from allot.registry.requests import Target, resolve_target
 from allot.registry.resources import all_resources
-from allot.statuses import InvalidObjectError, RequestError, to_status
+from allot.statuses import InvalidObjectError, RequestError, to_status, without_hints
 from allot.store.errors import StoreError
 from allot.types import Obj
 
@@ -207,7 +208,10 @@ class ApiServer:
                 )
                 response = _status_response(err)
             # no answer leaves before the writes it may tell of are committed
-            await self.registry.store.committed()
+            try:
+                await self.registry.store.committed()
+            except StoreError as err:  # lost (a full disk): the answer told of phantoms
+                response = _status_response(err)
             return response
 
         return endpoint
@@ -502,7 +506,7 @@ class ApiServer:
                         resource_version=obj["metadata"].get("resourceVersion", ""),
                     )
                 )
-            return JSONResponse(obj)
+            return _json_response(obj)
         if method == "PUT":
             result = self.handlers.update(
                 cluster, target, await self._body(request), self._write_options(request)
@@ -646,15 +650,24 @@ class ApiServer:
 
     @staticmethod
     def _written(result: WriteResult, code: int) -> Response:
-        response = JSONResponse(result.object, status_code=code)
+        response = _json_response(result.object, code)
         for name, value in warning_header(result.warnings):
             response.headers.append(name, value)  # one header per warning, as kube-apiserver
         return response
 
 
+def _json_response(obj: Obj, code: int = 200) -> Response:
+    """An object as JSON: starlette's JSONResponse's bytes, encoded as the store encodes."""
+    return Response(encode_document(obj), status_code=code, media_type="application/json")
+
+
 def _status_response(err: Exception) -> Response:
-    status = to_status(err)
-    return JSONResponse(status.to_wire(), status_code=status.code or 500)
+    """The error's Status; allot's advice on it goes in ``Warning`` headers (issue 28)."""
+    status, advice = without_hints(to_status(err))
+    response = JSONResponse(status.to_wire(), status_code=status.code or 500)
+    for name, value in warning_header(advice):
+        response.headers.append(name, value)
+    return response
 
 
 def _requester(request: Request) -> UserInfo:

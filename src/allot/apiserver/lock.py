@@ -11,6 +11,7 @@ stale lock behind. The CLI reads the same file (``running``) to tell "not runnin
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -41,6 +42,20 @@ class DataDirLocked(Exception):
         self.holder = holder
 
 
+class DataDirUnwritable(Exception):
+    """The data directory cannot be written: a read-only filesystem, no permission, or
+    no space left."""
+
+    REFUSALS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC)
+
+    def __init__(self, data_dir: Path, err: OSError) -> None:
+        reason = err.strerror or str(err)
+        super().__init__(
+            f"the data directory {data_dir} is not writable ({reason}): allot keeps its "
+            "store, tokens and logs there; choose a writable --data-dir (or $ALLOT_DATA_DIR)"
+        )
+
+
 class DataDirLock:
     """The exclusive lock of one data directory, held until ``release`` or process exit."""
 
@@ -51,21 +66,34 @@ class DataDirLock:
         self._created: list[Path] = []  # what ``acquire`` made, for ``abandon``
 
     def acquire(self) -> DataDirLock:
-        """Take the lock or raise ``DataDirLocked``; creates the directory if needed."""
-        if not self.data_dir.exists():
-            self._created.append(self.data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():
-            self._created.insert(0, self.path)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        """Take the lock or raise ``DataDirLocked``; creates the directory if needed.
+        ``DataDirUnwritable`` when it cannot be written (the first write of a start)."""
+        try:
+            fd = self._open()
+        except OSError as err:
+            if err.errno in DataDirUnwritable.REFUSALS:
+                raise DataDirUnwritable(self.data_dir, err) from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise DataDirLocked(self.data_dir, _read(self.path)) from None
         self._fd = fd
-        self.record("")
+        try:
+            self.record("")
+        except OSError as err:  # opened, but a full or read-only disk refuses the write
+            self.abandon()
+            raise DataDirUnwritable(self.data_dir, err) from None
         return self
+
+    def _open(self) -> int:
+        if not self.data_dir.exists():
+            self._created.append(self.data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            self._created.insert(0, self.path)
+        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
 
     def record(self, url: str, *, ready: bool = False) -> None:
         """Write this process's pid, (once bound) URL and (once started) readiness into

@@ -23,7 +23,7 @@ from pydantic.json_schema import models_json_schema
 from allot.api.autoscaling_v1 import Scale
 from allot.managedfields.schema import ATOMIC_STRUCTS, LIST_TYPES
 from allot.registry import resources
-from allot.registry.descriptions import FIELD_DESCRIPTIONS
+from allot.registry.descriptions import FIELD_DESCRIPTIONS, OBJECT_FIELDS, TYPE_DESCRIPTIONS
 
 _MODULE_PREFIX = {
     "allot.api.resource_v1": "io.k8s.api.resource.v1",
@@ -77,6 +77,10 @@ PATCH_MERGE_KEYS: dict[tuple[str, str], str] = {
 schemas to send item-wise patches (removals as ``$patch: delete``) instead of whole lists.
 Only lists the server's strategic merge (:mod:`allot.registry.patching`) merges the same
 way are listed."""
+PATCH_RETAIN_KEYS = {("DeploymentSpec", "strategy"), ("PodSpec", "volumes")}
+"""The fields upstream tags ``patchStrategy:"retainKeys"`` (``"merge,retainKeys"`` for the
+volumes): kubectl's client-side apply sends ``$retainKeys`` with them, which the server
+applies, so a Deployment switched to ``Recreate`` drops its ``rollingUpdate``."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,17 +98,11 @@ def _components() -> dict[str, Any]:
     for short, full in sorted(names.items(), key=lambda kv: -len(kv[0])):
         text = text.replace(f'"#/components/schemas/{short}"', f'"#/components/schemas/{full}"')
     renamed = {names.get(k, k): _openapi3(v) for k, v in json.loads(text).items()}
-    for (model, field), description in FIELD_DESCRIPTIONS.items():
+    _describe(renamed)
+    for model, field in sorted({*PATCH_MERGE_KEYS, *PATCH_RETAIN_KEYS}):
         for name, schema in renamed.items():
             if name.endswith(f".{model}") and field in schema.get("properties", {}):
-                schema["properties"][field]["description"] = description
-    for (model, field), key in PATCH_MERGE_KEYS.items():
-        for name, schema in renamed.items():
-            if name.endswith(f".{model}") and field in schema.get("properties", {}):
-                patch_meta = {"x-kubernetes-patch-strategy": "merge"}
-                if key:
-                    patch_meta["x-kubernetes-patch-merge-key"] = key
-                schema["properties"][field].update(patch_meta)
+                schema["properties"][field].update(_patch_meta(model, field))
     _list_types(renamed)
     renamed[SCALE]["x-kubernetes-group-version-kind"] = [dict(SCALE_GVK)]
     for resource in resources.built_in_resources():
@@ -112,7 +110,53 @@ def _components() -> dict[str, Any]:
         entry["x-kubernetes-group-version-kind"] = [
             {"group": resource.group, "kind": resource.kind, "version": resource.version}
         ]
+        for field, description in OBJECT_FIELDS.items():
+            if field in entry.get("properties", {}):
+                entry["properties"][field].setdefault("description", description)
+    for schema in renamed.values():
+        for field, prop in schema.get("properties", {}).items():
+            schema["properties"][field] = _ref_alone(prop)
     return renamed
+
+
+def _describe(renamed: dict[str, Any]) -> None:
+    """:mod:`allot.registry.descriptions` on the schemas: a type's own description (it
+    replaces the model's docstring, which is written for developers) and its fields'."""
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for name, schema in renamed.items():
+        by_model.setdefault(name.rsplit(".", 1)[-1], []).append(schema)
+    for model, description in TYPE_DESCRIPTIONS.items():
+        for schema in by_model.get(model, []):
+            schema["description"] = description
+    for (model, field), description in FIELD_DESCRIPTIONS.items():
+        for schema in by_model.get(model, []):
+            if field in schema.get("properties", {}):
+                schema["properties"][field]["description"] = description
+
+
+def _ref_alone(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property whose ``$ref`` has siblings (a description, patch metadata) as
+    ``allOf: [{$ref}]`` beside them: OpenAPI 3.0 ignores a reference's siblings, and so
+    does ``kubectl explain`` (it printed ``<empty>`` for ``resourceclaim.spec``)."""
+    if "$ref" not in prop or len(prop) == 1:
+        return prop
+    return {"allOf": [{"$ref": prop["$ref"]}], **{k: v for k, v in prop.items() if k != "$ref"}}
+
+
+def _patch_meta(model: str, field: str) -> dict[str, str]:
+    """A field's ``x-kubernetes-patch-strategy`` and ``-merge-key``, as upstream's tags."""
+    strategies = [
+        strategy
+        for strategy, tagged in (
+            ("merge", (model, field) in PATCH_MERGE_KEYS),
+            ("retainKeys", (model, field) in PATCH_RETAIN_KEYS),
+        )
+        if tagged
+    ]
+    meta = {"x-kubernetes-patch-strategy": ",".join(strategies)}
+    if key := PATCH_MERGE_KEYS.get((model, field)):
+        meta["x-kubernetes-patch-merge-key"] = key
+    return meta
 
 
 def _list_types(renamed: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ import uvicorn
 
 from allot.apiserver.app import ApiServer
 from allot.apiserver.connections import READ_TIMEOUT, with_read_timeout
-from allot.apiserver.lock import DataDirLock
+from allot.apiserver.lock import DataDirLock, DataDirUnwritable
 from allot.apiserver.rootpaths import TokenRouted
 from allot.apiserver.security import TLSFiles, ensure_tls
 from allot.registry.clusters import Registry
@@ -150,8 +150,9 @@ def serve(
     then the lock records readiness, then ``on_ready`` runs (``allot up``'s last line).
 
     Raises ``DataDirLocked`` when another platform serves ``data_dir`` and ``OSError`` when
-    the port cannot be bound, both before anything is written; ``build`` makes the platform
-    once both are held (default: a bare API server)."""
+    the port cannot be bound, both before anything is written, ``DataDirUnwritable`` when
+    the directory cannot be written (read-only, full); ``build`` makes the platform once
+    the lock and the port are held (default: a bare API server)."""
     lock = DataDirLock(data_dir).acquire()
     try:
         sock = bind(host, port)
@@ -160,8 +161,13 @@ def serve(
         raise
     try:
         bound = sock.getsockname()[1]
-        server = build() if build is not None else ApiServer(Registry(data_dir))
-        endpoint = prepare(server, host, bound)
+        try:
+            server = build() if build is not None else ApiServer(Registry(data_dir))
+            endpoint = prepare(server, host, bound)
+        except OSError as err:  # the data directory's files: the fleet, the CA, kubeconfigs
+            if err.errno in DataDirUnwritable.REFUSALS:
+                raise DataDirUnwritable(data_dir, err) from None
+            raise
         lock.record(endpoint.url)
         if announce is not None:
             announce(endpoint)

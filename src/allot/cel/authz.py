@@ -20,7 +20,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from allot.cel import values
+from allot.cel import cost, values
 
 T = cel.Type
 Checker = Callable[[str, dict[str, Any], dict[str, str]], tuple[bool, str]]
@@ -142,7 +142,13 @@ def _service_account(value: Any, namespace: str, name: str) -> Any:
     return authorizer_value(value.cluster, user)
 
 
+AUTHORIZATION_CHECK_COST = 350_000
+"""Kubernetes' fixed cost of one ``check``: two fit in an expression's budget, a third does
+not (``library/cost.go``)."""
+
+
 def _decide(checker: Checker | None, value: Any, attributes: dict[str, str]) -> Any:
+    cost.charge(AUTHORIZATION_CHECK_COST)
     if checker is None:
         return values.authorization_message("Decision", error="no authorizer is configured")
     allowed, reason = checker(value.cluster, json.loads(value.user), attributes)

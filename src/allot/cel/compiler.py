@@ -22,7 +22,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from allot.cel import libraries, source, values
+from allot.cel import cost, libraries, regex, source, values
 from allot.cel.device import DeviceView
 from allot.cel.errors import CompileError, CompileErrorReason, EvaluationError
 
@@ -92,6 +92,81 @@ def new_env(
             ext_strings.ExtStrings(),
             ext_optional.ExtOptional(),
         ],
+    )
+
+
+def evaluate_metered(program: Any, activation: Any, limit: int) -> Any:
+    """Run ``program`` within a cost budget of ``limit``; raise EvaluationError when the
+    runtime aborts or the budget runs out (whatever value the expression made of that)."""
+    with cost.metered(limit) as budget:
+        try:
+            result = program.eval(activation)
+        except RuntimeError as err:  # aborted by the runtime (its iteration budget)
+            raise runtime_failure(err) from None
+    if budget.exceeded:
+        raise EvaluationError(cost.COST_LIMIT_EXCEEDED)
+    return result
+
+
+def runnable(expression: str, tokens: list[source.Token]) -> str:
+    """The text the runtime runs: ``matches`` calls renamed to allot's RE2 ``matches``."""
+    return source.rename_calls(expression, tokens, "matches", libraries.MATCHES_FUNCTION)
+
+
+def invalid_matches_literals(expression: str, tokens: list[source.Token]) -> CompileError | None:
+    """cel-go's regex-literal validator: a literal ``matches`` argument Go's regexp refuses
+    fails compilation with ``invalid matches argument`` at the literal."""
+    issues = [
+        located_issue(expression, token.start, "invalid matches argument")
+        for function, token in source.regex_literal_arguments(tokens)
+        if function == "matches" and _refused_pattern(token.text)
+    ]
+    return CompileError("compilation failed: " + "\n".join(issues)) if issues else None
+
+
+def program_regex_error(tokens: list[source.Token]) -> CompileError | None:
+    """The regex optimisation of ``find`` and ``findAll``: a literal pattern Go's regexp
+    refuses fails program instantiation (an internal error to Kubernetes' validation)."""
+    for function, token in source.regex_literal_arguments(tokens):
+        refused = _refused_pattern(token.text) if function != "matches" else ""
+        if refused:
+            return CompileError(
+                f"program instantiation failed: {refused}", CompileErrorReason.INTERNAL
+            )
+    return None
+
+
+def _refused_pattern(literal: str) -> str:
+    """Go's error text for the pattern a string literal token spells ("" when valid)."""
+    value = _literal_env().compile(literal).eval().value()
+    try:
+        regex.compile_pattern(str(value))
+    except regex.RegexError as err:
+        return str(err)
+    return ""
+
+
+_LITERALS: list[Any] = []
+
+
+def _literal_env() -> Any:
+    """A bare environment, to read string literals exactly as the runtime does."""
+    if not _LITERALS:
+        _LITERALS.append(cel.NewEnv())
+    return _LITERALS[0]
+
+
+def located_issue(expression: str, offset: int, message: str) -> str:
+    """An issue in cel-go's display form: ``ERROR: <input>:1:5: message``, the line and a
+    caret under the offending column."""
+    line_start = expression.rfind("\n", 0, offset) + 1
+    line_end = expression.find("\n", offset)
+    snippet = expression[line_start : line_end if line_end >= 0 else len(expression)]
+    line = expression.count("\n", 0, offset) + 1
+    column = offset - line_start
+    return (
+        f"ERROR: <input>:{line}:{column + 1}: {message}\n"
+        f" | {snippet.replace(chr(9), ' ')}\n | {'.' * column}^"
     )
 
 
@@ -170,9 +245,9 @@ class CompiledSelector:
         except EvaluationError as err:
             return err
         try:
-            result = self.program.eval(activation)
-        except RuntimeError as err:  # aborted by the runtime (its iteration budget)
-            return runtime_failure(err)
+            result = evaluate_metered(self.program, activation, CEL_SELECTOR_EXPRESSION_MAX_COST)
+        except EvaluationError as err:
+            return err
         type_name = str(result.type().name())
         if type_name == "BOOL":
             return bool(result.value())
@@ -224,12 +299,18 @@ class SelectorCompiler:
             checked = self._check_env.compile(expression)
         except RuntimeError as err:
             return CompileError("compilation failed: " + _clean_compile_message(str(err)))
+        tokens = source.tokenize(expression)
+        invalid = invalid_matches_literals(expression, tokens)
+        if invalid is not None:
+            return invalid
         result_type = type_display_name(checked.return_type())
         if result_type not in ("bool", "dyn"):
             return CompileError(f"must evaluate to bool or the unknown type, not {result_type}")
-        tokens = source.tokenize(expression)
+        refused = program_regex_error(tokens)
+        if refused is not None:
+            return refused
         rewritten = source.rewrite_domain_indexing(expression, tokens, _INDEXED_NAMES)
-        program = self._run_env.compile(rewritten)
+        program = self._run_env.compile(runnable(rewritten, source.tokenize(rewritten)))
         literals = source.string_literals(tokens) - self._domain_literals
         if rewritten != expression and literals:
             self._domain_literals |= literals

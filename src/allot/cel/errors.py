@@ -25,6 +25,7 @@ class CompileErrorReason(enum.Enum):
     INVALID = "Invalid"
     FORBIDDEN = "Forbidden"
     TOO_LONG = "TooLong"
+    INTERNAL = "InternalError"
 
 
 class CompileError(CelError):

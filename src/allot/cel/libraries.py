@@ -16,7 +16,6 @@ Called by ``allot.cel.compiler`` when it builds the environment.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,7 +24,7 @@ from cel_expr_python import cel
 from allot.api.errors import QuantityError, SemverError
 from allot.api.quantity import Quantity
 from allot.api.semver import Semver, is_semver, normalize
-from allot.cel import values
+from allot.cel import regex, values
 
 T = cel.Type
 QUANTITY = T(values.QUANTITY_TYPE_NAME)
@@ -302,29 +301,24 @@ LIST_NAMES = {
 
 
 # ---------------------------------------------------------------------------- regex
-def _compile_regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as err:
-        raise ValueError(f"error parsing regexp: {err}") from None
-
-
-def _find(text: str, pattern: str) -> str:
-    match = _compile_regex(pattern).search(text)
-    return match.group(0) if match else ""
-
-
-def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
-    found = [m.group(0) for m in _compile_regex(pattern).finditer(text)]
-    return found if limit < 0 else found[:limit]
-
+MATCHES_FUNCTION = "__allot_matches__"
+"""What the compiler renames ``matches`` calls to in the programs it runs: the runtime's
+own ``matches`` cannot be replaced, and this one has Go's semantics and a cost."""
 
 REGEX_OVERLOADS: list[OverloadSpec] = [
-    ("string_find", T.STRING, [T.STRING, T.STRING], True, _find),
-    ("string_find_all", T.List(T.STRING), [T.STRING, T.STRING], True, _find_all),
-    ("string_find_all_n", T.List(T.STRING), [T.STRING, T.STRING, T.INT], True, _find_all),
+    ("string_find", T.STRING, [T.STRING, T.STRING], True, regex.find),
+    ("string_find_all", T.List(T.STRING), [T.STRING, T.STRING], True, regex.find_all),
+    ("string_find_all_n", T.List(T.STRING), [T.STRING, T.STRING, T.INT], True, regex.find_all),
+    ("allot_matches_string", T.BOOL, [T.STRING, T.STRING], True, regex.matches),
+    ("allot_matches", T.BOOL, [T.STRING, T.STRING], False, regex.matches),
 ]
-REGEX_NAMES = {"string_find": "find", "string_find_all": "findAll", "string_find_all_n": "findAll"}
+REGEX_NAMES = {
+    "string_find": "find",
+    "string_find_all": "findAll",
+    "string_find_all_n": "findAll",
+    "allot_matches_string": MATCHES_FUNCTION,
+    "allot_matches": MATCHES_FUNCTION,
+}
 
 
 def function_declarations() -> list[Any]:

@@ -18,11 +18,14 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from allot.cel import authz
+from allot.cel import authz, cost, source
 from allot.cel.compiler import (
     clean_runtime_message,
+    evaluate_metered,
+    invalid_matches_literals,
     new_env,
-    runtime_failure,
+    program_regex_error,
+    runnable,
     type_display_name,
 )
 from allot.cel.errors import CompileError, EvaluationError
@@ -43,10 +46,9 @@ class PolicyExpression:
     env: Any
 
     def evaluate(self, inputs: Mapping[str, Any]) -> Any:
-        try:
-            result = self.program.eval(self.env.Activation(dict(inputs)))
-        except RuntimeError as err:  # aborted by the runtime (its iteration budget)
-            raise runtime_failure(err) from None
+        result = evaluate_metered(
+            self.program, self.env.Activation(dict(inputs)), cost.PER_CALL_LIMIT
+        )
         if str(result.type().name()) == "ERROR":
             raise EvaluationError(clean_runtime_message(str(result.value())))
         return result.plain_value()
@@ -81,7 +83,13 @@ class PolicyCompiler:
             checked = env.compile(expression)
         except RuntimeError as err:
             return CompileError("compilation failed: " + _clean(str(err)))
-        return PolicyExpression(expression, type_display_name(checked.return_type()), checked, env)
+        tokens = source.tokenize(expression)
+        refused = invalid_matches_literals(expression, tokens) or program_regex_error(tokens)
+        if refused is not None:
+            return refused
+        text = runnable(expression, tokens)
+        program = checked if text == expression else env.compile(text)
+        return PolicyExpression(expression, type_display_name(checked.return_type()), program, env)
 
     def _env(self, variables: tuple[str, ...]) -> Any:
         env = self._envs.get(variables)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from allot.cel import regex
+
 # Order matters: longer alternatives first.
 _TOKEN = re.compile(
     r"""
@@ -121,6 +123,50 @@ def rewrite_domain_indexing(
     return "".join(pieces)
 
 
+REGEX_FUNCTIONS = ("matches", "find", "findAll")
+
+
+def _calls(tokens: list[Token], names: tuple[str, ...]) -> list[int]:
+    """Positions of the identifiers in ``names`` that are called (followed by ``(``)."""
+    return [
+        index
+        for index in range(len(tokens) - 1)
+        if tokens[index].kind == "ident"
+        and tokens[index].text in names
+        and tokens[index + 1].text == "("
+    ]
+
+
+def regex_literal_arguments(tokens: list[Token]) -> list[tuple[str, Token]]:
+    """(function, literal) for each regex call whose first argument is a plain string
+    literal: the pattern of a member call (``s.find('a+')``), the text of the global
+    ``matches('x', p)`` (where cel-go's literal check looks too)."""
+    found = []
+    for index in _calls(tokens, REGEX_FUNCTIONS):
+        member = index > 0 and tokens[index - 1].text == "."
+        if not member and tokens[index].text != "matches":
+            continue
+        if index + 3 >= len(tokens):
+            continue
+        argument, after = tokens[index + 2], tokens[index + 3]
+        bytes_literal = argument.text[:1] in "bB" or argument.text[:2].lower() in ("rb", "br")
+        if argument.kind == "string" and not bytes_literal and after.text in (")", ","):
+            found.append((tokens[index].text, argument))
+    return found
+
+
+def rename_calls(expression: str, tokens: list[Token], name: str, replacement: str) -> str:
+    """``expression`` with every call of function ``name`` (member or global) renamed."""
+    pieces: list[str] = []
+    last = 0
+    for index in _calls(tokens, (name,)):
+        pieces.append(expression[last : tokens[index].start])
+        pieces.append(replacement)
+        last = tokens[index].end
+    pieces.append(expression[last:])
+    return "".join(pieces)
+
+
 DeviceRead = tuple[str, ...]
 """One value an expression reads from ``device``: ``("driver",)``,
 ``("allowMultipleAllocations",)``, or ``(map, domain, name)`` for an attribute or capacity
@@ -210,8 +256,29 @@ def _estimate_from(tokens: list[Token], start: int, stop: int) -> tuple[int, int
             continue
         if token.kind in ("ident", "op") and token.text not in "()[]{},":
             cost += 1
+        if token.kind == "ident" and token.text in REGEX_FUNCTIONS and _is_call(tokens, index):
+            cost += _regex_call_estimate(tokens, index)
         index += 1
     return cost, index
+
+
+MAX_STRING_SIZE = 64
+"""The longest string the estimator assumes a device value to be (an attribute's)."""
+
+
+def _is_call(tokens: list[Token], index: int) -> bool:
+    return index + 1 < len(tokens) and tokens[index + 1].text == "("
+
+
+def _regex_call_estimate(tokens: list[Token], index: int) -> int:
+    """Kubernetes' estimate of a regex call: the text's traversal times a quarter of the
+    pattern's length (a literal's own, else the longest string)."""
+    pattern = MAX_STRING_SIZE
+    member = index > 0 and tokens[index - 1].text == "."
+    argument = tokens[index + 2] if index + 2 < len(tokens) else None
+    if member and argument is not None and argument.kind == "string":
+        pattern = len(string_literal_value(argument.text))
+    return regex.call_cost(MAX_STRING_SIZE, pattern)
 
 
 def _is_macro_call(tokens: list[Token], index: int) -> bool:

@@ -17,26 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml_rs
-
 from allot.api.errors import ApiError
 from allot.cli.options import add_kubeconfig
 from allot.cluster.doctor import diagnose, normalise, render_report
 from allot.kube.errors import KubeError, KubeNotFound
-from allot.manifests.documents import ManifestError, parse_yaml
-
-
-def read_dump(text: str, source: str) -> list[Any]:
-    """A dump's documents: yaml-rs (30x faster on large dumps) with the manifest reader of
-    every other command as the fallback and the judge of errors (:class:`ManifestError`).
-    Timestamps stay strings, as the models expect."""
-    try:
-        parsed = yaml_rs.loads(text, parse_datetime=False)
-    except Exception:
-        return parse_yaml(text, source)  # raises the error text every command gives
-    if isinstance(parsed, list) and all(d is None or isinstance(d, dict) for d in parsed):
-        return parsed  # several documents
-    return [parsed]
+from allot.manifests.documents import ManifestError, parse_machine_yaml
 
 
 def register(subparsers: Any) -> None:
@@ -96,7 +81,7 @@ def run_doctor(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.from_dump is not None:
-            documents = read_dump(args.from_dump.read_text(), str(args.from_dump))
+            documents = parse_machine_yaml(args.from_dump.read_text(), str(args.from_dump))
             if not any(documents):
                 print(
                     f'error: "{args.from_dump}" holds no objects (a dump is what '

@@ -16,15 +16,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from allot.allocator.placement import PLACEMENTS
 from allot.cli.options import add_data_dir
 from allot.manifests.documents import ManifestError, read_sources
-from allot.simulation.explain import RequestExplanation, explain_step, render_text
 from allot.simulation.report import to_json, to_text
 from allot.simulation.runner import Simulation, StepResult
 from allot.simulation.scenario import ScenarioError, parse_scenario
+
+if TYPE_CHECKING:  # explanations are loaded when a command asks for them (issue 28)
+    from allot.simulation.explain import RequestExplanation
 
 SCENARIO_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -149,6 +151,8 @@ def _load(args: argparse.Namespace) -> Simulation | None:
 def _explanations(
     simulation: Simulation, results: list[StepResult]
 ) -> dict[int, list[RequestExplanation]]:
+    from allot.simulation.explain import explain_step
+
     return {r.step.index: explain_step(simulation, r) for r in results if not r.success}
 
 
@@ -189,6 +193,8 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(to_json(results, explanations), indent=2))
         return 0 if all(r.success for r in results) else 1
+    from allot.simulation.explain import render_text
+
     for result in results:
         if result.success:
             continue

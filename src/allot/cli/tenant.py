@@ -2,12 +2,15 @@
 
 Each verb talks to the platform that ``allot up`` serves from ``--data-dir`` (see
 ``allot.cli.options``) through the host cluster's kubeconfig and the one client interface
-(:mod:`allot.kube`). ``create NAME [-f values.yaml]`` takes a vCluster values file
-unchanged (or a Tenant document), plus ``--quota KEY=VALUE`` and ``--gpu-memory``, and
-waits until the tenant's cluster is served. ``connect NAME [--namespace NS]`` merges a
-context for it into the user's kubeconfig and switches to it (``disconnect`` switches
-back), as ``vcluster connect`` does; ``--print`` prints the tenant's kubeconfig instead,
-and ``-- COMMAND`` (or ``--shell``) runs a command with ``KUBECONFIG`` set to it.
+(:mod:`allot.kube`). ``create NAME [-f values.yaml]...`` takes vCluster values files
+unchanged (several are merged as Helm merges them) or a Tenant document, plus ``--quota
+KEY=VALUE`` and ``--gpu-memory``, and waits until the tenant's cluster is served.
+``connect NAME [--context-namespace NS]`` merges a context for it into the user's
+kubeconfig and switches to it (``disconnect`` switches back), as ``vcluster connect``
+does; ``--print`` prints the tenant's kubeconfig instead, and ``-- COMMAND`` (or
+``--shell``) runs a command with ``KUBECONFIG`` set to it. Both take vcluster's flags with
+vcluster's meaning (``-n`` is the host namespace; ``--driver platform --project P
+--cluster C --connect=false``): :mod:`allot.cli.vclusterflags`.
 ``delete NAME`` removes the tenant and everything it owned on the host, releasing its
 devices.
 
@@ -29,14 +32,15 @@ from typing import Any
 import yaml
 
 from allot.api.quantity import Quantity
-from allot.cli import kubeconfigs
+from allot.cli import kubeconfigs, vclusterflags
 from allot.cli.options import add_data_dir
 from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
+from allot.kubeengine.datadir import EmbeddedOnly, check_embedded
 from allot.manifests.documents import ManifestError, read_yaml_file
-from allot.tenancy.values import ValuesError, tenant_document
+from allot.tenancy.values import ValuesError, merged, tenant_document
 from allot.types import Obj
 
 API_VERSION = "allot.dev/v1alpha1"
@@ -47,7 +51,14 @@ def register(subparsers: Any) -> None:
     verbs = tenant.add_subparsers(dest="verb", metavar="VERB", required=True)
     create = verbs.add_parser("create", help="create a tenant (vCluster values accepted)")
     create.add_argument("name", help="the tenant (a DNS label)")
-    create.add_argument("-f", "--values", type=Path, help="vCluster values file or Tenant YAML")
+    create.add_argument(
+        "-f",
+        "--values",
+        type=Path,
+        action="append",
+        default=[],
+        help="vCluster values file (repeatable, merged as helm merges them) or Tenant YAML",
+    )
     create.add_argument(
         "--quota",
         action="append",
@@ -60,6 +71,8 @@ def register(subparsers: Any) -> None:
     create.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to wait for the tenant to be ready"
     )
+    vclusterflags.add_host_namespace(create)
+    vclusterflags.add_create_flags(create)
     create.set_defaults(run=run_create)
     listing = verbs.add_parser("list", help="list tenants")
     add_output(listing)
@@ -71,8 +84,11 @@ def register(subparsers: Any) -> None:
         "file, else ~/.kube/config) and switch to it; `allot tenant disconnect` switches back.",
     )
     connect.add_argument("name", help="the tenant")
+    vclusterflags.add_host_namespace(connect)
     connect.add_argument(
-        "-n", "--namespace", help="the context's namespace (default: the tenant's default)"
+        "--context-namespace",
+        metavar="NS",
+        help="the namespace the context uses in the tenant's cluster (default: default)",
     )
     connect.add_argument(
         "--print", action="store_true", help="only print the tenant's kubeconfig, change nothing"
@@ -99,16 +115,35 @@ def register(subparsers: Any) -> None:
         add_data_dir(parser)
 
 
-def run_create(args: argparse.Namespace) -> int:
+def _embedded(args: argparse.Namespace) -> bool:
+    """Whether the data directory is the embedded engine's; says why not on stderr."""
     try:
-        document = _read_values(args.values) if args.values else {}
-        tenant, warnings = tenant_document(args.name, document)
-        _add_quotas(tenant, args.quota, args.gpu_memory)
+        check_embedded(args.data_dir, "tenants")
+    except EmbeddedOnly as err:
+        print(f"error: {err}", file=sys.stderr)
+        return False
+    return True
+
+
+def run_create(args: argparse.Namespace) -> int:
+    refusal = vclusterflags.platform_flag_problem(args) or vclusterflags.namespace_problem(
+        args.name, args.namespace, creating=True
+    )
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
+    if not _embedded(args):
+        return 1
+    note = vclusterflags.ignored_note(args)
+    if note:
+        print(note, file=sys.stderr)
+    try:
+        tenant, warnings = _tenant_of(args)
     except ManifestError as err:  # names the file already
         print(f"error: {err}", file=sys.stderr)
         return 2
     except ValuesError as err:
-        print(f"error: {args.values or 'tenant'}: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2  # bad usage or unreadable input
     for warning in warnings:
         print(f"Warning: {warning}", file=sys.stderr)
@@ -128,14 +163,39 @@ def run_create(args: argparse.Namespace) -> int:
     for condition in status.get("conditions") or []:
         if condition.get("status") == "False":
             print(f"Warning: {condition.get('message')}", file=sys.stderr)
-    print(f"  kubeconfig: {args.data_dir / 'kubeconfigs' / (args.name + '.yaml')}")
-    return 0
+    path = args.data_dir / "kubeconfigs" / (args.name + ".yaml")
+    print(f"  kubeconfig: {path}")
+    return _switch_context(args.name, args.data_dir, path, None) if args.connect else 0
 
 
-def _read_values(path: Path) -> Obj:
+def _tenant_of(args: argparse.Namespace) -> tuple[Obj, list[str]]:
+    """The Tenant the files and flags define, and the values' warnings; a ValuesError's
+    text names the file (or ``tenant`` for the flags alone)."""
+    document = _read_values(args.values)
+    where = ", ".join(map(str, args.values)) or "tenant"
+    try:
+        tenant, warnings = tenant_document(args.name, document)
+        _add_quotas(tenant, args.quota, args.gpu_memory)
+    except ValuesError as err:
+        raise ValuesError(f"{where}: {err}") from None
+    return tenant, warnings
+
+
+def _read_values(paths: list[Path]) -> Obj:
+    """The values files merged (vcluster's ``-f a -f b``), or the one Tenant document."""
+    documents = [_read_one(path) for path in paths]
+    if len(documents) > 1 and any(d.get("kind") == "Tenant" for d in documents):
+        raise ValuesError(
+            f"{', '.join(map(str, paths))}: a Tenant document cannot be merged with other "
+            "files: give it alone"
+        )
+    return merged(documents)
+
+
+def _read_one(path: Path) -> Obj:
     documents = [d for d in read_yaml_file(str(path)) if d is not None]
     if len(documents) != 1 or not isinstance(documents[0], dict):
-        raise ValuesError("the values file must hold exactly one YAML mapping")
+        raise ValuesError(f"{path}: the values file must hold exactly one YAML mapping")
     document: Obj = documents[0]
     return document
 
@@ -174,6 +234,8 @@ def _wait_ready(client: Client, name: str, timeout: float) -> Obj:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     try:
         tenants = platform_client(args.data_dir).list(API_VERSION, "Tenant")
     except KubeError as err:
@@ -211,12 +273,18 @@ TENANT_COLUMNS = [
 
 
 def run_connect(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     path = args.data_dir / "kubeconfigs" / f"{args.name}.yaml"
     if args.name == "host" or not path.exists():
         print(
             f"error: no tenant {args.name!r} in {args.data_dir} (see `allot tenant list`)",
             file=sys.stderr,
         )
+        return 1
+    refusal = vclusterflags.namespace_problem(args.name, args.namespace)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
         return 1
     command = list(getattr(args, "passthrough", []))
     if args.shell:
@@ -231,11 +299,16 @@ def run_connect(args: argparse.Namespace) -> int:
         except FileNotFoundError:
             print(f"error: {command[0]}: command not found", file=sys.stderr)
             return 127
+    return _switch_context(args.name, args.data_dir, path, args.context_namespace)
+
+
+def _switch_context(tenant: str, data_dir: Path, path: Path, namespace: str | None) -> int:
+    """Merge the tenant's context into the user's kubeconfig and make it current."""
     target = kubeconfigs.user_kubeconfig()
-    name = kubeconfigs.context_name(args.name, args.data_dir)
+    name = kubeconfigs.context_name(tenant, data_dir)
     try:
         tenant_config = yaml.safe_load(path.read_text())
-        previous = kubeconfigs.connect(target, name, tenant_config, args.namespace)
+        previous = kubeconfigs.connect(target, name, tenant_config, namespace)
     except kubeconfigs.KubeconfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -279,6 +352,8 @@ def _forget_context(tenant: str, data_dir: Path) -> None:
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    if not _embedded(args):
+        return 1
     try:
         client = platform_client(args.data_dir)
         client.delete(API_VERSION, "Tenant", args.name)

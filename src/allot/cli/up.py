@@ -1,7 +1,9 @@
 """``allot up`` and ``allot kubeconfig``: run the embedded platform, print kubeconfigs.
 
 ``allot up [--data-dir DIR] [--port N]`` serves the host cluster over HTTPS on loopback
-in the foreground until Ctrl-C, after printing where each cluster's kubeconfig is.
+in the foreground until Ctrl-C, after printing where each cluster's kubeconfig is;
+``--engine kubernetes`` runs real Kubernetes 1.36 instead (:mod:`allot.cli.kubeup`), and
+neither engine starts on a data directory the other made (:mod:`allot.kubeengine.datadir`).
 Restarting on the same data directory keeps every object; a second ``allot up`` on a
 directory that is being served is refused (``allot.apiserver.lock``). Everything is checked
 before anything is written: flags, the fleet, NVML for local GPUs, the lock, the port.
@@ -17,29 +19,44 @@ import errno
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from allot.apiserver.lock import DataDirLocked, running
+from allot.apiserver.lock import DataDirLocked, DataDirUnwritable, running
+from allot.cli import fleethealth
 from allot.cli.options import add_data_dir, quota_percent
 from allot.client.errors import ClientError
 from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
-from allot.driver.files import data_dir_fleet, save_fleet
+from allot.driver.files import data_dir_driver_gates, data_dir_fleet, save_driver_gates, save_fleet
 from allot.driver.fleet import Fleet, FleetError
+from allot.driver.gates import PASSTHROUGH, check_fleet_gates, check_gates, enabled
 from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
 from allot.kube.remote import RemoteClient
+from allot.kubeengine.datadir import EMBEDDED, ENGINES, KUBERNETES, EngineMismatch, check_engine
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
+from allot.store.errors import Unwritable
 
 DEFAULT_PORT = 6443
 PORT_ENV = "ALLOT_PORT"  # the default of --port, read when the command runs
 KUBECONFIG_WAIT_SECONDS = 60.0
+EMBEDDED_ONLY = (
+    "runtime",
+    "unsandboxed",
+    "pod_pids_limit",
+    "placement",
+    "alert_pending_after",
+    "alert_quota_percent",
+)
+"""``allot up``'s options that only the embedded engine takes (``--engine kubernetes``
+refuses each one set to other than its default)."""
 
 
 def register(subparsers: Any) -> None:
@@ -57,6 +74,14 @@ def register(subparsers: Any) -> None:
         f"default: ${PORT_ENV}, else {DEFAULT_PORT})",
     )
     up.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.1 or ::1)")
+    up.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=EMBEDDED,
+        help="embedded: allot's own API server and control plane; kubernetes: real "
+        "Kubernetes 1.36 (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, "
+        "kwok for the nodes) from `make kube` or $ALLOT_KUBE_BIN",
+    )
     up.add_argument(
         "--fleet",
         type=Path,
@@ -107,7 +132,8 @@ def register(subparsers: Any) -> None:
         default="",
         metavar="GATE=BOOL,...",
         help="the NVIDIA driver's feature gates, e.g. TimeSlicingSettings=true,MPSSupport=true "
-        "(all off by default, as in the driver)",
+        "or PassthroughSupport=true or NVMLDeviceHealthCheck=true (alpha gates off by "
+        "default, as in the driver; --engine kubernetes takes only the last two)",
     )
     up.add_argument(
         "--alert-pending-after",
@@ -121,7 +147,10 @@ def register(subparsers: Any) -> None:
         default=90,
         help="raise an alert when a tenant uses this share of a quota",
     )
-    up.set_defaults(run=run_up)
+    up.set_defaults(
+        run=run_up,
+        embedded_defaults={option: up.get_default(option) for option in EMBEDDED_ONLY},
+    )
     fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
     fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
     scale = fleet_commands.add_parser("scale", help="set the number of nodes of a pool")
@@ -129,6 +158,7 @@ def register(subparsers: Any) -> None:
     scale.add_argument("nodes", type=int, help="the number of nodes it should have")
     add_data_dir(scale)
     scale.set_defaults(run=run_fleet_scale)
+    fleethealth.register(fleet_commands)
     kubeconfig = subparsers.add_parser("kubeconfig", help="print a cluster's kubeconfig")
     kubeconfig.add_argument(
         "cluster", nargs="?", default="host", help="host, or a tenant's name (default: host)"
@@ -190,6 +220,7 @@ def _gates(text: str) -> dict[str, bool]:
         if value.lower() not in ("true", "false") or not name:
             raise ValueError(f"--driver-feature-gates: {entry!r} is not GATE=true or GATE=false")
         gates[name] = value.lower() == "true"
+    check_gates(gates)
     return gates
 
 
@@ -228,9 +259,24 @@ def run_up(args: argparse.Namespace) -> int:
         if args.unsandboxed and args.runtime != "process":
             raise ValueError("--unsandboxed applies to --runtime process only")
         fleet = data_dir_fleet(args.data_dir, args.fleet)
+        check_fleet_gates(fleet, gates)
+        args.driver_gates = gates
+        if args.engine == KUBERNETES:
+            from allot.cli.kubeup import check_options
+
+            check_options(args)
     except (FleetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.engine == KUBERNETES:
+        from allot.cli.kubeup import run_kubernetes
+
+        return run_kubernetes(args, fleet)
+    try:
+        check_engine(args.data_dir, EMBEDDED)
+    except EngineMismatch as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     try:
         if any(pool.local for pool in fleet.pools):
             check_available()
@@ -252,13 +298,15 @@ def run_up(args: argparse.Namespace) -> int:
         )
 
     def publish(endpoint: Endpoint) -> None:
-        _publish(endpoint.kubeconfigs["host"], fleet)
+        if publish_fleet(endpoint.kubeconfigs["host"], fleet, gates):
+            fleethealth.start_local_watch(endpoint.kubeconfigs["host"], fleet, gates)
 
     def ready() -> None:
         print("Ctrl-C stops it.", flush=True)  # last: the platform is ready for kubectl
 
     def build() -> ApiServer:
         save_fleet(args.data_dir, fleet)
+        save_driver_gates(args.data_dir, gates)
         return build_platform(
             args.data_dir,
             args.runtime,
@@ -275,7 +323,7 @@ def run_up(args: argparse.Namespace) -> int:
         serve(args.data_dir, args.host, args.port, announce, publish, build=build, on_ready=ready)
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down gracefully and re-raised the signal
-    except DataDirLocked as err:
+    except (DataDirLocked, DataDirUnwritable, Unwritable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except OSError as err:
@@ -297,14 +345,18 @@ def host_client(kubeconfig: Path) -> Client:
     return Client.from_kubeconfig(kubeconfig, own_context(HOST_CLUSTER))
 
 
-def _publish(kubeconfig: Path, fleet: Fleet) -> bool:
+def publish_fleet(kubeconfig: Path, fleet: Fleet, gates: Mapping[str, bool] | None = None) -> bool:
+    """Publish ``fleet`` into the host cluster (either engine's) as the driver with
+    ``gates`` does, and say what changed."""
     try:
         client = host_client(kubeconfig)
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return False
     try:
-        report = Publisher(RemoteClient(client)).reconcile(fleet, progress=_progress)
+        report = Publisher(RemoteClient(client)).reconcile(
+            fleet, passthrough=enabled(gates or {}, PASSTHROUGH), progress=_progress
+        )
     except (KubeError, ClientError, FleetError, NvmlUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
@@ -362,7 +414,7 @@ def run_fleet_scale(args: argparse.Namespace) -> int:
         print(f"error: {PlatformNotRunning(args.data_dir)}", file=sys.stderr)
         print("the fleet file is saved; it is applied when the platform starts", file=sys.stderr)
         return 1
-    if not _publish(kubeconfig, fleet):
+    if not publish_fleet(kubeconfig, fleet, data_dir_driver_gates(args.data_dir)):
         return 1
     return 0
 

@@ -36,9 +36,14 @@ last gate is a pod event, which queues it.
 
 A pod that fits nowhere gets ``PodScheduled=False``/``Unschedulable`` with the scheduler's
 message and a ``FailedScheduling`` Event, and is parked until slices, classes, nodes or
-claims change. Slices, classes and allocated state come from the platform's DRA index
-(:mod:`allot.dra`), fed from store events before this scheduler sees them; the allocator
-is updated in place with the slices and classes that changed, never rebuilt.
+claims change. Where its claims' devices did not fit (``cannot allocate all claims``),
+allot adds a ``CannotAllocate`` Event per request saying why, device by device
+(:mod:`allot.allocator.explain`), restricted for a tenant's pod to what the tenant may see
+(the entitlement's ``audience``); it is worked out only when the condition's message
+changes, never on a retry that changes nothing. Slices, classes and allocated state come
+from the platform's DRA index (:mod:`allot.dra`), fed from store events before this
+scheduler sees them; the allocator is updated in place with the slices and classes that
+changed, never rebuilt.
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from allot.allocator import AllocatedState, AllocationError, Allocator
+from allot.allocator.explain import Audience, event_messages, explain_placement
 from allot.allocator.placement import check_placement
-from allot.allocator.scheduling import Checks, PlacementMemo, place
+from allot.allocator.scheduling import Checks, Placement, PlacementMemo, place
 from allot.api import claims as claims_api
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
@@ -65,6 +71,9 @@ from allot.store import WatchEvent
 from allot.types import Obj, rfc3339
 
 MANAGER = "allot-scheduler"
+CANNOT_ALLOCATE_REASON = "CannotAllocate"
+"""allot's Event beside kube-scheduler's ``FailedScheduling``: why a request's devices do
+not fit, device by device (:mod:`allot.allocator.explain`)."""
 FINALIZER = "resource.kubernetes.io/delete-protection"
 EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -89,9 +98,18 @@ class Entitlement(Protocol):
     def changed(self, event: WatchEvent) -> bool:
         """Whether ``event`` may change what ``refusal`` answers."""
 
+    def audience(self, namespace: str, index: DraIndex) -> Audience | None:
+        """Who reads the explanations of a pod in ``namespace`` (its tenant), or None for
+        the platform team, who may read everything."""
+
 
 class Unschedulable(Exception):
-    """The pod cannot be scheduled now; the message goes to its PodScheduled condition."""
+    """The pod cannot be scheduled now; the message goes to its PodScheduled condition,
+    and ``explain`` (when the claims' devices did not fit) says why device by device."""
+
+    def __init__(self, message: str, explain: Callable[[], list[str]] | None = None) -> None:
+        super().__init__(message)
+        self.explain = explain
 
 
 class Gated(Exception):
@@ -220,7 +238,7 @@ class Scheduler:
             return
         except Unschedulable as problem:
             self._park(namespace, name, volumes)
-            self._mark_unschedulable(pod, str(problem))
+            self._mark_unschedulable(pod, str(problem), explain=problem.explain)
             return
         except AllocationError as err:
             self.parked.add(("pod", namespace, name))
@@ -434,10 +452,18 @@ class Scheduler:
         if placement.error is not None:
             raise placement.error
         if placement.node is None:
-            raise Unschedulable(placement.message)
+            raise Unschedulable(placement.message, lambda: self._explanation(namespace, placement))
         pending = {id(m) for m in placement.pending}
         allocating = [c for c, m in zip(claims, models, strict=True) if id(m) in pending]
         return placement.node, allocating, placement.results
+
+    def _explanation(self, namespace: str, placement: Placement) -> list[str]:
+        """Why the pod's claims fit on no node, per request and device, as the reader of
+        its Events may see it (a tenant: only its classes' devices and its own claims)."""
+        audience = self.entitlement.audience(namespace, self.index) if self.entitlement else None
+        allocator, state = self._allocator_for(), self._allocated_state()
+        explained = explain_placement(placement, self._node_list(), allocator, state, audience)
+        return event_messages(explained)
 
     # ------------------------------------------------------------ GPU memory
     def _memory_problem(self, namespace: str, results: list[Any]) -> str:
@@ -518,7 +544,16 @@ class Scheduler:
         else:
             self.context.write_status("ResourceClaim", latest, MANAGER)
 
-    def _mark_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None:
+    def _mark_unschedulable(
+        self,
+        pod: Obj,
+        message: str,
+        reason: str = "Unschedulable",
+        explain: Callable[[], list[str]] | None = None,
+    ) -> None:
+        """The condition and kube-scheduler's Event, and with ``explain`` one
+        ``CannotAllocate`` Event per request that does not fit; only when the message
+        changed (the explanation is worked out only then)."""
         conditions = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
         current = conditions.get("PodScheduled") or {}
         if current.get("status") == "False" and current.get("message") == message:
@@ -527,6 +562,8 @@ class Scheduler:
         _set_condition(pod, "PodScheduled", "False", reason, message, now)
         self.context.update_status("Pod", pod, MANAGER)
         self.context.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
+        for line in explain() if explain is not None else []:
+            self.context.event(pod, "Warning", CANNOT_ALLOCATE_REASON, line, MANAGER)
 
 
 def _gib(value: int) -> str:

@@ -8,11 +8,12 @@ chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
 Everything goes through the client protocol (:class:`allot.client.protocol.Client`), so the
 same code publishes in process and through any API server (:func:`publish` connects with
 a kubeconfig: :class:`allot.kube.remote.RemoteClient`). ``reconcile`` adds and removes
-nodes when a pool is scaled.
+nodes when a pool is scaled; ``taint`` writes the health check's device taints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from allot.client.errors import AlreadyExists, NotFound, status
 from allot.client.protocol import Client
 from allot.driver.fleet import Fleet, NodeSpec, expand
+from allot.driver.health import HealthEvent, taint_for, tainted
 from allot.driver.slices import DRIVER, node_slices
 from allot.kube.client import Client as KubeClient
 from allot.kube.remote import RemoteClient
@@ -126,6 +128,10 @@ def node_object(spec: NodeSpec, at: dt.datetime | None = None) -> Obj:
     }
 
 
+class UnknownDevice(LookupError):
+    """A health event for a device the node's slices do not have."""
+
+
 @dataclass
 class PublishReport:
     nodes_created: list[str] = field(default_factory=list)
@@ -147,7 +153,9 @@ class Publisher:
             except AlreadyExists:
                 continue
 
-    def publish_node(self, spec: NodeSpec, report: PublishReport) -> None:
+    def publish_node(
+        self, spec: NodeSpec, report: PublishReport, *, passthrough: bool = False
+    ) -> None:
         node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
             created: Obj | None = self.client.create(node, field_manager=MANAGER)
@@ -162,14 +170,59 @@ class Publisher:
         existing = self.client.list(
             "ResourceSlice", field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}"
         )
-        if existing:  # the plugin republishes only when devices change; they do not here
+        wanted = node_slices(
+            spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig, passthrough=passthrough
+        )
+        if existing and _device_names(existing) == _device_names(wanted):
+            # the plugin republishes only when devices change; they do not here
             report.slices_kept += len(existing)
             report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
             return
-        for document in node_slices(spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig):
+        for stale in existing:  # a gate changed the devices (PassthroughSupport's twins)
+            self._delete_slice(stale["metadata"]["name"])
+        for document in wanted:
             self.client.create(document, field_manager=MANAGER)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
+
+    def taint(self, node: str, event: HealthEvent, skipped: frozenset[int]) -> Obj | None:
+        """Write the driver's taint for ``event`` into the node's slices (gate
+        ``NVMLDeviceHealthCheck``): the taint, or None when no device changed (the same
+        taint again: the driver does not republish). ``NotFound`` names a node without
+        the driver's slices, ``UnknownDevice`` a device they do not have."""
+        slices = self.client.list(
+            "ResourceSlice", field_selector=f"spec.nodeName={node},spec.driver={DRIVER}"
+        )
+        if not slices:
+            message = f"node {node!r} has no ResourceSlice of driver {DRIVER}"
+            raise NotFound(status(404, "NotFound", message))
+        published = sorted(_device_names(slices))
+        missing = sorted(set(event.devices) - set(published))
+        if missing:
+            raise UnknownDevice(
+                f"node {node} publishes no device {', '.join(missing)} (its devices: "
+                f"{', '.join(published)})"
+            )
+        taint = taint_for(event, skipped)
+        changed = False
+        for slice_ in slices:
+            spec = tainted(slice_["spec"], set(event.devices), taint)
+            if spec is not None:
+                self.client.update(
+                    {
+                        **slice_,
+                        "apiVersion": "resource.k8s.io/v1",
+                        "kind": "ResourceSlice",
+                        "spec": spec,
+                    },
+                    field_manager=MANAGER,
+                )
+                changed = True
+        return taint if changed else None
+
+    def _delete_slice(self, name: str) -> None:
+        with contextlib.suppress(NotFound):  # gone meanwhile
+            self.client.delete("ResourceSlice", "", name)
 
     def reconcile(
         self,
@@ -193,10 +246,14 @@ class Publisher:
                 except NotFound:
                     continue
         for done, spec in enumerate(wanted, start=1):
-            self.publish_node(spec, report)
+            self.publish_node(spec, report, passthrough=passthrough)
             if progress is not None:
                 progress(done, len(wanted))
         return report
+
+
+def _device_names(slices: list[Obj]) -> set[str]:
+    return {str(d.get("name")) for s in slices for d in (s.get("spec") or {}).get("devices") or []}
 
 
 def publish(kubeconfig: Path, fleet: Fleet) -> PublishReport:

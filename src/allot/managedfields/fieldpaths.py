@@ -112,6 +112,22 @@ def without_prefixes(members: FieldSet, prefixes: Iterable[Path]) -> FieldSet:
     return frozenset(p for p in members if not any(p[: len(x)] == x for x in prefixes))
 
 
+def added_fields(before: Any, after: Any, prefix: Path = ()) -> list[Path]:
+    """The paths of the fields of maps and structs that ``after`` has and ``before`` lacks
+    (each added subtree once, lists not entered): what a server-side step such as a
+    strategy's ``PrepareForCreate`` completed on a wire object."""
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping) or before is after:
+        return []
+    added: list[Path] = []
+    for name, value in after.items():
+        path = (*prefix, field(name))
+        if name not in before:
+            added.append(path)
+        elif isinstance(value, Mapping):
+            added += added_fields(before[name], value, path)
+    return added
+
+
 def only_under(members: FieldSet, prefix: Path) -> FieldSet:
     return frozenset(p for p in members if p[: len(prefix)] == prefix and len(p) > len(prefix))
 

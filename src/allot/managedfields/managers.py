@@ -325,10 +325,7 @@ def _created(new: Any, write_: Write) -> list[Entry]:
     """:func:`update` of a create with no entries yet, encoded in one walk."""
     tree = created_tree(new, empty_object(write_.atom), write_.atom)
     for prefix in (("f:apiVersion",), ("f:kind",), *write_.ignored):
-        if len(prefix) == 1:
-            tree.pop(prefix[0], None)
-        else:
-            return _created_by_paths(new, write_)
+        _drop_encoded(tree, prefix)
     metadata = tree.pop("f:metadata", None)
     if metadata:
         kept = {k: v for k, v in metadata.items() if k != "." and ("f:metadata", k) not in STRIPPED}
@@ -349,6 +346,25 @@ def _created(new: Any, write_: Write) -> list[Entry]:
     return [
         Entry(write_.manager, "Update", write_.api_version, write_.subresource, write_.now, wire)
     ]
+
+
+def _drop_encoded(tree: dict[str, Any], prefix: Path) -> None:
+    """``tree`` (encoded fields) without what lies at ``prefix``; a parent left without
+    children goes too, as it was no member by itself."""
+    trail: list[tuple[dict[str, Any], str]] = []
+    node = tree
+    for element in prefix[:-1]:
+        child = node.get(element)
+        if not isinstance(child, dict):
+            return
+        trail.append((node, element))
+        node = child
+    if node.pop(prefix[-1], None) is None:
+        return
+    for parent, element in reversed(trail):
+        if parent[element]:
+            return
+        del parent[element]
 
 
 def _created_by_paths(new: Any, write_: Write) -> list[Entry]:

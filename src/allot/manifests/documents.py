@@ -21,7 +21,13 @@ from allot.api.errors import yaml_error_text
 if TYPE_CHECKING:
     import yaml
 
-MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_FILE_BYTES = 1024 * 1024 * 1024
+"""What one input may hold: a 1,000-node fleet of 8 GPUs with DynamicMIG is 340 MB of
+ResourceSlices in YAML, 950 MB as ``kubectl get -o json`` prints it (208 devices a node)."""
+MACHINE_WRITTEN_BYTES = 8 * 1024 * 1024
+"""Past this a YAML text is read by yaml-rs first (40 times PyYAML's speed on a fleet dump):
+such files are written by programs (kubectl, a fleet generator), which quote the strings
+YAML 1.1 and 1.2 read differently (``yes``, ``on``, ``010``)."""
 STDIN_NAME = "STDIN"
 
 
@@ -114,7 +120,12 @@ def _read_file(path: str) -> bytes:
 
 def _text(raw: bytes, source: str) -> str:
     if len(raw) > MAX_FILE_BYTES:
-        raise ManifestError(f'error reading "{source}": larger than {MAX_FILE_BYTES} bytes')
+        raise ManifestError(
+            f'error reading "{source}": larger than {MAX_FILE_BYTES} bytes (the most '
+            "allot reads from one input: about 1,000 nodes of 8 DynamicMIG GPUs as kubectl "
+            "prints their ResourceSlices); split the objects over several files, or describe "
+            "a simulated fleet in a fleet file (allot up --fleet)"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -129,7 +140,24 @@ def parse(raw: bytes, source: str) -> list[Document]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         return _expand(_parse_json(text, source), source)
+    if len(text) > MACHINE_WRITTEN_BYTES:
+        return _expand(parse_machine_yaml(text, source), source)
     return _expand(parse_yaml(text, source), source)
+
+
+def parse_machine_yaml(text: str, source: str) -> list[Any]:
+    """The documents of a YAML text a program wrote (a dump, a generated fleet): yaml-rs,
+    with :func:`parse_yaml` as the fallback and the judge of errors. Timestamps stay
+    strings, as the models expect."""
+    import yaml_rs
+
+    try:
+        parsed = yaml_rs.loads(text, parse_datetime=False)
+    except Exception:
+        return parse_yaml(text, source)  # raises the error text every command gives
+    if isinstance(parsed, list) and all(d is None or isinstance(d, dict) for d in parsed):
+        return parsed  # several documents
+    return [parsed]
 
 
 def _parse_json(text: str, source: str) -> list[Any]:

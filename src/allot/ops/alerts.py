@@ -33,7 +33,7 @@ from allot.client.errors import NotFound
 from allot.client.protocol import Client
 from allot.fairshare.report import SharingSummary
 from allot.ops.capacity import CapacityView, ClaimInfo, Snapshot
-from allot.ops.rules import AlertSettings, Firing, RuleInputs, evaluate
+from allot.ops.rules import SETTLING, AlertSettings, Firing, RuleInputs, evaluate
 from allot.tenancy import entitlement, names
 from allot.types import Obj, rfc3339
 
@@ -67,6 +67,7 @@ class AlertManager:
         self.firing: dict[str, Firing] = {}
         self._allocated_before: set[tuple[str, str]] = set()
         self._pending_since: dict[tuple[str, str], dt.datetime] = {}
+        self._ended_since: dict[str, dt.datetime] = {}
         self._loaded = False
         self._under_way: Iterator[None] | None = None
 
@@ -122,6 +123,7 @@ class AlertManager:
         now = self.host.now()
         snapshot = self.capacity.snapshot(now)
         found = {f.name: f for f in evaluate(self._inputs(snapshot), self.settings)}
+        reported = set(found)
         stamp = rfc3339(now)
         for name, firing in found.items():
             if name not in self.firing:
@@ -133,10 +135,26 @@ class AlertManager:
                 self.firing[name] = firing
                 yield
         for name in [n for n in self.firing if n not in found]:
+            if not self._settled(self.firing[name], now):
+                found[name] = self.firing[name]  # still firing, for as long as it settles
+                continue
             self._clear(self.firing[name])
             del self.firing[name]
             yield
+        for name in [n for n in self._ended_since if n in reported]:  # back before it settled
+            del self._ended_since[name]
         self.firing = found
+
+    def _settled(self, firing: Firing, now: dt.datetime) -> bool:
+        """Whether an alert whose condition is gone now ends: at once, or for a
+        :data:`SETTLING` rule once the condition has stayed gone for ``settle_seconds``."""
+        if firing.rule not in SETTLING:
+            return True
+        since = self._ended_since.setdefault(firing.name, now)
+        if (now - since).total_seconds() < self.settings.settle_seconds:
+            return False
+        del self._ended_since[firing.name]
+        return True
 
     # --------------------------------------------------------------- inputs
     def _released(self, snapshot: Snapshot) -> dict[tuple[str, str], dt.datetime]:
@@ -186,8 +204,8 @@ class AlertManager:
             for kind in ("QuotaReserved", "PodScheduled"):  # fair sharing's queue first
                 condition = conditions.get(kind) or {}
                 if condition.get("status") == "False":
-                    return f"{condition.get('message')} (pod {_pod_name(pod)})"
-            return f"pod {_pod_name(pod)} is waiting to be scheduled"
+                    return f"{condition.get('message')} (pod {pod_name(pod)})"
+            return f"pod {pod_name(pod)} is waiting to be scheduled"
         return "no pod uses it yet (DRA allocates a claim when a pod that uses it is scheduled)"
 
     # ------------------------------------------------------- raising, clearing
@@ -286,7 +304,8 @@ def tenant_entitlements(client: Client) -> dict[str, list[str]]:
     return found
 
 
-def _pod_name(pod: Obj) -> str:
+def pod_name(pod: Obj) -> str:
+    """A host pod by the name its tenant knows it by (a host pod's own name)."""
     annotations = pod["metadata"].get("annotations") or {}
     return str(annotations.get(names.NAME_ANNOTATION, pod["metadata"]["name"]))
 

@@ -21,10 +21,12 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from allot.api.base import ApiModel
+from allot.api.costs import COSTS
 from allot.api.errors import StrictDecodingError
 from allot.api.kinds import decode, render_location
 from allot.api.meta import StatusCause, StatusDetails
 from allot.cel import SelectorCompiler
+from allot.managedfields import fieldpaths
 from allot.registry.kinds import rules_for
 from allot.registry.resources import ServedResource
 from allot.statuses import InvalidObjectError, RequestError
@@ -82,6 +84,19 @@ class AdmissionRequest:
     user: str = CONTROLLER_USER
     groups: tuple[str, ...] | None = None
     """The groups of the user of an HTTP request; None for the platform's own writes."""
+    with_status: bool = False
+    """An update of the object that writes its status too (a controller's one write of
+    both): validated as an update and as a status update."""
+    completed: list[tuple[str, ...]] = field(default_factory=list)
+    """The field paths (:mod:`allot.managedfields.fieldpaths`) mutating plugins set on the
+    object: no manager owns them, as upstream's field manager records a write before
+    mutating admission runs."""
+
+    def completes(self, *names: str, item: Any = None) -> None:
+        """A mutating plugin set the field at ``names`` (or added ``item`` to the set
+        there) that the request left out."""
+        path = tuple(fieldpaths.field(name) for name in names)
+        self.completed.append(path if item is None else (*path, fieldpaths.value_element(item)))
 
     @property
     def internal(self) -> bool:
@@ -145,7 +160,7 @@ class AdmissionChain:
                 raise
             info_model = _model_for(cluster, body)
             cleaned = strip_unknown(info_model, body) if info_model else body
-            warnings = [] if mode == "Ignore" else unknown
+            warnings = [] if mode == "Ignore" else [*unknown, *err.hints]
             return decode(cleaned, check_size=False, cluster=cluster), warnings
 
     def forbids(self, cluster: str, resource: ServedResource, subresource: str) -> str | None:
@@ -160,6 +175,7 @@ class AdmissionChain:
         return None
 
     def admit(self, request: AdmissionRequest) -> list[str]:
+        COSTS.admitted(request.cluster, request.resource.store.key, request.subresource)
         _refuse_immortal_namespace(request)
         obj = request.object
         context = ResourceContext(
@@ -185,7 +201,12 @@ class AdmissionChain:
             return []
         if request.subresource == "status":
             return validate_status_update(obj, request.old_object, context, rules)
-        return validate_update(obj, request.old_object, context, rules)
+        errors = validate_update(obj, request.old_object, context, rules)
+        if request.with_status:
+            texts = {str(error) for error in errors}
+            more = validate_status_update(obj, request.old_object, context, rules)
+            errors += [error for error in more if str(error) not in texts]
+        return errors
 
 
 def _model_for(cluster: str, body: dict[str, Any]) -> type[BaseModel] | None:

@@ -12,7 +12,9 @@ nothing to compare with yet), nor are the writes of the platform's own controlle
 A Tenant in fair-sharing mode is also judged against the catalogue here, the one plugin
 that reads it: a share of a DeviceClass that does not exist or that the tenant is not
 entitled to is refused (422, with the share's field path, as validation would if it knew
-the catalogue), and guarantees that sum past what the published devices hold are accepted
+the catalogue, with the nearest class name as "did you mean"), a quota key naming a class
+that does not exist is accepted with a warning saying so (:func:`quota_class_warnings`),
+and guarantees that sum past what the published devices hold are accepted
 with a warning (as Kueue accepts any nominal quota), one per cohort and resource
 (:mod:`allot.lint.sharing`).
 
@@ -37,7 +39,7 @@ from allot.registry.admission import AdmissionRequest
 from allot.registry.resources import by_kind
 from allot.statuses import InvalidObjectError
 from allot.store import Store, WatchEvent
-from allot.validation.tenancy import validate_sharing_classes
+from allot.validation.tenancy import quota_class_warnings, validate_sharing_classes
 
 WARNED_CODES = ("no-match", "selector-error", "whole-matches-partitions")
 DETAILS_SHOWN = 3
@@ -76,6 +78,11 @@ class CatalogueWarnings:
             warnings = self._class_warnings(
                 request.cluster, classes, f"tenant {request.name} is entitled to "
             )
+            if catalogue:  # an empty catalogue has nothing to compare with yet
+                warnings += [
+                    f"tenant {request.name}: {w}"
+                    for w in quota_class_warnings(request.object, catalogue)
+                ]
             return warnings + self._sharing_warnings(request.cluster, request.object)
         return []
 

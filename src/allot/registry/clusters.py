@@ -11,7 +11,6 @@ by :func:`allot.platform.build` (and bare, by tests and ``allot cluster``'s mirr
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -23,6 +22,7 @@ from allot.api.scheduling_v1 import system_classes
 from allot.api.storage_v1 import default_storage_class
 from allot.registry import kubeconfigs
 from allot.registry.admission import AdmissionChain, AdmissionHook
+from allot.registry.admissionaudit import AdmissionAudit
 from allot.registry.classwarnings import CatalogueWarnings
 from allot.registry.crds import CustomResources
 from allot.registry.defaultclasses import DefaultIngressClassAdmission, DefaultStorageClassAdmission
@@ -44,7 +44,10 @@ from allot.types import Clock, utc_now
 
 HOST_CLUSTER = "host"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-ADMISSION_AUDIT_MAX_BYTES = 8 * 1024 * 1024  # per file; the previous file is kept
+
+
+STORE_FILE = "state.db"
+"""The embedded engine's store in its data directory (what marks a directory as its)."""
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -64,7 +67,7 @@ class Registry:
         self.data_dir = data_dir
         self.logs_dir = data_dir / "logs"
         self.clock = clock
-        self.store = Store(data_dir / "state.db", clock=clock)
+        self.store = Store(data_dir / STORE_FILE, clock=clock)
         self.tokens = Tokens(data_dir / "tokens.json")
         self.service_account_tokens = ServiceAccountTokens(
             data_dir / "serviceaccount-tokens.json", clock
@@ -74,8 +77,9 @@ class Registry:
         self.url: str | None = None  # https://host:port once served
         self.admission = AdmissionChain(namespace_labels=self._namespace_labels)
         self.handlers = Handlers(self.store, self.admission, clock)
+        self.admission_audit = AdmissionAudit(data_dir / "audit" / "admission", clock)
         self.policies = PolicyAdmission(
-            self.store, audit=self._record_policy_audit, checker=self._policy_check
+            self.store, audit=self.admission_audit.record, checker=self._policy_check
         )
         # the platform adds tenants' pending objects
         self.quota = QuotaAdmission(self.store, clock=clock)
@@ -174,7 +178,7 @@ class Registry:
         self.tokens.remove(name)
         self.service_account_tokens.forget_cluster(name)
         self.authorizer.forget(name)
-        self._forget_policy_audit(name)
+        self.admission_audit.forget(name)
         (self.data_dir / "kubeconfigs" / f"{name}.yaml").unlink(missing_ok=True)
 
     def cluster_of_token(self, token: str) -> str | None:
@@ -206,30 +210,17 @@ class Registry:
         labels: dict[str, str] = obj["metadata"].get("labels") or {}
         return labels
 
-    # ---------------------------------------------------------- admission audit
-    def _record_policy_audit(self, record: dict[str, Any]) -> None:
-        """``validationActions: [Audit]`` failures, one JSON line each (append-only). Any
-        cluster's policies write here, tenants' too, so the file is capped: past
-        ``ADMISSION_AUDIT_MAX_BYTES`` it becomes ``admission.jsonl.1`` (the one before
-        that is dropped), at most twice the cap on disk."""
-        log = self.data_dir / "audit" / "admission.jsonl"
-        log.parent.mkdir(exist_ok=True)
-        stamped = {"time": self.clock().isoformat(), **record}
-        with contextlib.suppress(FileNotFoundError):
-            if log.stat().st_size >= ADMISSION_AUDIT_MAX_BYTES:
-                log.replace(log.with_name("admission.jsonl.1"))
-        with log.open("a") as sink:
-            sink.write(json.dumps(stamped, sort_keys=True) + "\n")
+    # ------------------------------------------------------------ storage
+    def bound_storage(self, cluster: str, history: int | None, audit: int | None) -> None:
+        """What a cluster may keep beside its objects: the bytes of its watch history and
+        of each of its admission audit files (None: the defaults)."""
+        self.store.bound_history(cluster, history)
+        self.admission_audit.bound(cluster, audit)
 
-    def _forget_policy_audit(self, cluster: str) -> None:
-        """Drop a removed cluster's records from the admission audit files."""
-        for log in (self.data_dir / "audit").glob("admission.jsonl*"):
-            kept = [
-                line
-                for line in log.read_text().splitlines(keepends=True)
-                if json.loads(line).get("cluster") != cluster
-            ]
-            log.write_text("".join(kept))
+    def retained_bytes(self, cluster: str) -> int:
+        """What a cluster keeps beside its objects' bodies: its watch history and its
+        admission audit (counted against a tenant's storage quota)."""
+        return self.store.retained_history(cluster) + self.admission_audit.size(cluster)
 
 
 class Tokens:

@@ -66,6 +66,8 @@ class DefaultStorageClassAdmission:
             spec.storage_class_name = _newest_default(
                 self.store, request.cluster, "StorageClass", is_default_class, ascending_ties=True
             )
+            if spec.storage_class_name is not None:
+                request.completes("spec", "storageClassName")
         return []
 
 
@@ -83,4 +85,6 @@ class DefaultIngressClassAdmission:
             spec.ingress_class_name = _newest_default(
                 self.store, request.cluster, "IngressClass", is_default_ingress_class
             )
+            if spec.ingress_class_name is not None:
+                request.completes("spec", "ingressClassName")
         return []

@@ -1,10 +1,26 @@
 """Descriptions for ``kubectl explain``, written for allot (not copied from upstream).
 
-Keyed by (model name, wire field name); the OpenAPI generator adds them to the schemas of
-the DRA, workload and stored kinds, where users most often need to know what a field does.
+:data:`FIELD_DESCRIPTIONS` is keyed by (model name, wire field name), :data:`TYPE_DESCRIPTIONS`
+by model name; the OpenAPI generator adds them to the schemas of the DRA, workload, stored
+and allot's own kinds, where users most often need to know what a field does. Every field
+under a Tenant and a ResourceClaim has one (``tests/test_openapi_descriptions.py``); the
+``apiVersion``, ``kind`` and ``metadata`` of every kind get :data:`OBJECT_FIELDS`.
 """
 
 from __future__ import annotations
+
+_SHARE = {
+    "guaranteed": "Always the tenant's: work borrowing it is preempted to give it back.",
+    "borrowingLimit": "The most the tenant may borrow beyond 'guaranteed' from the cohort; "
+    "absent: no limit.",
+    "lendingLimit": "The most of its idle guarantee the tenant lends; absent: all of it.",
+}
+"""The fields of a fair-sharing share, of GPU memory (SharedAmount) or a class (ClassShare)."""
+_SWITCH = {
+    "enabled": "false turns this sync off; it is on otherwise.",
+    "patches": "vCluster's patches; accepted only empty.",
+}
+"""The fields of a vCluster sync switch, with or without a selector."""
 
 FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("ResourceClaim", "spec"): "What the claim asks for. Immutable after creation.",
@@ -185,4 +201,216 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     "goes. Immutable.",
     ("StorageClass", "volumeBindingMode"): "Immediate (the default) or WaitForFirstConsumer "
     "(bind once a pod uses the claim). Immutable.",
+    # -------------------------------------------------------- claims, in full
+    ("DeviceSubRequest", "name"): "The alternative's name; an allocation result names it as "
+    "<request>/<subrequest>.",
+    ("DeviceSubRequest", "deviceClassName"): "The DeviceClass this alternative allocates from.",
+    ("DeviceSubRequest", "selectors"): "CEL expressions every device of this alternative must "
+    "satisfy, besides the class's.",
+    ("DeviceSubRequest", "allocationMode"): "ExactCount (the default, with 'count') or All.",
+    ("DeviceSubRequest", "count"): "How many devices with ExactCount; defaults to 1.",
+    ("DeviceSubRequest", "tolerations"): "Device taints this alternative tolerates.",
+    ("DeviceSubRequest", "capacity"): "Amounts of a shareable device's capacity to consume.",
+    ("DeviceSelector", "cel"): "A CEL expression over the device (device.driver, "
+    "device.attributes, device.capacity).",
+    ("CELDeviceSelector", "expression"): "Must evaluate to true for a device to be chosen, "
+    "e.g. device.attributes['gpu.nvidia.com'].productName.contains('H100').",
+    ("DeviceToleration", "key"): "The taint key this toleration matches; empty with Exists "
+    "matches every taint.",
+    ("DeviceToleration", "operator"): "Equal (the default: key and value match) or Exists "
+    "(any value).",
+    ("DeviceToleration", "value"): "The taint value to match with Equal.",
+    ("DeviceToleration", "effect"): "The taint effect to match (NoSchedule or NoExecute); "
+    "empty matches both.",
+    ("DeviceToleration", "tolerationSeconds"): "With NoExecute: how long the claim may keep "
+    "a tainted device before it is evicted.",
+    ("CapacityRequirements", "requests"): "Per capacity name, the amount to take from a "
+    "device that allows several allocations.",
+    ("DeviceConstraint", "requests"): "The requests this constraint applies to; empty: all.",
+    ("DeviceConstraint", "matchAttribute"): "A fully qualified attribute every chosen device "
+    "must have, with the same value (for example a shared PCIe root).",
+    ("DeviceConstraint", "distinctAttribute"): "A fully qualified attribute whose value must "
+    "differ between all chosen devices.",
+    ("DeviceClaimConfiguration", "requests"): "The requests this configuration is for; empty: all.",
+    ("DeviceClaimConfiguration", "opaque"): "Configuration in the driver's own format.",
+    ("OpaqueDeviceConfiguration", "driver"): "The driver that reads this configuration.",
+    ("OpaqueDeviceConfiguration", "parameters"): "The driver's parameters, a JSON object, "
+    "usually with its own apiVersion and kind.",
+    ("AllocationResult", "devices"): "The allocated devices and the configuration they get.",
+    ("AllocationResult", "nodeSelector"): "The nodes where the allocated devices can be used.",
+    ("AllocationResult", "allocationTimestamp"): "When the claim was allocated.",
+    ("DeviceAllocationResult", "results"): "One entry per allocated device.",
+    ("DeviceAllocationResult", "config"): "The configuration of the class and the claim, for "
+    "the drivers of the allocated devices.",
+    ("DeviceRequestAllocationResult", "request"): "The request (or request/subrequest) this "
+    "device satisfies.",
+    ("DeviceRequestAllocationResult", "driver"): "The driver of the device.",
+    ("DeviceRequestAllocationResult", "pool"): "The pool the device was published in.",
+    ("DeviceRequestAllocationResult", "device"): "The device's name within its pool.",
+    ("DeviceRequestAllocationResult", "adminAccess"): "Whether the device was allocated for "
+    "admin access, beside other users.",
+    ("DeviceRequestAllocationResult", "tolerations"): "The request's tolerations of device "
+    "taints at allocation time.",
+    ("DeviceRequestAllocationResult", "bindingConditions"): "Conditions the device must "
+    "report true before a pod using it is bound.",
+    ("DeviceRequestAllocationResult", "bindingFailureConditions"): "Conditions that, when "
+    "true, make binding fail and the pod be scheduled again.",
+    ("DeviceRequestAllocationResult", "shareID"): "Tells apart allocations of one device "
+    "that allows several.",
+    ("DeviceRequestAllocationResult", "consumedCapacity"): "What this allocation takes of "
+    "the device's shareable capacity.",
+    ("DeviceAllocationConfiguration", "source"): "FromClass or FromClaim: where the "
+    "configuration came from.",
+    ("DeviceAllocationConfiguration", "requests"): "The requests it applies to; empty: all.",
+    ("DeviceAllocationConfiguration", "opaque"): "Configuration in the driver's own format.",
+    ("NodeSelector", "nodeSelectorTerms"): "Terms ORed together; a node matching any one is "
+    "selected.",
+    ("NodeSelectorTerm", "matchExpressions"): "Requirements on node labels, ANDed.",
+    ("NodeSelectorTerm", "matchFields"): "Requirements on node fields (metadata.name), ANDed.",
+    ("NodeSelectorRequirement", "key"): "The label (or field) the requirement tests.",
+    ("NodeSelectorRequirement", "operator"): "In, NotIn, Exists, DoesNotExist, Gt or Lt.",
+    ("NodeSelectorRequirement", "values"): "The values for In and NotIn (one integer for Gt "
+    "and Lt, none for Exists and DoesNotExist).",
+    ("ResourceClaimConsumerReference", "apiGroup"): "The consumer's API group; empty for "
+    "core kinds such as pods.",
+    ("ResourceClaimConsumerReference", "resource"): "The consumer's resource, for example pods.",
+    ("ResourceClaimConsumerReference", "name"): "The consumer's name.",
+    ("ResourceClaimConsumerReference", "uid"): "The consumer's uid: one instance only.",
+    ("ResourceClaimStatus", "devices"): "What the drivers report about each allocated device.",
+    ("AllocatedDeviceStatus", "driver"): "The driver of the device.",
+    ("AllocatedDeviceStatus", "pool"): "The pool of the device.",
+    ("AllocatedDeviceStatus", "device"): "The device's name within its pool.",
+    ("AllocatedDeviceStatus", "shareID"): "Which allocation of a shared device this is.",
+    ("AllocatedDeviceStatus", "conditions"): "The device's state as its driver reports it.",
+    ("AllocatedDeviceStatus", "data"): "Driver-specific data about the device.",
+    ("AllocatedDeviceStatus", "networkData"): "The network interface the device provides.",
+    ("NetworkDeviceData", "interfaceName"): "The interface's name in the pod.",
+    ("NetworkDeviceData", "ips"): "The interface's addresses, in CIDR form.",
+    ("NetworkDeviceData", "hardwareAddress"): "The interface's MAC address.",
+    # ---------------------------------------------------------------- tenants
+    ("Tenant", "spec"): "What the team may use: its device classes, quotas or shares, and "
+    "what the sync carries between its cluster and the host.",
+    ("Tenant", "status"): "What the platform made of the spec: the tenant's host namespace, "
+    "its API server and the classes it is entitled to.",
+    ("TenantSpec", "deviceClassSelector"): "Labels of the host DeviceClasses the tenant may "
+    "claim from; defaults to sync.fromHost.deviceClasses.selector.",
+    ("TenantSpec", "quota"): "Hard limits in the tenant's host namespace. Use this or "
+    "'sharing', not both.",
+    ("TenantSpec", "sharing"): "Guaranteed shares in a cohort, with borrowing and reclaim. "
+    "Use this or 'quota', not both.",
+    ("TenantSpec", "sync"): "What the sync copies between the tenant's cluster and the host, "
+    "in vCluster's keys.",
+    ("TenantSpec", "alerts"): "This tenant's alert thresholds, instead of the platform's.",
+    ("TenantSpec", "storage"): "How much the tenant's own cluster may keep in the platform's "
+    "store.",
+    ("TenantQuota", "hard"): "ResourceQuota limits (for example "
+    "gpu-whole.deviceclass.resource.k8s.io/devices: 2), enforced in the host namespace.",
+    ("TenantQuota", "gpuMemory"): "The most GPU memory the tenant's allocated devices may "
+    "add up to (their memory capacity), for example 80Gi.",
+    ("TenantSharing", "cohort"): "Tenants of the same cohort lend each other what they leave idle.",
+    ("TenantSharing", "deviceClasses"): "The tenant's share per host DeviceClass, counted in "
+    "devices.",
+    ("TenantSharing", "gpuMemory"): "A share of GPU memory, counted from the memory of the "
+    "devices each request's class selects.",
+    ("TenantSharing", "defaultPriority"): "The priority of a workload without the "
+    "allot.dev/priority label (default 0).",
+    ("TenantSharing", "preemption"): "When waiting work may evict admitted work.",
+    **{(model, f): text for model in ("SharedAmount", "ClassShare") for f, text in _SHARE.items()},
+    ("ClassShare", "name"): "The host DeviceClass this share counts devices of.",
+    ("SharingPreemption", "reclaimWithinCohort"): "Any (the default), LowerPriority or Never: "
+    "whether work within the guarantee evicts other tenants' borrowing work.",
+    ("SharingPreemption", "withinTenant"): "LowerPriority (the default) or Never: whether "
+    "work evicts the tenant's own lower-priority work.",
+    ("TenantSync", "toHost"): "What the sync copies from the tenant's cluster to the host.",
+    ("TenantSync", "fromHost"): "What the sync shows the tenant from the host.",
+    ("SyncToHost", "resourceClaims"): "Copy the tenant's ResourceClaims to the host to be "
+    "allocated (on unless enabled is false).",
+    ("SyncToHost", "resourceClaimTemplates"): "Copy the tenant's ResourceClaimTemplates to the "
+    "host (on unless enabled is false).",
+    **{(m, f): text for m in ("EnableSwitch", "DeviceClassSync") for f, text in _SWITCH.items()},
+    ("SyncFromHost", "deviceClasses"): "Show the tenant the host DeviceClasses it is entitled "
+    "to (on unless enabled is false).",
+    ("SyncFromHost", "nodes"): "Which host nodes the tenant sees.",
+    ("DeviceClassSync", "selector"): "Labels of the host DeviceClasses to show, and the "
+    "default of spec.deviceClassSelector.",
+    ("NodeSync", "enabled"): "false shows no nodes; otherwise a node appears while one of the "
+    "tenant's pods runs on it.",
+    ("NodeSync", "syncBackChanges"): "vCluster's key, accepted and ignored: nodes are "
+    "read-only in a tenant.",
+    ("NodeSync", "clearImageStatus"): "vCluster's key, accepted and ignored.",
+    ("NodeSync", "selector"): "More nodes to show: every node, or those with given labels.",
+    ("NodeSyncSelector", "all"): "Show every host node.",
+    ("NodeSyncSelector", "labels"): "Also show the host nodes with these labels.",
+    ("TenantAlerts", "pendingClaimSeconds"): "ClaimPendingTooLong: how long a claim may stay "
+    "unallocated (the platform's default is 300).",
+    ("TenantAlerts", "quotaUsagePercent"): "TenantQuotaHigh: the percentage of a quota used that "
+    "raises it, 1 to 100 (default 90).",
+    ("TenantAlerts", "belowGuaranteeSeconds"): "TenantBelowGuarantee: how long work within "
+    "the guarantee may wait while the tenant holds less than it (default 120).",
+    ("TenantStorage", "objects"): "The most objects of any kind (default 10000).",
+    ("TenantStorage", "bytes"): "The most bytes of stored objects (default 256Mi).",
+    ("TenantStatus", "phase"): "Ready once the tenant's cluster is served.",
+    ("TenantStatus", "namespace"): "The host namespace where the tenant's claims and pods run.",
+    ("TenantStatus", "server"): "The URL of the tenant's own API server.",
+    ("TenantStatus", "entitledDeviceClasses"): "The host DeviceClasses the selector matches now.",
+    ("TenantStatus", "observedGeneration"): "The generation of the spec this status is for.",
+    ("TenantStatus", "conditions"): "Entitled: whether the selector matches any DeviceClass.",
+}
+
+TYPE_DESCRIPTIONS: dict[str, str] = {
+    "ResourceClaim": "A request for devices (GPUs, MIG slices...) that pods use. The "
+    "scheduler allocates them; status says what was allocated and who uses it.",
+    "ResourceClaimSpec": "The devices a claim asks for, with constraints and configuration.",
+    "DeviceClaim": "The devices of a claim: requests, constraints across them and driver "
+    "configuration.",
+    "DeviceRequest": "One request of a claim: 'exactly' one kind of device, or "
+    "'firstAvailable' alternatives.",
+    "ExactDeviceRequest": "Devices of one DeviceClass, narrowed by selectors.",
+    "DeviceSubRequest": "One alternative of a firstAvailable request.",
+    "DeviceSelector": "A test a device must pass.",
+    "CELDeviceSelector": "A CEL expression that selects devices.",
+    "DeviceToleration": "Lets a request use devices with a matching taint.",
+    "CapacityRequirements": "How much of a shareable device's capacity a request takes.",
+    "DeviceConstraint": "A rule across the devices allocated for some requests.",
+    "DeviceClaimConfiguration": "Driver configuration for some (or all) requests of a claim.",
+    "OpaqueDeviceConfiguration": "Configuration only its driver understands.",
+    "ResourceClaimStatus": "What was allocated for the claim and who uses it.",
+    "AllocationResult": "The outcome of allocating a claim.",
+    "DeviceAllocationResult": "The allocated devices and their configuration.",
+    "DeviceRequestAllocationResult": "One allocated device and the request it satisfies.",
+    "DeviceAllocationConfiguration": "Configuration handed to the drivers of the allocated "
+    "devices.",
+    "NodeSelector": "Nodes chosen by label or field requirements.",
+    "NodeSelectorTerm": "Requirements a node must all meet.",
+    "NodeSelectorRequirement": "One requirement on a node label or field.",
+    "ResourceClaimConsumerReference": "A consumer (usually a pod) that holds the claim.",
+    "AllocatedDeviceStatus": "What a driver reports about one allocated device.",
+    "NetworkDeviceData": "The network interface an allocated device provides.",
+    "Tenant": "One team's entitlement on the shared fleet (allot): which device classes it "
+    "may claim, its quotas or shares, and its own Kubernetes cluster.",
+    "TenantSpec": "What the team may use and what the sync carries.",
+    "TenantStatus": "What the platform made of the Tenant.",
+    "TenantQuota": "Hard limits, enforced in the tenant's host namespace.",
+    "TenantSharing": "Fair sharing: guaranteed shares in a cohort, borrowing what others leave "
+    "idle, reclaimed by preemption.",
+    "SharedAmount": "A share of one resource: guaranteed, and how much to borrow and lend.",
+    "ClassShare": "A share of one host DeviceClass, in devices.",
+    "SharingPreemption": "When waiting work may evict admitted work.",
+    "TenantSync": "The sync between the tenant's cluster and the host, in vCluster's keys.",
+    "SyncToHost": "What the tenant's cluster sends to the host.",
+    "SyncFromHost": "What the host shows the tenant's cluster.",
+    "EnableSwitch": "A sync that is on unless enabled is false.",
+    "DeviceClassSync": "The host DeviceClasses the tenant sees.",
+    "NodeSync": "The host nodes the tenant sees.",
+    "NodeSyncSelector": "Which host nodes to show besides those running the tenant's pods.",
+    "TenantAlerts": "This tenant's alert thresholds.",
+    "TenantStorage": "What the tenant's own cluster may keep in the platform's store.",
+}
+
+OBJECT_FIELDS: dict[str, str] = {
+    "apiVersion": "The group and version this object is written in, for example "
+    "resource.k8s.io/v1.",
+    "kind": "The kind of this object, in CamelCase, for example ResourceClaim.",
+    "metadata": "The object's name, namespace, labels, annotations, owners and the server's "
+    "bookkeeping.",
 }

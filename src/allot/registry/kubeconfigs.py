@@ -34,11 +34,14 @@ CONNECTED_PREFIX = "allot_"
 @dataclass(frozen=True)
 class Credentials:
     """What a kubeconfig of this platform points at: its URL (without ``/clusters/``),
-    the CA file, and the bearer token of every cluster that exists."""
+    the CA file, and the bearer token of every cluster that exists. ``cluster_paths`` is
+    False for the real engine (:mod:`allot.kubeengine`), whose one cluster is served at
+    the URL itself."""
 
     server: str
     ca_cert: Path
     tokens: Mapping[str, str]
+    cluster_paths: bool = True
 
 
 @dataclass
@@ -83,8 +86,9 @@ def rewrite(existing: Obj | None, cluster: str, credentials: Credentials) -> Rew
 
 
 def _cluster_entry(cluster: str, credentials: Credentials) -> Obj:
+    path = f"/clusters/{cluster}" if credentials.cluster_paths else ""
     return {
-        "server": f"{credentials.server}/clusters/{cluster}",
+        "server": f"{credentials.server}{path}",
         "certificate-authority": str(credentials.ca_cert.resolve()),
     }
 

@@ -6,8 +6,12 @@
 - ``application/strategic-merge-patch+json``: merge patch plus Kubernetes' list merging
   for the lists upstream declares with a merge key (containers by ``name``, conditions by
   ``type``, ``reservedFor`` by ``uid``, a container's ports by ``containerPort`` and a
-  Service's by ``port``...), ``$patch: delete|replace`` directives, and
-  ``$setElementOrder``/``$retainKeys`` accepted and ignored. Lists without a merge key are
+  Service's by ``port``...), ``$patch: delete|replace`` directives, ``$retainKeys`` (the
+  object keeps only the keys listed: kubectl sends it for a Deployment's ``strategy`` and a
+  volume's source, so a switch to ``Recreate`` drops ``rollingUpdate``) and
+  ``$deleteFromPrimitiveList/<field>`` (values removed from a merged list of scalars:
+  kubectl sends it for a dropped finalizer), as ``k8s.io/apimachinery``'s strategicpatch
+  applies them; ``$setElementOrder`` is accepted and ignored. Lists without a merge key are
   replaced, as for atomic lists upstream.
 
 Server-side apply is not a patch here: :mod:`allot.managedfields` merges it. Errors raise
@@ -47,6 +51,18 @@ MERGE_KEYS: dict[str, str] = {
     "addresses": "type",
 }
 SET_LISTS = {"finalizers"}
+"""Lists of scalars that upstream merges (``patchStrategy:"merge"``): values are added, and
+removed by ``$deleteFromPrimitiveList``."""
+RETAIN_KEYS = "$retainKeys"
+DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList"
+SET_ELEMENT_ORDER = "$setElementOrder"
+BAD_DIRECTIVE = {
+    RETAIN_KEYS: "invalid patch format of retainKeys",
+    DELETE_FROM_PRIMITIVE_LIST: "invalid patch format of primitive list",
+    SET_ELEMENT_ORDER: "invalid patch format of setElementOrder list",
+}
+"""mergepatch's texts, answered 400 BadRequest as the patch handler's
+``interpretStrategicMergePatchError`` does."""
 
 
 class PatchError(RequestError):
@@ -88,10 +104,14 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
     if patch.get("$patch") == "delete":
         return None
     result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    if RETAIN_KEYS in patch:
+        _retain_keys(result, patch)
     for key, value in patch.items():
-        if key.startswith(("$setElementOrder/", "$retainKeys", "$deleteFromPrimitiveList/")):
+        if key == RETAIN_KEYS:
             continue
-        if value is None:
+        if key.startswith((DELETE_FROM_PRIMITIVE_LIST, SET_ELEMENT_ORDER)):
+            _list_directive(result, key, value)
+        elif value is None:
             result.pop(key, None)
         elif isinstance(value, list) and isinstance(result.get(key), list):
             result[key] = _merge_list(key, result[key], value)
@@ -104,6 +124,41 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = copy.deepcopy(value)
     return result
+
+
+def _retain_keys(result: dict[str, Any], patch: dict[str, Any]) -> None:
+    """``$retainKeys``: every key the patch sets must be listed, and ``result`` keeps only
+    the listed ones (upstream's ``applyRetainKeysDirective``)."""
+    listed = patch[RETAIN_KEYS]
+    if not isinstance(listed, list):
+        raise PatchError(BAD_DIRECTIVE[RETAIN_KEYS], 400)
+    directives = (RETAIN_KEYS, DELETE_FROM_PRIMITIVE_LIST, SET_ELEMENT_ORDER)
+    for key, value in patch.items():
+        if value is not None and not key.startswith(directives) and key not in listed:
+            raise PatchError(BAD_DIRECTIVE[RETAIN_KEYS], 400)
+    for key in [key for key in result if key not in listed]:
+        del result[key]
+
+
+def _list_directive(result: dict[str, Any], key: str, values: Any) -> None:
+    """``$deleteFromPrimitiveList/<field>``: the values leave the merged list of scalars
+    ``field``; nothing happens where the object has no such list or the values are no list
+    (upstream's ``mergeMap`` skips a type mismatch), and a list upstream does not merge is
+    replaced by the values, as its ``mergeSliceHandler`` does. ``$setElementOrder/<field>``
+    is checked for its form only."""
+    directive, slash, field = key.partition("/")
+    prefix = SET_ELEMENT_ORDER
+    if key.startswith(DELETE_FROM_PRIMITIVE_LIST):
+        prefix = DELETE_FROM_PRIMITIVE_LIST
+    if directive != prefix or not slash:
+        raise PatchError(BAD_DIRECTIVE[prefix], 400)
+    current = result.get(field)
+    if prefix == SET_ELEMENT_ORDER or not isinstance(current, list) or not isinstance(values, list):
+        return
+    if field in SET_LISTS:
+        result[field] = [item for item in current if item not in values]
+    else:
+        result[field] = copy.deepcopy(values)
 
 
 def _merge_key(key: str, current: list[Any], patch: list[Any]) -> str | None:
@@ -137,8 +192,8 @@ def _merge_list(key: str, current: list[Any], patch: list[Any]) -> list[Any]:
         if item.get("$patch") == "delete":
             if position is not None:
                 del result[position]
-        elif position is None:
-            result.append({k: v for k, v in item.items() if k != "$patch"})
+        elif position is None:  # a new item: its directives have nothing to act on
+            result.append(strategic_merge_patch(None, item))
         else:
             result[position] = strategic_merge_patch(result[position], item)
     return result

@@ -55,6 +55,7 @@ class PriorityAdmission:
             if found is None:
                 return  # upstream writes priority 0 and PreemptLowerPriority (ledger)
             spec.priority_class_name = found["metadata"]["name"]
+            request.completes("spec", "priorityClassName")
         else:
             found = next(
                 (
@@ -86,6 +87,10 @@ class PriorityAdmission:
                 f"provided in pod spec; priority admission controller computed {policy} from "
                 "the given PriorityClass name",
             )
+        if spec.priority is None:
+            request.completes("spec", "priority")
+        if spec.preemption_policy is None:
+            request.completes("spec", "preemptionPolicy")
         spec.priority, spec.preemption_policy = value, policy
 
     def _keep_one_default(self, request: AdmissionRequest) -> None:

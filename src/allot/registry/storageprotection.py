@@ -29,4 +29,5 @@ class StorageProtectionAdmission:
         finalizers = list(metadata.finalizers or [])
         if finalizer not in finalizers:
             metadata.finalizers = [*finalizers, finalizer]
+            request.completes("metadata", "finalizers", item=finalizer if finalizers else None)
         return []

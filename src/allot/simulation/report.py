@@ -8,10 +8,12 @@ commands.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from allot.simulation.explain import RequestExplanation, render_text
 from allot.simulation.runner import StepResult
+
+if TYPE_CHECKING:  # the explanations' module is loaded only when there are some (issue 28)
+    from allot.simulation.explain import RequestExplanation
 
 
 def to_json(
@@ -21,6 +23,8 @@ def to_json(
     for result in results:
         record = result.to_json()
         if explanations is not None and result.step.index in explanations:
+            from allot.simulation.explain import render_text
+
             record["explanation"] = render_text(explanations[result.step.index])
         steps.append(record)
     succeeded = sum(r.success for r in results)
@@ -66,6 +70,8 @@ def to_text(
     lines.append(f"{succeeded}/{len(results)} steps allocated")
     for index, items in (explanations or {}).items():
         if items:
+            from allot.simulation.explain import render_text
+
             lines.append(f"\nstep {index} ({results[index].step.name}) is pending because:")
             lines.append(render_text(items))
     return "\n".join(lines)

@@ -16,10 +16,10 @@ import random
 import uuid
 from dataclasses import dataclass, field
 
-from allot.allocator import AllocatedState, Allocator
+from allot.allocator import AllocatedState, AllocationError, Allocator
 from allot.allocator.placement import check_placement
 from allot.allocator.requests import claim_label
-from allot.allocator.scheduling import PlacementMemo, missing_class, place
+from allot.allocator.scheduling import PlacementMemo, place, prefilter
 from allot.api import core_v1_nodes as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.simulation.scenario import Scenario, Step
@@ -93,9 +93,12 @@ class Simulation:
         if step.node is not None:
             nodes = [n for n in self.nodes if n.metadata.name == step.node]
             if not nodes:
-                result.error = missing_class(claims, self.allocator) or (
-                    f'node "{step.node}" not found'
-                )
+                try:
+                    result.error = prefilter(claims, self.allocator) or (
+                        f'node "{step.node}" not found'
+                    )
+                except AllocationError as err:
+                    result.error, result.fatal = str(err), True
                 return result
         placement = place(
             claims, nodes, self.allocator, self.state, policy=self.placement, memo=self.memo

@@ -16,7 +16,7 @@ from allot.api import core_v1_nodes as corev1
 from allot.api import kinds
 from allot.api import resource_v1 as resourceapi
 from allot.api.errors import ApiError, StrictDecodingError
-from allot.api.features import Features, UnknownFeatureGate
+from allot.api.features import FeatureGateError, Features
 
 SCENARIO_KEYS = {"features", "objects", "steps", "description"}
 STEP_KEYS = {"claims", "node", "name"}
@@ -57,10 +57,19 @@ def parse_scenario(document: Any) -> Scenario:
         raise ScenarioError(
             f"unknown scenario key(s): {', '.join(unknown)} (expected features, objects, steps)"
         )
+    features_raw = document.get("features") or {}
+    if not isinstance(features_raw, dict):
+        raise ScenarioError("features: must be a mapping of gate names to true or false")
     try:
-        features = Features.from_mapping(document.get("features") or {})
-    except UnknownFeatureGate as err:
+        features = Features.from_mapping(features_raw)
+    except FeatureGateError as err:
         raise ScenarioError(f"features: {err}") from None
+    if features.dra_list_type_attributes:
+        raise ScenarioError(
+            "features: DRAListTypeAttributes (alpha in 1.36) is not supported: kube-scheduler "
+            "runs the experimental allocator with it, allot implements the incubating one "
+            "(1.36's defaults)\nhint: leave the gate off, or remove it from 'features'"
+        )
     scenario = Scenario(features)
     objects = document.get("objects")
     if not isinstance(objects, list):
@@ -85,6 +94,7 @@ def _add_object(scenario: Scenario, index: int, document: Any) -> None:
     elif isinstance(obj, resourceapi.ResourceClaim):
         if obj.metadata.namespace is None:
             obj.metadata.namespace = "default"
+        resourceapi.apply_claim_defaults(obj.spec)  # as the API server stores a claim
         scenario.claims.append(obj)
     elif isinstance(obj, corev1.Node):
         scenario.nodes.append(obj)

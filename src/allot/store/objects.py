@@ -9,9 +9,13 @@ Design (documented in docs/architecture.md):
   its watch event are durable together (WAL, ``synchronous=NORMAL``: survives a crash of
   the process). The writes of one event-loop turn share one transaction, and nothing
   outside the process hears of a write before its commit (``allot.store.commits``).
-- The last ``EVENT_RETENTION`` events are kept for watch resumption; older resource
-  versions get 410 Expired, as etcd compaction does.
-- An in-memory copy of every object answers gets and lists without touching SQLite.
+- Each cluster's newest events are kept for watch resumption, within a count and a byte
+  budget (``allot.store.history``); older resource versions of that cluster get 410
+  Expired, as etcd compaction does.
+- An in-memory copy of every object answers gets and lists without touching SQLite. It
+  follows the file: when SQLite rolls a transaction back (a full disk), every write of it
+  is taken back in memory too (``_take_back``), the in-process listeners hear of each as a
+  write that restores the object, and the writers get ``DiskFull`` (``Unwritable``).
 - Deletion honours finalizers (``deletionTimestamp`` first, removal when the last
   finalizer goes), garbage-collects dependents by ``ownerReferences`` with the request's
   propagation (Background, Foreground behind the ``foregroundDeletion`` finalizer, Orphan)
@@ -33,8 +37,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
-from allot.api.documents import clone_document
+from allot.api.costs import COSTS
+from allot.api.documents import clone_document, encode_document
 from allot.client.protocol import WatchEvent as WatchEvent
 from allot.store import namespaces
 from allot.store.commits import GroupCommit
@@ -46,10 +52,11 @@ from allot.store.errors import (
     NamespaceTerminating,
     NotFound,
     TooLarge,
+    Unwritable,
 )
+from allot.store.history import History, Snapshot
 from allot.types import Clock, Obj, rfc3339, utc_now
 
-EVENT_RETENTION = 50_000
 MAX_OBJECT_BYTES = 3 * 1024 * 1024
 """The largest object stored (its JSON), as the API server's request limit: every write is
 checked here, where its JSON is made anyway, rather than serialized once more to measure
@@ -78,6 +85,24 @@ class Resource:
 Listener = Callable[[WatchEvent], None]
 
 
+class Undo(NamedTuple):
+    """What takes one write of the open transaction back: the object and body its key
+    held before (None: absent), and the write's version."""
+
+    key: ObjectKey
+    before: Obj | None
+    body: str | None
+    rv: int
+
+
+class Begun(NamedTuple):
+    """What a lost transaction restores beside its writes: the store's version and its
+    history's accounting when the transaction began."""
+
+    rv: int
+    history: Snapshot
+
+
 class Store:
     def __init__(
         self,
@@ -92,21 +117,11 @@ class Store:
         self.clock = clock
         self._random = random.Random(seed)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL" if durable else "PRAGMA journal_mode=MEMORY")
-        self._db.execute("PRAGMA synchronous=NORMAL" if durable else "PRAGMA synchronous=OFF")
-        self._db.executescript("""
-            CREATE TABLE IF NOT EXISTS objects (
-                cluster TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL,
-                name TEXT NOT NULL, body TEXT NOT NULL,
-                PRIMARY KEY (cluster, resource, namespace, name));
-            CREATE TABLE IF NOT EXISTS events (
-                rv INTEGER PRIMARY KEY AUTOINCREMENT, cluster TEXT NOT NULL,
-                resource TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL,
-                prev_rv INTEGER);
-            CREATE INDEX IF NOT EXISTS events_by_resource ON events (cluster, resource, rv);
-        """)
-        _add_previous_versions(self._db)
+        try:
+            self._db = _open_database(path, durable)
+            self._history = History.load(self._db)
+        except sqlite3.Error as err:  # a read-only or full disk: said in one line
+            raise Unwritable(f"{path}: {err}") from None
         self._objects: dict[ObjectKey, Obj] = {}
         self._by_resource: dict[tuple[str, str], dict[ObjectKey, Obj]] = {}
         self._by_namespace: dict[tuple[str, str, str], dict[ObjectKey, Obj]] = {}
@@ -132,9 +147,10 @@ class Store:
         # committed listeners by the (cluster, resource) they follow (None: every one)
         self._committed_listeners: dict[tuple[str, str] | None, list[Listener]] = {}
         self._uncommitted: list[WatchEvent] = []  # for the committed listeners
-        self._writes = 0
         self._rv = self._stored_rv()
-        self._commits = GroupCommit(self._db, self._lock, self._hand_over, self._forget_uncommitted)
+        self._commits = GroupCommit(
+            self._db, self._lock, self._hand_over, self._state_at_begin, self._take_back
+        )
         self._terminating: set[tuple[str, str]] = set()  # (cluster, namespace) being emptied
         self._emptying = False  # a namespace's content is being deleted: settle once after
         for (cluster, resource), objects in list(self._by_resource.items()):
@@ -210,6 +226,17 @@ class Store:
         objects, size = self._usage.get(cluster, (0, 0))
         return objects, size
 
+    def retained_history(self, cluster: str) -> int:
+        """Bytes of the events a cluster's history keeps for watches to resume from."""
+        with self._lock:
+            return self._history.retained_bytes(cluster)
+
+    def bound_history(self, cluster: str, size: int | None) -> None:
+        """The most bytes of events ``cluster`` keeps (None: the default), its history
+        compacted at once if it holds more (``allot.store.history``)."""
+        with self._lock:
+            self._in_transaction(lambda: self._history.bound(cluster, size))
+
     def close(self) -> None:
         with self._lock:
             self._commits.commit_now()
@@ -236,9 +263,10 @@ class Store:
         with self._lock:
             return self._changes.get((cluster, resource.key), 0)
 
-    def oldest_rv(self) -> int:
-        row = self._db.execute("SELECT MIN(rv) FROM events").fetchone()
-        return int(row[0]) if row and row[0] is not None else self.current_rv() + 1
+    def compacted_rv(self, cluster: str) -> int:
+        """The cluster's compacted revision: watches from older versions get 410."""
+        with self._lock:
+            return self._history.floor(cluster)
 
     def new_uid(self) -> str:
         """A fresh uid from the store's seeded generator (for a create that needs the uid
@@ -248,9 +276,11 @@ class Store:
 
     def peek(self, cluster: str, resource: Resource, namespace: str, name: str) -> Obj | None:
         """The stored object itself, for read-only callers (no copy); None if absent."""
+        self._commits.observe()
         return self._objects.get((cluster, resource.key, namespace, name))
 
     def get(self, cluster: str, resource: Resource, namespace: str, name: str) -> Obj:
+        self._commits.observe()
         found = self._objects.get((cluster, resource.key, namespace, name))
         if found is None:
             raise _not_found(resource, name)
@@ -270,6 +300,7 @@ class Store:
         rendering), saving a deep copy of every object; they must not be modified.
         """
         with self._lock:
+            self._commits.observe()
             found = (
                 self._by_resource.get((cluster, resource.key), {})
                 if namespace is None
@@ -284,17 +315,24 @@ class Store:
         """Every object of a resource in no particular order, the store's own dicts (read
         them, never modify them): for controllers that look for a few among many."""
         with self._lock:
+            self._commits.observe()
             return list(self._by_resource.get((cluster, resource.key), {}).values())
+
+    def count(self, cluster: str, resource: Resource) -> int:
+        """How many objects of a resource a cluster holds (no list is made)."""
+        return len(self._by_resource.get((cluster, resource.key), ()))
 
     def scan_namespace(self, cluster: str, resource: Resource, namespace: str) -> list[Obj]:
         """:meth:`scan` of one namespace (from an index kept on every write)."""
         with self._lock:
+            self._commits.observe()
             return list(self._by_namespace.get((cluster, resource.key, namespace), {}).values())
 
     def owned_by(self, cluster: str, resource: Resource, uid: str) -> list[Obj]:
         """The objects of a resource whose owner references name ``uid`` (from an index
         kept on every write), the store's own dicts: read them, never modify them."""
         with self._lock:
+            self._commits.observe()
             return [
                 self._objects[key]
                 for key in self._referencing(cluster, uid)
@@ -305,6 +343,7 @@ class Store:
         """The objects of a namespace that no controller reference names (what a workload
         controller may adopt), the store's own dicts: read them, never modify them."""
         with self._lock:
+            self._commits.observe()
             keys = self._orphans.get((cluster, resource.key, namespace), {})
             return [self._objects[key] for key in keys]
 
@@ -313,6 +352,7 @@ class Store:
     ) -> tuple[list[str], int]:
         """Like ``list_objects`` but the stored JSON texts, for fast unfiltered lists."""
         with self._lock:
+            self._commits.observe()
             keyed = sorted(
                 (k[2], k[3], body)
                 for k, body in self._bodies.items()
@@ -324,6 +364,7 @@ class Store:
         return [body for _, _, body in keyed], rv
 
     def iter_cluster(self, cluster: str) -> Iterator[tuple[str, Obj]]:
+        self._commits.observe()
         for (c, resource, _, _), obj in list(self._objects.items()):
             if c == cluster:
                 yield resource, obj
@@ -333,8 +374,10 @@ class Store:
         Each carries its ``previous`` object while the event that wrote it is retained
         (its row names it: ``prev_rv``), as a live event does."""
         with self._lock:
-            if rv + 1 < self.oldest_rv() and rv < self.current_rv():
-                raise Expired(f"too old resource version: {rv} ({self.oldest_rv() - 1})")
+            self._commits.observe()
+            compacted = self._history.floor(cluster)
+            if rv < compacted and rv < self.current_rv():
+                raise Expired(f"too old resource version: {rv} ({compacted})")
             rows = self._db.execute(
                 "SELECT rv, type, body, prev_rv FROM events "
                 "WHERE cluster=? AND resource=? AND rv>? ORDER BY rv",
@@ -394,10 +437,49 @@ class Store:
                 if not listeners:
                     del self._committed_listeners[scope]
 
-    def _forget_uncommitted(self) -> None:
-        """The transaction was rolled back: its events are never handed over."""
+    def _state_at_begin(self) -> Begun:
+        return Begun(self._rv, self._history.snapshot())
+
+    def _take_back(self, undo: list[object]) -> None:
+        """The transaction was rolled back: its writes are taken back in memory, newest
+        first, and its events never handed over; the in-process listeners hear of each
+        taken-back write as a write that puts the object back as it was."""
+        begun, writes = undo[0], [entry for entry in undo if isinstance(entry, Undo)]
+        assert isinstance(begun, Begun)
         with self._lock:
             self._uncommitted = []
+            self._rv = begun.rv
+            self._history.restore(begun.history)
+            restoring = [self._restore(entry) for entry in reversed(writes)]
+        for event in restoring:
+            for listener in list(self._listeners):
+                listener(event)
+
+    def _restore(self, undo: Undo) -> WatchEvent:
+        """Put one key back as it was before a lost write; the event that tells of it."""
+        key, before, body = undo.key, undo.before, undo.body
+        lost = self._objects.get(key)
+        if before is None:
+            self._unindex(key)
+        else:
+            self._index(key, before)
+        self._set_body(key, body)
+        for obj in (lost, before):
+            uid = obj["metadata"].get("uid", "") if obj is not None else ""
+            self._foreground.pop(uid, None)
+        if before is not None and FOREGROUND_FINALIZER in (
+            before["metadata"].get("finalizers") or []
+        ):
+            self._foreground[before["metadata"]["uid"]] = key
+        if key[1] == "namespaces":
+            marked = before is not None and before["metadata"].get("deletionTimestamp")
+            (self._terminating.add if marked else self._terminating.discard)((key[0], key[3]))
+        cluster, resource = key[0], key[1]
+        if before is None:
+            assert lost is not None
+            return WatchEvent("DELETED", undo.rv, cluster, resource, lost, lost)
+        kind = "ADDED" if lost is None else "MODIFIED"
+        return WatchEvent(kind, undo.rv, cluster, resource, before, lost)
 
     def _hand_over(self) -> None:
         """After a commit: the committed listeners get the events of what it held."""
@@ -698,9 +780,10 @@ class Store:
         cluster, resource, namespace, name = key
         rv = self._rv + 1
         obj["metadata"]["resourceVersion"] = str(rv)
-        body = json.dumps(obj, separators=(",", ":"))
-        if len(body) > MAX_OBJECT_BYTES:
+        encoded = encode_document(obj)
+        if len(encoded) > MAX_OBJECT_BYTES:
             raise TooLarge(f"Request entity too large: limit is {MAX_OBJECT_BYTES}")
+        body = encoded.decode()
         previous = self._objects.get(key)
         commit_now = self._persist(
             rv,
@@ -709,6 +792,7 @@ class Store:
             "VALUES (?, ?, ?, ?, ?)",
             (cluster, resource, namespace, name, body),
         )
+        self._commits.remember(Undo(key, previous, self._bodies.get(key), rv))
         # ``obj`` is the store's private copy from here on; listeners must not modify it.
         self._index(key, obj)
         self._set_body(key, body)
@@ -729,12 +813,13 @@ class Store:
                 cluster,
                 resource,
                 "DELETED",
-                json.dumps(obj, separators=(",", ":")),
+                encode_document(obj).decode(),
                 _version(previous),
             ),
             "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?",
             key,
         )
+        self._commits.remember(Undo(key, previous, self._bodies.get(key), rv))
         self._unindex(key)
         self._set_body(key, None)
         try:
@@ -758,34 +843,34 @@ class Store:
         statement: str,
         values: tuple[str, ...],
     ) -> bool:
-        """Append event ``rv`` and change the object's row in the loop turn's transaction;
-        True when the caller commits once it has told the listeners (no loop runs here).
-        A failed write leaves neither row."""
+        """Append event ``rv`` and change the object's row in the loop turn's transaction,
+        compacting the cluster's history if it grew past its bounds; True when the caller
+        commits once it has told the listeners (no loop runs here). A failed write leaves
+        neither row; ``Unwritable`` (``DiskFull``) when SQLite refused it."""
+        COSTS.wrote(event[0], event[1])
         commit_now = self._commits.begin()
         try:
             self._db.execute(
-                "INSERT INTO events (rv, cluster, resource, type, body, prev_rv) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (rv, *event),
+                "INSERT INTO events (rv, cluster, resource, type, body, prev_rv, size) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rv, *event, len(event[3])),
             )
             try:
                 self._db.execute(statement, values)
+                self._history.appended(event[0], len(event[3]))
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("DELETE FROM events WHERE rv=?", (rv,))
                 raise
-        except BaseException:
-            self._commits.abandon()
+        except sqlite3.Error as err:
+            failure = self._commits.abandon(err)
             if commit_now:
                 self._commits.commit_now()
-            raise
+            raise failure from None
         self._rv = rv
         return commit_now
 
     def _after_write(self, event: WatchEvent) -> None:
-        self._writes += 1
-        if self._writes % 1000 == 0:
-            self._db.execute("DELETE FROM events WHERE rv <= ?", (event.rv - EVENT_RETENTION,))
         if self._committed_listeners:
             self._uncommitted.append(event)
         for listener in list(self._listeners):
@@ -921,10 +1006,42 @@ class Store:
                 current = self._objects.get(key)
                 if current is not None:
                     self._remove(key, clone_document(current))
+            # its events go too (the watches heard of the deletes already)
+            self._in_transaction(lambda: self._history.forget(cluster))
             return len(keys)
+
+    def _in_transaction(self, change: Callable[[], None]) -> None:
+        """Run ``change`` (statements that write no object) in the turn's transaction."""
+        commit_now = self._commits.begin()
+        try:
+            change()
+        except sqlite3.Error as err:
+            raise self._commits.abandon(err) from None
+        finally:
+            if commit_now:
+                self._commits.commit_now()
 
     def namespace_exists(self, cluster: str, namespace: str) -> bool:
         return (cluster, "namespaces", "", namespace) in self._objects
+
+
+def _open_database(path: Path, durable: bool) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL" if durable else "PRAGMA journal_mode=MEMORY")
+    db.execute("PRAGMA synchronous=NORMAL" if durable else "PRAGMA synchronous=OFF")
+    db.executescript("""
+        CREATE TABLE IF NOT EXISTS objects (
+            cluster TEXT NOT NULL, resource TEXT NOT NULL, namespace TEXT NOT NULL,
+            name TEXT NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (cluster, resource, namespace, name));
+        CREATE TABLE IF NOT EXISTS events (
+            rv INTEGER PRIMARY KEY AUTOINCREMENT, cluster TEXT NOT NULL,
+            resource TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL,
+            prev_rv INTEGER, size INTEGER);
+        CREATE INDEX IF NOT EXISTS events_by_resource ON events (cluster, resource, rv);
+    """)
+    _add_previous_versions(db)
+    return db
 
 
 def _add_previous_versions(db: sqlite3.Connection) -> None:

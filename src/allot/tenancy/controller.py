@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from allot.api.documents import clone_document
-from allot.api.tenancy import Tenant
+from allot.api.tenancy import Tenant, TenantStorage
 from allot.controllers.context import ControllerContext
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
@@ -101,6 +101,10 @@ class TenantController:
         tenant = Tenant.model_validate(obj)
         entry = TenantEntry(tenant, entitlement.entitled_classes(tenant, classes))
         self.directory.put(entry)
+        storage = tenant.spec.storage or TenantStorage()
+        self.registry.bound_storage(
+            entry.name, storage.most_history_bytes(), storage.most_audit_file_bytes()
+        )
         return entry
 
     def _ensure_host_objects(self, entry: TenantEntry, classes: list[Obj]) -> None:

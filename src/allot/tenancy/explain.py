@@ -8,18 +8,29 @@ sharing: the admission controller's ``QuotaReserved=False`` message, device by d
 for a preemption in progress (the message, and the pods being evicted for it, which
 still hold the quota until they are gone), for capacity (admitted, or not gated at all,
 but not scheduled: the scheduler's ``PodScheduled`` reason and message), or not at all
-(bound to a node). A host pod is read the same way. Pure: the CLI (:mod:`allot.cli.simulate`)
-fetches the objects and prints the :class:`Explanation`.
+(bound to a node). A host pod is read the same way. For capacity, :func:`why_no_node` adds
+why the pod's claims fit on no node, per request and device, worked out on the fleet as it
+is now exactly as ``allot doctor`` works it out on the host (:mod:`allot.allocator.explain`),
+restricted for a tenant to what it may see (:func:`tenant_audience`, the same restriction
+the scheduler's ``CannotAllocate`` Events in its cluster get). Pure: the CLI
+(:mod:`allot.cli.pending`) fetches the objects and prints the :class:`Explanation`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from allot.allocator.explain import Audience, explain_placement, render_text
+from allot.allocator.scheduling import place
+from allot.api import claims as claims_api
+from allot.api import core_v1_nodes as corev1
+from allot.api import resource_v1 as resourceapi
+from allot.api.errors import ClaimNotCreatedError
 from allot.controllers.claims import FAILED_CREATION
 from allot.controllers.eviction import DISRUPTION_TARGET
-from allot.tenancy import names
+from allot.dra import AllocatorFeed, DraIndex
+from allot.tenancy import generated, names
 from allot.tenancy.queueing import PREEMPTION_REASON, QUOTA_RESERVED
 from allot.tenancy.translate import ADMISSION_GATE, message_to_tenant, tenant_object_name
 from allot.types import Obj
@@ -44,6 +55,8 @@ class Explanation:
     message: str
     evicting: list[str] = field(default_factory=list)
     admitted: bool = False  # by fair sharing's admission controller (``QuotaReserved``)
+    detail: list[str] = field(default_factory=list)
+    """Why its claims fit on no node, request by request (:func:`why_no_node`)."""
 
     @property
     def pending(self) -> bool:
@@ -62,6 +75,9 @@ class Explanation:
         if self.evicting:
             lines.append("being evicted for it (they hold the quota until they are gone):")
             lines += [f"  {victim}" for victim in self.evicting]
+        if self.detail:
+            lines.append("why its claims fit on no node:")
+            lines += [f"  {line}" for line in self.detail]
         return "\n".join(lines)
 
 
@@ -149,3 +165,86 @@ def _victims(message: str, pods: Iterable[Obj]) -> list[str]:
         state = "terminating" if metadata.get("deletionTimestamp") else "marked"
         found.append(f"{tenant} {namespace}/{name} ({state})")
     return sorted(found)
+
+
+@dataclass
+class Fleet:
+    """What the allocator reads, as listed from the host: slices, classes, every claim of
+    every namespace (what they hold), nodes."""
+
+    slices: list[Obj]
+    classes: list[Obj]
+    claims: list[Obj]
+    nodes: list[Obj]
+
+
+def why_no_node(twin: Obj, fleet: Fleet, tenant: tuple[str, list[str]] | None = None) -> list[str]:
+    """Why the claims of host pod ``twin`` fit on no node now, per node, request and
+    device (``allot doctor``'s text; for ``tenant``, its name and entitled classes, what
+    it may see of it); [] when they fit, or when the pod has no claim to place."""
+    index = DraIndex()
+    index.refresh(fleet.slices, fleet.classes, fleet.claims)
+    every = {(c["metadata"].get("namespace", ""), c["metadata"]["name"]): c for c in fleet.claims}
+    namespace = twin["metadata"].get("namespace", "")
+    by_name = {name: c for (ns, name), c in every.items() if ns == namespace}
+    claims = [by_name[name] for name in _claim_names(twin) if name in by_name]
+    if not any((c.get("status") or {}).get("allocation") is None for c in claims):
+        return []
+    models = [resourceapi.ResourceClaim.model_validate(c) for c in claims]
+    nodes = [corev1.Node.model_validate(n) for n in fleet.nodes]
+    allocator, state = AllocatorFeed(index).allocator(), index.allocated_state()
+    placement = place(models, nodes, allocator, state)
+    if placement.error is not None:
+        return [str(placement.error)]
+    if placement.node is not None or not placement.reasons:
+        return [placement.message] if placement.message else []
+    audience = (
+        tenant_audience(*tenant, index, lambda ns, name: every.get((ns, name)))
+        if tenant is not None
+        else None
+    )
+    explained = explain_placement(placement, nodes, allocator, state, audience)
+    return render_text(explained.explanations, explained.more).splitlines()
+
+
+def _claim_names(pod: Obj) -> list[str]:
+    """The claims a pod uses (named, generated from a template, for extended resources)."""
+    found = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        try:
+            name = claims_api.claim_name(pod, entry)
+        except ClaimNotCreatedError:
+            continue
+        if name:
+            found.append(name)
+    extended = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    if extended.get("resourceClaimName"):
+        found.append(extended["resourceClaimName"])
+    return found
+
+
+def tenant_audience(
+    tenant: str,
+    entitled: Iterable[str],
+    index: DraIndex,
+    claim: Callable[[str, str], Obj | None],
+) -> Audience:
+    """What ``tenant`` may read of an explanation: the devices its entitled classes select,
+    and its own claims (those of its host namespace) by the names it knows them by;
+    ``claim`` finds a host claim by namespace and name."""
+    home = names.host_namespace(tenant)
+
+    def known_as(label: str) -> str | None:
+        namespace, _, name = label.partition("/")
+        if namespace != home:
+            return None
+        found = claim(namespace, name)
+        origin = (tenant_object_name(found) or generated.mirror_name(found)) if found else None
+        return f"{origin[0]}/{origin[1]}" if origin else EXTENDED_CLAIM
+
+    return Audience(index.devices_of(entitled), known_as)
+
+
+EXTENDED_CLAIM = "the extended-resource claim"
+"""How a tenant is told of a claim of its host namespace it has no name for: the one the
+scheduler makes for its pod's extended resources (``nvidia.com/gpu: 1``)."""

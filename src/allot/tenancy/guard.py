@@ -34,7 +34,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from allot.api.tenancy import DEFAULT_STORAGE_BYTES, DEFAULT_STORAGE_OBJECTS, TenantStorage
+from allot.api.tenancy import TenantStorage
 from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.registry.handlers import Handlers, WriteOptions
@@ -77,9 +77,17 @@ HOST_SUBRESOURCES: dict[str, Callable[[ServedResource], str]] = {
 
 
 class TenantGuard:
-    def __init__(self, handlers: Handlers, directory: TenantDirectory) -> None:
+    def __init__(
+        self,
+        handlers: Handlers,
+        directory: TenantDirectory,
+        retained: Callable[[str], int] = lambda cluster: 0,
+    ) -> None:
+        """``retained``: the bytes a cluster keeps beside its objects' bodies (its watch
+        history, its admission audit), counted against its storage bytes."""
         self.handlers = handlers
         self.directory = directory
+        self.retained = retained
 
     def _gated(self, tenant: str) -> bool:
         """A fair-sharing tenant's twins are created gated: the dry run creates the same."""
@@ -204,21 +212,22 @@ class TenantGuard:
         self, request: AdmissionRequest, storage: TenantStorage | None, tenant: str
     ) -> None:
         """A tenant's cluster holds at most so many objects and bytes of the platform's
-        store (``spec.storage``), so no tenant can fill the platform's disk or memory."""
+        store (``spec.storage``), so no tenant can fill the platform's disk or memory: the
+        bytes of its objects, of the watch history they leave and of its admission audit."""
         assert request.object is not None
         objects, size = self.handlers.store.usage(request.cluster)
-        most_objects = (storage.objects if storage else None) or DEFAULT_STORAGE_OBJECTS
-        most_bytes = DEFAULT_STORAGE_BYTES
-        if storage is not None and storage.bytes is not None:
-            most_bytes = storage.bytes.as_integer()
+        retained = self.retained(request.cluster)
+        storage = storage or TenantStorage()
+        most_objects, most_bytes = storage.most_objects(), storage.most_bytes()
         adding = len(json.dumps(request.object.to_wire(), separators=(",", ":")))
         if request.old_object is not None:  # what it replaces, as the store holds it
             store, resource = self.handlers.store, request.resource.store
             adding -= store.stored_size(request.cluster, resource, request.namespace, request.name)
         creating = 1 if request.operation is Operation.CREATE else 0
-        for key, used, more, most in (
-            ("objects", objects, creating, most_objects),
-            ("bytes", size, adding, most_bytes),
+        held = f"objects {size}, their watch history and the admission audit {retained}; "
+        for key, used, more, most, counted in (
+            ("objects", objects, creating, most_objects, ""),
+            ("bytes", size + retained, adding, most_bytes, held),
         ):
             if more > 0 and used + more > most:
                 raise AdmissionDenied(
@@ -226,8 +235,8 @@ class TenantGuard:
                     request.name,
                     f"exceeded quota: tenant-storage, requested: {key}={more}, used: "
                     f"{key}={used}, limited: {key}={most} (spec.storage.{key} of Tenant "
-                    f"{tenant}: delete objects of its cluster, or ask the platform owner "
-                    "to raise it)",
+                    f"{tenant}: {counted}delete objects of its cluster, or ask the platform "
+                    "owner to raise it)",
                 )
 
     @staticmethod

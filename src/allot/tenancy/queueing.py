@@ -38,7 +38,7 @@ from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
 from allot.controllers.eviction import DISRUPTION_TARGET, evict_pod
 from allot.dra import DraIndex
-from allot.fairshare.books import Books, show
+from allot.fairshare.books import Books, Standing, show
 from allot.fairshare.cycle import Decision, Eviction, Waiting, admission_cycle
 from allot.fairshare.model import GPU_MEMORY, Queue, Workload, queues_from_tenants
 from allot.fairshare.report import SharingSummary, cohort_idle, tenant_reports
@@ -119,9 +119,11 @@ class QueueingState:
     ``books.standing(tenant, resource)`` gives guaranteed, used, borrowed and lent
     (resources: DeviceClass names and ``gpuMemory``); ``tenants`` the admitted and
     waiting workloads and the preemptions suffered; ``waiting`` why each waiting workload
-    waits (by key); :meth:`summary` all of it as the operations layer shows it."""
+    waits (by key); ``entitled`` each tenant's DeviceClasses; :meth:`summary` all of it as
+    the operations layer shows it."""
 
     books: Books | None = None
+    entitled: Mapping[str, frozenset[str]] = field(default_factory=dict)
     tenants: dict[str, TenantCounts] = field(default_factory=dict)
     waiting: dict[str, Waiting] = field(default_factory=dict)
     workloads: list[Workload] = field(default_factory=list)
@@ -137,6 +139,7 @@ class QueueingState:
         reports = {
             tenant: replace(
                 report,
+                resources=self._shown(tenant, report.resources),
                 admitted=self.counts(tenant).admitted,
                 waiting=self.counts(tenant).waiting,
             )
@@ -144,6 +147,20 @@ class QueueingState:
         }
         preempted = {tenant: counts.preempted for tenant, counts in self.tenants.items()}
         return SharingSummary(reports, cohort_idle(self.books), preempted)
+
+    def _shown(self, tenant: str, resources: Mapping[str, Standing]) -> dict[str, Standing]:
+        """The tenant's resources but the DeviceClasses its cohort governs that the tenant
+        may not claim and holds no share of (legal-ai had a ``gpu-slice`` row of zeros in
+        ``allot top``, issue 28); a class it is guaranteed stays, as it lends it."""
+        entitled = self.entitled.get(tenant)
+        return {
+            resource: standing
+            for resource, standing in resources.items()
+            if entitled is None
+            or resource == GPU_MEMORY
+            or resource in entitled
+            or standing != Standing(0, 0, 0, 0)
+        }
 
 
 class QueueingController:
@@ -369,6 +386,7 @@ class QueueingController:
         self.preempted_for = {k: v for k, v in self.preempted_for.items() if k in live}
         state = self.state
         state.books = decision.books
+        state.entitled = {n: frozenset(e.entitled) for n, e in self.directory.entries.items()}
         state.passes += 1
         now = self.host.clock().timestamp()
         admitted_now = {w.key for w in decision.admitted}

@@ -8,7 +8,9 @@ class):
 
 * :class:`Entitlements` tells the scheduler, given a claim, why it may not be allocated or
   reserved now (``refusal``), and which events may change that (``changed``), so a pod
-  parked on a revoked class is retried when the entitlement returns;
+  parked on a revoked class is retried when the entitlement returns; and what a tenant may
+  read of the explanation of its pod's unschedulable claims (``audience``: the devices of
+  its entitled classes, its own claims; :func:`allot.tenancy.explain.tenant_audience`);
 * :class:`RevokedClaimsAdmission` refuses, on the host, a pod created in a tenant namespace
   that references (by name or through a template) a claim naming such a class; the
   tenant guard's dry-run preflight turns that into the tenant's own refusal.
@@ -18,11 +20,14 @@ Built and registered by :mod:`allot.platform`.
 
 from __future__ import annotations
 
+from allot.allocator.explain import Audience
 from allot.controllers.context import ControllerContext
+from allot.dra import DraIndex
 from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
 from allot.store import WatchEvent
 from allot.tenancy import entitlement, names
+from allot.tenancy.explain import tenant_audience
 from allot.types import Obj
 
 
@@ -61,6 +66,17 @@ class Entitlements:
         metadata = claim["metadata"]
         shown = f'resourceclaim "{_tenant_name(metadata)}"'
         return self.spec_refusal(metadata.get("namespace", ""), shown, claim.get("spec") or {})
+
+    def audience(self, namespace: str, index: DraIndex) -> Audience | None:
+        """What the tenant owning ``namespace`` may read of an explanation (None: the
+        namespace is the host's)."""
+        owner = self.of_namespace(namespace)
+        if owner is None:
+            return None
+        tenant, entitled = owner
+        return tenant_audience(
+            tenant, entitled, index, lambda ns, name: self.host.peek("ResourceClaim", ns, name)
+        )
 
     @staticmethod
     def changed(event: WatchEvent) -> bool:

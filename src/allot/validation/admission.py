@@ -12,9 +12,16 @@ from __future__ import annotations
 from allot.api import admission_v1 as admissionapi
 from allot.api import core_v1 as corev1
 from allot.api.quantity import Quantity
-from allot.cel import CelError
+from allot.cel import CelError, CompileError, CompileErrorReason
 from allot.cel.policy import PolicyCompiler
-from allot.validation.field import ErrorList, Path, invalid, not_supported, required
+from allot.validation.field import (
+    ErrorList,
+    Path,
+    internal,
+    invalid,
+    not_supported,
+    required,
+)
 
 _COMPILER = PolicyCompiler()
 FAILURE_POLICIES = ["Fail", "Ignore"]
@@ -95,6 +102,10 @@ def _compiled(expression: str | None, scope: tuple[str, ...], path: Path) -> Err
         return [required(path)]
     try:
         _COMPILER.compile(expression, scope)
+    except CompileError as err:
+        if err.reason is CompileErrorReason.INTERNAL:
+            return [internal(path, err.detail)]
+        return [invalid(path, expression, err.detail)]
     except CelError as err:
         return [invalid(path, expression, str(err))]
     return []

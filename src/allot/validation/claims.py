@@ -48,26 +48,6 @@ EXACTLY_ONE_CONSTRAINT = (
 )
 
 
-def apply_claim_defaults(spec: resourceapi.ResourceClaimSpec) -> None:
-    """The API server's defaulting: ExactCount with count 1, tolerations ``Equal``."""
-    for request in (spec.devices.requests or []) if spec.devices else []:
-        targets: list[resourceapi.ExactDeviceRequest | resourceapi.DeviceSubRequest] = []
-        if request.exactly is not None:
-            targets.append(request.exactly)
-        targets.extend(request.first_available or [])
-        for target in targets:
-            if not target.allocation_mode:
-                target.allocation_mode = resourceapi.ALLOCATION_MODE_EXACT_COUNT
-            if (
-                target.allocation_mode == resourceapi.ALLOCATION_MODE_EXACT_COUNT
-                and not target.count
-            ):
-                target.count = 1
-            for toleration in target.tolerations or []:
-                if not toleration.operator:
-                    toleration.operator = resourceapi.TOLERATION_OP_EQUAL
-
-
 def validate_claim_spec(
     spec: resourceapi.ResourceClaimSpec, path: Path, context: ResourceContext, namespace: str | None
 ) -> ErrorList:

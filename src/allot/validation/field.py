@@ -123,6 +123,10 @@ def forbidden(path: Path, detail: str) -> FieldError:
     return FieldError(path, ErrorType.FORBIDDEN, detail)
 
 
+def internal(path: Path, detail: str) -> FieldError:
+    return FieldError(path, ErrorType.INTERNAL, detail)
+
+
 def duplicate(path: Path, value: Any) -> FieldError:
     return FieldError(path, ErrorType.DUPLICATE, "", value)
 

@@ -23,6 +23,7 @@ from allot.validation.field import (
     Path,
     duplicate,
     forbidden,
+    internal,
     invalid,
     not_supported,
     required,
@@ -121,6 +122,8 @@ def validate_selector(
             return [too_long(expression_path, 10 * 1024)]
         if err.reason is CompileErrorReason.FORBIDDEN:
             return [forbidden(expression_path, err.detail)]
+        if err.reason is CompileErrorReason.INTERNAL:
+            return [internal(expression_path, err.detail)]
         return [invalid(expression_path, expression, err.detail)]
     return []
 

@@ -30,7 +30,15 @@ from allot.validation.field import (
     not_supported,
     required,
 )
-from allot.validation.names import is_device_quota_key, is_dns1123_subdomain
+from allot.validation.names import (
+    DEVICE_CLASS_QUOTA_SUFFIX,
+    DEVICE_CLASS_RESOURCE_PREFIX,
+    QUOTA_LIMITS_PREFIX,
+    QUOTA_REQUESTS_PREFIX,
+    is_device_quota_key,
+    is_dns1123_subdomain,
+)
+from allot.validation.suggestions import did_you_mean
 
 TENANT_NAMESPACE_PREFIX = "tenant-"
 MAX_TENANT_NAME = 63 - len(TENANT_NAMESPACE_PREFIX)
@@ -222,7 +230,9 @@ def validate_sharing_classes(
             continue
         path = Path("spec").child("sharing", "deviceClasses").index(position).child("name")
         if share.name not in classes:
-            errors.append(not_found(path, share.name, "no DeviceClass of this name"))
+            hint = did_you_mean(share.name, classes)
+            detail = "no DeviceClass of this name" + (f"; {hint}" if hint else "")
+            errors.append(not_found(path, share.name, detail))
         elif not selector_matches(wire, dict(classes[share.name] or {})):
             errors.append(
                 invalid(
@@ -233,6 +243,35 @@ def validate_sharing_classes(
                 )
             )
     return errors
+
+
+def quota_class_warnings(tenant: tenancy.Tenant, classes: Mapping[str, object]) -> list[str]:
+    """Quota keys naming a DeviceClass the catalogue (``classes``, by name) lacks: allowed,
+    as any ResourceQuota key is, but they limit nothing; the nearest class is suggested."""
+    quota = tenant.spec.quota
+    found = []
+    for key in sorted((quota.hard or {}) if quota else {}):
+        name = quota_class(key)
+        if name is None or name in classes:
+            continue
+        hint = did_you_mean(name, classes)
+        found.append(
+            f"spec.quota.hard[{key}]: no DeviceClass {name!r}"
+            + (f" ({hint})" if hint else "")
+            + ": the quota limits nothing until a class of that name exists"
+        )
+    return found
+
+
+def quota_class(key: str) -> str | None:
+    """The DeviceClass a quota key counts devices of, if it names one."""
+    if key.endswith(DEVICE_CLASS_QUOTA_SUFFIX):
+        return key.removesuffix(DEVICE_CLASS_QUOTA_SUFFIX)
+    prefixes = (QUOTA_REQUESTS_PREFIX, QUOTA_LIMITS_PREFIX)
+    resource = next((key.removeprefix(p) for p in prefixes if key.startswith(p)), key)
+    if resource.startswith(DEVICE_CLASS_RESOURCE_PREFIX):
+        return resource.removeprefix(DEVICE_CLASS_RESOURCE_PREFIX)
+    return None
 
 
 def validate_sync(sync: tenancy.TenantSync | None, path: Path) -> ErrorList:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from allot.api import resource_v1 as resourceapi
 from allot.registry.kinds import KindStrategy, QuotaEvaluator, Table
 from allot.registry.kinds.columns import AGE, NAME, age, column
 from allot.types import Obj
@@ -53,10 +54,11 @@ STRATEGIES = (
     KindStrategy(
         "ResourceClaim",
         "resourceclaim",
+        generation=False,
         returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         subresources=("status",),
         rules=KindRules(
-            defaults=lambda obj: claims.apply_claim_defaults(obj.spec),
+            defaults=lambda obj: resourceapi.apply_claim_defaults(obj.spec),
             validate=lambda obj, context: claims.validate_claim_spec(
                 obj.spec, Path("spec"), context, obj.metadata.namespace
             ),

@@ -1,0 +1,283 @@
+"""The real engine's refusals that need no real cluster, and ``make kube``'s one-line errors.
+
+Binaries are stand-ins here (shell scripts that print a version), so these run everywhere:
+binaries of another version are refused naming what was found; a port in use, a data
+directory of the other engine and ``allot tenant create`` on a real-engine directory are
+refused before anything is written; the build says in one line that Go is missing, that
+the proxy does not serve a module, or that a build failed. The tools modules require the
+versions the engine checks for.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from allot.cli.main import main
+from allot.kubeengine import build
+from allot.kubeengine.binaries import (
+    BIN_ENV,
+    CACHE_ENV,
+    ETCD_VERSION,
+    KUBERNETES_VERSION,
+    KWOK_VERSION,
+    PROGRAMS,
+)
+from allot.registry.clusters import STORE_FILE
+
+REPO = Path(__file__).resolve().parent.parent
+TOOLS = REPO / "tools" / "kube"
+PRINTED = {
+    "etcd": "etcd Version: {}\nGit SHA: Not provided\n",
+    "kwok": "kwok version {} go1.26.8 (linux/amd64)\n",
+}
+
+
+def stand_ins(directory: Path, versions: dict[str, str]) -> Path:
+    """Scripts named like the real programs that print ``versions`` for ``--version``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for program in PROGRAMS:
+        text = PRINTED.get(program.name, "Kubernetes {}\n").format(versions[program.name])
+        script = directory / program.name
+        script.write_text(f"#!/bin/sh\nprintf '%s' '{text}'\n")
+        script.chmod(0o755)
+    return directory
+
+
+def right_versions() -> dict[str, str]:
+    return {program.name: program.version for program in PROGRAMS}
+
+
+def test_binaries_of_another_version_are_refused_naming_what_was_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    versions = {**right_versions(), "kube-apiserver": "v1.35.2", "etcd": "3.5.21"}
+    monkeypatch.setenv(BIN_ENV, str(stand_ins(tmp_path / "bin", versions)))
+    data = tmp_path / "data"
+    assert main(["up", "--engine", "kubernetes", "--data-dir", str(data), "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: real Kubernetes binaries in ${BIN_ENV}={tmp_path / 'bin'}: ")
+    assert "etcd is 3.5.21, not 3.6.8" in err
+    assert f"kube-apiserver is v1.35.2, not {KUBERNETES_VERSION}" in err
+    assert "kube-scheduler is" not in err  # only what is wrong is named
+    assert f"point ${BIN_ENV} at binaries of Kubernetes {KUBERNETES_VERSION}" in err
+    assert err.count("\n") == 1
+    assert not data.exists()
+
+
+def test_missing_binaries_say_to_run_make_kube(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(BIN_ENV, raising=False)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    assert main(["up", "--engine", "kubernetes", "--data-dir", str(data)]) == 1
+    err = capsys.readouterr().err
+    assert "etcd missing; kube-apiserver missing" in err
+    assert "run `make kube` to build Kubernetes v1.36.3, etcd 3.6.8, kwok v0.8.0" in err
+    assert not data.exists()
+
+
+def test_a_port_in_use_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(BIN_ENV, str(stand_ins(tmp_path / "bin", right_versions())))
+    data = tmp_path / "data"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["up", "--engine", "kubernetes", "--data-dir", str(data), "--port", str(port)])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"error: cannot serve on 127.0.0.1:{port}: Address already in use (choose another "
+        "with --port, or --port 0 for a free one)\n"
+    )
+    assert not data.exists()
+
+
+def test_a_data_dir_of_the_embedded_engine_is_refused_by_the_real_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / STORE_FILE).write_bytes(b"")
+    before = sorted(tmp_path.iterdir())
+    assert main(["up", "--engine", "kubernetes", "--data-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path} holds a cluster of the embedded engine; the kubernetes engine "
+        f"never uses it (start it with: allot up --data-dir {tmp_path}, or choose another "
+        "--data-dir)\n"
+    )
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_a_data_dir_of_the_real_engine_is_refused_by_the_embedded_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "kube").mkdir()
+    assert main(["up", "--data-dir", str(tmp_path), "--port", "0"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path} holds a cluster of the kubernetes engine; the embedded engine "
+        f"never uses it (start it with: allot up --engine kubernetes --data-dir {tmp_path}, "
+        "or choose another --data-dir)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kube"]
+
+
+def test_flags_of_the_embedded_engine_alone_are_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for flags, name in (
+        (["--runtime", "process"], "--runtime"),
+        (["--placement", "pack"], "--placement"),
+    ):
+        assert main(["up", "--engine", "kubernetes", "--data-dir", str(tmp_path), *flags]) == 2
+        assert capsys.readouterr().err == (
+            f"error: {name} applies to the embedded engine only (the kubernetes engine runs "
+            "pods through kwok and places them with kube-scheduler)\n"
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_real_engine_takes_only_the_driver_gates_that_change_what_it_publishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PassthroughSupport and NVMLDeviceHealthCheck change the slices (twins, taints), which
+    kube-scheduler reads; the sharing gates act at prepare time, which kwok nodes skip."""
+    gates = "MPSSupport=true,TimeSlicingSettings=true"
+    command = ["up", "--engine", "kubernetes", "--data-dir", str(tmp_path)]
+    assert main([*command, "--driver-feature-gates", gates]) == 2
+    assert capsys.readouterr().err == (
+        "error: --driver-feature-gates MPSSupport, TimeSlicingSettings: the kubernetes engine "
+        "takes only NVMLDeviceHealthCheck and PassthroughSupport (its kwok nodes prepare no "
+        "devices, so no driver config is applied there)\n"
+    )
+    both = "PassthroughSupport=true,NVMLDeviceHealthCheck=true"
+    assert main([*command, "--driver-feature-gates", both]) == 2
+    assert capsys.readouterr().err == (
+        "error: feature gate PassthroughSupport is currently mutually exclusive with "
+        "NVMLDeviceHealthCheck\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tenant_create_on_the_real_engine_says_tenants_are_not_there_yet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "kube").mkdir()
+    for command in (["create", "team-a"], ["list"], ["delete", "team-a"]):
+        assert main(["tenant", *command, "--data-dir", str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(
+            f"error: tenants are not available on the kubernetes engine yet: {tmp_path} runs "
+            "real Kubernetes 1.36"
+        )
+        assert "tenants run on the embedded engine" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kube"]
+
+
+def _required(module: str) -> dict[str, str]:
+    text = (TOOLS / module / "go.mod").read_text()
+    return dict(re.findall(r"^\s+(\S+) (v\S+)(?: // indirect)?$", text, re.MULTILINE))
+
+
+def test_the_tools_modules_require_the_versions_the_engine_checks() -> None:
+    assert _required("kubernetes")["k8s.io/kubernetes"] == KUBERNETES_VERSION
+    assert _required("etcd")["go.etcd.io/etcd/server/v3"] == f"v{ETCD_VERSION}"
+    assert _required("kwok")["sigs.k8s.io/kwok"] == KWOK_VERSION
+    replaced = re.findall(
+        r"^\s+(k8s\.io/\S+) => (k8s\.io/\S+) (v\S+)$",
+        (TOOLS / "kubernetes" / "go.mod").read_text(),
+        re.MULTILINE,
+    )
+    staging = f"v0.{KUBERNETES_VERSION.removeprefix('v1.')}"
+    assert len(replaced) >= 33  # every staging module of 1.36
+    assert all(old == new and version == staging for old, new, version in replaced)
+    for module in ("kubernetes", "etcd", "kwok"):
+        assert (TOOLS / module / "go.sum").stat().st_size > 0
+
+
+def test_the_build_without_go_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert build.main([str(TOOLS)]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "make kube: Go is not installed: install Go >= 1.26 (https://go.dev/dl/), or set "
+        "$ALLOT_KUBE_BIN to a directory of Kubernetes 1.36 binaries you have\n"
+    )
+
+
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="no Go on PATH")
+
+
+@needs_go
+def test_a_module_the_proxy_does_not_serve_is_named_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "modules"))  # nothing downloaded yet
+    monkeypatch.setenv("GOPROXY", "off")
+    assert build.main([str(TOOLS)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "make kube: the Go module proxy (off) did not serve k8s.io/kubernetes "
+        f"{KUBERNETES_VERSION} ("
+    )
+    assert err.endswith(
+        "check the network and $GOPROXY, or set $ALLOT_KUBE_BIN to binaries you have\n"
+    )
+    assert err.count("\n") == 1
+    _clean_module_cache(tmp_path / "modules")
+
+
+def _clean_module_cache(path: Path) -> None:
+    """Go writes its module cache read-only; make it removable for tmp_path's clean-up."""
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            (Path(root) / name).chmod(0o755)
+
+
+@needs_go
+def test_a_failed_build_is_one_line_with_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "tools" / "broken"
+    module.mkdir(parents=True)
+    (module / "go.mod").write_text("module example.com/broken\n\ngo 1.26.0\n")
+    (module / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
+    target = build.Target("broken", "example.com/broken", "v0.0.0", ("example.com/broken",), ())
+    monkeypatch.setattr(build, "TARGETS", (target,))
+    monkeypatch.setattr(build, "BINARY_NAMES", {"example.com/broken": "etcd"})
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    assert build.main([str(tmp_path / "tools")]) == 1
+    out, err = capsys.readouterr()
+    log = tmp_path / "cache" / KUBERNETES_VERSION / "build.log"
+    assert "make kube: building etcd (example.com/broken v0.0.0, " in out
+    assert err.startswith(f"make kube: building etcd failed (exit 1); the log is {log}: ")
+    assert "undefined: undefined" in err
+    assert err.endswith("fix the cause and rerun `make kube`\n")
+    assert err.count("\n") == 1
+    assert not (tmp_path / "cache" / KUBERNETES_VERSION / "bin" / "etcd").exists()
+
+
+def test_binaries_in_the_cache_at_the_right_version_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    bin_dir = stand_ins(tmp_path / "cache" / KUBERNETES_VERSION / "bin", right_versions())
+    monkeypatch.setenv("PATH", str(tmp_path / "empty") + os.pathsep + "/bin:/usr/bin")
+    before = {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()}
+    assert build.main([str(TOOLS)]) == 0  # no Go needed: nothing to build
+    assert capsys.readouterr().out == (
+        f"make kube: binaries of Kubernetes {KUBERNETES_VERSION} are in {bin_dir}\n"
+    )
+    assert {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()} == before
+    assert subprocess.run([str(bin_dir / "kwok"), "--version"], capture_output=True).returncode == 0
