@@ -57,6 +57,11 @@ class Engine:
     """The store-like reads of the capacity view over this engine's cache."""
     _start: Callable[[], Any] = field(repr=False, default=lambda: None)
     _stop: Callable[[], Any] = field(repr=False, default=lambda: None)
+    other_cluster: Callable[[str], AbstractContextManager[Client]] | None = field(
+        repr=False, default=None
+    )
+    """A second cluster of this engine by name, its changes on this client's dispatcher
+    (in process: another cluster of the registry; remote: another API server)."""
 
     async def start(self) -> None:
         """Start watching (the remote informers list the kinds informed so far)."""
@@ -90,8 +95,22 @@ def inprocess(root: Path) -> Iterator[Engine]:
         await client.dispatcher.settle()
         client.dispatcher.stop()
 
+    @contextmanager
+    def other_cluster(name: str) -> Iterator[Client]:
+        registry.add_cluster(name)
+        yield InProcessClient(
+            name, registry.store, registry.handlers, registry.clock, dispatcher=client.dispatcher
+        )
+
     try:
-        yield Engine("inprocess", client, registry.store, client.dispatcher.start, settle_then_stop)
+        yield Engine(
+            "inprocess",
+            client,
+            registry.store,
+            client.dispatcher.start,
+            settle_then_stop,
+            other_cluster,
+        )
     finally:
         registry.close()
 
@@ -103,8 +122,28 @@ def remote(root: Path) -> Iterator[Engine]:
         client = RemoteClient(api)
         counts = ChangeCounts()
         client.add_indexer("changes", counts.observe, None)
+        others: list[RemoteClient] = []
+
+        @contextmanager
+        def other_cluster(name: str) -> Iterator[Client]:
+            with ServerThread(root / name) as other:
+                other_api = KubeClient.from_kubeconfig(other.endpoint.kubeconfigs["host"])
+                others.append(RemoteClient(other_api, name, dispatcher=client.dispatcher))
+                try:
+                    yield others[-1]
+                finally:
+                    other_api.close()
+
+        async def start() -> None:
+            for each in (client, *others):
+                await each.start()
+
+        async def stop() -> None:
+            for each in (*others, client):
+                await each.stop()
+
         try:
-            yield Engine("remote", client, CacheReads(client, counts), client.start, client.stop)
+            yield Engine("remote", client, CacheReads(client, counts), start, stop, other_cluster)
         finally:
             api.close()
 

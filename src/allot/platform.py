@@ -72,7 +72,8 @@ from allot.ops.rules import AlertSettings
 from allot.ops.service import Operations
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
-from allot.registry.inprocess import StoreSource
+from allot.registry.inprocess import InProcessClient, StoreSource
+from allot.registry.resources import by_kind
 from allot.tenancy import names
 from allot.tenancy.controller import TenantController
 from allot.tenancy.directory import TenantDirectory
@@ -143,8 +144,11 @@ def build(
         ]
     )
     server.log_source = _tenant_logs(directory)
-    sync = TenantSync(context, directory, index)
-    registry.quota.pending = sync.pending_twins
+    clients = _clients(context, dispatcher)
+    sync = TenantSync(clients(HOST_CLUSTER), clients, directory, index)
+    registry.quota.pending = lambda cluster, namespace, creating: [
+        (by_kind(kind), twin) for kind, twin in sync.pending_twins(cluster, namespace, creating)
+    ]
     queueing = QueueingController(context, directory, index)
     ops = Operations(
         registry,
@@ -281,6 +285,16 @@ def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operatio
 
     api.startup_hooks.append(start)
     api.shutdown_hooks.append(stop)
+
+
+def _clients(
+    context: ControllerContext, dispatcher: Dispatcher
+) -> Callable[[str], InProcessClient]:
+    """A cluster by name in process, for the controllers on the client protocol (the
+    platform's one dispatcher carries every cluster's changes)."""
+    return lambda cluster: InProcessClient(
+        cluster, context.store, context.handlers, context.clock, dispatcher=dispatcher
+    )
 
 
 def _tenant_logs(directory: TenantDirectory) -> Callable[[str, str, str], tuple[str, str, str]]:

@@ -97,6 +97,11 @@ class Unavailable(ClientError):
     code, reason = 503, "ServiceUnavailable"
 
 
+REFUSED: tuple[type[ClientError], ...] = (BadRequest, Forbidden, Invalid)
+"""A write the server judged and refused (validation, an admission plugin or policy, a
+quota), as against one that could not be made (gone, a conflict, the server away)."""
+
+
 class RbacRule:
     """One request as the RBAC rule that allows it: verb, API group, resource (with its
     subresource), namespace (None: cluster-wide)."""

@@ -124,6 +124,11 @@ class Client(Protocol):
         """Replace ``obj`` (its ``resourceVersion``, if any, is a precondition), or its
         ``status`` (``subresource="status"``)."""
 
+    def update_with_status(self, obj: Obj, *, field_manager: str) -> Obj:
+        """Replace ``obj`` with its ``status``: in process one stored write, admitted as an
+        update and a status update would be; remotely the object, then its status (two
+        requests, as a client-go controller makes them)."""
+
     def patch(
         self,
         kind: str,

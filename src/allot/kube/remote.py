@@ -174,6 +174,13 @@ class RemoteClient:
         )
         return found
 
+    def update_with_status(self, obj: Obj, *, field_manager: str) -> Obj:
+        updated = self.update(obj, field_manager=field_manager)
+        if "status" not in obj or updated.get("status") == obj["status"]:
+            return updated
+        status = {**updated, "status": obj["status"]}
+        return self.update(status, field_manager=field_manager, subresource="status")
+
     def patch(
         self,
         kind: str,

@@ -227,6 +227,14 @@ class InProcessClient:
                 result = self.handlers.update(self.cluster, target, obj, options)
         return clone_document(result.object)
 
+    def update_with_status(self, obj: Obj, *, field_manager: str) -> Obj:
+        resource = self._of(obj)
+        with _translated():
+            result = self.handlers.update_with_status(
+                self.cluster, self._target(resource, obj), obj, self._options(field_manager)
+            )
+        return clone_document(result.object)
+
     def patch(
         self,
         kind: str,
