@@ -1,14 +1,16 @@
 """The engines the client-protocol tests run on, one factory each: ``inprocess`` (the
-registry itself, :class:`allot.registry.inprocess.InProcessClient`) and ``remote`` (the
+registry itself, :class:`allot.registry.inprocess.InProcessClient`), ``remote`` (the
 embedded HTTPS API server that ``allot up`` runs, through the official client:
-:class:`allot.kube.remote.RemoteClient`). The ``engine`` fixture (tests/conftest.py) is
-parametrised by :data:`ENGINES`; another engine (a real kube-apiserver) is one more
-factory here, yielding an :class:`Engine` whose client speaks to it. Loopback only.
+:class:`allot.kube.remote.RemoteClient`) and ``real`` (issue 19's Kubernetes 1.36, with
+allot's CRDs installed as ``allot render`` writes them, through RemoteClient). The
+``engine`` fixture (tests/conftest.py) is parametrised by :data:`ENGINES`. Each engine's
+``other_cluster`` is a second cluster of its kind on the same dispatcher. Loopback only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -16,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from allot.apiserver.server import ServerThread
+from allot.client.errors import NotFound
 from allot.client.protocol import Client
 from allot.cluster.controller import CacheReads, ChangeCounts
+from allot.cluster.crd import alert_crd, tenant_crd
 from allot.kube.client import Client as KubeClient
 from allot.kube.remote import RemoteClient
 from allot.ops.capacity import StoreReads
@@ -148,7 +152,68 @@ def remote(root: Path) -> Iterator[Engine]:
             api.close()
 
 
+@contextmanager
+def _real_client(root: Path, name: str, dispatcher: Any = None) -> Iterator[RemoteClient]:
+    """A real Kubernetes 1.36 control plane on ``root`` (tests/realkube.py's options),
+    through RemoteClient, until exit."""
+    from allot.kubeengine.cluster import start
+    from tests.realkube import TEST_OPTIONS
+
+    cluster = start(root / "data", port=0, options=TEST_OPTIONS)
+    api = cluster.client()
+    try:
+        cluster.ready()
+        client = RemoteClient(api, name, dispatcher=dispatcher)
+        _install_crds(client)
+        yield client
+    finally:
+        api.close()
+        cluster.stop()
+
+
+def _install_crds(client: RemoteClient, timeout: float = 30.0) -> None:
+    """allot's kinds, as ``allot render`` writes them (the Tenant and Alert CRDs), served."""
+    for crd in (tenant_crd(), alert_crd()):
+        client.create(crd, field_manager=SERVER_FIELD_MANAGER)
+    deadline = time.monotonic() + timeout
+    for kind in ("Tenant", "Alert"):
+        while True:
+            try:
+                client.list(kind)
+                break
+            except NotFound:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+@contextmanager
+def real(root: Path) -> Iterator[Engine]:
+    """Real Kubernetes (issue 19's engine); another cluster is another real control plane."""
+    with _real_client(root / "host", "host") as client:
+        counts = ChangeCounts()
+        client.add_indexer("changes", counts.observe, None)
+        others: list[RemoteClient] = []
+
+        @contextmanager
+        def other_cluster(name: str) -> Iterator[Client]:
+            with _real_client(root / name, name, client.dispatcher) as other:
+                others.append(other)
+                yield other
+
+        async def start() -> None:
+            for each in (client, *others):
+                await each.start()
+
+        async def stop() -> None:
+            for each in (*others, client):
+                await each.stop()
+
+        yield Engine("real", client, CacheReads(client, counts), start, stop, other_cluster)
+
+
 ENGINES: dict[str, Callable[[Path], AbstractContextManager[Engine]]] = {
     "inprocess": inprocess,
     "remote": remote,
+    "real": real,
 }

@@ -14,7 +14,12 @@ from allot.client import errors
 from allot.client.protocol import WatchEvent
 from tests.engines import Engine
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # allot's two implementations: these hold the embedded server's texts and a quiet
+    # cluster (no kubelet writing the pod meanwhile), which real Kubernetes is not
+    pytest.mark.parametrize("engine", ["inprocess", "remote"], indirect=True),
+]
 MANAGER = "protocol-test"
 NS = "team"
 
