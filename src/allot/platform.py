@@ -133,7 +133,7 @@ def build(
     # the host's pods end by the node agent, a tenant's once the sync saw their twins go
     registry.handlers.graceful_pods_in = lambda c: c == HOST_CLUSTER or directory.is_tenant(c)
     index = _dra_index(context, registry.admission.compiler)
-    entitlements = Entitlements(context)
+    entitlements = Entitlements(context.client)
     registry.assemble(
         [
             *registry.mutating_plugins(),  # pods carry their priority into the guard's twin
