@@ -14,11 +14,13 @@ import sys
 import threading
 from pathlib import Path
 
+from allot.client.errors import ClientError
 from allot.driver import healthcheck
 from allot.driver.files import data_dir_driver_gates
 from allot.driver.fleet import Fleet
 from allot.driver.publisher import UnknownDevice
 from allot.kube.errors import KubeError
+from allot.kube.remote import RemoteClient
 
 
 def register(fleet_commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -44,10 +46,10 @@ def run_inject_xid(args: argparse.Namespace) -> int:
     try:
         client = platform_client(args.data_dir)
         try:
-            print(healthcheck.inject(client, args.node, args.device, args.xid))
+            print(healthcheck.inject(RemoteClient(client), args.node, args.device, args.xid))
         finally:
             client.close()
-    except (KubeError, UnknownDevice) as err:
+    except (KubeError, ClientError, UnknownDevice) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0

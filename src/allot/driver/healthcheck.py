@@ -23,14 +23,17 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from allot.client.errors import ClientError
+from allot.client.protocol import Client
 from allot.driver import nvml
 from allot.driver.fleet import Fleet, expand
 from allot.driver.gates import HEALTH_CHECK, enabled
 from allot.driver.health import IGNORE_ENV, XID, HealthEvent, taint_for, xids_to_skip
 from allot.driver.nvmlhealth import HealthMonitor, placements, watch
 from allot.driver.publisher import Publisher, UnknownDevice
-from allot.kube.client import Client
+from allot.kube.client import Client as KubeClient
 from allot.kube.errors import KubeError
+from allot.kube.remote import RemoteClient
 
 LOG = logging.getLogger("allot.driver.health")
 INJECT = "inject-xid"
@@ -66,7 +69,7 @@ def gate_off(gates: Mapping[str, bool], data_dir: Path) -> str | None:
 
 def inject(client: Client, node: str, device: str, xid: int) -> str:
     """Taint ``device`` on ``node`` as the driver does for the XID; what it did, as a line.
-    Raises KubeError, or UnknownDevice for a device the node's slices do not have."""
+    Raises ClientError, or UnknownDevice for a device the node's slices do not have."""
     event, skipped = HealthEvent(XID, (device,), xid), _skipped()
     taint = taint_for(event, skipped)
     text = f"{taint['key']}={taint.get('value', '')}:{taint['effect']}"
@@ -80,7 +83,7 @@ def _skipped() -> frozenset[int]:
 
 
 def start_local_watch(
-    connect: Callable[[], Client], fleet: Fleet, gates: Mapping[str, bool]
+    connect: Callable[[], KubeClient], fleet: Fleet, gates: Mapping[str, bool]
 ) -> threading.Event | None:  # pragma: no cover - needs a GPU
     """The NVML event loop for the fleet's local node, when the gate is on: its stop.
     ``connect`` makes a client of the host cluster for each event's write."""
@@ -99,8 +102,8 @@ def start_local_watch(
     def publish(event: HealthEvent) -> None:
         client = connect()
         try:
-            Publisher(client).taint(node.name, event, skipped)
-        except (KubeError, UnknownDevice) as err:
+            Publisher(RemoteClient(client)).taint(node.name, event, skipped)
+        except (KubeError, ClientError, UnknownDevice) as err:
             LOG.warning("health event %s for %s not published: %s", event.kind, node.name, err)
         finally:
             client.close()
