@@ -54,7 +54,7 @@ def test_cordoned_and_tainted_nodes_are_refused_until_the_taint_goes() -> None:
         assert not pod["spec"].get("nodeName")
         failed = _events(host, "default", "plain")["FailedScheduling"]["message"]
         assert failed.startswith(
-            f"0/{len(names)} nodes are available: 1 node(s) had untolerated taint {{team: a}}, "
+            f"0/{len(names)} nodes are available: 1 node(s) had untolerated taint(s), "
             f"{len(names) - 1} node(s) were unschedulable."
         ), failed
 
