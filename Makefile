@@ -68,6 +68,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# bench.agreement and bench.sidebyside run real Kubernetes from `make kube`'s binaries (each
+# says so and skips without them): about 1 and 5 minutes on a 2-core machine (sidebyside prints
+# its progress: the full scheduler_perf DRA shape runs on both schedulers).
 bench: $(STAMP)
 	$(BIN)/python -m bench.selectors
 	$(BIN)/python -m bench.allocator
@@ -81,6 +84,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.doctor
 	$(BIN)/python -m bench.startup
 	$(BIN)/python -m bench.traces
+	$(BIN)/python -m bench.agreement
+	$(BIN)/python -m bench.sidebyside
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
