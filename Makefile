@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= auto
 DEMO_ARGS ?=
 
-.PHONY: demo test lint bench clean chromium bubblewrap kube kube-for-tests
+.PHONY: demo test lint bench conformance clean chromium bubblewrap kube kube-for-tests
 
 # The demo needs allot's runtime dependencies and kubectl; test, lint and bench add the dev tools.
 $(RUNTIME_STAMP): pyproject.toml
@@ -78,6 +78,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.scheduler
 	$(BIN)/python -m bench.dra_index
 	$(BIN)/python -m bench.tenancy
+	$(BIN)/python -m bench.writecosts
 	$(BIN)/python -m bench.workloads
 	$(BIN)/python -m bench.operations
 	$(BIN)/python -m bench.memory
@@ -86,6 +87,13 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.traces
 	$(BIN)/python -m bench.agreement
 	$(BIN)/python -m bench.sidebyside
+	$(BIN)/python -m bench.conformance || true  # the count is the figure; NEW lines say what to explain
+
+# The request corpus (tests/conformance) replayed on the embedded server and on real
+# Kubernetes 1.36: `N requests, M identical, K different`, a line per difference, exit 1 on
+# a difference docs/conformance.md does not explain.
+conformance: $(STAMP) kube
+	$(BIN)/python -m bench.conformance
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -56,13 +56,16 @@ class RealKube(KubectlUser):
 
 
 @contextmanager
-def running_real_kube(root: Path, fleet: Any = SEED_000_FLEET) -> Iterator[RealKube]:
-    """A real control plane on ``root / "data"`` with ``fleet`` published, until exit."""
+def running_real_kube(
+    root: Path, fleet: Any = SEED_000_FLEET, *, passthrough: bool = False
+) -> Iterator[RealKube]:
+    """A real control plane on ``root / "data"`` with ``fleet`` published (by the driver
+    with ``PassthroughSupport`` when ``passthrough``), until exit."""
     cluster = start(root / "data", port=0, options=TEST_OPTIONS)
     try:
         client = cluster.client()
         try:
-            Publisher(client).reconcile(parse_fleet(fleet))
+            Publisher(client).reconcile(parse_fleet(fleet), passthrough=passthrough)
         finally:
             client.close()
         cluster.ready()

@@ -220,6 +220,22 @@ def test_lint_finds_the_seed_mistakes(capsys: pytest.CaptureFixture[str]) -> Non
     )
 
 
+def test_lint_of_a_class_without_selectors_suggests_the_type_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A class with no selector takes every device, whole GPUs and MIG partitions: the
+    suggestion is the type clause alone (it once began with a dangling ``&&``, which did not
+    compile, and the API server's class warnings answered 500 for such a class)."""
+    classes = tmp_path / "classes.yaml"
+    classes.write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: all}\n")
+    code, out, _ = run(capsys, "lint", str(classes), *FIXTURES, "-o", "json")
+    assert code == 1
+    findings = {(f["class"], f["code"]): f for f in json.loads(out)}
+    assert findings[("all", "whole-matches-partitions")]["suggestion"] == (
+        "device.attributes['gpu.nvidia.com'].type == 'gpu'  # matches 2 device(s)"
+    )
+
+
 def test_lint_clean_catalogue_and_shared_tenants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

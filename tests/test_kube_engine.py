@@ -138,13 +138,34 @@ def test_flags_of_the_embedded_engine_alone_are_refused_by_name(
     for flags, name in (
         (["--runtime", "process"], "--runtime"),
         (["--placement", "pack"], "--placement"),
-        (["--driver-feature-gates", "MPSSupport=true"], "--driver-feature-gates"),
     ):
         assert main(["up", "--engine", "kubernetes", "--data-dir", str(tmp_path), *flags]) == 2
         assert capsys.readouterr().err == (
             f"error: {name} applies to the embedded engine only (the kubernetes engine runs "
             "pods through kwok and places them with kube-scheduler)\n"
         )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_real_engine_takes_only_the_driver_gates_that_change_what_it_publishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PassthroughSupport and NVMLDeviceHealthCheck change the slices (twins, taints), which
+    kube-scheduler reads; the sharing gates act at prepare time, which kwok nodes skip."""
+    gates = "MPSSupport=true,TimeSlicingSettings=true"
+    command = ["up", "--engine", "kubernetes", "--data-dir", str(tmp_path)]
+    assert main([*command, "--driver-feature-gates", gates]) == 2
+    assert capsys.readouterr().err == (
+        "error: --driver-feature-gates MPSSupport, TimeSlicingSettings: the kubernetes engine "
+        "takes only NVMLDeviceHealthCheck and PassthroughSupport (its kwok nodes prepare no "
+        "devices, so no driver config is applied there)\n"
+    )
+    both = "PassthroughSupport=true,NVMLDeviceHealthCheck=true"
+    assert main([*command, "--driver-feature-gates", both]) == 2
+    assert capsys.readouterr().err == (
+        "error: feature gate PassthroughSupport is currently mutually exclusive with "
+        "NVMLDeviceHealthCheck\n"
+    )
     assert list(tmp_path.iterdir()) == []
 
 

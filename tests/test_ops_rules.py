@@ -145,6 +145,7 @@ def test_incomplete_and_stale_pools_and_sync_errors() -> None:
         AlertSettings(),
     )
     assert sorted(f.rule for f in found) == [
+        "DeviceClassLowFree",  # the allocator skips an incomplete pool: nothing can be allocated
         "SlicePoolIncomplete",
         "SlicePoolStale",
         "TenantSyncError",
@@ -406,6 +407,7 @@ def test_allot_alerts_prints_the_prometheus_rule(capsys: pytest.CaptureFixture[s
         "TenantSyncError",
         "TenantBelowGuarantee",
         "RevokedClassAllocated",
+        "DeviceTainted",
     ]
 
 
@@ -487,3 +489,32 @@ def test_a_capacity_alert_lasts_through_a_release_the_next_allocation_undoes(
         raised = [r.getMessage() for r in caplog.records if r.getMessage().startswith("alert ")]
         assert raised == ["alert DeviceClassLowFree: 0 free", "alert ClaimPendingTooLong: p"]
         api.registry.close()
+
+
+def test_a_tainted_device_fires_naming_the_device_its_taint_and_the_claims_on_it() -> None:
+    held = replace(
+        _claim("train", "legal", 1, allocated=True), devices=[("gpu.nvidia.com", "p1", "gpu-0")]
+    )
+    snapshot = _snapshot([held, _claim("idle", "research", 1)])
+    snapshot.devices[("gpu.nvidia.com", "p1", "gpu-0")] = replace(
+        _device("gpu-0"), taints=("gpu.nvidia.com/xid=79:NoSchedule",)
+    )
+    snapshot.devices[("gpu.nvidia.com", "p1", "gpu-1")] = replace(
+        _device("gpu-1"), taints=("gpu.nvidia.com/xid=13:None",)
+    )
+    found = [f for f in evaluate(_inputs(snapshot), AlertSettings()) if f.rule == "DeviceTainted"]
+    assert [(f.severity, f.subject_kind, f.subject_namespace, f.subject_name) for f in found] == [
+        ("critical", "Device", "gpu.nvidia.com/p1", "gpu-0"),
+        ("warning", "Device", "gpu.nvidia.com/p1", "gpu-1"),
+    ]
+    assert found[0].message == (
+        "device gpu-0 of driver gpu.nvidia.com on node n1 is tainted "
+        "gpu.nvidia.com/xid=79:NoSchedule: new claims that do not tolerate it cannot be "
+        "allocated it; claims allocated on it: tenant-legal/train.default (tenant legal: train)"
+    )
+    assert found[1].message.endswith(
+        "tainted gpu.nvidia.com/xid=13:None: it stays allocatable (the taint informs); "
+        "claims allocated on it: <none>"
+    )
+    untainted = _snapshot([held])
+    assert "DeviceTainted" not in _rules(_inputs(untainted))

@@ -17,6 +17,7 @@ import httpx
 import yaml
 
 from allot.cli.main import main as allot
+from allot.driver.fleet import SEED_000_FLEET
 from tests.e2e.conftest import Cluster, running_platform
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,10 +96,13 @@ def write_values(path: Path, tenant: str) -> Path:
 
 
 @contextmanager
-def seed_platform(root: Path, runtime: str = "simulated") -> Iterator[Tenancy]:
-    """Seed 000's fleet and corrected classes, tenants legal-ai and research-ai from the
-    seed's own vCluster values files; legal-ai has a quota of 2 claims and 1 gpu-whole."""
-    with running_platform(root, runtime=runtime) as cluster:
+def seed_platform(
+    root: Path, runtime: str = "simulated", fleet: Any = SEED_000_FLEET
+) -> Iterator[Tenancy]:
+    """Seed 000's fleet (or ``fleet``) and corrected classes, tenants legal-ai and
+    research-ai from the seed's own vCluster values files; legal-ai has a quota of 2 claims
+    and 1 gpu-whole."""
+    with running_platform(root, fleet, runtime=runtime) as cluster:
         cluster.kubectl("apply", "-f", str(CLASSES))
         tenancy = Tenancy(cluster, root / "data")
         tenancy.create_tenant(

@@ -6,8 +6,6 @@ keyboard. A screenshot is kept in ``artifacts/dashboard.png``. Skips without Chr
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 
 from allot.cli.main import main as allot
+from tests.e2e.chromium import ARTIFACTS, launched, open_dashboard
 from tests.e2e.tenancy import (
     REPO,
     SLICE_TEMPLATE,
@@ -25,16 +24,8 @@ from tests.e2e.tenancy import (
 )
 
 pytestmark = pytest.mark.slow
-CHROMIUM = os.environ.get("ALLOT_CHROMIUM") or shutil.which("chromium") or ""
-ARTIFACTS = REPO / "artifacts"
 LEGAL = str(REPO / "examples/tenancy/legal-ai-workload.yaml")
 RESEARCH = str(REPO / "examples/tenancy/research-ai-workload.yaml")
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM:
-    pytest.skip(
-        "no Chromium: apt-get install chromium (make test does as root)", allow_module_level=True
-    )
 
 
 @pytest.fixture(scope="module")
@@ -57,22 +48,11 @@ def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as driver:
-        instance = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield instance
-        instance.close()
+    yield from launched()
 
 
 def _open(browser: Any, tenancy: Tenancy) -> tuple[Any, list[str]]:
-    context = browser.new_context(ignore_https_errors=True, viewport={"width": 1366, "height": 900})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    server = tenancy.cluster.server
-    token = server.api.registry.tokens.ensure("host")
-    page.goto(f"{server.endpoint.url}/ui?token={token}")
-    return page, problems
+    return open_dashboard(browser, tenancy)
 
 
 def test_fleet_view_shows_devices_and_tenants(browser: Any, tenancy: Tenancy) -> None:
@@ -245,7 +225,7 @@ def test_a_deleted_tenant_keeps_a_colour_of_its_own_in_the_usage_chart(
     )
     assert allot(["tenant", "delete", "vision-ai", "--data-dir", str(tenancy.data_dir)]) == 0
     page, problems = _open(browser, tenancy)
-    swatches = page.locator("#panel-usage td span")
+    swatches = page.locator("#panel-usage td .swatch")
     colours = {s.inner_text(): s.evaluate("e => e.style.background") for s in swatches.all()}
     assert "vision-ai" in colours
     assert len(set(colours.values())) == len(colours), colours

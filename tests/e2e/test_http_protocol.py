@@ -243,3 +243,64 @@ def test_pod_binding_subresource(http: httpx.Client) -> None:
     discovery = http.get("/api/v1").json()
     entry = next(r for r in discovery["resources"] if r["name"] == "pods/binding")
     assert (entry["kind"], entry["verbs"]) == ("Binding", ["create"])
+
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def test_discovery_names_kinds_and_hashes_as_kube_apiserver(http: httpx.Client) -> None:
+    """As real Kubernetes 1.36 answers (measured by tests/conformance): a responseKind
+    names its group and version only where they are not the resource's own; the legacy
+    documents carry each kind's storageVersionHash; namespaces have no deletecollection."""
+    core = http.get("/api", headers={"Accept": AGGREGATED}).json()
+    entries = {r["resource"]: r for r in core["items"][0]["versions"][0]["resources"]}
+    pods = entries["pods"]
+    assert pods["responseKind"] == {"group": "", "version": "", "kind": "Pod"}
+    kinds = {sub["subresource"]: sub["responseKind"] for sub in pods["subresources"]}
+    assert kinds["status"] == {"group": "", "version": "", "kind": "Pod"}
+    assert kinds["binding"] == {"group": "", "version": "", "kind": "Binding"}
+    assert kinds["eviction"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert "deletecollection" not in entries["namespaces"]["verbs"]
+    legacy = {r["name"]: r for r in http.get("/api/v1").json()["resources"]}
+    assert legacy["configmaps"]["storageVersionHash"] == "qFsyl6wFWjQ="
+    resource = http.get("/apis/resource.k8s.io/v1").json()["resources"]
+    hashes = {r["name"]: r.get("storageVersionHash") for r in resource}
+    assert hashes["deviceclasses"] == "Yk2PTc1Ybxk="
+    admission = http.get("/apis/admissionregistration.k8s.io/v1").json()["resources"]
+    assert all("shortNames" not in r for r in admission)
+
+
+def test_generation_only_where_upstream_counts_it(http: httpx.Client) -> None:
+    """kube-apiserver 1.36 sets no ``metadata.generation`` on ResourceClaims, their
+    templates, Namespaces and Services; DeviceClasses (and workloads) start at 1."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "no-generation"}, "spec": {}}  # fmt: skip
+    created = http.post("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", json=claim)
+    assert created.status_code == 201, created.text
+    assert "generation" not in created.json()["metadata"]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "no-gen"},
+                 "spec": {"finalizers": ["kubernetes"]}}  # fmt: skip
+    assert "generation" not in http.post("/api/v1/namespaces", json=namespace).json()["metadata"]
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                    "metadata": {"name": "with-generation"}, "spec": {}}  # fmt: skip
+    answer = http.post("/apis/resource.k8s.io/v1/deviceclasses", json=device_class).json()
+    assert answer["metadata"]["generation"] == 1
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+def test_namespace_name_label_and_deployment_columns_as_upstream(http: httpx.Client) -> None:
+    """A namespace is labelled ``kubernetes.io/metadata.name`` with its name (created or
+    updated without it); a Deployment's Up-to-date and Available columns are typed
+    ``string``, as kube-apiserver 1.36 answers (tests/conformance measured both)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": "labelled", "labels": {"team": "a"}}}  # fmt: skip
+    created = http.post("/api/v1/namespaces", json=namespace).json()
+    assert created["metadata"]["labels"] == {"team": "a", "kubernetes.io/metadata.name": "labelled"}
+    stripped = {**created, "metadata": {**created["metadata"], "labels": {}}}
+    updated = http.put("/api/v1/namespaces/labelled", json=stripped).json()
+    assert updated["metadata"]["labels"] == {"kubernetes.io/metadata.name": "labelled"}
+    table = http.get("/apis/apps/v1/namespaces/default/deployments", headers={"Accept": TABLE})
+    types = {c["name"]: c["type"] for c in table.json()["columnDefinitions"]}
+    assert (types["Up-to-date"], types["Available"]) == ("string", "string")

@@ -41,8 +41,15 @@ def target(http: httpx.Client) -> None:
 
 
 def install_iteration_budget(http: httpx.Client) -> None:
-    """The policy the scenario "a policy expression past the CEL iteration budget" meets:
-    bound to ConfigMaps named ``expensive``, its expression past the runtime's budget."""
+    for path, obj in zip((POLICIES, BINDINGS), iteration_budget(), strict=True):
+        response = http.post(path, json=obj)
+        assert response.status_code == 201, response.text
+
+
+def iteration_budget() -> list[dict[str, Any]]:
+    """The policy the scenario "a policy expression past the CEL iteration budget" meets
+    and its binding: bound to ConfigMaps named ``expensive``, its expression past the
+    runtime's budget (also the setup of the conformance corpus, tests/conformance)."""
     rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
               "resources": ["configmaps"]}]  # fmt: skip
     policy = {
@@ -64,9 +71,7 @@ def install_iteration_budget(http: httpx.Client) -> None:
         "metadata": {"name": "iteration-budget"},
         "spec": {"policyName": "iteration-budget", "validationActions": ["Deny"]},
     }
-    for path, obj in ((POLICIES, policy), (BINDINGS, binding)):
-        response = http.post(path, json=obj)
-        assert response.status_code == 201, response.text
+    return [policy, binding]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

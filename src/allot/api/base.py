@@ -10,7 +10,7 @@ and times in RFC 3339 at second precision. Every module under ``allot.api`` uses
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import (
     AliasGenerator,
@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from allot.api.costs import COSTS
 from allot.types import rfc3339
 
 V = TypeVar("V")
@@ -46,6 +47,20 @@ class ApiModel(BaseModel):
         revalidate_instances="never",
         defer_build=True,
     )
+
+    _whole_object: ClassVar[bool | None] = None
+    """Whether the model is a whole API object (``apiVersion`` and ``metadata``), whose
+    decodes :mod:`allot.api.costs` counts; worked out at the first decode."""
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Self:
+        whole = cls.__dict__.get("_whole_object")
+        if whole is None:
+            whole = "api_version" in cls.model_fields and "metadata" in cls.model_fields
+            cls._whole_object = whole
+        if whole:
+            COSTS.decoded(cls.__name__)
+        return super().model_validate(obj, **options)
 
     def to_wire(self) -> dict[str, Any]:
         """The object as Kubernetes would write it in JSON (omitted fields left out)."""

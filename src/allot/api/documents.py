@@ -1,5 +1,5 @@
 """Copying decoded JSON documents (dicts, lists and scalars) fast, and comparing them as
-``equality.Semantic`` does.
+``equality.Semantic`` does, and writing them as compact JSON text.
 
 The store hands each caller its own copy of an object so that nobody can change what is
 stored by accident, and controllers copy what they read before they edit it. Those copies
@@ -8,14 +8,30 @@ bookkeeping that JSON trees never need (they have no cycles or shared nodes to p
 so this walk is about three times faster. Used by ``allot.store`` and
 ``allot.controllers``. :func:`semantic` drops empty maps and lists, which upstream's
 semantic equality treats as unset (the workload controllers' template comparisons, pod
-updates, a DaemonSet's template generation).
+updates, a DaemonSet's template generation). :func:`encode_document` is the JSON text the
+store keeps of each object and the watch lines the API server sends.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar, cast
 
+from pydantic_core import PydanticSerializationError, to_json
+
 T = TypeVar("T")
+
+
+def encode_document(value: Any) -> bytes:
+    """``value`` as compact JSON (what ``json.dumps(value, separators=(",", ":"))``
+    writes, but UTF-8 rather than ``\\u`` escapes for non-ASCII text, and floats as
+    Go writes them), in about a quarter of the time: pydantic-core's encoder, which keeps
+    key order as given. Text UTF-8 cannot hold (a lone surrogate a client escaped) is
+    written by the json module, escaped."""
+    try:
+        return to_json(value, inf_nan_mode="constants")
+    except PydanticSerializationError:
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def clone_document(value: T) -> T:

@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 
+from allot.api.documents import encode_document
 from allot.api.errors import ApiError
 from allot.apiserver import (
     authn,
@@ -505,7 +506,7 @@ class ApiServer:
                         resource_version=obj["metadata"].get("resourceVersion", ""),
                     )
                 )
-            return JSONResponse(obj)
+            return _json_response(obj)
         if method == "PUT":
             result = self.handlers.update(
                 cluster, target, await self._body(request), self._write_options(request)
@@ -649,10 +650,15 @@ class ApiServer:
 
     @staticmethod
     def _written(result: WriteResult, code: int) -> Response:
-        response = JSONResponse(result.object, status_code=code)
+        response = _json_response(result.object, code)
         for name, value in warning_header(result.warnings):
             response.headers.append(name, value)  # one header per warning, as kube-apiserver
         return response
+
+
+def _json_response(obj: Obj, code: int = 200) -> Response:
+    """An object as JSON: starlette's JSONResponse's bytes, encoded as the store encodes."""
+    return Response(encode_document(obj), status_code=code, media_type="application/json")
 
 
 def _status_response(err: Exception) -> Response:

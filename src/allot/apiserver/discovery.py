@@ -14,6 +14,8 @@ does). Called by the HTTP handlers.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from allot.registry import resources
@@ -51,7 +53,7 @@ def _review(group: str, version: str, plural: str, kind: str) -> dict[str, Any]:
         "resource": plural,
         "singularResource": plural.removesuffix("s"),
         "scope": "Cluster",
-        "responseKind": {"group": group, "version": version, "kind": kind},
+        "responseKind": {"group": "", "version": "", "kind": kind},
         "verbs": ["create"],
     }
 
@@ -75,33 +77,47 @@ def wants_aggregated(accept: str) -> bool:
 
 
 def _resource_entry(resource: resources.ServedResource) -> dict[str, Any]:
-    kind = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+    # a responseKind names its group and version only where they are not the resource's own
     entry: dict[str, Any] = {
         "resource": resource.plural,
         "singularResource": resource.singular,
         "scope": "Namespaced" if resource.namespaced else "Cluster",
-        "responseKind": kind,
+        "responseKind": {"group": "", "version": "", "kind": resource.kind},
         "verbs": resource.verbs,
     }
     if resource.short_names:
         entry["shortNames"] = list(resource.short_names)
     if resource.categories:
         entry["categories"] = list(resource.categories)
-    subresources = []
-    for sub in resource.subresources:
-        sub_kind = kind if sub == "status" else {"group": "", "version": "", "kind": ""}
-        if sub == "binding":
-            sub_kind = {"group": "", "version": "v1", "kind": "Binding"}
-        if sub == "scale":
-            sub_kind = dict(SCALE_KIND)
-        if sub == "eviction":
-            sub_kind = dict(EVICTION_KIND)
-        subresources.append(
-            {"subresource": sub, "responseKind": sub_kind, "verbs": _subresource_verbs(sub)}
-        )
+    subresources = [
+        {
+            "subresource": sub,
+            "responseKind": subresource_kind(resource.kind, sub),
+            "verbs": _subresource_verbs(sub),
+        }
+        for sub in resource.subresources
+    ]
     if subresources:
         entry["subresources"] = subresources
     return entry
+
+
+def subresource_kind(kind: str, subresource: str) -> dict[str, str]:
+    """What a subresource answers with, as upstream's discovery names it."""
+    if subresource == "scale":
+        return dict(SCALE_KIND)
+    if subresource == "eviction":
+        return dict(EVICTION_KIND)
+    own = {"binding": "Binding", "exec": "PodExecOptions", "attach": "PodAttachOptions",
+           "portforward": "PodPortForwardOptions", "proxy": f"{kind}ProxyOptions"}  # fmt: skip
+    return {"group": "", "version": "", "kind": own.get(subresource, kind)}
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """Upstream's ``storageVersionHash``: the first 8 bytes of SHA-256 of group/version/kind,
+    in base64 (clients compare it to notice a storage version change)."""
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
 
 
 def aggregated(cluster: str, core: bool) -> dict[str, Any]:
@@ -184,6 +200,7 @@ def legacy_resources(cluster: str, group: str, version: str) -> dict[str, Any] |
             "namespaced": resource.namespaced,
             "kind": resource.kind,
             "verbs": resource.verbs,
+            "storageVersionHash": storage_version_hash(group, version, resource.kind),
         }
         if resource.short_names:
             entry["shortNames"] = list(resource.short_names)
@@ -195,7 +212,7 @@ def legacy_resources(cluster: str, group: str, version: str) -> dict[str, Any] |
                 "name": f"{resource.plural}/{sub}",
                 "singularName": "",
                 "namespaced": resource.namespaced,
-                "kind": {"status": resource.kind, "binding": "Binding"}.get(sub, ""),
+                "kind": subresource_kind(resource.kind, sub)["kind"],
                 "verbs": _subresource_verbs(sub),
             }
             if sub in ("scale", "eviction"):

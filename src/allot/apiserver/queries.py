@@ -4,7 +4,7 @@ A malformed parameter is the client's mistake: it gets a 4xx ``Status`` naming t
 parameter, never a 500 from deep inside a handler. Numbers and booleans that do not parse
 are 400 BadRequest (upstream's query-parameter decoding); values outside an enumeration
 are 422 Invalid against the options kind of the verb, with upstream's text, e.g.
-``CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Bogus"}:
+``CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]:
 supported values: "All"``. ``app`` calls ``check`` once per resource request.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from allot.registry.bodies import go_json_type, is_count, is_integer
-from allot.registry.errors import BadRequest, Unprocessable
+from allot.registry.errors import BadRequest, InvalidOptions
 
 OPTIONS_KIND = {
     "GET": "ListOptions",
@@ -22,8 +22,8 @@ OPTIONS_KIND = {
     "PATCH": "PatchOptions",
     "DELETE": "DeleteOptions",
 }
-FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
-RESOURCE_VERSION_MATCH = ("Exact", "NotOlderThan")
+FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
+RESOURCE_VERSION_MATCH = ("Exact", "NotOlderThan", "")
 PROPAGATION = ("Foreground", "Background", "Orphan", "nil")
 INTEGERS = ("limit", "timeoutSeconds", "tailLines", "gracePeriodSeconds", "limitBytes")
 BOOLEANS = (
@@ -38,6 +38,7 @@ BOOLEANS = (
     "orphanDependents",
 )
 APPLY_PATCH = "application/apply-patch+yaml"
+MATCH = "resourceVersionMatch"
 
 
 def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content_type: str) -> None:
@@ -57,23 +58,67 @@ def check(method: str, query: Mapping[str, str], dry_run: Sequence[str], content
             "resourceVersion returned by this server"
         )
     kind = OPTIONS_KIND.get(method, "ListOptions")
-    match = query.get("resourceVersionMatch")
-    if method == "GET" and match and match not in RESOURCE_VERSION_MATCH:
-        raise _invalid(kind, "resourceVersionMatch", f'"{match}"', RESOURCE_VERSION_MATCH)
     if method == "GET":
+        errors = list_options(query)
+        if errors:
+            raise InvalidOptions("ListOptions", errors)
         return
     bad_dry_run = [value for value in dry_run if value != "All"]
     if bad_dry_run:
-        listed = ", ".join(f'"{v}"' for v in dry_run)
-        raise _invalid(kind, "dryRun", f"[]string{{{listed}}}", ("All",))
+        raise _invalid(kind, "dryRun", _json_list(dry_run), ("All",))
     validation = query.get("fieldValidation")
     if validation and validation not in FIELD_VALIDATION:
         raise _invalid(kind, "fieldValidation", f'"{validation}"', FIELD_VALIDATION)
     if method == "PATCH" and content_type == APPLY_PATCH and not query.get("fieldManager"):
-        raise Unprocessable(
-            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
-            "is required for apply patch"
+        field = (
+            "FieldValueRequired",
+            "fieldManager",
+            "Required value: is required for apply patch",
         )
+        raise InvalidOptions("PatchOptions", [field])
+
+
+def list_options(query: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """Upstream's ``ValidateListOptions``: ``resourceVersionMatch`` and
+    ``sendInitialEvents`` as a list and as a watch allow them (watch-list included)."""
+    match = query.get("resourceVersionMatch") or ""
+    initial = "sendInitialEvents" in query
+    errors: list[tuple[str, str, str]] = []
+
+    def forbid(field: str, text: str) -> None:
+        errors.append(("FieldValueForbidden", field, f"Forbidden: {text}"))
+
+    def unsupported(supported: Sequence[str]) -> None:
+        values = ", ".join(f'"{v}"' for v in supported)
+        text = f'Unsupported value: "{match}": supported values: {values}'
+        errors.append(("FieldValueNotSupported", "resourceVersionMatch", text))
+
+    if (query.get("watch") or "").lower() not in ("", "false", "0"):
+        if initial and match != "NotOlderThan":
+            forbid(MATCH, f"sendInitialEvents requires setting {MATCH} to NotOlderThan")
+        if match and not initial:
+            forbid(MATCH, f"{MATCH} is forbidden for watch unless sendInitialEvents is provided")
+        if match and match != "NotOlderThan":
+            unsupported(("NotOlderThan",))
+        if match and query.get("continue"):
+            forbid(MATCH, f"{MATCH} is forbidden when continue is provided")
+        return errors
+    if match:
+        if not query.get("resourceVersion"):
+            forbid(MATCH, f"{MATCH} is forbidden unless resourceVersion is provided")
+        if query.get("continue"):
+            forbid(MATCH, f"{MATCH} is forbidden when continue is provided")
+        if match not in RESOURCE_VERSION_MATCH:
+            unsupported(RESOURCE_VERSION_MATCH)
+        if match == "Exact" and query.get("resourceVersion") == "0":
+            forbid(MATCH, f'{MATCH} "exact" is forbidden for resourceVersion "0"')
+    if initial:
+        forbid("sendInitialEvents", "sendInitialEvents is forbidden for list")
+    return errors
+
+
+def _json_list(values: Sequence[str]) -> str:
+    return "[" + ",".join(f'"{value}"' for value in values) + "]"
 
 
 def delete_options(body: dict[str, object], query: Mapping[str, str]) -> dict[str, object]:
@@ -121,21 +166,19 @@ def check_delete_options(options: Mapping[str, object]) -> None:
                 "DeleteOptions.dryRun of type []string"
             )
         if any(value != "All" for value in dry_run):
-            listed = ", ".join(f'"{v}"' for v in dry_run)
-            raise _invalid("DeleteOptions", "dryRun", f"[]string{{{listed}}}", ("All",))
+            raise _invalid("DeleteOptions", "dryRun", _json_list(dry_run), ("All",))
     policy = options.get("propagationPolicy")
     if policy is not None and options.get("orphanDependents") is not None:
-        raise Unprocessable(
-            f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
-            f'"{policy}": orphanDependents and deletionPropagation cannot be both set'
+        text = (
+            f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be '
+            "both set"
         )
+        raise InvalidOptions("DeleteOptions", [("FieldValueInvalid", "propagationPolicy", text)])
     if policy is not None and policy not in PROPAGATION:
         raise _invalid("DeleteOptions", "propagationPolicy", f'"{policy}"', PROPAGATION)
 
 
-def _invalid(kind: str, field: str, shown: str, supported: Sequence[str]) -> Unprocessable:
+def _invalid(kind: str, field: str, shown: str, supported: Sequence[str]) -> InvalidOptions:
     values = ", ".join(f'"{v}"' for v in supported)
-    return Unprocessable(
-        f'{kind}.meta.k8s.io "" is invalid: {field}: Unsupported value: {shown}: '
-        f"supported values: {values}"
-    )
+    text = f"Unsupported value: {shown}: supported values: {values}"
+    return InvalidOptions(kind, [("FieldValueNotSupported", field, text)])

@@ -27,11 +27,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import enum
-import json
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from allot.api.documents import encode_document
 from allot.apiserver import tables
 from allot.apiserver.errors import TooManyRequests
 from allot.registry.resources import ServedResource
@@ -140,7 +140,7 @@ class HeldLines:
 
 
 def _line(event_type: str, obj: Obj) -> bytes:
-    return (json.dumps({"type": event_type, "object": obj}, separators=(",", ":")) + "\n").encode()
+    return encode_document({"type": event_type, "object": obj}) + b"\n"
 
 
 class _Signal(enum.Enum):

@@ -21,8 +21,10 @@ import time
 from types import FrameType
 
 from allot.apiserver.lock import DataDirLocked
+from allot.cli.fleethealth import start_local_watch
 from allot.cli.up import publish_fleet
 from allot.driver.fleet import Fleet
+from allot.driver.gates import PUBLISHING
 from allot.kubeengine.binaries import (
     ETCD_VERSION,
     KUBERNETES_VERSION,
@@ -36,27 +38,28 @@ from allot.kubeengine.datadir import EngineMismatch
 
 UNSAFE_NO_FSYNC_ENV = "ALLOT_KUBE_UNSAFE_NO_FSYNC"
 WATCH_SECONDS = 0.5
+
+
 # The flags the embedded engine alone gives a meaning to, with their defaults.
-EMBEDDED_FLAGS = (
-    ("runtime", "--runtime", "simulated"),
-    ("unsandboxed", "--unsandboxed", False),
-    ("placement", "--placement", "first-fit"),
-    ("driver_feature_gates", "--driver-feature-gates", ""),
-    ("alert_pending_after", "--alert-pending-after", "5m"),
-    ("alert_quota_percent", "--alert-quota-percent", 90),
-)
-
-
 def check_options(args: argparse.Namespace) -> None:
-    """ValueError naming a flag the kubernetes engine does not take."""
-    for attribute, flag, default in EMBEDDED_FLAGS:
+    """ValueError naming a flag the kubernetes engine does not take (``up``'s
+    ``embedded_defaults``: each embedded-only option and its parser default)."""
+    for attribute, default in args.embedded_defaults.items():
         if getattr(args, attribute) != default:
+            flag = "--" + attribute.replace("_", "-")
             raise ValueError(
                 f"{flag} applies to the embedded engine only (the kubernetes engine runs "
                 "pods through kwok and places them with kube-scheduler)"
             )
     if args.host not in ("127.0.0.1", "localhost"):
         raise ValueError(f"the kubernetes engine serves on 127.0.0.1 only, not {args.host!r}")
+    preparing = sorted(g for g, on in args.driver_gates.items() if on and g not in PUBLISHING)
+    if preparing:
+        raise ValueError(
+            f"--driver-feature-gates {', '.join(preparing)}: the kubernetes engine takes only "
+            f"{' and '.join(sorted(PUBLISHING))} (its kwok nodes prepare no devices, so no "
+            "driver config is applied there)"
+        )
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -99,11 +102,13 @@ def _run(args: argparse.Namespace, fleet: Fleet) -> int:
 
 def _serve(args: argparse.Namespace, cluster: RealCluster, fleet: Fleet) -> int:
     _announce(args, cluster)
-    from allot.driver.files import save_fleet
+    from allot.driver.files import save_driver_gates, save_fleet
 
     save_fleet(args.data_dir, fleet)
-    if not publish_fleet(cluster.kubeconfig, fleet):
+    save_driver_gates(args.data_dir, args.driver_gates)
+    if not publish_fleet(cluster.kubeconfig, fleet, args.driver_gates):
         return 1
+    start_local_watch(cluster.kubeconfig, fleet, args.driver_gates)
     cluster.ready()
     print("Ctrl-C stops it.", flush=True)
     while True:

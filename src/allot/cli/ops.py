@@ -207,10 +207,10 @@ def run_top(args: argparse.Namespace) -> int:
 
 
 def _top_view(document: Obj) -> Group:
-    pools = Table("NODE", "POOL", "DRIVER", "DEVICES", "ALLOCATED", "FREE", "CLASSES",
-                  title=f"Pools ({document['time']})", title_justify="left")  # fmt: skip
+    pools = Table("NODE", "POOL", "DRIVER", "DEVICES", "ALLOCATED", "FREE", "UNAVAILABLE",
+                  "CLASSES", title=f"Pools ({document['time']})", title_justify="left")  # fmt: skip
     for row in document["pools"]:
-        counts = (str(row["devices"]), str(row["allocated"]), str(row["free"]))
+        counts = [str(row.get(k, "-")) for k in ("devices", "allocated", "free", "unavailable")]
         pools.add_row(row["node"], row["pool"], row["driver"], *counts, ", ".join(row["classes"]))
     tenants = Table("TENANT", "ALLOCATED", "PENDING", "GPU MEMORY", "QUOTA",
                     title="Tenants", title_justify="left")  # fmt: skip
@@ -220,8 +220,29 @@ def _top_view(document: Obj) -> Group:
         tenants.add_row(row["name"], str(row["allocated"]), str(row["pending"]),
                         row["gpuMemory"] + limit, quota or "-")  # fmt: skip
     alerts = [f"[bold]{a['rule']}[/bold]: {a['message']}" for a in document["alerts"]]
-    return Group(pools, tenants, *_sharing_tables(document.get("sharing") or {}),
+    return Group(pools, *_allocatable_tables(document.get("allocatable") or {}), tenants,
+                 *_sharing_tables(document.get("sharing") or {}),
                  *(alerts or ["No alerts are firing."]))  # fmt: skip
+
+
+def _allocatable_tables(allocatable: Obj) -> list[Table]:
+    """What can still be allocated per class and per MIG profile (free devices of a
+    partitionable GPU may exclude each other: ALLOCATABLE counts them one after the other)."""
+    tables = []
+    for part, key, title in (("classes", "class", "Capacity per class"),
+                             ("profiles", "profile", "Capacity per MIG profile")):  # fmt: skip
+        rows = allocatable.get(part) or []
+        if not rows:
+            continue
+        table = Table(key.upper(), "DEVICES", "ALLOCATED", "FREE", "UNAVAILABLE", "ALLOCATABLE",
+                      title=title, title_justify="left")  # fmt: skip
+        for row in rows:
+            table.add_row(row[key], *(str(row[k]) for k in _CAPACITY_COLUMNS))
+        tables.append(table)
+    return tables
+
+
+_CAPACITY_COLUMNS = ("devices", "allocated", "free", "unavailable", "allocatable")
 
 
 def _sharing_tables(sharing: Obj) -> list[Table]:

@@ -19,16 +19,19 @@ import errno
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from allot.apiserver.lock import DataDirLocked, DataDirUnwritable, running
+from allot.cli import fleethealth
 from allot.cli.options import add_data_dir, quota_percent
 from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
-from allot.driver.files import data_dir_fleet, save_fleet
+from allot.driver.files import data_dir_driver_gates, data_dir_fleet, save_driver_gates, save_fleet
 from allot.driver.fleet import Fleet, FleetError
+from allot.driver.gates import PASSTHROUGH, check_fleet_gates, check_gates, enabled
 from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
@@ -42,6 +45,16 @@ from allot.store.errors import Unwritable
 DEFAULT_PORT = 6443
 PORT_ENV = "ALLOT_PORT"  # the default of --port, read when the command runs
 KUBECONFIG_WAIT_SECONDS = 60.0
+EMBEDDED_ONLY = (
+    "runtime",
+    "unsandboxed",
+    "pod_pids_limit",
+    "placement",
+    "alert_pending_after",
+    "alert_quota_percent",
+)
+"""``allot up``'s options that only the embedded engine takes (``--engine kubernetes``
+refuses each one set to other than its default)."""
 
 
 def register(subparsers: Any) -> None:
@@ -117,7 +130,8 @@ def register(subparsers: Any) -> None:
         default="",
         metavar="GATE=BOOL,...",
         help="the NVIDIA driver's feature gates, e.g. TimeSlicingSettings=true,MPSSupport=true "
-        "(all off by default, as in the driver)",
+        "or PassthroughSupport=true or NVMLDeviceHealthCheck=true (alpha gates off by "
+        "default, as in the driver; --engine kubernetes takes only the last two)",
     )
     up.add_argument(
         "--alert-pending-after",
@@ -131,7 +145,10 @@ def register(subparsers: Any) -> None:
         default=90,
         help="raise an alert when a tenant uses this share of a quota",
     )
-    up.set_defaults(run=run_up)
+    up.set_defaults(
+        run=run_up,
+        embedded_defaults={option: up.get_default(option) for option in EMBEDDED_ONLY},
+    )
     fleet = subparsers.add_parser("fleet", help="change the simulated fleet")
     fleet_commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
     scale = fleet_commands.add_parser("scale", help="set the number of nodes of a pool")
@@ -139,6 +156,7 @@ def register(subparsers: Any) -> None:
     scale.add_argument("nodes", type=int, help="the number of nodes it should have")
     add_data_dir(scale)
     scale.set_defaults(run=run_fleet_scale)
+    fleethealth.register(fleet_commands)
     kubeconfig = subparsers.add_parser("kubeconfig", help="print a cluster's kubeconfig")
     kubeconfig.add_argument(
         "cluster", nargs="?", default="host", help="host, or a tenant's name (default: host)"
@@ -200,6 +218,7 @@ def _gates(text: str) -> dict[str, bool]:
         if value.lower() not in ("true", "false") or not name:
             raise ValueError(f"--driver-feature-gates: {entry!r} is not GATE=true or GATE=false")
         gates[name] = value.lower() == "true"
+    check_gates(gates)
     return gates
 
 
@@ -238,6 +257,8 @@ def run_up(args: argparse.Namespace) -> int:
         if args.unsandboxed and args.runtime != "process":
             raise ValueError("--unsandboxed applies to --runtime process only")
         fleet = data_dir_fleet(args.data_dir, args.fleet)
+        check_fleet_gates(fleet, gates)
+        args.driver_gates = gates
         if args.engine == KUBERNETES:
             from allot.cli.kubeup import check_options
 
@@ -275,13 +296,15 @@ def run_up(args: argparse.Namespace) -> int:
         )
 
     def publish(endpoint: Endpoint) -> None:
-        publish_fleet(endpoint.kubeconfigs["host"], fleet)
+        if publish_fleet(endpoint.kubeconfigs["host"], fleet, gates):
+            fleethealth.start_local_watch(endpoint.kubeconfigs["host"], fleet, gates)
 
     def ready() -> None:
         print("Ctrl-C stops it.", flush=True)  # last: the platform is ready for kubectl
 
     def build() -> ApiServer:
         save_fleet(args.data_dir, fleet)
+        save_driver_gates(args.data_dir, gates)
         return build_platform(
             args.data_dir,
             args.runtime,
@@ -320,15 +343,18 @@ def host_client(kubeconfig: Path) -> Client:
     return Client.from_kubeconfig(kubeconfig, own_context(HOST_CLUSTER))
 
 
-def publish_fleet(kubeconfig: Path, fleet: Fleet) -> bool:
-    """Publish ``fleet`` into the host cluster (either engine's) and say what changed."""
+def publish_fleet(kubeconfig: Path, fleet: Fleet, gates: Mapping[str, bool] | None = None) -> bool:
+    """Publish ``fleet`` into the host cluster (either engine's) as the driver with
+    ``gates`` does, and say what changed."""
     try:
         client = host_client(kubeconfig)
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return False
     try:
-        report = Publisher(client).reconcile(fleet, progress=_progress)
+        report = Publisher(client).reconcile(
+            fleet, passthrough=enabled(gates or {}, PASSTHROUGH), progress=_progress
+        )
     except (KubeError, FleetError, NvmlUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
@@ -386,7 +412,7 @@ def run_fleet_scale(args: argparse.Namespace) -> int:
         print(f"error: {PlatformNotRunning(args.data_dir)}", file=sys.stderr)
         print("the fleet file is saved; it is applied when the platform starts", file=sys.stderr)
         return 1
-    if not publish_fleet(kubeconfig, fleet):
+    if not publish_fleet(kubeconfig, fleet, data_dir_driver_gates(args.data_dir)):
         return 1
     return 0
 

@@ -8,7 +8,9 @@ anything else is reported as skipped, never silently ignored. The report has fiv
 
 * every pending claim, placed one by one with allot's allocator on the cluster's slices
   (what kube-scheduler would do for a pod using it), and for those that do not fit,
-  ``allot explain``'s per-node, per-request reasons (the first nodes; the rest counted);
+  ``allot explain``'s per-node, per-request reasons on the nodes that matter first (those
+  that can still allocate the most of the claim's classes), every other node listed in
+  groups of nodes alike in what they can still allocate of those classes;
 * the catalogue lint (classes that match nothing, whole-GPU classes that take MIG
   slices, classes shared between tenants);
 * allocations the classes no longer select: an allocated device that the request's class
@@ -25,7 +27,9 @@ anything else is reported as skipped, never silently ignored. The report has fiv
   ClusterQueues are present (``kueue.x-k8s.io`` v1beta1 or v1beta2), Tenants whose
   ClusterQueue is missing or differs from what ``allot render`` makes of them, and
   allot-managed ClusterQueues no sharing Tenant explains;
-* capacity per class and per pool.
+* capacity per class, per MIG profile and per pool: devices, allocated, free (each could
+  be allocated now), unavailable (shared counters used up, or the pool incomplete) and how
+  many could still be allocated one after the other (:mod:`allot.dra.allocatable`).
 
 Pure: objects in, a :class:`Report` out; the CLI reads the cluster or the file.
 """
@@ -34,11 +38,11 @@ from __future__ import annotations
 
 import datetime as dt
 import tempfile
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from allot.api import claims as claims_api
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36
 from allot.api.kinds import decode
@@ -72,7 +76,8 @@ READ_KINDS = (
     "Cohort",
 )
 KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
-EXPLAINED_NODES = 3
+EXPLAINED_NODES = 3  # explained device by device; the others are grouped by capacity
+NAMED_PER_GROUP = 10  # node names printed per group of alike nodes (all in the JSON)
 V1BETA1_REQUEST_FIELDS = (
     "deviceClassName",
     "selectors",
@@ -207,7 +212,6 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
             "claims": len(models["claims"]),
         }
     )
-    report.pending = _pending(models)
     compiler = SelectorCompiler()  # one for the lint, the stale check and the capacity
     with tempfile.TemporaryDirectory() as scratch:
         store, slice_names = _scratch_store(Path(scratch), objects)
@@ -235,7 +239,9 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
         ]
         report.violations = _violations(by_kind_)
         report.sharing = _sharing(by_kind_, models, linter)
-        report.capacity = _capacity(CapacityView(store, index=index).snapshot(now))
+        snapshot = CapacityView(store, index=index).snapshot(now)
+        report.capacity = _capacity(snapshot)
+        report.pending = _pending(models, views.allocatable(snapshot)["nodes"])
         store.close()
     report.summary["pendingClaims"] = len(report.pending)
     return report
@@ -251,7 +257,11 @@ def _models(objects: dict[str, list[Obj]]) -> dict[str, Any]:
     }
 
 
-def _pending(models: dict[str, Any]) -> list[Obj]:
+def _pending(models: dict[str, Any], capacity: Obj) -> list[Obj]:
+    """Each pending claim placed on its own; one that fits nowhere is explained on the nodes
+    that matter first (those that can still allocate the most of its classes, ``capacity``
+    per node as :func:`allot.ops.views.allocatable` gives it), and every other node is
+    accounted for, grouped by what it can still allocate of those classes."""
     claims: list[resourceapi.ResourceClaim] = models["claims"]
     pending = [c for c in claims if c.status is None or c.status.allocation is None]
     if not pending:
@@ -271,14 +281,66 @@ def _pending(models: dict[str, Any]) -> list[Obj]:
                 "is scheduled (no pod uses it, or its pod waits for something else)"
             )
         else:
-            explanations = explain_step(simulation, result, limit=EXPLAINED_NODES)
+            classes = sorted(claims_api.claim_classes(claim.to_wire()))
+            ranked = _ranked_nodes(sorted(result.node_errors), classes, capacity)
+            explanations = explain_step(
+                simulation, result, limit=EXPLAINED_NODES, order=[node for node, _ in ranked]
+            )
             entry["reason"] = result.error or "does not fit"
             entry["explanation"] = render_text(explanations)
-            more = len(result.node_errors) - EXPLAINED_NODES
-            if more > 0:
-                entry["explanation"] += f"\n... and {more} more node(s)"
+            others = _node_groups(ranked[EXPLAINED_NODES:])
+            if others:
+                entry["otherNodes"] = others
+                entry["explanation"] += "\n" + _other_nodes_text(others)
         found.append(entry)
     return found
+
+
+def _ranked_nodes(
+    nodes: list[str], classes: list[str], capacity: Obj
+) -> list[tuple[str, list[Obj]]]:
+    """The nodes with their capacity rows for ``classes``: those that can still allocate the
+    most of them first, then those with the most free, then the most devices, then by name."""
+    ranked = []
+    for node in nodes:
+        rows = {r["class"]: r for r in (capacity.get(node) or {}).get("classes", [])}
+        empty = {"devices": 0, "allocated": 0, "free": 0, "unavailable": 0, "allocatable": 0}
+        ranked.append((node, [{"class": c, **rows.get(c, empty)} for c in classes]))
+
+    def weight(item: tuple[str, list[Obj]]) -> tuple[int, int, int, str]:
+        rows = item[1]
+        return (
+            -sum(r["allocatable"] for r in rows),
+            -sum(r["free"] for r in rows),
+            -sum(r["devices"] for r in rows),
+            item[0],
+        )
+
+    return sorted(ranked, key=weight)
+
+
+def _node_groups(ranked: list[tuple[str, list[Obj]]]) -> list[Obj]:
+    """Nodes with the same capacity for the claim's classes, in the order of ``ranked``."""
+    groups: dict[str, Obj] = {}
+    for node, rows in ranked:
+        key = repr(rows)
+        groups.setdefault(key, {"nodes": [], "capacity": rows})["nodes"].append(node)
+    return list(groups.values())
+
+
+def _other_nodes_text(groups: list[Obj]) -> str:
+    lines = ["other nodes, by what they can still allocate of the claim's classes:"]
+    for group in groups:
+        nodes = group["nodes"]
+        named = ", ".join(nodes[:NAMED_PER_GROUP])
+        if len(nodes) > NAMED_PER_GROUP:
+            named += f" and {len(nodes) - NAMED_PER_GROUP} more"
+        rows = "; ".join(
+            f"{r['class']}: {_counts(r)}" if r["devices"] else f"{r['class']}: no device"
+            for r in group["capacity"]
+        )
+        lines.append(f"{named} ({len(nodes)} node(s)): {rows or 'no class requested'}")
+    return "\n".join(lines)
 
 
 def _label(claim: resourceapi.ResourceClaim) -> str:
@@ -438,25 +500,15 @@ def _listing(store: Store, kind: str) -> list[Obj]:
 
 
 def _capacity(snapshot: Snapshot) -> Obj:
-    """Per class and per pool, computed with the platform's own capacity view."""
-    classes: Counter[tuple[str, str]] = Counter()
-    for (_, _, _, device_class), counts in snapshot.device_rows().items():
-        for state in ("total", "allocated", "free"):
-            classes[(device_class, state)] += counts[state]
+    """Per class, per MIG profile and per pool, computed with the platform's own capacity
+    view: what ``allot top`` and ``/metrics`` say of the same objects."""
     complete = {(p.driver, p.pool): p.complete for p in snapshot.pools}
     pools = [
         {**row, "complete": complete.get((row["driver"], row["pool"]), True)}
         for row in views.pools(snapshot)
     ]
-    names = sorted({c for c, _ in classes} | set(snapshot.classes))
-    return {
-        "classes": [
-            {"class": n, "devices": classes[(n, "total")], "allocated": classes[(n, "allocated")],
-             "free": classes[(n, "free")]}
-            for n in names
-        ],
-        "pools": pools,
-    }  # fmt: skip
+    allocatable = views.allocatable(snapshot)
+    return {"classes": allocatable["classes"], "profiles": allocatable["profiles"], "pools": pools}
 
 
 def _store_copy(store: Store, obj: Obj) -> Obj:
@@ -471,6 +523,17 @@ def _store_copy(store: Store, obj: Obj) -> Obj:
         store.create("host", by_kind("Namespace").store, document)
     copy = {**obj, "metadata": metadata}  # the store keeps it as it is: nothing changes it
     return store.create("host", by_kind(obj["kind"]).store, copy, owned=True, copy_result=False)
+
+
+def _counts(row: Obj) -> str:
+    """A capacity row in words: devices, allocated, free, unavailable (shared counters used
+    up or pool incomplete) and, per class and profile, how many could still be allocated."""
+    text = f"{row['devices']} device(s), {row['allocated']} allocated, {row['free']} free"
+    if row.get("unavailable"):
+        text += f", {row['unavailable']} unavailable"
+    if "allocatable" in row:
+        text += f"; {row['allocatable']} can still be allocated"
+    return text
 
 
 def render_report(report: Report) -> str:
@@ -508,15 +571,15 @@ def render_report(report: Report) -> str:
     lines.append(f"\n== Fair sharing ({len(report.sharing)})")
     lines += [entry["message"] for entry in report.sharing]
     lines.append("\n== Capacity per class")
-    for row in report.capacity["classes"]:
-        counts = f"{row['devices']} device(s), {row['allocated']} allocated, {row['free']} free"
-        lines.append(f"{row['class']}: {counts}")
+    lines += [f"{row['class']}: {_counts(row)}" for row in report.capacity["classes"]]
+    if report.capacity["profiles"]:
+        lines.append("\n== Capacity per MIG profile")
+        lines += [f"{row['profile']}: {_counts(row)}" for row in report.capacity["profiles"]]
     lines.append("\n== Capacity per pool")
     for row in report.capacity["pools"]:
         state = "" if row["complete"] else " INCOMPLETE"
         where = f"{row['driver']}/{row['pool']} (node {row['node'] or '-'})"
-        counts = f"{row['devices']} device(s), {row['allocated']} allocated, {row['free']} free"
-        lines.append(f"{where}: {counts}{state}")
+        lines.append(f"{where}: {_counts(row)}{state}")
     if report.skipped:
         lines.append(f"\n== Skipped ({len(report.skipped)})")
         lines += report.skipped[:20]

@@ -29,7 +29,10 @@ SIGKILL to the whole tree; a later delete with a shorter one shortens it), and o
 deletes the object for good; a pod removed at once (a forced delete, a pod on a node gone)
 has its processes ended all the same. The runtime's ``holds`` tells the resourceclaim
 controller which pods may still use their devices. A removed pod's logs and working
-directories go with it. Built by ``allot.platform``.
+directories go with it. With the driver's ``PassthroughSupport`` gate, preparing a GPU
+hides its VFIO twin (and the reverse) until unprepare (``allot.controllers.passthrough``); a
+pod allocated the hidden twin is refused as the driver refuses it and tried again when a
+slice changes. Built by ``allot.platform``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from allot.controllers import initcontainers, lifecycle
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.localstorage import EVICTED
+from allot.controllers.passthrough import PassthroughTwins
 from allot.controllers.runtimes import (
     ContainerSetup,
     ContainerStartError,
@@ -54,8 +58,10 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
+from allot.driver import passthrough
 from allot.driver.catalog import created_mig_uuid
-from allot.driver.configs import DriverConfigError, configs_for_results
+from allot.driver.configs import DRIVER, DriverConfigError, configs_for_results
+from allot.driver.gates import PASSTHROUGH, enabled
 from allot.store import WatchEvent
 from allot.store.errors import Conflict
 from allot.types import Obj, rfc3339
@@ -64,6 +70,7 @@ MANAGER = "allot-node-agent"
 CONFIG_ERROR = "CreateContainerConfigError"
 CRASH_LOOP = "CrashLoopBackOff"
 SOURCES = {"configmaps": "ConfigMap", "secrets": "Secret"}  # what env and envFrom name
+SLICES = "resourceslices.resource.k8s.io"
 
 
 class PrepareError(Exception):
@@ -116,7 +123,7 @@ class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
-    watches = frozenset({"pods", *SOURCES})  # the resources keys_for answers for
+    watches = frozenset({"pods", SLICES, *SOURCES})  # the resources keys_for answers for
 
     def __init__(
         self,
@@ -129,6 +136,12 @@ class NodeAgent:
         self.preparer = preparer
         self.runtime = runtime
         self.driver_gates = dict(driver_gates or {})
+        self.twins = (
+            PassthroughTwins(context, preparer.directory)
+            if enabled(self.driver_gates, PASSTHROUGH)
+            else None
+        )
+        self._twin_refused: set[tuple[str, str]] = set()  # pods whose device a twin hid
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
         self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
@@ -147,6 +160,8 @@ class NodeAgent:
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
         if event.cluster != self.context.cluster:
             return []
+        if event.resource == SLICES:  # a twin shown again: its refused pods try again
+            return [("pod", namespace, name) for namespace, name in sorted(self._twin_refused)]
         if event.resource in SOURCES:
             namespace = event.object["metadata"].get("namespace", "")
             return [("pod", namespace, name) for name in sorted(self._waiting.get(namespace, ()))]
@@ -166,10 +181,10 @@ class NodeAgent:
         a deleted pod (ended gracefully before, or removed at once): its containers stop."""
         if event.cluster != self.context.cluster:
             return
-        if event.resource == "resourceslices.resource.k8s.io":
+        if event.resource == SLICES:
             self._published = None
         elif event.resource == "resourceclaims.resource.k8s.io" and event.type == "DELETED":
-            self.preparer.unprepare(event.object["metadata"]["uid"])
+            self._unprepare_claim(event.object["metadata"]["uid"])
         elif event.resource == "pods" and event.type == "DELETED":
             pod = event.object
             self._stop_waiting(pod)
@@ -191,6 +206,7 @@ class NodeAgent:
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, tuple)
         what, namespace, name = key
+        self._twin_refused.discard((namespace, name))  # refused again below if still so
         pod = self.context.get("Pod", namespace, name)
         if pod is not None and what == "stop":
             self._initializing.discard(str(pod["metadata"].get("uid")))
@@ -211,11 +227,12 @@ class NodeAgent:
         with_config = any(_allocated_devices(c).get("config") for c in claims)
         published = (
             self._published_of(_pools_of(claims))
-            if with_config or self.runtime.wants_devices
+            if with_config or self.runtime.wants_devices or self.twins
             else {}
         )
         try:
             for claim in claims:
+                self._check_twins(claim, published, (namespace, name))
                 self._check_configs(claim, published)
         except PrepareError as err:
             self.context.event(
@@ -234,7 +251,7 @@ class NodeAgent:
             return
         self._stop_waiting(pod)
         for claim in claims:
-            self.preparer.prepare(claim, node)
+            self._prepare(claim, node)
         setups = self._setups(pod, claims, published, lookup) if self.runtime.wants_devices else {}
         if pod["spec"].get("initContainers"):
             self._initialize(pod, setups)
@@ -331,7 +348,7 @@ class NodeAgent:
         if _shown_config_errors(pod) == failures:
             return  # woken by its own status write, or by an object that changes nothing
         for claim in claims:
-            self.preparer.prepare(claim, pod["spec"].get("nodeName"))
+            self._prepare(claim, pod["spec"].get("nodeName"))
         lifecycle.config_failed_events(self.context, pod, self.images, failures)
         self.context.write_status(
             "Pod", _waiting_for_config(pod, failures, self.context.clock()), MANAGER
@@ -372,11 +389,34 @@ class NodeAgent:
         try:
             configs_for_results(claim, types, self.driver_gates)
         except DriverConfigError as err:
-            metadata = claim["metadata"]
-            raise PrepareError(
-                f"error preparing devices for claim {metadata.get('namespace')}/"
-                f"{metadata['name']}:{metadata['uid']}: prepare devices failed: {err}"
-            ) from None
+            raise _prepare_failed(claim, str(err)) from None
+
+    def _check_twins(
+        self,
+        claim: Obj,
+        published: dict[tuple[str, str, str], dict[str, str]],
+        pod: tuple[str, str],
+    ) -> None:
+        """PassthroughSupport: a device whose twin another claim prepared is no longer the
+        driver's (its slice no longer has it): refused in the driver's words; the pod tries
+        again when a slice changes (the twin unprepared)."""
+        if self.twins is None:
+            return
+        for result in _allocated_devices(claim).get("results") or []:
+            if result.get("driver") == DRIVER and _result_key(result) not in published:
+                self._twin_refused.add(pod)
+                raise _prepare_failed(claim, passthrough.not_found(str(result.get("device"))))
+
+    def _prepare(self, claim: Obj, node: str) -> None:
+        devices = self.preparer.prepare(claim, node)
+        if self.twins is not None:
+            mine = [str(d["device"]) for d in devices if d.get("driver") == DRIVER]
+            self.twins.prepared(claim, node, mine)
+
+    def _unprepare_claim(self, claim_uid: str) -> None:
+        self.preparer.unprepare(claim_uid)
+        if self.twins is not None:
+            self.twins.unprepared(claim_uid)
 
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
@@ -406,9 +446,12 @@ class NodeAgent:
                 for r in _results(by_name[name])
                 if _serves(r, request)
             ]
-            joined = ",".join(d.get("uuid", "") for d in devices)
+            gpus = [d for d in devices if d.get("type") != "vfio"]  # VFIO: no CUDA device
+            joined = ",".join(d.get("uuid", "") for d in gpus)
             device_env = (
                 {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
+                if gpus
+                else {"NVIDIA_VISIBLE_DEVICES": "void"}  # the driver's VFIO spec
                 if devices
                 else {}
             )
@@ -582,7 +625,7 @@ class NodeAgent:
 
     def _unprepare(self, pod: Obj) -> None:
         for claim in self._claims(pod):
-            self.preparer.unprepare(claim["metadata"]["uid"])
+            self._unprepare_claim(claim["metadata"]["uid"])
 
     def _remove(self, pod: Obj) -> None:
         """A deleted pod's processes are gone: remove the object (no grace left), as the
@@ -879,6 +922,15 @@ def _allocated_devices(claim: Obj) -> Obj:
 
 def _results(claim: Obj) -> list[Obj]:
     return list(_allocated_devices(claim).get("results") or [])
+
+
+def _prepare_failed(claim: Obj, reason: str) -> PrepareError:
+    """The kubelet's words for a claim the driver refused to prepare."""
+    metadata = claim["metadata"]
+    return PrepareError(
+        f"error preparing devices for claim {metadata.get('namespace')}/"
+        f"{metadata['name']}:{metadata['uid']}: prepare devices failed: {reason}"
+    )
 
 
 def _result_key(result: Obj) -> tuple[str, str, str]:

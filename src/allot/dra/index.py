@@ -25,6 +25,7 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36, Features
 from allot.api.quantity import Quantity
 from allot.cel import CompileError, DeviceView, EvaluationError, SelectorCompiler
+from allot.dra import allocatable
 from allot.types import Obj
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
@@ -58,7 +59,7 @@ class SliceEntry:
     model: resourceapi.ResourceSlice
     views: dict[str, DeviceView]  # device name -> view
     memory: dict[str, int]  # device name -> bytes, devices with a memory capacity
-    consumes: dict[str, tuple[tuple[str, str, int], ...]]  # (counter set, counter, amount)
+    consumes: dict[str, allocatable.Consumption]  # each (counter set, counter) once
     counters: dict[tuple[str, str], int]  # (counter set, counter) -> total
 
     @property
@@ -84,7 +85,7 @@ class SliceEntry:
             value = ((wire.get("capacity") or {}).get("memory") or {}).get("value")
             if value is not None:
                 entry.memory[name] = quantity(value)
-            entry.consumes[name] = tuple(
+            entry.consumes[name] = allocatable.merged(
                 (item.get("counterSet", ""), counter, quantity(amount.get("value")))
                 for item in wire.get("consumesCounters") or []
                 for counter, amount in (item.get("counters") or {}).items()

@@ -2,9 +2,12 @@
 
 H100 80GB HBM3 and H200 profile numbers are exact NVML readings; A100-SXM4-40GB follows the
 mock-NVML tables; A100-SXM4-80GB memory per profile and the L4 are best estimates (the
-conformance ledger lists them as unconfirmed). Identities (UUIDs, bus IDs) are derived
-deterministically from the node name and GPU index, so a fleet is reproducible. Used by the
-fleet to build each simulated node's :class:`GpuInfo` list.
+conformance ledger lists them as unconfirmed). The PCI identities (for VFIO twins) are the
+PCI database's names and IDs; their addressable memory (the 64-bit BARs rounded up to a
+power of two) follows each model's usual BAR1 size and is likewise unconfirmed. Identities
+(UUIDs, bus IDs) are derived deterministically from the node name and GPU index, so a
+fleet is reproducible. Used by the fleet to build each simulated node's :class:`GpuInfo`
+list.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from allot.driver.gpus import GiProfile, GpuInfo, MigInstance
+from allot.driver.gpus import GiProfile, GpuInfo, MigInstance, PciIdentity
 
 NAMESPACE = uuid.UUID("7d0d3ad5-52f3-4b5b-9c41-0d1b1c3f2e11")
 ONE_SLICE = tuple((s, 1) for s in range(7))
@@ -54,6 +57,7 @@ class GpuModel:
     memory_bytes: int
     profiles: tuple[GiProfile, ...]
     addressing_mode: str | None
+    pci: PciIdentity | None = None
 
 
 def _hopper(names: tuple[str, ...], memory: tuple[int, ...]) -> tuple[GiProfile, ...]:
@@ -102,6 +106,7 @@ MODELS: dict[str, GpuModel] = {
                 (4864, 4864, 9856, 9856, 19968, 19968, 40192),
             ),
             None,
+            PciIdentity(0x20B0, "GA100 [A100 SXM4 40GB]", 128 * 2**30),
         ),
         GpuModel(
             "A100-SXM4-80GB",
@@ -114,6 +119,7 @@ MODELS: dict[str, GpuModel] = {
                 (9728, 9728, 19968, 19968, 40192, 40192, 81152),
             ),
             None,
+            PciIdentity(0x20B2, "GA100 [A100 SXM4 80GB]", 256 * 2**30),
         ),
         GpuModel(
             "H100-80GB-HBM3",
@@ -126,6 +132,7 @@ MODELS: dict[str, GpuModel] = {
                 (9984, 9984, 20096, 20096, 40448, 40448, 81152),
             ),
             "None",
+            PciIdentity(0x2330, "GH100 [H100 SXM5 80GB]", 256 * 2**30),
         ),
         GpuModel(
             "H200",
@@ -138,8 +145,18 @@ MODELS: dict[str, GpuModel] = {
                 (16384, 16384, 33280, 33280, 71424, 71424, 143360),
             ),
             "None",
+            PciIdentity(0x2335, "GH100 [H200 SXM 141GB]", 512 * 2**30),
         ),
-        GpuModel("L4", "NVIDIA L4", "Ada Lovelace", "8.9.0", 23034 * 2**20, (), "None"),
+        GpuModel(
+            "L4",
+            "NVIDIA L4",
+            "Ada Lovelace",
+            "8.9.0",
+            23034 * 2**20,
+            (),
+            "None",
+            PciIdentity(0x27B8, "AD104GL [L4]", 64 * 2**30),
+        ),
     )
 }
 ALIASES = {
@@ -195,6 +212,7 @@ def simulated_gpus(
             addressing_mode=model.addressing_mode,
             memory_bytes=model.memory_bytes,
             profiles=list(model.profiles),
+            pci=model.pci,
         )
         if mig_profile is not None:
             profile = next((p for p in model.profiles if p.name == mig_profile), None)

@@ -78,7 +78,21 @@ def configs_for_results(
         if parameters is not None:
             validate(parameters, gates)
         chosen.append(ChosenConfig(device, request, kind, parameters))
+    if gates.get("PassthroughSupport", False):
+        _one_vfio_group(claim, chosen)
     return chosen
+
+
+def _one_vfio_group(claim: Mapping[str, Any], chosen: list[ChosenConfig]) -> None:
+    """The driver binds a claim's VFIO devices as one group: at most one
+    ``VfioDeviceConfig`` (the default counts as one) may apply to them."""
+    groups = {id(c.parameters) for c in chosen if c.kind == "VfioDeviceConfig"}
+    if len(groups) > 1:
+        metadata = claim.get("metadata") or {}
+        raise DriverConfigError(
+            f"claim {metadata.get('namespace')}/{metadata.get('name')}:{metadata.get('uid')} "
+            f"contains {len(groups)} VFIO device groups, but at most one is supported per claim"
+        )
 
 
 def _opaque_entries(entries: list[Any]) -> list[tuple[list[str], Mapping[str, Any]]]:
@@ -140,7 +154,13 @@ def validate(parameters: Mapping[str, Any], gates: Mapping[str, bool]) -> None:
     kind = str(parameters["kind"])
     _strict(parameters, FIELDS[kind], "")
     if kind == "VfioDeviceConfig":
-        _validate_iommu(parameters.get("iommu") or {})
+        iommu = parameters.get("iommu")
+        if iommu is not None:
+            _strict(iommu, FIELDS["iommu"], "iommu.")
+            try:
+                _validate_iommu(iommu)
+            except DriverConfigError as err:
+                raise DriverConfigError(f"error validating config: {err}") from None
         return
     sharing = parameters.get("sharing")
     if sharing is not None:
@@ -212,8 +232,7 @@ def _validate_mps(mps: Mapping[str, Any]) -> None:
 
 
 def _validate_iommu(iommu: Mapping[str, Any]) -> None:
-    _strict(iommu, FIELDS["iommu"], "iommu.")
-    policy = iommu.get("backendPolicy", "LegacyOnly")
+    policy = iommu.get("backendPolicy") or "LegacyOnly"  # Normalize: "" is LegacyOnly
     if policy not in IOMMU_POLICIES:
         raise DriverConfigError(
             f"unknown IOMMU backend policy: {policy}, supported IOMMU backend policies: "

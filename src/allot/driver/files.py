@@ -2,11 +2,15 @@
 
 ``allot up --fleet FILE`` copies the fleet into ``<data-dir>/fleet.yaml`` so that restarts
 and ``allot fleet scale`` work on the same description; without ``--fleet`` the seed 000
-fleet is used. Called by the CLI.
+fleet is used. The driver's feature gates the platform runs with go to
+``<data-dir>/driver-gates.json``, so that ``allot fleet`` commands publish as that driver
+does. Called by the CLI.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -15,6 +19,7 @@ from allot.api.errors import yaml_error_text
 from allot.driver.fleet import SEED_000_FLEET, Fleet, FleetError, parse_fleet
 
 FLEET_FILE = "fleet.yaml"
+GATES_FILE = "driver-gates.json"
 
 
 def read_fleet(path: Path) -> Fleet:
@@ -43,3 +48,18 @@ def data_dir_fleet(data_dir: Path, override: Path | None) -> Fleet:
 def save_fleet(data_dir: Path, fleet: Fleet) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / FLEET_FILE).write_text(yaml.safe_dump(fleet.raw, sort_keys=False))
+
+
+def save_driver_gates(data_dir: Path, gates: Mapping[str, bool]) -> None:
+    """Record the driver gates of this run (each ``allot up`` writes its own)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / GATES_FILE).write_text(json.dumps(dict(sorted(gates.items())), indent=2) + "\n")
+
+
+def data_dir_driver_gates(data_dir: Path) -> dict[str, bool]:
+    """The driver gates the platform on ``data_dir`` runs with (none set: all defaults)."""
+    try:
+        recorded = json.loads((data_dir / GATES_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): bool(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}

@@ -75,6 +75,18 @@ class MigInstance:
     uuid: str
 
 
+@dataclass(frozen=True)
+class PciIdentity:
+    """What the driver reads from the PCI bus (not NVML) for a GPU's VFIO twin (gate
+    ``PassthroughSupport``): the PCI database's name of the device, its IDs and its
+    BAR-addressable memory (the 64-bit windows, rounded up to a power of two)."""
+
+    device_id: int  # 0x2330
+    name: str  # "GH100 [H100 SXM5 80GB]"
+    addressable_memory_bytes: int
+    vendor_id: int = 0x10DE
+
+
 @dataclass
 class GpuInfo:
     minor: int
@@ -93,6 +105,7 @@ class GpuInfo:
     profiles: list[GiProfile] = field(default_factory=list)
     mig_enabled: bool = False
     mig_instances: list[MigInstance] = field(default_factory=list)
+    pci: PciIdentity | None = None  # None: no VFIO twin (allot never rebinds a real GPU)
 
     @property
     def mig_capable(self) -> bool:

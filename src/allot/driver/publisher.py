@@ -7,17 +7,19 @@ chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
 ``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate).
 Everything goes through :class:`allot.kube.client.Client`, so it works against the embedded
 platform and, for inspection, against any cluster. ``reconcile`` adds and removes nodes
-when a pool is scaled.
+when a pool is scaled; ``taint`` writes the health check's device taints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from allot.driver.fleet import Fleet, NodeSpec, expand
+from allot.driver.health import HealthEvent, taint_for, tainted
 from allot.driver.slices import DRIVER, node_slices
 from allot.kube.client import Client
 from allot.kube.errors import KubeConflict, KubeNotFound
@@ -120,6 +122,10 @@ def node_object(spec: NodeSpec, at: dt.datetime | None = None) -> Obj:
     }
 
 
+class UnknownDevice(LookupError):
+    """A health event for a device the node's slices do not have."""
+
+
 @dataclass
 class PublishReport:
     nodes_created: list[str] = field(default_factory=list)
@@ -141,7 +147,9 @@ class Publisher:
             except KubeConflict:
                 continue
 
-    def publish_node(self, spec: NodeSpec, report: PublishReport) -> None:
+    def publish_node(
+        self, spec: NodeSpec, report: PublishReport, *, passthrough: bool = False
+    ) -> None:
         node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
             created = self.client.create(node)
@@ -156,14 +164,59 @@ class Publisher:
             "ResourceSlice",
             field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
         )
-        if existing:  # the plugin republishes only when devices change; they do not here
+        wanted = node_slices(
+            spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig, passthrough=passthrough
+        )
+        if existing and _device_names(existing) == _device_names(wanted):
+            # the plugin republishes only when devices change; they do not here
             report.slices_kept += len(existing)
             report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
             return
-        for document in node_slices(spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig):
+        for stale in existing:  # a gate changed the devices (PassthroughSupport's twins)
+            self._delete_slice(stale["metadata"]["name"])
+        for document in wanted:
             self.client.create(document)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
+
+    def taint(self, node: str, event: HealthEvent, skipped: frozenset[int]) -> Obj | None:
+        """Write the driver's taint for ``event`` into the node's slices (gate
+        ``NVMLDeviceHealthCheck``): the taint, or None when no device changed (the same
+        taint again: the driver does not republish). ``KubeNotFound`` names a node without
+        the driver's slices, ``UnknownDevice`` a device they do not have."""
+        slices = self.client.list(
+            "resource.k8s.io/v1",
+            "ResourceSlice",
+            field_selector=f"spec.nodeName={node},spec.driver={DRIVER}",
+        )
+        if not slices:
+            raise KubeNotFound(f"node {node!r} has no ResourceSlice of driver {DRIVER}")
+        published = sorted(_device_names(slices))
+        missing = sorted(set(event.devices) - set(published))
+        if missing:
+            raise UnknownDevice(
+                f"node {node} publishes no device {', '.join(missing)} (its devices: "
+                f"{', '.join(published)})"
+            )
+        taint = taint_for(event, skipped)
+        changed = False
+        for slice_ in slices:
+            spec = tainted(slice_["spec"], set(event.devices), taint)
+            if spec is not None:
+                self.client.update(
+                    {
+                        **slice_,
+                        "apiVersion": "resource.k8s.io/v1",
+                        "kind": "ResourceSlice",
+                        "spec": spec,
+                    }
+                )
+                changed = True
+        return taint if changed else None
+
+    def _delete_slice(self, name: str) -> None:
+        with contextlib.suppress(KubeNotFound):  # gone meanwhile
+            self.client.delete("resource.k8s.io/v1", "ResourceSlice", name)
 
     def reconcile(
         self,
@@ -187,10 +240,14 @@ class Publisher:
                 except KubeNotFound:
                     continue
         for done, spec in enumerate(wanted, start=1):
-            self.publish_node(spec, report)
+            self.publish_node(spec, report, passthrough=passthrough)
             if progress is not None:
                 progress(done, len(wanted))
         return report
+
+
+def _device_names(slices: list[Obj]) -> set[str]:
+    return {str(d.get("name")) for s in slices for d in (s.get("spec") or {}).get("devices") or []}
 
 
 def publish(kubeconfig: Path, fleet: Fleet) -> PublishReport:

@@ -5,10 +5,14 @@ after it, slices owned by the Node. Legacy mode (the default) publishes one slic
 every whole GPU, or, for a GPU with MIG mode on, its live MIG devices (``memorySlice<N>``
 capacities, no parent). Dynamic MIG (gate ``DynamicMIG``, Kubernetes ≥ 1.35 "split"
 layout) publishes a slice of counter sets, then one slice per GPU with the full GPU and every
-possible MIG device, each consuming counters. Pure: returns wire dicts.
+possible MIG device, each consuming counters. With ``PassthroughSupport`` each whole GPU
+without MIG devices also has its VFIO twin ``gpu-vfio-<index>`` (PCI attributes, no NVML).
+Pure: returns wire dicts.
 """
 
 from __future__ import annotations
+
+import uuid as uuidlib
 
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.driver.gpus import GiProfile, GpuInfo
@@ -99,6 +103,35 @@ def mig_device(gpu: GpuInfo, profile: GiProfile, start: int, uuid: str | None) -
         "name": f"gpu-{gpu.minor}-mig-{profile.device_fragment}-{profile.id}-{start}",
         "attributes": attributes,
         "capacity": _profile_capacity(profile),
+    }
+
+
+def vfio_device(gpu: GpuInfo, index: int) -> Obj | None:
+    """The GPU's VFIO twin (gate ``PassthroughSupport``), ``gpu-vfio-<index>`` where index
+    is the GPU's place in the PCI scan of NVIDIA GPUs; None for a GPU whose PCI identity
+    is unknown (this machine's real GPUs: allot never binds one to vfio-pci). The
+    attributes come from the PCI bus, not NVML: the PCI database's name, a name-based UUID
+    of the bus ID, no driver versions."""
+    if gpu.pci is None:
+        return None
+    attributes: Obj = {
+        "deviceID": _string(f"0x{gpu.pci.device_id:04x}"),
+        "iommuFDEnabled": {"bool": False},
+        "productName": _string(gpu.pci.name),
+        "resource.kubernetes.io/pciBusID": _string(gpu.pci_bus_id),
+        "type": _string("vfio"),
+        "uuid": _string(str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, gpu.pci_bus_id))),
+        "vendorID": _string(f"0x{gpu.pci.vendor_id:04x}"),
+    }
+    if gpu.pcie_root is not None:
+        attributes["resource.kubernetes.io/pcieRoot"] = _string(gpu.pcie_root)
+    if gpu.numa_node is not None and gpu.numa_node >= 0:
+        attributes["resource.kubernetes.io/numaNode"] = {"int": gpu.numa_node}
+    memory = Quantity(gpu.pci.addressable_memory_bytes * 10**9, QuantityFormat.BINARY_SI)
+    return {
+        "name": f"gpu-vfio-{index}",
+        "attributes": attributes,
+        "capacity": {"addressableMemory": {"value": memory.canonical()}},
     }
 
 
@@ -196,8 +229,16 @@ def _slice(node: str, node_uid: str, index: int, count: int, spec: Obj) -> Obj:
     }
 
 
-def node_slices(node: str, node_uid: str, gpus: list[GpuInfo], *, dynamic_mig: bool) -> list[Obj]:
-    """Every slice the driver publishes for ``node``."""
+def node_slices(
+    node: str,
+    node_uid: str,
+    gpus: list[GpuInfo],
+    *,
+    dynamic_mig: bool,
+    passthrough: bool = False,
+) -> list[Obj]:
+    """Every slice the driver publishes for ``node``; with ``passthrough`` (the gate, never
+    with DynamicMIG) each GPU without MIG devices also has its VFIO twin."""
     ordered = sorted(gpus, key=lambda g: g.pci_bus_id)
     if dynamic_mig and any(g.mig_capable for g in ordered):
         counter_sets, per_gpu = [], []
@@ -214,6 +255,9 @@ def node_slices(node: str, node_uid: str, gpus: list[GpuInfo], *, dynamic_mig: b
             for i, devices in enumerate(per_gpu)
         ]
     legacy: list[Obj] = []
-    for gpu in ordered:
+    for index, gpu in enumerate(ordered):
         legacy += static_mig_devices(gpu) if gpu.mig_enabled else [whole_gpu(gpu)]
+        twin = vfio_device(gpu, index) if passthrough and not gpu.mig_instances else None
+        if twin is not None:
+            legacy.append(twin)
     return [_slice(node, node_uid, 0, 1, {"devices": legacy})]

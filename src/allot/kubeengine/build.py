@@ -253,7 +253,7 @@ def build(tools: Path) -> Path:
             return target_dir
         go = _go()
         _say(f"building into {target_dir} ({'; '.join(problems)})")
-        _say("a cold build takes 20-40 minutes on 2 cores; Go's caches make later ones fast")
+        _say("a cold build takes 10-40 minutes on 2 cores; Go's caches make later ones fast")
         started = time.monotonic()
         target_dir.mkdir(parents=True, exist_ok=True)
         log_path = target_dir.parent / "build.log"

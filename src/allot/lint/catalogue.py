@@ -326,8 +326,9 @@ class CatalogueLinter:
             return None
         name = match.device_class.metadata.name or ""
         expressions = self.expressions(match.device_class)
-        suggestion = " && ".join(f"({e.strip()})" if "||" in e else e.strip() for e in expressions)
-        suggestion += f" && device.attributes['{NVIDIA_DRIVER}'].type == 'gpu'"
+        clauses = [f"({e.strip()})" if "||" in e else e.strip() for e in expressions]
+        clauses.append(f"device.attributes['{NVIDIA_DRIVER}'].type == 'gpu'")  # no selector: alone
+        suggestion = " && ".join(clauses)
         suggestion += f"  # matches {self.count_matches(suggestion)} device(s)"
         return Finding(
             "whole-matches-partitions",

@@ -199,8 +199,8 @@ class AlertManager:
             for kind in ("QuotaReserved", "PodScheduled"):  # fair sharing's queue first
                 condition = conditions.get(kind) or {}
                 if condition.get("status") == "False":
-                    return f"{condition.get('message')} (pod {_pod_name(pod)})"
-            return f"pod {_pod_name(pod)} is waiting to be scheduled"
+                    return f"{condition.get('message')} (pod {pod_name(pod)})"
+            return f"pod {pod_name(pod)} is waiting to be scheduled"
         return "no pod uses it yet (DRA allocates a claim when a pod that uses it is scheduled)"
 
     # ------------------------------------------------------- raising, clearing
@@ -287,7 +287,8 @@ def tenant_entitlements(context: ControllerContext) -> dict[str, list[str]]:
     return found
 
 
-def _pod_name(pod: Obj) -> str:
+def pod_name(pod: Obj) -> str:
+    """A host pod by the name its tenant knows it by (a host pod's own name)."""
     annotations = pod["metadata"].get("annotations") or {}
     return str(annotations.get(names.NAME_ANNOTATION, pod["metadata"]["name"]))
 

@@ -11,23 +11,28 @@ counts a change to that collection (:meth:`allot.store.Store.changes`): a scrape
 fleet reuses both, and a changed claim walks only the claims. Pools follow the allocator's
 rules: the newest generation counts; a pool with fewer slices than ``resourceSliceCount``
 is incomplete. A device is allocated when a claim's allocation names it (admin-access
-results excluded, as the allocator does); "free" counts unallocated devices, which for
-partitionable devices is an upper bound (their shared counters are reported alongside).
-Pure computation over store reads; used by :mod:`allot.ops`.
+results excluded, as the allocator does). A device is *free* when it could be allocated now
+on its own: unallocated, in a complete pool, and what it consumes of shared counters fits
+in what the allocated devices leave (:mod:`allot.dra.allocatable`); an unallocated device
+that is not free is *unavailable*. Free devices may exclude each other (two MIG placements
+on the same memory slices), so *allocatable* says, per class and per MIG profile, how many
+could still be allocated one after the other (:func:`allot.dra.allocatable.one_at_a_time`).
+That is worked out per pool and kept while the pool's allocated devices stay the same.
+Pure computation over store reads; used by :mod:`allot.ops` and ``allot doctor``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.cel import SelectorCompiler
-from allot.dra import DraIndex
+from allot.dra import DraIndex, allocatable
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
 from allot.store import Store
@@ -50,9 +55,117 @@ class DeviceInfo:
     profile: str  # the driver's MIG "profile" attribute (1g.5gb, ...) or ""
     parent: str  # for a MIG device, its GPU's device name (the driver's gpu-<minor>); else ""
     consumes: tuple[tuple[str, str, int], ...]  # (counter set, counter, amount)
+    product: str = ""  # the driver's "productName" attribute (NVIDIA H100 80GB HBM3, ...)
+    taints: tuple[str, ...] = ()  # the device's taints as key=value:effect (a driver's health)
+
+    @property
+    def key(self) -> DeviceKey:
+        return (self.driver, self.pool, self.name)
 
 
 RowKey = tuple[str, str, str, str]  # node, pool, driver, class
+ProfileKey = tuple[str, str, str, str]  # node, pool, driver, MIG profile
+PoolKey = tuple[str, str]  # driver, pool
+
+
+@dataclass
+class Availability:
+    """What can be allocated now: free devices (each could be allocated on its own) per
+    node, pool and driver, per class row and per MIG profile, and per class row and MIG
+    profile how many could be allocated one after the other."""
+
+    devices: set[DeviceKey] = field(default_factory=set)  # the free devices
+    free: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    class_free: Counter[RowKey] = field(default_factory=Counter)
+    class_allocatable: Counter[RowKey] = field(default_factory=Counter)
+    profile_free: Counter[ProfileKey] = field(default_factory=Counter)
+    profile_allocatable: Counter[ProfileKey] = field(default_factory=Counter)
+    profile_total: Counter[ProfileKey] = field(default_factory=Counter)
+
+    def add(self, other: Availability) -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).update(getattr(other, name))
+
+
+def pool_availability(
+    devices: list[DeviceInfo],
+    allocated: Collection[DeviceKey],
+    capacity: Mapping[tuple[str, str], int],
+    usable: bool,
+) -> Availability:
+    """One pool's :class:`Availability`: ``devices`` its devices, ``allocated`` the keys
+    of those claims hold, ``capacity`` its counters ((counter set, counter) -> value),
+    ``usable`` False for a pool the allocator skips (incomplete)."""
+    found = Availability()
+    found.profile_total.update(_profile_key(d) for d in devices if d.profile)
+    if not usable:
+        return found
+    left = allocatable.left_over(capacity, (d for d in devices if d.key in allocated))
+    by_class: dict[RowKey, list[DeviceInfo]] = defaultdict(list)
+    by_profile: dict[ProfileKey, list[DeviceInfo]] = defaultdict(list)
+    for device in devices:
+        if device.key in allocated or not allocatable.fits(device, left):
+            continue
+        found.devices.add(device.key)
+        found.free[(device.node, device.pool, device.driver)] += 1
+        for device_class in device.classes or (NO_CLASS,):
+            by_class[(device.node, device.pool, device.driver, device_class)].append(device)
+        if device.profile:
+            by_profile[_profile_key(device)].append(device)
+    for row, group in by_class.items():
+        found.class_free[row] = len(group)
+        found.class_allocatable[row] = allocatable.one_at_a_time(group, left)
+    for profile, group in by_profile.items():
+        found.profile_free[profile] = len(group)
+        found.profile_allocatable[profile] = allocatable.one_at_a_time(group, left)
+    return found
+
+
+def _profile_key(device: DeviceInfo) -> ProfileKey:
+    return (device.node, device.pool, device.driver, device.profile)
+
+
+def availability(
+    pools: Mapping[PoolKey, list[DeviceInfo]],
+    allocated: Collection[DeviceKey],
+    counters: Mapping[PoolKey, Mapping[tuple[str, str], int]],
+    complete: Mapping[PoolKey, bool],
+    known: dict[PoolKey, tuple[Any, Availability]] | None = None,
+) -> Availability:
+    """The fleet's :class:`Availability`, pool by pool (counters are a pool's own).
+    ``known``: each pool's last answer with what it was worked out from, kept by a view,
+    so that a changed claim costs the pools whose allocated devices changed."""
+    held: dict[PoolKey, set[DeviceKey]] = defaultdict(set)
+    for key in allocated:
+        held[(key[0], key[1])].add(key)
+    total = Availability()
+    for pool, devices in pools.items():
+        basis = (frozenset(held.get(pool, ())), complete.get(pool, True))
+        cached = known.get(pool) if known is not None else None
+        if cached is not None and cached[0] == basis:
+            part = cached[1]
+        else:
+            part = pool_availability(devices, basis[0], counters.get(pool, {}), basis[1])
+            if known is not None:
+                known[pool] = (basis, part)
+        total.add(part)
+    return total
+
+
+def _by_pool(devices: Iterable[DeviceInfo]) -> dict[PoolKey, list[DeviceInfo]]:
+    found: dict[PoolKey, list[DeviceInfo]] = defaultdict(list)
+    for device in devices:
+        found[(device.driver, device.pool)].append(device)
+    return found
+
+
+def _counters_by_pool(
+    counters: Mapping[tuple[str, str, str, str], int],
+) -> dict[PoolKey, dict[tuple[str, str], int]]:
+    found: dict[PoolKey, dict[tuple[str, str], int]] = defaultdict(dict)
+    for (driver, pool, counter_set, counter), value in counters.items():
+        found[(driver, pool)][(counter_set, counter)] = value
+    return found
 
 
 class StaleIndexError(Exception):
@@ -80,6 +193,7 @@ class ClaimInfo:
     devices: list[DeviceKey] = field(default_factory=list)
     consumers: list[str] = field(default_factory=list)
     uid: str = ""
+    device_classes: dict[DeviceKey, str] = field(default_factory=dict)  # by the request
 
 
 @dataclass
@@ -115,10 +229,25 @@ class Snapshot:
     class_totals: Counter[RowKey] | None = None
     version: tuple[Any, ...] = ()
     """Equal versions from one view mean equal contents but ``now``; () when unknown."""
+    available: Availability | None = None
+    """What can be allocated now, when the view worked it out (else :meth:`availability`
+    does, from the devices and counters)."""
+
+    def availability(self) -> Availability:
+        """Free and allocatable devices per row (see :class:`Availability`)."""
+        if self.available is None:
+            self.available = availability(
+                _by_pool(self.devices.values()),
+                self.allocated,
+                _counters_by_pool(self.counters_total),
+                {(p.driver, p.pool): p.complete for p in self.pools},
+            )
+        return self.available
 
     def device_rows(self) -> dict[RowKey, Counter[str]]:
-        """(node, pool, driver, class) -> {total, allocated, free}, from the slices' cached
-        totals and the allocated devices only."""
+        """(node, pool, driver, class) -> {total, allocated, free, unavailable,
+        allocatable}, from the slices' cached totals, the allocated devices and the
+        availability."""
         rows: dict[RowKey, Counter[str]] = defaultdict(Counter)
         totals = self.class_totals
         if totals is None:
@@ -132,13 +261,16 @@ class Snapshot:
             if device is not None:
                 for device_class in device.classes or (NO_CLASS,):
                     rows[(device.node, device.pool, device.driver, device_class)]["allocated"] += 1
-        for row in rows.values():
-            row["free"] = row["total"] - row["allocated"]
+        available = self.availability()
+        for key, row in rows.items():
+            row["free"] = available.class_free[key]
+            row["unavailable"] = row["total"] - row["allocated"] - row["free"]
+            row["allocatable"] = available.class_allocatable[key]
         return rows
 
     def physical_rows(self) -> dict[tuple[str, str, str], Counter[str]]:
-        """(node, pool, driver) -> {total, allocated, free}: each device counted once,
-        whichever classes select it."""
+        """(node, pool, driver) -> {total, allocated, free, unavailable}: each device
+        counted once, whichever classes select it."""
         rows: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
         totals = self.physical_totals
         if totals is None:
@@ -151,8 +283,10 @@ class Snapshot:
             held = self.devices.get(device_key)
             if held is not None:
                 rows[(held.node, held.pool, held.driver)]["allocated"] += 1
-        for row in rows.values():
-            row["free"] = row["total"] - row["allocated"]
+        available = self.availability()
+        for key, row in rows.items():
+            row["free"] = available.free[key]
+            row["unavailable"] = row["total"] - row["allocated"] - row["free"]
         return rows
 
     def tenant_memory(self) -> Counter[str]:
@@ -177,11 +311,18 @@ class _Fleet:
     counters_total: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
     physical_totals: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     class_totals: Counter[RowKey] = field(default_factory=Counter)
+    pool_devices: dict[PoolKey, list[DeviceInfo]] = field(default_factory=dict)
+    pool_counters: dict[PoolKey, dict[tuple[str, str], int]] = field(default_factory=dict)
+    # each pool's availability and what it was worked out from (see ``availability``)
+    known_availability: dict[PoolKey, tuple[Any, Availability]] = field(default_factory=dict)
 
     def add(self, summary: SliceSummary, driver: str, pool: str) -> None:
         self.summaries.append(summary)
+        self.pool_devices.setdefault((driver, pool), []).extend(summary.devices)
+        counters = self.pool_counters.setdefault((driver, pool), {})
         for (counter_set, counter), value in summary.counters.items():
             self.counters_total[(driver, pool, counter_set, counter)] = value
+            counters[(counter_set, counter)] = value
         self.physical_totals.update(summary.physical)
         self.class_totals.update(summary.totals)
 
@@ -197,6 +338,7 @@ class _Holdings:
     claims: list[ClaimInfo]
     allocated: dict[DeviceKey, ClaimInfo]
     counters_used: dict[tuple[str, str, str, str], int]
+    available: Availability
 
 
 class CapacityView:
@@ -237,6 +379,7 @@ class CapacityView:
             physical_totals=fleet.physical_totals,
             class_totals=fleet.class_totals,
             version=(fleet.key, held.key),
+            available=held.available,
         )
 
     def _changes(self, kind: str) -> int:
@@ -273,7 +416,19 @@ class CapacityView:
             held = self._index.get(device_key)
             for counter_set, counter, amount in held.consumes if held else ():
                 used[(device_key[0], device_key[1], counter_set, counter)] += amount
-        self._known_holdings = _Holdings(key, self._known_fleet, claims, allocated, dict(used))
+        fleet = self._known_fleet
+        available = (
+            availability(
+                fleet.pool_devices,
+                allocated,
+                fleet.pool_counters,
+                {(p.driver, p.pool): p.complete for p in fleet.pools},
+                fleet.known_availability,
+            )
+            if fleet is not None
+            else Availability()
+        )
+        self._known_holdings = _Holdings(key, fleet, claims, allocated, dict(used), available)
         return self._known_holdings
 
     def summarise_changed(self) -> Iterator[None]:
@@ -376,6 +531,8 @@ class CapacityView:
                     str((attributes.get("profile") or {}).get("string") or ""),
                     raw["name"].split("-mig-")[0] if "-mig-" in raw["name"] else "",
                     entry.consumes.get(raw["name"], ()),
+                    str((attributes.get("productName") or {}).get("string") or ""),
+                    tuple(_taint_text(t) for t in raw.get("taints") or []),
                 )
             )
         counters = dict(entry.counters)
@@ -413,6 +570,13 @@ class CapacityView:
             ],
             [c.get("name", "") for c in status.get("reservedFor") or []],
             str(metadata.get("uid") or ""),
+            {
+                (r.get("driver", ""), r.get("pool", ""), r.get("device", "")): claims.request_class(
+                    claim, r.get("request", "")
+                )
+                for r in results
+                if not r.get("adminAccess")
+            },
         )
 
 
@@ -431,3 +595,14 @@ def _tenant_names(claim: Obj) -> tuple[str, str]:
 def memory_text(value: int) -> str:
     """Bytes the way Kubernetes writes memory (``40Gi``, ``4864Mi``)."""
     return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
+
+
+def memory_gib(value: int) -> str:
+    """Bytes in GiB for people, four significant digits (``40 GiB``, ``4.75 GiB``,
+    ``79.25 GiB``): the dashboard's unit for GPU memory."""
+    return f"{value / (1 << 30):.4g} GiB"
+
+
+def _taint_text(taint: Obj) -> str:
+    """``key=value:effect``, as kube-scheduler's messages write a device taint."""
+    return f"{taint.get('key')}={taint.get('value') or ''}:{taint.get('effect')}"

@@ -1,4 +1,5 @@
-"""The web dashboard at ``/ui``: fleet, tenants, fair sharing, pending claims, alerts, usage.
+"""The web dashboard at ``/ui``: fleet, capacity, tenants, fair sharing, pending claims,
+alerts, usage; and a page per node, tenant and claim (:mod:`allot.ops.dashboard_pages`).
 
 Server-rendered HTML; a small script (shipped with the package, no CDN) refreshes each panel
 every two seconds from ``/ui/fragment/<panel>``, without reloading the page. Access needs
@@ -14,7 +15,9 @@ no framing), ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer`` and
 coloured and labelled by the tenant holding it, or free; devices are focusable with a text
 description (keyboard and screen readers), colours are paired with text. The usage chart is
 an SVG of device-hours per tenant per hour over the last day, with the same numbers in a
-table. Mounted by :mod:`allot.platform`.
+table. The detail pages refresh like the panels (``/ui/fragment/nodes/<node>``, ...);
+opening one signed out shows the sign-in form, which returns to it (only ever to a page of
+the dashboard). Mounted by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
@@ -27,13 +30,16 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from importlib import resources
+from urllib.parse import unquote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from allot.ops import audit
+from allot.ops import audit, views
+from allot.ops import dashboard_html as ui
+from allot.ops import dashboard_pages as pages
 from allot.ops.audit import HOST_TENANT
 from allot.ops.service import Operations
 from allot.registry import HOST_CLUSTER
@@ -55,12 +61,21 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
 }
-PALETTE = ("#f6c177", "#9ccfd8", "#c4a7e7", "#a3d9a5", "#f0a6ca", "#ffd6a5", "#b5c7f2", "#e6e29a")
-PANELS = ("fleet", "tenants", "sharing", "pending", "alerts", "usage")
+PANELS = ("fleet", "capacity", "tenants", "sharing", "pending", "alerts", "usage")
 HEAD_LINKS = (
     '<link rel="icon" href="data:,"><link rel="stylesheet" href="/ui/static/dashboard.css">'
 )
 STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+DETAIL_KINDS = ("nodes", "tenants", "claims")
+TITLES = {
+    "fleet": "Fleet: nodes, GPUs and MIG slices",
+    "capacity": "Capacity: what can still be allocated",
+    "tenants": "Tenants",
+    "sharing": "Fair sharing: guaranteed, borrowed and lent",
+    "pending": "Pending claims",
+    "alerts": "Alerts",
+    "usage": "Usage per tenant (devices held per hour, last 24 hours)",
+}
 
 
 def dashboard_routes(registry: Registry, ops: Operations) -> list[Route]:
@@ -70,8 +85,12 @@ def dashboard_routes(registry: Registry, ops: Operations) -> list[Route]:
         Route("/ui", _secured(dashboard.page), methods=["GET"]),
         Route("/ui/login", _secured(dashboard.login), methods=["POST"]),
         Route("/ui/logout", _secured(dashboard.logout), methods=["POST"]),
-        Route("/ui/fragment/{panel}", _secured(dashboard.fragment), methods=["GET"]),
+        Route("/ui/fragment/{panel:path}", _secured(dashboard.fragment), methods=["GET"]),
         Route("/ui/static/{name}", _secured(dashboard.static), methods=["GET"]),
+        *(
+            Route(f"/ui/{kind}/{{rest:path}}", _secured(dashboard.detail), methods=["GET"])
+            for kind in DETAIL_KINDS
+        ),
         Route("/ui/{rest:path}", _secured(_elsewhere), methods=["GET"]),
     ]
 
@@ -83,8 +102,12 @@ async def _elsewhere(request: Request) -> Response:
     page saying it does not exist, not the API server's JSON Status."""
     if request.path_params["rest"] in ("", "login", "logout"):
         return RedirectResponse("/ui", status_code=303)
-    return _page("allot — not found", '<p class="error" role="alert">There is no such page of '
-                 'the dashboard.</p><p><a href="/ui">Open the dashboard</a></p>', 404)  # fmt: skip
+    return _not_found("There is no such page of the dashboard.")
+
+
+def _not_found(message: str) -> HTMLResponse:
+    return _page("allot — not found", f'<p class="error" role="alert">{html.escape(message)}</p>'
+                 '<p><a href="/ui">Open the dashboard</a></p>', 404)  # fmt: skip
 
 
 def _secured(
@@ -151,12 +174,30 @@ class Dashboard:
             return _login(SESSION_ENDED if request.query_params.get("ended") else "", 200)
         return HTMLResponse(self.render_page())
 
+    async def detail(self, request: Request) -> Response:
+        """A node's, tenant's or claim's page; signing in from it comes back to it."""
+        path = request.url.path.removeprefix("/ui/")
+        token = request.query_params.get("token")
+        if token is not None:
+            return self._sign_in(token, request.url.path)
+        if not self._signed_in(request):
+            return _login("", 200, request.url.path)
+        found = pages.render(self.ops, path, self._order())
+        if found is None:
+            kind, _, rest = path.partition("/")
+            if not rest.strip("/"):
+                return _not_found("There is no such page of the dashboard.")
+            return _not_found(f"There is no {kind.removesuffix('s')} {unquote(rest)}.")
+        title, body = found
+        return HTMLResponse(self._document(title, body, path))
+
     async def login(self, request: Request) -> Response:
         try:
             form = await request.form()
         except HTTPException:  # a body that is no form (a broken multipart upload)
             return _login("The sign-in form could not be read; send it again.", 400)
-        return self._sign_in(str(form.get("token") or "").strip())
+        back = str(form.get("next") or "/ui")
+        return self._sign_in(str(form.get("token") or "").strip(), back)
 
     async def logout(self, request: Request) -> Response:
         self.sessions.close(request.cookies.get(COOKIE))
@@ -164,10 +205,12 @@ class Dashboard:
         response.delete_cookie(COOKIE, path="/ui", secure=True, httponly=True, samesite="strict")
         return response
 
-    def _sign_in(self, token: str) -> Response:
+    def _sign_in(self, token: str, back: str = "/ui") -> Response:
+        if not _own_page(back):
+            back = "/ui"
         if not self._host_token(token):
-            return _login("That token does not belong to the host cluster.", 401)
-        response = RedirectResponse("/ui", status_code=303)
+            return _login("That token does not belong to the host cluster.", 401, back)
+        response = RedirectResponse(back, status_code=303)
         response.set_cookie(
             COOKIE,
             self.sessions.open(),
@@ -183,9 +226,12 @@ class Dashboard:
         if not self._signed_in(request):
             return HTMLResponse("sign in again", status_code=401)
         panel = request.path_params["panel"]
-        if panel not in PANELS:
+        if panel in PANELS:
+            return HTMLResponse(self.render_panel(panel, self.ops.capacity_document()))
+        found = pages.render(self.ops, panel, self._order())
+        if found is None:
             return HTMLResponse("no such panel", status_code=404)
-        return HTMLResponse(self.render_panel(panel, self.ops.capacity_document()))
+        return HTMLResponse(found[1])
 
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -195,41 +241,38 @@ class Dashboard:
         return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
 
     # ------------------------------------------------------------ rendering
+    def _order(self) -> list[str]:
+        """The tenants in colour order (the overview's)."""
+        return ui.tenant_order([{"name": name} for name in self.ops.tenant_specs()])
+
     def render_page(self) -> str:
         document = self.ops.capacity_document()
-        titles = {
-            "fleet": "Fleet: nodes, GPUs and MIG slices",
-            "tenants": "Tenants",
-            "sharing": "Fair sharing: guaranteed, borrowed and lent",
-            "pending": "Pending claims",
-            "alerts": "Alerts",
-            "usage": "Usage per tenant (device-hours, last 24 hours)",
-        }
         sections = "".join(
-            f'<section class="panel" aria-labelledby="h-{p}"><h2 id="h-{p}">{titles[p]}</h2>'
+            f'<section class="panel" aria-labelledby="h-{p}"><h2 id="h-{p}">{TITLES[p]}</h2>'
             f'<div id="panel-{p}" data-fragment="{p}" aria-live="polite">'
             f"{self.render_panel(p, document)}</div></section>"
             for p in PANELS
         )
         nav = "".join(f'<a href="#h-{p}">{p.capitalize()}</a>' for p in PANELS)
-        return (
-            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            "<title>allot — fleet dashboard</title>"
-            f"{HEAD_LINKS}</head><body>"
-            '<a class="skip" href="#main">Skip to content</a>'
-            '<header><h1>allot</h1><span class="meta">fleet dashboard · '
-            f'<span id="refresh-status">as of {html.escape(document["time"])}</span></span>'
-            f'<nav aria-label="Sections">{nav}</nav>'
-            '<form method="post" action="/ui/logout"><button type="submit">Sign out</button>'
-            "</form></header>"
-            f'<main id="main">{sections}</main>'
-            '<script src="/ui/static/dashboard.js" defer></script></body></html>'
+        return _chrome("allot — fleet dashboard", "fleet dashboard", document["time"], nav,
+                       sections)  # fmt: skip
+
+    def _document(self, title: str, body: str, path: str) -> str:
+        """A drill-down page: its body refreshed like the overview's panels."""
+        main = (
+            f'<p class="crumbs"><a href="/ui">Dashboard</a> › {html.escape(title)}</p>'
+            f"<h2 class=title>{html.escape(title)}</h2>"
+            f'<div id="panel-detail" data-fragment="{html.escape(path)}" aria-live="polite">'
+            f"{body}</div>"
         )
+        nav = '<a href="/ui">Dashboard</a>'
+        now = views.stamp(self.registry.clock())
+        return _chrome(f"allot — {title}", title, now, nav, main)
 
     def render_panel(self, panel: str, document: Obj) -> str:
         renderers: dict[str, Callable[[Obj], str]] = {
             "fleet": _fleet,
+            "capacity": _capacity,
             "tenants": _tenants,
             "sharing": _sharing,
             "pending": _pending,
@@ -254,114 +297,55 @@ class Dashboard:
                 series[row.key][hour] = row.device_hours
         if not series:
             return '<p class="empty">No allocations in the last 24 hours.</p>'
-        order = _tenant_order(document)  # the fleet's colours; then the tenants since deleted
-        order += sorted(t for t in series if t not in order)
+        order = ui.tenant_order(document["tenants"])  # the fleet's colours, then the
+        order += sorted(t for t in series if t not in order)  # tenants since deleted
         return _chart(series, order) + _usage_table(series, order)
 
 
 # ----------------------------------------------------------------- panels
-def _colour(tenant: str, order: list[str] | None = None) -> str:
-    """A tenant's colour: by its place among the tenants (distinct for the first eight),
-    by a hash of its name when it is not listed."""
-    if order and tenant in order:
-        return PALETTE[order.index(tenant) % len(PALETTE)]
-    return PALETTE[int(hashlib.sha1(tenant.encode()).hexdigest(), 16) % len(PALETTE)]
-
-
-def _tenant_order(document: Obj) -> list[str]:
-    return sorted({t["name"] for t in document["tenants"]} | {HOST_TENANT})
-
-
 def _fleet(document: Obj) -> str:
-    holders = sorted(
-        {g["tenant"] for n in document["nodes"] for g in n["gpus"] if g["tenant"]}
-        | {
-            s["tenant"]
-            for n in document["nodes"]
-            for g in n["gpus"]
-            for s in g["slices"]
-            if s["tenant"]
-        }
-    )
-    order = _tenant_order(document)
-    legend = (
-        "".join(
-            f'<span style="background:{_colour(t, order)}">{html.escape(t)}</span>' for t in holders
-        )
-        + '<span style="background:#f3f5f7">free</span>'
-    )
-    nodes = "".join(_node(node, order) for node in document["nodes"])
-    if not nodes:
+    if not document["nodes"]:
         return '<p class="empty">No devices are published.</p>'
-    return (
-        f'<div class="legend" aria-label="Tenants">{legend}</div><div class="nodes">{nodes}</div>'
+    order = ui.tenant_order(document["tenants"])
+    return ui.legend(document["nodes"], order) + ui.tiles(document["nodes"], order)
+
+
+def _capacity(document: Obj) -> str:
+    allocatable = document["allocatable"]
+    classes = ui.capacity_table("class", "Class", allocatable["classes"], "No device classes.")
+    profiles = ui.capacity_table(
+        "profile", "MIG profile", allocatable["profiles"], "No MIG devices are published."
     )
-
-
-def _node(node: Obj, order: list[str]) -> str:
-    gpus = "".join(_gpu(node["node"], gpu, order) for gpu in node["gpus"])
-    name = html.escape(node["node"])
-    return f'<div class="node"><h3>{name}</h3><div class="gpus">{gpus}</div></div>'
-
-
-def _gpu(node: str, gpu: Obj, order: list[str]) -> str:
-    tenant = gpu["tenant"]
-    held = f"held by {tenant} ({gpu.get('claim')})" if tenant else "whole GPU free"
-    if not gpu["whole"]:
-        held = "MIG partitioned"
-    style = f' style="background:{_colour(tenant, order)}"' if tenant else ""
-    slices = "".join(_slice(s, order) for s in gpu["slices"])
-    bar = ""
-    memory = gpu.get("memorySlices")
-    if memory:
-        share = 100 * memory["used"] // max(memory["total"], 1)
-        bar = (
-            f'<div class="bar" role="img" aria-label="{memory["used"]} of {memory["total"]} '
-            f'memory slices in use"><i style="width:{share}%"></i></div>'
-        )
-    label = html.escape(f"{gpu['name']} on {node}: {held}")
-    return (
-        f'<div class="gpu" tabindex="0" role="group" aria-label="{label}" title="{label}"{style}>'
-        f'<span class="label">{html.escape(gpu["name"])}</span>'
-        f"{('<div class=slices>' + slices + '</div>') if slices else ''}{bar}</div>"
-    )
-
-
-def _slice(entry: Obj, order: list[str]) -> str:
-    tenant = entry["tenant"]
-    holder = f"held by {tenant} ({entry['claim']})" if tenant else "free"
-    text = f"{entry['name']}: {holder}"
-    style = f' style="background:{_colour(tenant, order)}"' if tenant else ""
-    mark = html.escape(tenant[:2]) if tenant else ""
-    label = html.escape(text)
-    return (
-        f'<span class="slice" tabindex="0" aria-label="{label}" title="{label}"{style}>'
-        f"{mark}</span>"
-    )
-
-
-def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
-    """An accessible table; cells are HTML already escaped by the caller."""
-    if not rows:
-        return f'<p class="empty">{html.escape(empty)}</p>'
-    head = "".join(f"<th scope=col>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<h3>Per device class</h3>{classes}<h3>Per MIG profile</h3>{profiles}"
 
 
 def _tenants(document: Obj) -> str:
+    order = ui.tenant_order(document["tenants"])
     rows = [
         [
-            html.escape(t["name"]),
+            ui.swatch(t["name"], order),
             _quota_cell(t["quota"]),
-            html.escape(_memory_text(t)),
-            str(t["allocated"]),
-            str(t["pending"]),
+            html.escape(ui.tenant_memory(t)),
+            _held_cell(t["devices"]),
+            html.escape(ui.count(t["allocated"], "claim")),
+            html.escape(ui.count(t["pending"], "claim")),
         ]
         for t in document["tenants"]
     ]
-    headers = ["Tenant", "Quota (used / hard)", "GPU memory", "Allocated claims", "Pending claims"]
-    return _table(headers, rows, "No tenants.")
+    headers = ["Tenant", "Quota (used / hard)", "GPU memory held", "Devices held per class",
+               "Allocated", "Pending"]  # fmt: skip
+    return ui.table(headers, rows, "No tenants.")
+
+
+def _held_cell(rows: list[Obj]) -> str:
+    """Devices held per class: ``gpu-whole: 1 device (40 GiB)``."""
+    if not rows:
+        return '<span class="empty">none</span>'
+    return "<br>".join(
+        f"<code>{html.escape(r['class'])}</code>: "
+        + html.escape(f"{ui.count(r['devices'], 'device')} ({ui.memory(r['gpuMemoryBytes'])})")
+        for r in rows
+    )
 
 
 def _sharing(document: Obj) -> str:
@@ -374,22 +358,17 @@ def _sharing(document: Obj) -> str:
         rows.append([html.escape(str(row[k])) if k else "" for k in shown])
     headers = ["Tenant", "Cohort", "Resource", "Guaranteed", "Used", "Borrowed", "Lent",
                "Admitted", "Waiting", "Preempted"]  # fmt: skip
-    shares = _table(headers, rows, "No tenant uses fair sharing.")
+    shares = ui.table(headers, rows, "No tenant uses fair sharing.")
     idle = [
         [html.escape(r["cohort"]), html.escape(r["resource"]), html.escape(r["idle"])]
         for r in sharing.get("cohorts") or []
     ]
-    return shares + (_table(["Cohort", "Resource", "Idle"], idle, "") if idle else "")
+    return shares + (ui.table(["Cohort", "Resource", "Idle"], idle, "") if idle else "")
 
 
 _PER_TENANT = ("tenant", "cohort", "admitted", "waiting", "preempted")
 _SHARING_KEYS = ("tenant", "cohort", "resource", "guaranteed", "used", "borrowed", "lent",
                  "admitted", "waiting", "preempted")  # fmt: skip
-
-
-def _memory_text(tenant: Obj) -> str:
-    limit = tenant["gpuMemoryLimit"]
-    return f"{tenant['gpuMemory']} of {limit}" if limit else tenant["gpuMemory"]
 
 
 def _quota_cell(rows: list[Obj]) -> str:
@@ -399,17 +378,20 @@ def _quota_cell(rows: list[Obj]) -> str:
 
 
 def _pending(document: Obj) -> str:
+    order = ui.tenant_order(document["tenants"])
     rows = [
         [
-            html.escape(p["tenant"] or HOST_TENANT),
-            html.escape(f"{p['namespace']}/{p['claim']}"),
+            ui.swatch(p["tenant"] or HOST_TENANT, order),
+            ui.link(ui.claim_href(p["hostClaim"]), f"{p['namespace']}/{p['claim']}"),
             html.escape(", ".join(p["classes"])),
-            f"{p['ageSeconds']}s",
-            html.escape(p["reason"]),
+            f'<span title="{p["ageSeconds"]} s">{html.escape(p["age"])}</span>',
+            html.escape(p["reason"]) + " "
+            + ui.link(ui.claim_href(p["hostClaim"]) + "#explanation", "explanation",
+                      f"why {p['namespace']}/{p['claim']} is pending"),
         ]
         for p in document["pending"]
-    ]
-    return _table(["Tenant", "Claim", "Classes", "Age", "Why"], rows, "No pending claims.")
+    ]  # fmt: skip
+    return ui.table(["Tenant", "Claim", "Classes", "Age", "Why"], rows, "No pending claims.")
 
 
 def _alerts(document: Obj) -> str:
@@ -422,61 +404,98 @@ def _alerts(document: Obj) -> str:
         ]
         for a in document["alerts"]
     ]
-    return _table(["Rule", "Severity", "Tenant", "Message"], rows, "No alerts are firing.")
+    return ui.table(["Rule", "Severity", "Tenant", "Message"], rows, "No alerts are firing.")
 
 
 def _chart(series: dict[str, list[float]], order: list[str]) -> str:
-    width, height, left, bottom = 720, 220, 64, 28
+    """Devices held per tenant, hour by hour (device-hours in each hour, so the average
+    number of devices held): the y axis in devices, the x axis in hours before now."""
+    width, height, left, bottom, right = 720, 240, 70, 44, 12
     top = max(max(values) for values in series.values()) or 1.0
-    lines = []
-    for tenant, values in sorted(series.items()):
-        points = " ".join(
-            f"{left + i * (width - left - 10) / 23:.1f},"
-            f"{height - bottom - v / top * (height - bottom - 10):.1f}"
-            for i, v in enumerate(values)
-        )
-        lines.append(
-            f'<polyline fill="none" stroke="{_colour(tenant, order)}" stroke-width="3" '
-            f'points="{points}">'
-            f"<title>{html.escape(tenant)}</title></polyline>"
-        )
+    plot = height - bottom - 10
+
+    def x(hour: float) -> float:
+        return left + hour * (width - left - right) / 23
+
+    def y(value: float) -> float:
+        return height - bottom - value / top * plot
+
+    lines = [
+        f'<polyline fill="none" stroke="{ui.colour(tenant, order)}" stroke-width="3" '
+        f'points="{" ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))}">'
+        f"<title>{html.escape(tenant)}</title></polyline>"
+        for tenant, values in sorted(series.items())
+    ]
+    ticks = [
+        f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end">{v:.3g}</text>'
+        f'<line x1="{left}" y1="{y(v):.1f}" x2="{width - right}" y2="{y(v):.1f}" '
+        'stroke="#e3e8ee"/>'
+        for v in (0.0, top / 2, top)
+    ]
+    ticks += [
+        f'<text x="{x(hour):.1f}" y="{height - bottom + 16}" font-size="11" '
+        f'text-anchor="middle">{"now" if hour == 23 else f"−{23 - hour} h"}</text>'
+        for hour in (0, 5, 11, 17, 23)
+    ]
     axis = (
-        f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" '
-        f'y2="{height - bottom}" stroke="#59636e"/>'
-        f'<line x1="{left}" y1="10" x2="{left}" y2="{height - bottom}" stroke="#59636e"/>'
-        f'<text x="4" y="16" font-size="11">{top:.3g}</text>'
-        f'<text x="4" y="{height - bottom}" font-size="11">0</text>'
-        f'<text x="{left}" y="{height - 8}" font-size="11">24 h ago</text>'
-        f'<text x="{width - 60}" y="{height - 8}" font-size="11">now</text>'
+        f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" '
+        f'stroke="#59636e"/><line x1="{left}" y1="10" x2="{left}" y2="{height - bottom}" '
+        f'stroke="#59636e"/>{"".join(ticks)}'
+        f'<text x="{(left + width) / 2}" y="{height - 6}" font-size="12" text-anchor="middle">'
+        "hour (hours before now)</text>"
+        f'<text transform="translate(14 {(height - bottom) / 2 + 10}) rotate(-90)" '
+        'font-size="12" text-anchor="middle">devices held</text>'
     )
     names = ", ".join(sorted(series))
     return (
         f'<div class="chart"><svg viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Device-hours per hour for {html.escape(names)}">'
+        f'aria-label="Devices held per hour, in device-hours, for {html.escape(names)}">'
         f"{axis}{''.join(lines)}</svg></div>"
     )
 
 
 def _usage_table(series: dict[str, list[float]], order: list[str]) -> str:
-    rows = [
-        [
-            f'<span style="background:{_colour(t, order)};padding:0 6px">{html.escape(t)}</span>',
-            f"{sum(v):.4f}",
-        ]
-        for t, v in sorted(series.items())
-    ]
-    return _table(["Tenant", "Device-hours (24 h)"], rows, "")
+    rows = [[ui.swatch(t, order), f"{sum(v):.4f}"] for t, v in sorted(series.items())]
+    return ui.table(["Tenant", "Device-hours (24 h)"], rows, "")
 
 
 # ------------------------------------------------------------------ access
-def _login(error: str, code: int) -> HTMLResponse:
+def _chrome(title: str, heading: str, time: str, nav: str, main: str) -> str:
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title>{HEAD_LINKS}</head><body>"
+        '<a class="skip" href="#main">Skip to content</a>'
+        f'<header><h1><a href="/ui">allot</a></h1><span class="meta">{html.escape(heading)} · '
+        f'<span id="refresh-status">as of {html.escape(time)}</span></span>'
+        f'<nav aria-label="Sections">{nav}</nav>'
+        '<form method="post" action="/ui/logout"><button type="submit">Sign out</button>'
+        "</form></header>"
+        f'<main id="main">{main}</main>'
+        '<script src="/ui/static/dashboard.js" defer></script></body></html>'
+    )
+
+
+def _own_page(path: str) -> bool:
+    """A path of the dashboard to return to after signing in (never another site's)."""
+    return path == "/ui" or (
+        path.startswith("/ui/")
+        and path.split("/")[2] in DETAIL_KINDS
+        and "//" not in path
+        and "\\" not in path
+    )
+
+
+def _login(error: str, code: int, back: str = "/ui") -> HTMLResponse:
     message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+    back = back if _own_page(back) else "/ui"
     return _page(
         "allot — sign in",
         "<h1>allot dashboard</h1><p>Sign in with the host cluster's token "
         "(<code>allot kubeconfig --token</code> prints it).</p>"
         f'{message}<form method="post" action="/ui/login"><label for="token">Host token</label>'
         '<input id="token" name="token" type="password" autocomplete="off" required>'
+        f'<input type="hidden" name="next" value="{html.escape(back)}">'
         "<button type=submit>Sign in</button></form>",
         code,
     )

@@ -12,9 +12,16 @@ physical device counted once in ``allot_devices*`` so that ``sum()`` gives devic
 the per-class view as series of their own. Claims of host namespaces carry
 ``tenant="host"`` (a reserved tenant name).
 
-* ``allot_devices``, ``allot_devices_allocated``, ``allot_devices_free`` ``{node,pool,driver}``;
-* ``allot_class_devices``, ``allot_class_devices_allocated``, ``allot_class_devices_free``
-  ``{node,pool,driver,class}`` (a device counts in every class that selects it);
+* ``allot_devices``, ``allot_devices_allocated``, ``allot_devices_free`` (unallocated and
+  allocatable now on its own: its shared counters still fit) and ``allot_devices_unavailable``
+  (unallocated but not allocatable now) ``{node,pool,driver}``: total = allocated + free +
+  unavailable;
+* ``allot_class_devices``, ``allot_class_devices_allocated``, ``allot_class_devices_free``,
+  ``allot_class_devices_unavailable`` and ``allot_class_devices_allocatable`` (how many more
+  could be allocated one after the other: free devices of a partitionable GPU may exclude
+  each other) ``{node,pool,driver,class}`` (a device counts in every class that selects it);
+* ``allot_mig_profile_devices`` and ``allot_mig_profile_devices_allocatable``
+  ``{node,pool,driver,profile}`` (MIG devices, or DynamicMIG placements, per profile);
 * ``allot_counter_capacity`` and ``allot_counter_used`` ``{driver,pool,counter}`` (MIG
   memory slices, multiprocessors, ... summed over the pool's GPUs);
 * ``allot_tenant_gpu_memory_allocated_bytes{tenant}``;
@@ -183,23 +190,40 @@ class _RowGauge:
         return f"{self.name}{{{labels}}} "
 
 
-_STATES = (("total", ""), ("allocated", "_allocated"), ("free", "_free"))
+_PHYSICAL_LABELS = ("node", "pool", "driver")
+_CLASS_LABELS = ("node", "pool", "driver", "class")
+_PROFILE_LABELS = ("node", "pool", "driver", "profile")
 _PHYSICAL = [
-    (state, _RowGauge(
-        f"allot_devices{suffix}",
-        f"Devices{suffix.replace('_', ' ')} per node, pool and driver, each counted once.",
-        ("node", "pool", "driver"),
-    ))
-    for state, suffix in _STATES
+    ("total", _RowGauge("allot_devices", "Devices published per node, pool and driver, each "
+                        "counted once.", _PHYSICAL_LABELS)),
+    ("allocated", _RowGauge("allot_devices_allocated", "Devices allocated to claims.",
+                            _PHYSICAL_LABELS)),
+    ("free", _RowGauge("allot_devices_free", "Unallocated devices that could each be "
+                       "allocated now (their shared counters still fit; free devices may "
+                       "exclude each other).", _PHYSICAL_LABELS)),
+    ("unavailable", _RowGauge("allot_devices_unavailable", "Unallocated devices that cannot "
+                              "be allocated now (shared counters used up by allocated "
+                              "devices, or the pool is incomplete).", _PHYSICAL_LABELS)),
 ]  # fmt: skip
 _PER_CLASS = [
-    (state, _RowGauge(
-        f"allot_class_devices{suffix}",
-        f"Devices{suffix.replace('_', ' ')} a device class selects (a device counts in "
-        "every class that selects it).",
-        ("node", "pool", "driver", "class"),
-    ))
-    for state, suffix in _STATES
+    ("total", _RowGauge("allot_class_devices", "Devices a device class selects (a device "
+                        "counts in every class that selects it).", _CLASS_LABELS)),
+    ("allocated", _RowGauge("allot_class_devices_allocated", "Devices of the class "
+                            "allocated to claims.", _CLASS_LABELS)),
+    ("free", _RowGauge("allot_class_devices_free", "Unallocated devices of the class that "
+                       "could each be allocated now.", _CLASS_LABELS)),
+    ("unavailable", _RowGauge("allot_class_devices_unavailable", "Unallocated devices of the "
+                              "class that cannot be allocated now.", _CLASS_LABELS)),
+    ("allocatable", _RowGauge("allot_class_devices_allocatable", "How many more devices of "
+                              "the class could be allocated now, one after the other "
+                              "(smallest first).", _CLASS_LABELS)),
+]  # fmt: skip
+_PER_PROFILE = [
+    ("total", _RowGauge("allot_mig_profile_devices", "MIG devices (or possible placements, "
+                        "with DynamicMIG) published per profile.", _PROFILE_LABELS)),
+    ("allocatable", _RowGauge("allot_mig_profile_devices_allocatable", "How many more MIG "
+                              "devices of the profile could be allocated now, one after "
+                              "the other.", _PROFILE_LABELS)),
 ]  # fmt: skip
 _COUNTER_LABELS = ("driver", "pool", "counter")
 _COUNTER_CAPACITY = _RowGauge(
@@ -229,6 +253,11 @@ class _RowText:
         per_class = sorted(r for r in snapshot.device_rows().items() if r[0][3] != NO_CLASS)
         for state, gauge in _PER_CLASS:
             self._write(out, gauge, ((key, counts[state]) for key, counts in per_class))
+        available = snapshot.availability()
+        profiles = sorted(available.profile_total)
+        totals = (available.profile_total, available.profile_allocatable)
+        for (_, gauge), counts in zip(_PER_PROFILE, totals, strict=True):
+            self._write(out, gauge, ((key, counts[key]) for key in profiles))
         out.append(_text([_tenant_memory(snapshot)]))
         return "".join(out)
 

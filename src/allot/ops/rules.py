@@ -5,7 +5,9 @@ override for its own claims and quotas (``Tenant.spec.alerts``):
 
 * ``ClaimPendingTooLong``: a claim unallocated for longer than ``pending_claim_seconds``
   (default 5 minutes); the message carries why, as the scheduler last said it;
-* ``DeviceClassLowFree``: a class whose free devices fell below ``class_free_below``;
+* ``DeviceClassLowFree``: a class of which fewer than ``class_free_below`` devices can still
+  be allocated (counted one after the other, shared counters included: a DynamicMIG GPU's
+  free placements may exclude each other);
 * ``TenantQuotaHigh``: a tenant's ResourceQuota key, or its GPU-memory quota, used at or
   above ``quota_usage_percent`` (default 90);
 * ``SlicePoolIncomplete`` / ``SlicePoolStale``: a pool publishing fewer slices than its
@@ -18,7 +20,12 @@ override for its own claims and quotas (``Tenant.spec.alerts``):
 * ``RevokedClassAllocated``: an allocated claim of a tenant that names a class no longer
   in its entitlement (the class was revoked after the allocation; its pods keep the
   devices until they end, no new pod may use the claim). Cleared when the claim is
-  deallocated or the entitlement returns.
+  deallocated or the entitlement returns;
+* ``DeviceTainted``: a device whose driver published a taint on it (a GPU's health: an
+  XID, a lost GPU), naming the device, its node, the taint, and the claims allocated on it
+  (with their tenants); ``critical`` when the taint keeps new claims away (``NoSchedule``,
+  ``NoExecute``), ``warning`` when it only informs (``None``). Cleared when the driver
+  removes the taint (or the device goes).
 
 Pure: the caller passes the snapshot, the tenants, quotas, nodes, sync errors, the pending
 reasons and the clock; the same rules render as a PrometheusRule for real clusters.
@@ -101,6 +108,7 @@ def evaluate(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
         *_sync_errors(inputs),
         *_revoked_allocations(inputs),
         *_below_guarantee(inputs, settings),
+        *_tainted_devices(inputs),
     ]
 
 
@@ -143,7 +151,7 @@ def _low_free_classes(inputs: RuleInputs, settings: AlertSettings) -> list[Firin
     for (_, _, _, device_class), counts in inputs.snapshot.device_rows().items():
         entry = totals.setdefault(device_class, [0, 0])
         entry[0] += counts["total"]
-        entry[1] += counts["free"]
+        entry[1] += counts["allocatable"]
     found = []
     for device_class in inputs.snapshot.classes:
         total, free = totals.get(device_class, [0, 0])
@@ -156,8 +164,8 @@ def _low_free_classes(inputs: RuleInputs, settings: AlertSettings) -> list[Firin
                     "DeviceClass",
                     "",
                     device_class,
-                    f"device class {device_class} has {free} free device(s) of {total} "
-                    f"(threshold {settings.class_free_below})",
+                    f"device class {device_class} can still allocate {free} device(s) of "
+                    f"{total} (threshold {settings.class_free_below})",
                 )
             )
     return found
@@ -290,6 +298,40 @@ def _revoked_allocations(inputs: RuleInputs) -> list[Firing]:
     return found
 
 
+def _tainted_devices(inputs: RuleInputs) -> list[Firing]:
+    found = []
+    snapshot = inputs.snapshot
+    for key, device in sorted(snapshot.devices.items()):
+        if not device.taints:
+            continue
+        holders = [c for c in snapshot.claims if key in c.devices]
+        named = ", ".join(
+            f"{c.namespace}/{c.name}"
+            + (f" (tenant {c.tenant}: {c.tenant_claim})" if c.tenant else "")
+            for c in holders
+        )
+        blocking = any(t.endswith((":NoSchedule", ":NoExecute")) for t in device.taints)
+        effect = (
+            "new claims that do not tolerate it cannot be allocated it"
+            if blocking
+            else "it stays allocatable (the taint informs)"
+        )
+        found.append(
+            Firing(
+                "DeviceTainted",
+                "critical" if blocking else "warning",
+                "",
+                "Device",
+                f"{device.driver}/{device.pool}",
+                device.name,
+                f"device {device.name} of driver {device.driver} on node {device.node or '-'} "
+                f"is tainted {', '.join(device.taints)}: {effect}; claims allocated on it: "
+                f"{named or '<none>'}",
+            )
+        )
+    return found
+
+
 def _below_guarantee(inputs: RuleInputs, settings: AlertSettings) -> list[Firing]:
     found = []
     now = inputs.snapshot.now.timestamp()
@@ -351,9 +393,9 @@ def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") ->
         ),
         (
             "DeviceClassLowFree",
-            f"sum by (class) (allot_class_devices_free) < {settings.class_free_below}",
+            f"sum by (class) (allot_class_devices_allocatable) < {settings.class_free_below}",
             "warning",
-            "Device class {{ $labels.class }} has {{ $value }} free devices.",
+            "Device class {{ $labels.class }} can still allocate {{ $value }} devices.",
         ),
         (
             "TenantQuotaHigh",
@@ -385,6 +427,12 @@ def prometheus_rule(settings: AlertSettings, namespace: str = "allot-system") ->
             'max by (tenant) (allot_alert{rule="RevokedClassAllocated"}) > 0',
             "warning",
             "Tenant {{ $labels.tenant }} holds devices through a class no longer entitled.",
+        ),
+        (
+            "DeviceTainted",
+            'max by (subject) (allot_alert{rule="DeviceTainted"}) > 0',
+            "critical",
+            "Device {{ $labels.subject }} is tainted by its driver (its health).",
         ),
     ]
     return {

@@ -1,9 +1,10 @@
 """The operations side of one platform: capacity, audit, alerts, metrics, their endpoints.
 
 :class:`Operations` owns the capacity view, the audit log and its recorder, the alert
-manager and the metrics registry, and serves, for the host's token only:
-``/metrics`` (Prometheus text), ``/allot/v1/capacity`` (pools, tenants, the GPU tree,
-pending claims, alerts, fair sharing: what ``allot top`` and the dashboard show),
+manager and the metrics registry, and serves, for the host's token only: ``/metrics``
+(Prometheus text), ``/allot/v1/capacity`` (pools, what can still be allocated per class
+and MIG profile, tenants, the GPU tree, pending claims, alerts, fair sharing: what
+``allot top`` and the dashboard show),
 ``/allot/v1/audit`` and ``/allot/v1/usage`` (the audit queries). Built by :mod:`allot.platform`.
 """
 
@@ -15,12 +16,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from allot.api import claims as claims_api
 from allot.api.tenancy import TenantSpec
+from allot.controllers.claims import FAILED_CREATION
 from allot.controllers.context import ControllerContext
 from allot.dra import DraIndex
 from allot.fairshare.report import SharingSummary
 from allot.ops import audit, views
-from allot.ops.alerts import AlertManager, tenant_quotas
+from allot.ops.alerts import AlertManager, pod_name, tenant_quotas
 from allot.ops.audit import AuditLog, AuditRecorder
 from allot.ops.capacity import CapacityView, Snapshot
 from allot.ops.durations import parse_since
@@ -28,7 +31,9 @@ from allot.ops.metrics import CONTENT_TYPE, MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import Registry
 from allot.registry.errors import BadRequest
+from allot.tenancy import names
 from allot.tenancy.directory import TenantDirectory
+from allot.tenancy.explain import explain_twin
 from allot.tenancy.sync import TenantSync
 from allot.types import Obj
 
@@ -98,12 +103,68 @@ class Operations:
         return {
             "time": views.stamp(snapshot.now),
             "pools": views.pools(snapshot),
+            "allocatable": views.allocatable(snapshot),
             "tenants": views.tenants(snapshot, self.tenant_specs(), self.tenant_quotas()),
             "nodes": views.gpu_tree(snapshot),
             "pending": views.pending(snapshot, reasons),
             "alerts": views.alerts(self.alerts.current()),
             "sharing": views.sharing(self.sharing()),
         }
+
+    def node_document(self, node: str) -> Obj | None:
+        """The dashboard's page of a node (:func:`views.node_view`); None if unknown."""
+        return views.node_view(self.snapshot(), node, self.host.get("Node", "", node))
+
+    def tenant_document(self, tenant: str) -> Obj | None:
+        """A tenant's page (``host`` for the host's own claims): its quota and GPU memory,
+        claims, devices per class now, and device-hours per class over the last day (from
+        the audit log); None for a tenant that does not exist."""
+        specs = self.tenant_specs()
+        if tenant not in specs and tenant != audit.HOST_TENANT:
+            return None
+        snapshot = self.snapshot()
+        document = views.tenant_view(snapshot, tenant)
+        document["summary"] = (
+            views.tenants(snapshot, {tenant: specs[tenant]}, self.tenant_quotas())[0]
+            if tenant in specs
+            else None
+        )
+        mine = [e for e in self.log.entries() if (e.tenant or audit.HOST_TENANT) == tenant]
+        day = snapshot.now - dt.timedelta(hours=24)
+        usage = audit.usage(mine, since=day, until=snapshot.now, by=audit.GROUPINGS["class"])
+        document["usage"] = [row.document("class") for row in usage]
+        return document
+
+    def claim_document(self, namespace: str, name: str) -> Obj | None:
+        """A claim's page (host namespace and name): :func:`views.claim_view`, and while it
+        is pending, why: ``allot explain``'s answer for each pod that uses it
+        (:func:`allot.tenancy.explain.explain_twin`), or that no pod does."""
+        snapshot = self.snapshot()
+        document = views.claim_view(snapshot, namespace, name)
+        if document is None:
+            return None
+        claim = next(c for c in snapshot.claims if (c.namespace, c.name) == (namespace, name))
+        stored = self.host.get("ResourceClaim", namespace, name) or {}
+        document["requests"] = [_request_row(r) for r in claims_api.requests(stored)]
+        document["reason"] = self.alerts.pending_reason(claim) if not claim.allocated else ""
+        document["explanation"] = self._explanations(namespace, name) if not claim.allocated else []
+        return document
+
+    def _explanations(self, namespace: str, claim: str) -> list[str]:
+        pods = [
+            p for p in self.host.list("Pod", namespace) if claim in claims_api.referenced_claims(p)
+        ]
+        if not pods:
+            return []
+        neighbours = [
+            p
+            for p in self.host.list("Pod")
+            if names.tenant_of_namespace(p["metadata"].get("namespace", ""))
+        ]
+        events = [
+            e for e in self.host.list("Event", namespace) if e.get("reason") == FAILED_CREATION
+        ]
+        return [explain_twin(pod, neighbours, events).text(f"pod {pod_name(pod)}") for pod in pods]
 
     def close(self) -> None:
         self.log.close()
@@ -134,6 +195,27 @@ class Operations:
             raise BadRequest(f"by must be tenant or class, not {by!r}")
         rows = audit.usage(self.log.entries(), since=since, until=now, by=audit.GROUPINGS[by])
         return JSONResponse([r.document(by) for r in rows])
+
+
+def _request_row(request: Obj) -> Obj:
+    """A claim's request as its page lists it: each alternative (``exactly`` is one) with
+    its class, how many devices it asks for and its selectors."""
+    alternatives = [request["exactly"]] if request.get("exactly") else []
+    alternatives += request.get("firstAvailable") or []
+    return {
+        "name": request.get("name", ""),
+        "alternatives": [
+            {
+                "name": a.get("name", ""),
+                "class": a.get("deviceClassName", ""),
+                "count": "all" if a.get("allocationMode") == "All" else str(a.get("count", 1)),
+                "selectors": [
+                    (s.get("cel") or {}).get("expression", "") for s in a.get("selectors") or []
+                ],
+            }
+            for a in alternatives
+        ],
+    }
 
 
 def _since(text: str | None, now: dt.datetime) -> dt.datetime | None:

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from allot.api.base import ApiModel
+from allot.api.costs import COSTS
 from allot.api.errors import StrictDecodingError
 from allot.api.kinds import decode, render_location
 from allot.api.meta import StatusCause, StatusDetails
@@ -83,6 +84,9 @@ class AdmissionRequest:
     user: str = CONTROLLER_USER
     groups: tuple[str, ...] | None = None
     """The groups of the user of an HTTP request; None for the platform's own writes."""
+    with_status: bool = False
+    """An update of the object that writes its status too (a controller's one write of
+    both): validated as an update and as a status update."""
     completed: list[tuple[str, ...]] = field(default_factory=list)
     """The field paths (:mod:`allot.managedfields.fieldpaths`) mutating plugins set on the
     object: no manager owns them, as upstream's field manager records a write before
@@ -171,6 +175,7 @@ class AdmissionChain:
         return None
 
     def admit(self, request: AdmissionRequest) -> list[str]:
+        COSTS.admitted(request.cluster, request.resource.store.key, request.subresource)
         _refuse_immortal_namespace(request)
         obj = request.object
         context = ResourceContext(
@@ -196,7 +201,12 @@ class AdmissionChain:
             return []
         if request.subresource == "status":
             return validate_status_update(obj, request.old_object, context, rules)
-        return validate_update(obj, request.old_object, context, rules)
+        errors = validate_update(obj, request.old_object, context, rules)
+        if request.with_status:
+            texts = {str(error) for error in errors}
+            more = validate_status_update(obj, request.old_object, context, rules)
+            errors += [error for error in more if str(error) not in texts]
+        return errors
 
 
 def _model_for(cluster: str, body: dict[str, Any]) -> type[BaseModel] | None:

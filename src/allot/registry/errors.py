@@ -24,6 +24,25 @@ class Unprocessable(RequestError):
     code, reason = 422, "Invalid"
 
 
+class InvalidOptions(Unprocessable):
+    """Options of a verb (``ListOptions``, ``CreateOptions``, ...) that do not validate:
+    upstream's ``NewInvalid`` of the options kind, one cause per (reason, field, message),
+    e.g. ``ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: ...``."""
+
+    def __init__(self, kind: str, errors: list[tuple[str, str, str]]) -> None:
+        shown = [f"{field}: {message}" for _, field, message in errors]
+        listed = shown[0] if len(shown) == 1 else f"[{', '.join(shown)}]"
+        super().__init__(f'{kind}.meta.k8s.io "" is invalid: {listed}')
+        self.details = StatusDetails(
+            group="meta.k8s.io",
+            kind=kind,
+            causes=[
+                StatusCause(reason=reason, message=message, field=field)
+                for reason, field, message in errors
+            ],
+        )
+
+
 class TooManyRequests(RequestError):
     code, reason = 429, "TooManyRequests"
 

@@ -35,6 +35,7 @@ from allot.registry.kinds import Preparation, strategy
 from allot.registry.listing import ListOptions, ListPage
 from allot.registry.requests import Target
 from allot.registry.resources import ServedResource, by_kind
+from allot.registry.storedmodels import StoredModels
 from allot.store import Store
 from allot.store.errors import Conflict, NotFound
 from allot.types import Obj, rfc3339
@@ -59,6 +60,16 @@ class WriteOptions:
 
 
 @dataclass
+class Admitted:
+    """An admitted update before it is stored: the object, its model (None when the
+    strategy changed the object after admission) and the warnings."""
+
+    object: Obj
+    model: Any
+    warnings: list[str]
+
+
+@dataclass
 class WriteResult:
     object: Obj
     warnings: list[str]
@@ -72,6 +83,7 @@ class Handlers:
         self.store = store
         self.admission = admission
         self.clock = clock
+        self.models = StoredModels()
         # whether deleting a running pod of a cluster is graceful (marked until the node
         # agent has ended its processes, or for a tenant until the sync saw its twin go),
         # as upstream
@@ -127,7 +139,7 @@ class Handlers:
         warnings += self.admission.admit(request)
         obj = model.to_wire()
         self._initial_status(resource, obj, rfc3339(self.clock()))
-        if "spec" in obj:
+        if "spec" in obj and (resource.custom or strategy(resource.kind).generation):
             obj["metadata"]["generation"] = 1
         if applied is None:  # what the strategy and mutating admission completed is no one's
             self._record_update(target, MISSING, obj, options, (*completed, *request.completed))
@@ -145,6 +157,9 @@ class Handlers:
             copy_result=False,
             keep_identity=uid is not None,
         )
+        if not options.dry_run:  # the strategy's initial status was set after admission
+            initial = not resource.custom and strategy(resource.kind).initial_status is not None
+            self.models.remember(cluster, resource, created, model, ("status",) if initial else ())
         return WriteResult(self.with_type(resource, created), warnings, created=True)
 
     def update(self, cluster: str, target: Target, body: Obj, options: WriteOptions) -> WriteResult:
@@ -247,11 +262,13 @@ class Handlers:
             target.namespace or "",
             target.name or "",
             None,
-            self._model(current, resource),
+            self._model(cluster, current, resource),
             dry_run,
             user,
         )
         self.admission.admit(request)
+        if not dry_run:
+            self.models.forget(cluster, resource, current)
         obj, _ = self.store.delete(
             cluster,
             resource.store,
@@ -331,6 +348,7 @@ class Handlers:
             raise _binding_conflict(target, f'is already assigned to node "{assigned}"')
         if (current.get("spec") or {}).get("schedulingGates"):
             raise _binding_conflict(target, "has non-empty .spec.schedulingGates")
+        old_model = self._model(cluster, current, target.resource)
         request = AdmissionRequest(
             cluster,
             Operation.CREATE,
@@ -339,7 +357,7 @@ class Handlers:
             target.namespace or "",
             target.name or "",
             None,
-            self._model(current, target.resource),
+            old_model,
             user=user,
         )
         self.admission.admit(request)
@@ -354,7 +372,12 @@ class Handlers:
             "spec": {**current["spec"], "nodeName": node},
             "status": status,
         }
-        self.store.update(cluster, target.resource.store, obj, owned=True, copy_result=False)
+        bound = self.store.update(
+            cluster, target.resource.store, obj, owned=True, copy_result=False
+        )
+        spec = old_model.spec.model_copy(update={"node_name": node})
+        bound_model = old_model.model_copy(update={"spec": spec})
+        self.models.remember(cluster, target.resource, bound, bound_model, ("status",))
 
     def evict(
         self, cluster: str, target: Target, body: Obj, dry_run: bool, user: str = CONTROLLER_USER
@@ -408,14 +431,14 @@ class Handlers:
         self, cluster: str, target: Target, body: Obj, options: WriteOptions
     ) -> WriteResult:
         """A controller's change of an object and of its status in one stored write (the
-        scheduler's claim finalizer with the allocation and reservation): admitted as an
-        update of the object, then as an update of its ``status`` subresource, each as
-        it would be on its own, so every refusal is the same as for two writes."""
+        scheduler's claim finalizer with the allocation and reservation): decoded once and
+        admitted once, as an update of the object that also changes its status (validated
+        as an update and as a status update, so a refusal has the same text as the one of
+        two writes; the plugins judge it once, seeing the status it stores). Its fields
+        are owned as two writes' would be: the main entry and the ``status`` one."""
         current = self._current(cluster, target)
-        main, warnings = self._admitted(cluster, target, current, body, options, "Update")
-        status = Target(target.resource, target.namespace, target.name, "status")
-        obj, more = self._admitted(cluster, status, main, body, options, "Update")
-        return self._store_update(cluster, target, obj, options, warnings + more)
+        admitted = self._admitted(cluster, target, current, body, options, "Update", True)
+        return self._store_update(cluster, target, admitted, options)
 
     def _replace(
         self,
@@ -430,21 +453,23 @@ class Handlers:
         if prepare is not None and not target.subresource:
             body = {**body, "spec": copy.deepcopy(body.get("spec"))} if "spec" in body else body
             prepare(body, current)
-        obj, warnings = self._admitted(cluster, target, current, body, options, operation)
-        return self._store_update(cluster, target, obj, options, warnings)
+        admitted = self._admitted(cluster, target, current, body, options, operation)
+        return self._store_update(cluster, target, admitted, options)
 
     def _store_update(
-        self, cluster: str, target: Target, obj: Obj, options: WriteOptions, warnings: list[str]
+        self, cluster: str, target: Target, admitted: Admitted, options: WriteOptions
     ) -> WriteResult:
         updated = self.store.update(
             cluster,
             target.resource.store,
-            obj,
+            admitted.object,
             dry_run=options.dry_run,
             owned=True,
             copy_result=False,
         )
-        return WriteResult(self.with_type(target.resource, updated), warnings)
+        if admitted.model is not None and not options.dry_run:
+            self.models.remember(cluster, target.resource, updated, admitted.model)
+        return WriteResult(self.with_type(target.resource, updated), admitted.warnings)
 
     def _admitted(
         self,
@@ -454,12 +479,17 @@ class Handlers:
         body: Obj,
         options: WriteOptions,
         operation: str,
-    ) -> tuple[Obj, list[str]]:
+        with_status: bool = False,
+    ) -> Admitted:
         """The object an update of ``current`` with ``body`` stores, decoded and admitted
-        (not stored yet), and the warnings."""
+        (not stored yet); ``with_status``: the body's status is written too
+        (:meth:`update_with_status`)."""
         resource = target.resource
-        new = self._merge_for_subresource(resource, target.subresource, current, body)
-        old_model = self._model(current, resource)
+        if with_status:
+            new = dict(body)
+        else:
+            new = self._merge_for_subresource(resource, target.subresource, current, body)
+        old_model = self._model(cluster, current, resource)
         # a status write stores the current spec (as upstream's status strategies, which
         # reset spec to the old object's): decoded just above, it is not decoded again
         same_spec = old_model if target.subresource == "status" and not resource.custom else None
@@ -476,13 +506,16 @@ class Handlers:
             options.dry_run,
             options.user,
             options.groups,
+            with_status=with_status,
         )
         warnings += self.admission.admit(request)
         obj = model.to_wire()
         obj["metadata"]["resourceVersion"] = (new.get("metadata") or {}).get("resourceVersion")
         finish = None if resource.custom else strategy(resource.kind).finish_update
+        stored_model: Any = model
         if finish is not None and not target.subresource:
             finish(obj, current)
+            stored_model = None  # changed after admission: decoded when next needed
         generation = current["metadata"].get("generation")
         if generation is not None:
             changed = obj.get("spec") != current.get("spec")
@@ -491,7 +524,12 @@ class Handlers:
             _set_managed_fields(obj, (body.get("metadata") or {}).get("managedFields") or [])
         else:
             self._record_update(target, current, obj, options)
-        return obj, warnings
+        if with_status:  # then the status write's own entry, over the main write's
+            status = Target(resource, target.namespace, target.name, "status")
+            entries = obj["metadata"].get("managedFields")
+            metadata = {**current["metadata"], "managedFields": entries}
+            self._record_update(status, {**current, "metadata": metadata}, obj, options)
+        return Admitted(obj, stored_model, warnings)
 
     @staticmethod
     def _merge_for_subresource(
@@ -582,9 +620,10 @@ class Handlers:
         for condition in (obj.get("status") or {}).get("conditions") or []:
             condition.setdefault("lastTransitionTime", now)
 
-    @staticmethod
-    def _model(obj: Obj, resource: ServedResource) -> Any:
-        return resource.info.model.model_validate(obj)
+    def _model(self, cluster: str, obj: Obj, resource: ServedResource) -> Any:
+        """The model of a stored object: the one its write admitted, else decoded."""
+        model = self.models.model_of(cluster, resource, obj)
+        return resource.info.model.model_validate(obj) if model is None else model
 
     def _field_write(
         self, target: Target, options: WriteOptions, completed: tuple[Path, ...] = ()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from allot.api.kinds import lookup
@@ -74,6 +74,16 @@ class PolicyAdmission:
             self._by_namespace.pop(event.cluster, None)
 
     def admit(self, request: AdmissionRequest) -> list[str]:
+        """Judge the request by every binding that matches it; an update that writes the
+        status too (``with_status``) by the bindings of the object's and of its
+        ``status`` subresource's updates, as its two writes would be."""
+        if request.with_status:
+            main = replace(request, with_status=False)
+            status = replace(main, subresource="status")
+            return self._admit(main) + self._admit(status)
+        return self._admit(request)
+
+    def _admit(self, request: AdmissionRequest) -> list[str]:
         if request.resource.kind in (
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionPolicyBinding",

@@ -65,6 +65,8 @@ class ServedResource:
 
     @property
     def verbs(self) -> list[str]:
+        if self.kind == "Namespace":  # upstream serves no deletecollection of namespaces
+            return ["create", "delete", "get", "list", "patch", "update", "watch"]
         return ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 

@@ -39,7 +39,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
-from allot.api.documents import clone_document
+from allot.api.costs import COSTS
+from allot.api.documents import clone_document, encode_document
 from allot.store import namespaces
 from allot.store.commits import GroupCommit
 from allot.store.errors import (
@@ -794,9 +795,10 @@ class Store:
         cluster, resource, namespace, name = key
         rv = self._rv + 1
         obj["metadata"]["resourceVersion"] = str(rv)
-        body = json.dumps(obj, separators=(",", ":"))
-        if len(body) > MAX_OBJECT_BYTES:
+        encoded = encode_document(obj)
+        if len(encoded) > MAX_OBJECT_BYTES:
             raise TooLarge(f"Request entity too large: limit is {MAX_OBJECT_BYTES}")
+        body = encoded.decode()
         previous = self._objects.get(key)
         commit_now = self._persist(
             rv,
@@ -826,7 +828,7 @@ class Store:
                 cluster,
                 resource,
                 "DELETED",
-                json.dumps(obj, separators=(",", ":")),
+                encode_document(obj).decode(),
                 _version(previous),
             ),
             "DELETE FROM objects WHERE cluster=? AND resource=? AND namespace=? AND name=?",
@@ -860,6 +862,7 @@ class Store:
         compacting the cluster's history if it grew past its bounds; True when the caller
         commits once it has told the listeners (no loop runs here). A failed write leaves
         neither row; ``Unwritable`` (``DiskFull``) when SQLite refused it."""
+        COSTS.wrote(event[0], event[1])
         commit_now = self._commits.begin()
         try:
             self._db.execute(

@@ -88,6 +88,9 @@ class KindStrategy:
     # upstream's ``ReturnDeletedObject`` (or a REST whose delete answers with the object):
     # a delete that removes the object answers with it, not with a ``Status``
     returns_deleted_object: bool = False
+    # whether a create sets ``metadata.generation`` and spec changes count it (upstream's
+    # strategies of claims, claim templates, nodes, namespaces and services set none)
+    generation: bool = True
 
 
 def _custom_rules() -> KindRules:

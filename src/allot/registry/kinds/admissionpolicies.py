@@ -32,7 +32,6 @@ STRATEGIES = (
     KindStrategy(
         "ValidatingAdmissionPolicy",
         "validatingadmissionpolicy",
-        short_names=("vap",),
         categories=("api-extensions",),
         subresources=("status",),
         rules=KindRules(validate=lambda obj, context: admission.validate_policy_spec(obj.spec)),
@@ -49,7 +48,6 @@ STRATEGIES = (
     KindStrategy(
         "ValidatingAdmissionPolicyBinding",
         "validatingadmissionpolicybinding",
-        short_names=("vapb",),
         categories=("api-extensions",),
         rules=KindRules(validate=lambda obj, context: admission.validate_binding_spec(obj.spec)),
         table=Table(

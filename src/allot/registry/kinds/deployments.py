@@ -62,13 +62,13 @@ STRATEGIES = (
                     "Up-to-date",
                     "Total number of non-terminating pods targeted by this deployment that "
                     "have the desired template spec.",
-                    kind="integer",
+                    # a string column, as upstream declares it (the cells are numbers)
                 ),
                 column(
                     "Available",
                     "Total number of available non-terminating pods (ready for at least "
                     "minReadySeconds) targeted by this deployment.",
-                    kind="integer",
+                    # a string column, as upstream declares it (the cells are numbers)
                 ),
                 AGE,
                 CONTAINERS,

@@ -40,6 +40,7 @@ STRATEGIES = (
     KindStrategy(
         "Node",
         "node",
+        generation=False,
         short_names=("no",),
         subresources=("status",),
         table=Table(

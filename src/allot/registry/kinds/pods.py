@@ -121,7 +121,7 @@ def _pod_row(
         obj["metadata"]["name"],
         ready,
         reason,
-        restarts,
+        str(restarts),  # a string column upstream ("2 (5m ago)")
         age(obj, now),
         status.get("podIP") or "<none>",
         spec.get("nodeName") or "<none>",

@@ -54,6 +54,7 @@ STRATEGIES = (
     KindStrategy(
         "ResourceClaim",
         "resourceclaim",
+        generation=False,
         returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         subresources=("status",),
         rules=KindRules(

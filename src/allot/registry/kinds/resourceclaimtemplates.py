@@ -11,6 +11,7 @@ STRATEGIES = (
     KindStrategy(
         "ResourceClaimTemplate",
         "resourceclaimtemplate",
+        generation=False,
         returns_deleted_object=True,  # upstream storage: ReturnDeletedObject
         rules=KindRules(
             defaults=lambda obj: resourceapi.apply_claim_defaults(obj.spec.spec),

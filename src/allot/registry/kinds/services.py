@@ -81,6 +81,7 @@ STRATEGIES = (
     KindStrategy(
         "Service",
         "service",
+        generation=False,
         short_names=("svc",),
         returns_deleted_object=True,  # upstream services/storage: ReturnDeletedObject
         categories=("all",),

@@ -1,0 +1,89 @@
+"""The NVIDIA driver's feature gates: their defaults and the combinations it refuses.
+
+``pkg/featuregates`` of the driver (v0.4 and main) registers each gate with a default and
+refuses to start with gates that cannot go together (``DynamicMIG`` with
+``PassthroughSupport``, ``NVMLDeviceHealthCheck`` or ``MPSSupport``;
+``PassthroughSupport`` with ``NVMLDeviceHealthCheck``; ``DeviceMetadata`` without
+``PassthroughSupport``), in its own words. :func:`check_gates` raises
+:class:`DriverGateError` with those words, :func:`check_fleet_gates` for a fleet's
+DynamicMIG pools; ``allot up`` calls both on ``--driver-feature-gates`` before anything
+starts. :func:`enabled` answers with the defaults filled in. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from allot.driver.fleet import Fleet
+
+PASSTHROUGH = "PassthroughSupport"
+HEALTH_CHECK = "NVMLDeviceHealthCheck"
+DYNAMIC_MIG = "DynamicMIG"
+DEFAULTS = {
+    "TimeSlicingSettings": False,
+    "MPSSupport": False,
+    "IMEXDaemonsWithDNSNames": True,
+    PASSTHROUGH: False,
+    HEALTH_CHECK: False,
+    DYNAMIC_MIG: False,
+    "ComputeDomainCliques": True,
+    "CrashOnNVLinkFabricErrors": True,
+    "DeviceMetadata": False,
+    "DRAListTypeAttributes": False,
+    "FabricManagerPartitioning": False,
+    "HostManagedIMEXDaemon": False,
+    "ConsumableShares": False,
+}
+"""Every gate the driver's main branch knows, with its default (all alpha gates off)."""
+PUBLISHING = frozenset({PASSTHROUGH, HEALTH_CHECK})
+"""Gates that change what the driver publishes (its devices, classes and taints), not how
+it prepares devices: these work with any engine."""
+EXCLUSIVE = (
+    (DYNAMIC_MIG, PASSTHROUGH),
+    (DYNAMIC_MIG, HEALTH_CHECK),
+    (DYNAMIC_MIG, "MPSSupport"),
+    (PASSTHROUGH, HEALTH_CHECK),
+)
+REQUIRES = (("ComputeDomainCliques", "IMEXDaemonsWithDNSNames"), ("DeviceMetadata", PASSTHROUGH))
+
+
+class DriverGateError(ValueError):
+    """Gates the driver would refuse to start with; the message is the driver's."""
+
+
+def enabled(gates: Mapping[str, bool], gate: str) -> bool:
+    """Whether ``gate`` is on: as set, else its default."""
+    return bool(gates.get(gate, DEFAULTS.get(gate, False)))
+
+
+def check_gates(gates: Mapping[str, bool]) -> None:
+    """Refuse unknown gates and the combinations the driver refuses, in its words."""
+    for name in gates:
+        if name not in DEFAULTS:
+            raise DriverGateError(
+                f"unrecognized feature gate: {name} (the driver's gates: "
+                f"{', '.join(sorted(DEFAULTS))})"
+            )
+    for gate, needed in REQUIRES:
+        if enabled(gates, gate) and not enabled(gates, needed):
+            raise DriverGateError(f"feature gate {gate} requires {needed} to also be enabled")
+    for first, second in EXCLUSIVE:
+        if enabled(gates, first) and enabled(gates, second):
+            raise DriverGateError(
+                f"feature gate {first} is currently mutually exclusive with {second}"
+            )
+
+
+def check_fleet_gates(fleet: Fleet, gates: Mapping[str, bool]) -> None:
+    """A fleet's DynamicMIG pools (``mig: {dynamic: true}``: the driver with DynamicMIG on
+    for those nodes) under the gates DynamicMIG excludes: the driver's refusal, naming the
+    pool."""
+    dynamic = [pool.name for pool in fleet.pools if pool.dynamic_mig]
+    for first, second in EXCLUSIVE:
+        if first == DYNAMIC_MIG and dynamic and enabled(gates, second):
+            raise DriverGateError(
+                f"feature gate {DYNAMIC_MIG} is currently mutually exclusive with {second} "
+                f"(pool {dynamic[0]} has mig: {{dynamic: true}})"
+            )
