@@ -50,6 +50,7 @@ bubblewrap:
 # Real Kubernetes 1.36 (kube-apiserver, kube-controller-manager, kube-scheduler), etcd 3.6
 # and kwok, built from the Go modules in tools/kube into a per-user cache outside the clone
 # (${XDG_CACHE_HOME:-~/.cache}/allot/kube/v1.36.N/bin); a later build reuses it at once.
+# Optional, for the tests (a failure is one line): Kueue and the PrometheusRule CRD.
 kube: $(RUNTIME_STAMP)
 	$(BIN)/python -m allot.kubeengine.build tools/kube
 

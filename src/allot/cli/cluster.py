@@ -5,7 +5,8 @@
 printing each path. ``allot apply --kubeconfig PATH [--context C] [--dry-run]`` renders the
 same objects and applies them (:mod:`allot.cluster.apply`), printing one line per object.
 Both print one ``Warning:`` line on stderr naming what the file asks that nothing rendered
-enforces on a real cluster (:func:`allot.cluster.render.unenforced_warning`).
+enforces on a real cluster (:func:`allot.cluster.render.unenforced_warning`); ``apply``
+also prints the API server's own warnings for each object, as kubectl does.
 ``allot controller`` runs the platform controllers against a cluster. ``allot doctor`` lives
 in :mod:`allot.cli.doctor`, so reading a dump does not import the Kubernetes client. Bad
 input is one clear line.
@@ -100,8 +101,13 @@ def run_apply(args: argparse.Namespace) -> int:
         else:
             report = apply(client, objects, prune=not args.no_prune, force=args.force_conflicts)
     except ApplyError as err:
-        _print_report(err.report, dry_run=False)
-        print(f"error: {err} (the objects above were applied; nothing after)", file=sys.stderr)
+        _print_report(err.report, dry_run=args.dry_run)
+        done = (
+            "a dry run: nothing was changed"
+            if args.dry_run
+            else "the objects above were applied; nothing after"
+        )
+        print(f"error: {err} ({done})", file=sys.stderr)
         return 1
     except PlatformFileError as err:  # a Tenant sharing a class the cluster lacks
         print(f"error: {err}", file=sys.stderr)
@@ -125,6 +131,8 @@ def _warn_unenforced(platform: Platform) -> None:
 def _print_report(report: Report, *, dry_run: bool) -> None:
     for action in report.actions:
         changes = action.verb in ("create", "configure", "prune")
+        for warning in action.warnings:  # the API server's, as kubectl prints them
+            print(f"Warning: {warning}", file=sys.stderr)
         print(action.line() + (" (dry run)" if dry_run and changes else ""))
         if dry_run and action.diff:
             print(action.diff)

@@ -474,12 +474,11 @@ class Scheduler:
         owner, most = limit
         memory = self.index.device_memory()
         held = sum(
-            memory.get(device, 0)
+            sum(claims_api.held_memory(claim.allocation, memory).values())
             for key, claim in self.index.claims.items()
             if key.split("/", 1)[0] == namespace
-            for device in claim.devices
         )
-        wanted = sum(memory.get(device, 0) for r in results for device in _in_use(r))
+        wanted = sum(sum(claims_api.held_memory(r.to_wire(), memory).values()) for r in results)
         if Quantity.from_int(held + wanted).compare(most) <= 0:
             return ""
         return (
@@ -570,14 +569,6 @@ class Scheduler:
 def _gib(value: int) -> str:
     """Bytes as Kubernetes writes memory (``40Gi``, ``101120Mi``), not a bare byte count."""
     return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
-
-
-def _in_use(result: resourceapi.AllocationResult) -> list[tuple[str, str, str]]:
-    """The devices an allocation result holds (adminAccess results hold none)."""
-    found = result.devices.results if result.devices else None
-    return [
-        (r.driver or "", r.pool or "", r.device or "") for r in found or [] if not r.admin_access
-    ]
 
 
 def _set_condition(

@@ -2,6 +2,8 @@
 
 ```yaml
 driver: {version: 580.95.5, cudaVersion: 13.0.0}   # optional
+# consumableShares: memory   # in driver: the plugin's --consumable-shares (needs the
+#                            # ConsumableShares gate): disabled, memory, unlimited or N
 pools:
 - name: a100-mig-1g5gb-pool
   nodes: 1
@@ -31,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allot.driver import catalog, nvml
+from allot.driver.gates import valid_shares_option
 from allot.driver.gpus import GpuInfo
 
 POOL_KEYS = {"name", "nodes", "gpu", "gpusPerNode", "mig", "labels", "taints", "local"}
 MIG_KEYS = {"profile", "dynamic"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+DRIVER_KEYS = {"version", "cudaVersion", "consumableShares"}
 DEFAULT_DRIVER = {"version": "580.95.5", "cudaVersion": "13.0.0"}
 SEED_000_FLEET: dict[str, Any] = {
     "driver": {"version": "550.163.1", "cudaVersion": "12.4.0"},
@@ -85,6 +89,7 @@ class NodeSpec:
     taints: list[dict[str, str]]
     gpus: list[GpuInfo]
     dynamic_mig: bool = False
+    shares: str = "disabled"  # the driver's --consumable-shares
 
 
 @dataclass
@@ -106,6 +111,7 @@ class Fleet:
     driver_version: str
     cuda_version: str
     raw: dict[str, Any]
+    consumable_shares: str = "disabled"
 
     def pool(self, name: str) -> Pool:
         found = next((p for p in self.pools if p.name == name), None)
@@ -131,12 +137,25 @@ def parse_fleet(document: Any) -> Fleet:
     if unknown:
         raise FleetError(f"unknown fleet key(s): {', '.join(unknown)}")
     driver = {**DEFAULT_DRIVER, **(document.get("driver") or {})}
+    unknown_driver = sorted(set(driver) - DRIVER_KEYS)
+    if unknown_driver:
+        raise FleetError(
+            f"driver: unknown key(s): {', '.join(unknown_driver)} "
+            f"(known: {', '.join(sorted(DRIVER_KEYS))})"
+        )
+    shares = str(driver.get("consumableShares", "disabled"))
+    if not valid_shares_option(shares):
+        raise FleetError(
+            f"driver.consumableShares: {shares!r} is not disabled, memory, unlimited or a "
+            "positive number"
+        )
     pools = [_pool(index, raw) for index, raw in enumerate(document["pools"])]
     names = [p.name for p in pools]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise FleetError(f"duplicate pool name(s): {', '.join(duplicates)}")
-    return Fleet(pools, str(driver["version"]), str(driver["cudaVersion"]), copy.deepcopy(document))
+    version, cuda = str(driver["version"]), str(driver["cudaVersion"])
+    return Fleet(pools, version, cuda, copy.deepcopy(document), shares)
 
 
 def _pool(index: int, raw: Any) -> Pool:
@@ -255,7 +274,17 @@ def expand(fleet: Fleet, local_gpus: Callable[[], list[GpuInfo]] | None = None) 
             if gpus:
                 labels["nvidia.com/gpu.present"] = "true"
             labels.update(pool.labels)
-            nodes.append(NodeSpec(name, pool.name, labels, pool.taints, gpus, pool.dynamic_mig))
+            nodes.append(
+                NodeSpec(
+                    name,
+                    pool.name,
+                    labels,
+                    pool.taints,
+                    gpus,
+                    pool.dynamic_mig,
+                    fleet.consumable_shares,
+                )
+            )
     return nodes
 
 

@@ -165,7 +165,12 @@ class Publisher:
             field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
         )
         wanted = node_slices(
-            spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig, passthrough=passthrough
+            spec.name,
+            uid,
+            spec.gpus,
+            dynamic_mig=spec.dynamic_mig,
+            passthrough=passthrough,
+            shares=spec.shares,
         )
         if existing and _device_names(existing) == _device_names(wanted):
             # the plugin republishes only when devices change; they do not here
