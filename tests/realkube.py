@@ -28,6 +28,7 @@ import pytest
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
+from allot.kube.remote import RemoteClient
 from allot.kubeengine.binaries import bin_dir, missing_or_wrong
 from allot.kubeengine.cluster import RealCluster, start
 from allot.kubeengine.components import Options
@@ -70,7 +71,7 @@ def running_real_kube(
     try:
         client = cluster.client()
         try:
-            Publisher(client).reconcile(parse_fleet(fleet), passthrough=passthrough)
+            Publisher(RemoteClient(client)).reconcile(parse_fleet(fleet), passthrough=passthrough)
         finally:
             client.close()
         cluster.ready()

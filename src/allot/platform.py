@@ -9,8 +9,10 @@ read model ``Platform.queueing.state`` the operations layer reads, the tenant cl
 admission guard, the
 entitlement re-checks of revoked classes in the scheduler and host admission, logs of
 tenant pods served from their host twins) registered to start with the server; and the
-host's DRA index (:mod:`allot.dra`), fed from store events ahead of the controllers and
-read by the scheduler, the sync, capacity and audit; the CLI's
+host's DRA index (:mod:`allot.dra`), kept in step with the store and read by the
+scheduler, the sync, capacity and audit. No controller runs inside a store write: the
+store hands its committed changes to one dispatcher (:mod:`allot.client.dispatch`),
+which gives them to each controller on its own; the CLI's
 ``allot up``, the demo and the end-to-end tests all go through here, so they run the same
 platform.
 """
@@ -27,6 +29,7 @@ from urllib.parse import urlsplit
 from allot.api.quantity import Quantity
 from allot.apiserver.app import ApiServer
 from allot.cel import SelectorCompiler
+from allot.client.dispatch import Dispatcher
 from allot.controllers.claims import ClaimController
 from allot.controllers.clusterroleaggregation import MANAGER as AGGREGATION_MANAGER
 from allot.controllers.clusterroleaggregation import ClusterRoleAggregation
@@ -70,6 +73,8 @@ from allot.ops.rules import AlertSettings
 from allot.ops.service import Operations
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
+from allot.registry.inprocess import InProcessClient, StoreSource
+from allot.registry.resources import by_kind
 from allot.tenancy import names
 from allot.tenancy.controller import TenantController
 from allot.tenancy.directory import TenantDirectory
@@ -79,6 +84,11 @@ from allot.tenancy.revocation import Entitlements, RevokedClaimsAdmission
 from allot.tenancy.sync import TenantSync
 
 RUNTIMES = ("simulated", "process")
+DRA_RESOURCES = (
+    "resourceslices.resource.k8s.io",
+    "deviceclasses.resource.k8s.io",
+    "resourceclaims.resource.k8s.io",
+)
 
 
 @dataclass(frozen=True)
@@ -125,11 +135,13 @@ def build(
     )
     server.shutdown_hooks.append(_released(sharing))
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
+    dispatcher = Dispatcher()
+    StoreSource(registry.store, dispatcher)  # committed writes, handed over after the commit
     directory = TenantDirectory()
     # the host's pods end by the node agent, a tenant's once the sync saw their twins go
     registry.handlers.graceful_pods_in = lambda c: c == HOST_CLUSTER or directory.is_tenant(c)
     index = _dra_index(context, registry.admission.compiler)
-    entitlements = Entitlements(context)
+    entitlements = Entitlements(context.client)
     registry.assemble(
         [
             *registry.mutating_plugins(),  # pods carry their priority into the guard's twin
@@ -140,8 +152,11 @@ def build(
         ]
     )
     server.log_source = _tenant_logs(directory)
-    sync = TenantSync(context, directory, index)
-    registry.quota.pending = sync.pending_twins
+    clients = _clients(context, dispatcher)
+    sync = TenantSync(clients(HOST_CLUSTER), clients, directory, index)
+    registry.quota.pending = lambda cluster, namespace, creating: [
+        (by_kind(kind), twin) for kind, twin in sync.pending_twins(cluster, namespace, creating)
+    ]
     queueing = QueueingController(context, directory, index)
     ops = Operations(
         registry,
@@ -187,7 +202,7 @@ def build(
         ],
         observe=ops.metrics.observe_reconcile,
     )
-    registry.store.add_listener(manager.on_event)
+    manager.subscribe(dispatcher)
     _start_with_server(server, manager, ops)
     return Platform(registry, server, manager, ops, scheduler, queueing)
 
@@ -225,15 +240,16 @@ def _workload_controllers(
 
 
 def _dra_index(context: ControllerContext, compiler: SelectorCompiler) -> DraIndex:
-    """The host's DRA index, filled from the store and then fed by its events: its
-    listener comes before the controllers', so it is current when they see an event. It
-    shares the admission's compiler (which the class warnings' lint uses too): one
-    SelectorCompiler per platform."""
+    """The host's DRA index, filled from the store and then kept in step with it as an
+    indexer (:meth:`~allot.registry.inprocess.InProcessClient.add_indexer`), so it has
+    taken every write before any controller is handed one. It shares the admission's
+    compiler (which the class warnings' lint uses too): one SelectorCompiler per
+    platform."""
     index = DraIndex(HOST_CLUSTER, compiler)
     index.refresh(
         context.list("ResourceSlice"), context.list("DeviceClass"), context.list("ResourceClaim")
     )
-    context.store.add_listener(index.observe)
+    context.client.add_indexer("dra-index", index.observe, DRA_RESOURCES)
     return index
 
 
@@ -287,6 +303,16 @@ def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operatio
 
     api.startup_hooks.append(start)
     api.shutdown_hooks.append(stop)
+
+
+def _clients(
+    context: ControllerContext, dispatcher: Dispatcher
+) -> Callable[[str], InProcessClient]:
+    """A cluster by name in process, for the controllers on the client protocol (the
+    platform's one dispatcher carries every cluster's changes)."""
+    return lambda cluster: InProcessClient(
+        cluster, context.store, context.handlers, context.clock, dispatcher=dispatcher
+    )
 
 
 def _tenant_logs(directory: TenantDirectory) -> Callable[[str, str, str], tuple[str, str, str]]:

@@ -145,11 +145,13 @@ def register_controller(subparsers: Any) -> None:
     add_kubeconfig(parser)
     add_data_dir(
         parser,
-        "the controller's mirror and audit log (default: $ALLOT_DATA_DIR/controller, else "
+        "the controller's audit log (default: $ALLOT_DATA_DIR/controller, else "
         "~/.local/state/allot/controller)",
         subdir="controller",
     )
-    parser.add_argument("--interval", type=float, default=10.0, help="seconds between rounds")
+    parser.add_argument(
+        "--interval", type=float, default=10.0, help="seconds between alert evaluations"
+    )
     parser.add_argument(
         "--metrics-address", default="127.0.0.1", help="address /metrics is served on"
     )
@@ -160,7 +162,39 @@ def register_controller(subparsers: Any) -> None:
         metavar="DURATION",
         help="raise an alert for a claim unallocated longer than this (90s, 5m, 1h)",
     )
+    _register_election(parser)
     parser.set_defaults(run=run_controller)
+
+
+def _register_election(parser: Any) -> None:
+    """kube-controller-manager's leader-election flags, with client-go's defaults."""
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run only while holding the Lease, so that one replica of several is active",
+    )
+    for flag, default, meaning in (
+        ("lease-duration", "15s", "how long others wait after the leader's last renewal"),
+        ("renew-deadline", "10s", "how long the leader retries renewing before it stops"),
+        ("retry-period", "2s", "how often candidates and the leader try the Lease"),
+    ):
+        parser.add_argument(
+            f"--leader-elect-{flag}", default=default, metavar="DURATION", help=meaning
+        )
+    parser.add_argument(
+        "--leader-elect-resource-namespace",
+        default="allot-system",
+        help="namespace of the Lease",
+    )
+    parser.add_argument(
+        "--leader-elect-resource-name", default="allot-controller", help="name of the Lease"
+    )
+    parser.add_argument(
+        "--leader-elect-identity",
+        default="",
+        help="this replica's holderIdentity (default: <hostname>_<random uuid>)",
+    )
 
 
 def run_controller(args: argparse.Namespace) -> int:
@@ -173,21 +207,72 @@ def run_controller(args: argparse.Namespace) -> int:
     try:
         client = Client.from_kubeconfig(args.kubeconfig, args.context)
         check_cluster(client)
-        settings = AlertSettings(pending_claim_seconds=parse_seconds(args.alert_pending_after))
+        settings = AlertSettings(
+            pending_claim_seconds=parse_seconds(args.alert_pending_after),
+            interval_seconds=args.interval,
+        )
+        controller = ClusterController(client, args.data_dir, settings, _election(args))
     except (KubeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    controller = ClusterController(client, args.data_dir, settings)
+    election = controller.election
     print(
-        f"allot controller: rounds every {args.interval:g}s; metrics on "
+        f"allot controller: alerts every {args.interval:g}s; metrics on "
         f"http://{args.metrics_address}:{args.metrics_port}/metrics; audit in "
-        f"{args.data_dir / 'audit.db'}",
+        f"{args.data_dir / 'audit.db'}; "
+        + (
+            f"leader election on Lease {election.namespace}/{election.name} as {election.identity}"
+            if election
+            else "no leader election"
+        ),
         flush=True,
     )
-    app = metrics_app(controller, args.interval)
+    config = uvicorn.Config(
+        metrics_app(controller, lambda: setattr(server, "should_exit", True)),
+        host=args.metrics_address,
+        port=args.metrics_port,
+        log_level="warning",
+    )
+    server = uvicorn.Server(config)
     try:
-        uvicorn.run(app, host=args.metrics_address, port=args.metrics_port, log_level="warning")
+        server.run()
     finally:
-        controller.close()
         client.close()
+    if controller.failure is not None:
+        print(f"error: {controller.failure}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _election(args: argparse.Namespace) -> Any:
+    """The replica's leader election from its flags (None with ``--no-leader-elect``)."""
+    import socket
+    import uuid
+
+    from allot.cluster.controller import Election
+
+    if not args.leader_elect:
+        return None
+    return Election(
+        identity=args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4()}",
+        namespace=args.leader_elect_resource_namespace,
+        name=args.leader_elect_resource_name,
+        lease_duration=_duration("--leader-elect-lease-duration", args.leader_elect_lease_duration),
+        renew_deadline=_duration("--leader-elect-renew-deadline", args.leader_elect_renew_deadline),
+        retry_period=_duration("--leader-elect-retry-period", args.leader_elect_retry_period),
+    )
+
+
+def _duration(flag: str, text: str) -> float:
+    """A duration as kube's flags take them (``15s``, ``500ms``, ``1m``), in seconds."""
+    for unit, seconds in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        number = text.removesuffix(unit)
+        if number != text:
+            try:
+                value = float(number)
+            except ValueError:
+                break
+            if value > 0:
+                return value * seconds
+            break
+    raise ValueError(f"{flag}: {text!r} is not a duration like 15s, 500ms or 1m")

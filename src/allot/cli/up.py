@@ -26,6 +26,7 @@ from typing import Any
 from allot.apiserver.lock import DataDirLocked, DataDirUnwritable, running
 from allot.cli import fleethealth
 from allot.cli.options import add_data_dir, quota_percent
+from allot.client.errors import ClientError
 from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
@@ -42,6 +43,7 @@ from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
+from allot.kube.remote import RemoteClient
 from allot.kubeengine.datadir import EMBEDDED, ENGINES, KUBERNETES, EngineMismatch, check_engine
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
@@ -359,10 +361,10 @@ def publish_fleet(kubeconfig: Path, fleet: Fleet, gates: Mapping[str, bool] | No
         print(f"error: {err}", file=sys.stderr)
         return False
     try:
-        report = Publisher(client).reconcile(
+        report = Publisher(RemoteClient(client)).reconcile(
             fleet, passthrough=enabled(gates or {}, PASSTHROUGH), progress=_progress
         )
-    except (KubeError, FleetError, NvmlUnavailable) as err:
+    except (KubeError, ClientError, FleetError, NvmlUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
     finally:

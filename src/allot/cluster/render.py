@@ -41,7 +41,7 @@ from allot.api.kinds import decode, kind_info
 from allot.api.resource_v1 import DeviceClass
 from allot.api.tenancy import Tenant, TenantSpec, entitlement_selector, syncs
 from allot.cluster import kueue
-from allot.cluster.crd import tenant_crd
+from allot.cluster.crd import alert_crd, tenant_crd
 from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.statuses import invalid_message
 from allot.tenancy import entitlement, names
@@ -144,8 +144,9 @@ def render(
         RenderedFile(
             "00-tenant-crd.yaml",
             "The Tenant kind (allot.dev/v1alpha1): one team's entitled DeviceClasses, quotas\n"
-            "and vCluster sync settings. Generated from allot's model.",
-            [_managed(tenant_crd())],
+            "and vCluster sync settings; and the Alert kind allot controller keeps while an\n"
+            "alert fires. Generated from allot's models.",
+            [_managed(tenant_crd()), _managed(alert_crd())],
         ),
         RenderedFile(
             "01-namespaces.yaml",

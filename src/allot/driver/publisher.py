@@ -5,9 +5,10 @@ driver's ResourceSlices owned by that Node (so deleting the Node removes them, a
 driver's garbage collection does), and once per cluster the driver's DeviceClasses (the Helm
 chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
 ``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate).
-Everything goes through :class:`allot.kube.client.Client`, so it works against the embedded
-platform and, for inspection, against any cluster. ``reconcile`` adds and removes nodes
-when a pool is scaled; ``taint`` writes the health check's device taints.
+Everything goes through the client protocol (:class:`allot.client.protocol.Client`), so the
+same code publishes in process and through any API server (:func:`publish` connects with
+a kubeconfig: :class:`allot.kube.remote.RemoteClient`). ``reconcile`` adds and removes
+nodes when a pool is scaled; ``taint`` writes the health check's device taints.
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from allot.client.errors import AlreadyExists, NotFound, status
+from allot.client.protocol import Client
 from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.health import HealthEvent, taint_for, tainted
 from allot.driver.slices import DRIVER, node_slices
-from allot.kube.client import Client
-from allot.kube.errors import KubeConflict, KubeNotFound
+from allot.kube.client import Client as KubeClient
+from allot.kube.remote import RemoteClient
 from allot.types import Obj, rfc3339
+
+MANAGER = "allot-driver"
+"""The field manager of what the driver and its nodes' kubelets write."""
 
 CLASS_TYPES = (
     ("gpu.nvidia.com", "gpu", "nvidia.com/gpu"),
@@ -143,8 +149,8 @@ class Publisher:
     def ensure_classes(self, *, passthrough: bool = False) -> None:
         for device_class in device_classes(passthrough=passthrough):
             try:
-                self.client.create(device_class)
-            except KubeConflict:
+                self.client.create(device_class, field_manager=MANAGER)
+            except AlreadyExists:
                 continue
 
     def publish_node(
@@ -152,17 +158,17 @@ class Publisher:
     ) -> None:
         node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
-            created = self.client.create(node)
+            created: Obj | None = self.client.create(node, field_manager=MANAGER)
             report.nodes_created.append(spec.name)
-        except KubeConflict:
-            created = self.client.get("v1", "Node", spec.name)
+        except AlreadyExists:
+            created = self.client.get("Node", "", spec.name)
+        if created is None:
+            raise NotFound(status(404, "NotFound", f'nodes "{spec.name}" not found'))
         uid = created["metadata"]["uid"]
         if not spec.gpus:
             return  # the driver's kubelet plugin runs on GPU nodes only
         existing = self.client.list(
-            "resource.k8s.io/v1",
-            "ResourceSlice",
-            field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
+            "ResourceSlice", field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}"
         )
         wanted = node_slices(
             spec.name,
@@ -180,22 +186,21 @@ class Publisher:
         for stale in existing:  # a gate changed the devices (PassthroughSupport's twins)
             self._delete_slice(stale["metadata"]["name"])
         for document in wanted:
-            self.client.create(document)
+            self.client.create(document, field_manager=MANAGER)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
 
     def taint(self, node: str, event: HealthEvent, skipped: frozenset[int]) -> Obj | None:
         """Write the driver's taint for ``event`` into the node's slices (gate
         ``NVMLDeviceHealthCheck``): the taint, or None when no device changed (the same
-        taint again: the driver does not republish). ``KubeNotFound`` names a node without
+        taint again: the driver does not republish). ``NotFound`` names a node without
         the driver's slices, ``UnknownDevice`` a device they do not have."""
         slices = self.client.list(
-            "resource.k8s.io/v1",
-            "ResourceSlice",
-            field_selector=f"spec.nodeName={node},spec.driver={DRIVER}",
+            "ResourceSlice", field_selector=f"spec.nodeName={node},spec.driver={DRIVER}"
         )
         if not slices:
-            raise KubeNotFound(f"node {node!r} has no ResourceSlice of driver {DRIVER}")
+            message = f"node {node!r} has no ResourceSlice of driver {DRIVER}"
+            raise NotFound(status(404, "NotFound", message))
         published = sorted(_device_names(slices))
         missing = sorted(set(event.devices) - set(published))
         if missing:
@@ -214,14 +219,15 @@ class Publisher:
                         "apiVersion": "resource.k8s.io/v1",
                         "kind": "ResourceSlice",
                         "spec": spec,
-                    }
+                    },
+                    field_manager=MANAGER,
                 )
                 changed = True
         return taint if changed else None
 
     def _delete_slice(self, name: str) -> None:
-        with contextlib.suppress(KubeNotFound):  # gone meanwhile
-            self.client.delete("resource.k8s.io/v1", "ResourceSlice", name)
+        with contextlib.suppress(NotFound):  # gone meanwhile
+            self.client.delete("ResourceSlice", "", name)
 
     def reconcile(
         self,
@@ -236,13 +242,13 @@ class Publisher:
         self.ensure_classes(passthrough=passthrough)
         wanted = expand(fleet)
         wanted_names = {spec.name for spec in wanted}
-        for node in self.client.list("v1", "Node", label_selector="allot.dev/pool"):
+        for node in self.client.list("Node", label_selector="allot.dev/pool"):
             name = node["metadata"]["name"]
             if name not in wanted_names:
                 try:
-                    self.client.delete("v1", "Node", name)
+                    self.client.delete("Node", "", name)
                     report.nodes_removed.append(name)
-                except KubeNotFound:
+                except NotFound:
                     continue
         for done, spec in enumerate(wanted, start=1):
             self.publish_node(spec, report, passthrough=passthrough)
@@ -257,8 +263,8 @@ def _device_names(slices: list[Obj]) -> set[str]:
 
 def publish(kubeconfig: Path, fleet: Fleet) -> PublishReport:
     """Connect with ``kubeconfig``, bring the cluster to ``fleet``, disconnect."""
-    client = Client.from_kubeconfig(kubeconfig)
+    api = KubeClient.from_kubeconfig(kubeconfig)
     try:
-        return Publisher(client).reconcile(fleet)
+        return Publisher(RemoteClient(api)).reconcile(fleet)
     finally:
-        client.close()
+        api.close()

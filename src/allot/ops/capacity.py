@@ -27,7 +27,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
@@ -35,7 +35,7 @@ from allot.cel import SelectorCompiler
 from allot.dra import DraIndex, allocatable
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
-from allot.store import Store
+from allot.store import Resource
 from allot.tenancy import generated, names
 from allot.types import Obj
 
@@ -166,6 +166,17 @@ def _counters_by_pool(
     for (driver, pool, counter_set, counter), value in counters.items():
         found[(driver, pool)][(counter_set, counter)] = value
     return found
+
+
+class StoreReads(Protocol):
+    """What the view reads of a store: a :class:`allot.store.Store`, or the informers'
+    caches of ``allot controller`` (:class:`allot.cluster.controller.CacheReads`)."""
+
+    def changes(self, cluster: str, resource: Resource) -> int: ...
+
+    def list_objects(
+        self, cluster: str, resource: Resource, namespace: str | None = None, *, shared: bool
+    ) -> tuple[list[Obj], int]: ...
 
 
 class StaleIndexError(Exception):
@@ -348,7 +359,7 @@ class _Holdings:
 class CapacityView:
     def __init__(
         self,
-        store: Store,
+        store: StoreReads,
         cluster: str = HOST_CLUSTER,
         index: DraIndex | None = None,
         compiler: SelectorCompiler | None = None,
