@@ -273,7 +273,7 @@ class Scheduler:
     # ------------------------------------------------------------------ claims
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
-        claims = []
+        claims: list[Obj] = []
         for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
             try:
                 name = claims_api.claim_name(pod, pod_claim)
@@ -286,7 +286,8 @@ class Scheduler:
                 raise Unschedulable(f'resourceclaim.resource.k8s.io "{name}" not found')
             if claim["metadata"].get("deletionTimestamp"):
                 raise Unschedulable(f'resourceclaim "{name}" is being deleted')
-            claims.append(claim)
+            if all(other["metadata"]["name"] != name for other in claims):
+                claims.append(claim)  # a claim named by two entries is allocated once
         extended = self._extended_claim(pod)
         if extended is not None:
             claims.append(extended)
