@@ -30,6 +30,7 @@ from allot.cel import SelectorCompiler
 from allot.controllers.claims import ClaimController
 from allot.controllers.clusterroleaggregation import MANAGER as AGGREGATION_MANAGER
 from allot.controllers.clusterroleaggregation import ClusterRoleAggregation
+from allot.controllers.computedomains import ComputeDomainController
 from allot.controllers.context import ControllerContext
 from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
@@ -169,6 +170,7 @@ def build(
                 driver_gates,
             ),
             PodGarbageCollector(context),
+            ComputeDomainController(context),
             EventRetention(context),
             ops.recorder,
             KubernetesService(

@@ -32,7 +32,10 @@ controller which pods may still use their devices. A removed pod's logs and work
 directories go with it. With the driver's ``PassthroughSupport`` gate, preparing a GPU
 hides its VFIO twin (and the reverse) until unprepare (``allot.controllers.passthrough``); a
 pod allocated the hidden twin is refused as the driver refuses it and tried again when a
-slice changes. Built by ``allot.platform``.
+slice changes. A ComputeDomain channel (``compute-domain.nvidia.com``) is prepared only once
+its node's IMEX daemon is ready in the domain's status; until then the pod stays Pending
+with the plugin's refusal as its event, and tries again when a ComputeDomain changes.
+Built by ``allot.platform``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from pathlib import Path
 from allot.api import claims as claims_api
 from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
+from allot.controllers.computedomains import DomainLookup
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.localstorage import EVICTED
@@ -58,7 +62,7 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
-from allot.driver import passthrough
+from allot.driver import computedomain, passthrough
 from allot.driver.catalog import created_mig_uuid
 from allot.driver.configs import DRIVER, DriverConfigError, configs_for_results
 from allot.driver.gates import PASSTHROUGH, enabled
@@ -123,7 +127,8 @@ class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
-    watches = frozenset({"pods", SLICES, *SOURCES})  # the resources keys_for answers for
+    watches = frozenset({"pods", SLICES, computedomain.RESOURCE, *SOURCES})
+    """The resources keys_for answers for."""
 
     def __init__(
         self,
@@ -142,6 +147,8 @@ class NodeAgent:
             else None
         )
         self._twin_refused: set[tuple[str, str]] = set()  # pods whose device a twin hid
+        self.domains = DomainLookup(context)
+        self._domain_waiting: set[tuple[str, str]] = set()  # pods whose channel waits
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
         self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
@@ -162,6 +169,8 @@ class NodeAgent:
             return []
         if event.resource == SLICES:  # a twin shown again: its refused pods try again
             return [("pod", namespace, name) for namespace, name in sorted(self._twin_refused)]
+        if event.resource == computedomain.RESOURCE:  # a daemon may be ready now
+            return [("pod", namespace, name) for namespace, name in sorted(self._domain_waiting)]
         if event.resource in SOURCES:
             namespace = event.object["metadata"].get("namespace", "")
             return [("pod", namespace, name) for name in sorted(self._waiting.get(namespace, ()))]
@@ -207,6 +216,7 @@ class NodeAgent:
         assert isinstance(key, tuple)
         what, namespace, name = key
         self._twin_refused.discard((namespace, name))  # refused again below if still so
+        self._domain_waiting.discard((namespace, name))
         pod = self.context.get("Pod", namespace, name)
         if pod is not None and what == "stop":
             self._initializing.discard(str(pod["metadata"].get("uid")))
@@ -234,6 +244,7 @@ class NodeAgent:
             for claim in claims:
                 self._check_twins(claim, published, (namespace, name))
                 self._check_configs(claim, published)
+                self._check_channel(claim, node, (namespace, name))
         except PrepareError as err:
             self.context.event(
                 pod,
@@ -390,6 +401,23 @@ class NodeAgent:
             configs_for_results(claim, types, self.driver_gates)
         except DriverConfigError as err:
             raise _prepare_failed(claim, str(err)) from None
+
+    def _check_channel(self, claim: Obj, node: str, pod: tuple[str, str]) -> None:
+        """A ComputeDomain channel: refused in the plugin's words until the domain lists
+        the node's daemon as ready (the pod tries again when a domain changes)."""
+        uids = computedomain.channel_domains(claim)
+        if not uids:
+            return
+        labels = (self.context.peek("Node", "", node) or {}).get("metadata", {}).get("labels")
+        refusal = computedomain.channel_refusal(
+            claim,
+            node,
+            (labels or {}).get(computedomain.DOMAIN_LABEL),
+            self.domains.by_uid(uids[0]) if uids[0] else None,
+        )
+        if refusal is not None:
+            self._domain_waiting.add(pod)
+            raise _prepare_failed(claim, refusal)
 
     def _check_twins(
         self,

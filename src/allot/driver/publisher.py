@@ -4,7 +4,10 @@ For each node of the fleet: the Node object (labels, taints, capacity, Ready), t
 driver's ResourceSlices owned by that Node (so deleting the Node removes them, as the real
 driver's garbage collection does), and once per cluster the driver's DeviceClasses (the Helm
 chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
-``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate).
+``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate). A
+fleet with NVLink cliques also gets the ComputeDomain half (:mod:`allot.driver.computedomain`):
+the ComputeDomain CRD, the driver's namespace, the two ComputeDomain classes and, on every
+GPU node, the ``compute-domain.nvidia.com`` slice with ``channel-0`` and ``daemon-0``.
 Everything goes through :class:`allot.kube.client.Client`, so it works against the embedded
 platform and, for inspection, against any cluster. ``reconcile`` adds and removes nodes
 when a pool is scaled; ``taint`` writes the health check's device taints.
@@ -18,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from allot.driver import computedomain
 from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.health import HealthEvent, taint_for, tainted
 from allot.driver.slices import DRIVER, node_slices
@@ -140,15 +144,31 @@ class Publisher:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    def ensure_classes(self, *, passthrough: bool = False) -> None:
-        for device_class in device_classes(passthrough=passthrough):
+    def ensure_classes(self, *, passthrough: bool = False, compute_domains: bool = False) -> None:
+        """The chart's classes; with ``compute_domains`` also its CRD, the driver's
+        namespace and the ComputeDomain classes."""
+        documents = device_classes(passthrough=passthrough)
+        if compute_domains:
+            namespace = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": computedomain.DRIVER_NAMESPACE},
+            }
+            documents = [computedomain.crd(), namespace, *documents]
+            documents += computedomain.device_classes()
+        for document in documents:
             try:
-                self.client.create(device_class)
+                self.client.create(document)
             except KubeConflict:
                 continue
 
     def publish_node(
-        self, spec: NodeSpec, report: PublishReport, *, passthrough: bool = False
+        self,
+        spec: NodeSpec,
+        report: PublishReport,
+        *,
+        passthrough: bool = False,
+        compute_domains: bool = False,
     ) -> None:
         node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
@@ -159,6 +179,8 @@ class Publisher:
         uid = created["metadata"]["uid"]
         if not spec.gpus:
             return  # the driver's kubelet plugin runs on GPU nodes only
+        if compute_domains:
+            self._publish_compute_domain(spec.name, uid, report)
         existing = self.client.list(
             "resource.k8s.io/v1",
             "ResourceSlice",
@@ -178,6 +200,22 @@ class Publisher:
             self.client.create(document)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
+
+    def _publish_compute_domain(self, node: str, uid: str, report: PublishReport) -> None:
+        """The ComputeDomain plugin's slice for ``node``, unless it is published already."""
+        existing = self.client.list(
+            "resource.k8s.io/v1",
+            "ResourceSlice",
+            field_selector=f"spec.nodeName={node},spec.driver={computedomain.DRIVER}",
+        )
+        if existing:
+            report.slices_kept += len(existing)
+            report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
+            return
+        for document in computedomain.node_slices(node, uid):
+            self.client.create(document)
+            report.slices += 1
+            report.devices += len(document["spec"]["devices"])
 
     def taint(self, node: str, event: HealthEvent, skipped: frozenset[int]) -> Obj | None:
         """Write the driver's taint for ``event`` into the node's slices (gate
@@ -228,7 +266,7 @@ class Publisher:
         """Make the cluster's nodes and slices match the fleet; ``progress(done, total)``
         is told after each node."""
         report = PublishReport()
-        self.ensure_classes(passthrough=passthrough)
+        self.ensure_classes(passthrough=passthrough, compute_domains=fleet.compute_domains)
         wanted = expand(fleet)
         wanted_names = {spec.name for spec in wanted}
         for node in self.client.list("v1", "Node", label_selector="allot.dev/pool"):
@@ -240,7 +278,9 @@ class Publisher:
                 except KubeNotFound:
                     continue
         for done, spec in enumerate(wanted, start=1):
-            self.publish_node(spec, report, passthrough=passthrough)
+            self.publish_node(
+                spec, report, passthrough=passthrough, compute_domains=fleet.compute_domains
+            )
             if progress is not None:
                 progress(done, len(wanted))
         return report

@@ -1,0 +1,170 @@
+"""ComputeDomains end to end with the real kubectl: a fleet with an NVLink clique of two nodes
+and a GPU node outside any clique.
+
+The publisher installs the ComputeDomain CRD, the two ComputeDomain classes and each GPU
+node's ``channel-0``/``daemon-0`` slice. A user creates a ComputeDomain with ``numNodes: 2``
+and a two-replica Deployment whose pods take the domain's channel and keep to one clique
+(podAffinity on ``nvidia.com/gpu.clique``, one per node by podAntiAffinity): both run on the
+clique's nodes, never on the clique-less one that name order would try first; the
+controller made the channel template and the daemons, labelled the nodes, and the domain
+is Ready with both nodes in its status. Removing the workload removes the labels and the
+daemons; deleting the domain removes its objects and then the domain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from allot.driver import computedomain as cd
+from tests.e2e.conftest import Cluster, running_platform
+
+pytestmark = pytest.mark.slow
+CLIQUE = "2f6d0c0e-6a1b-4c9e-9d3a-5b7e1f0a9c21.1"
+FLEET = {
+    "pools": [
+        {"name": "a-pcie", "nodes": 1, "gpu": "H100-80GB-HBM3"},  # first in name order
+        {"name": "nvl", "nodes": 2, "gpu": "H200", "clique": CLIQUE},
+    ]
+}
+DOMAIN = {
+    "apiVersion": "resource.nvidia.com/v1beta1",
+    "kind": "ComputeDomain",
+    "metadata": {"name": "train", "namespace": "default"},
+    "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "train-channel"}}},
+}
+SAME = {"matchLabels": {"app": "train"}}
+WORKLOAD = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "train", "namespace": "default"},
+    "spec": {
+        "replicas": 2,
+        "selector": SAME,
+        "template": {
+            "metadata": {"labels": {"app": "train"}},
+            "spec": {
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": SAME, "topologyKey": cd.CLIQUE_LABEL}
+                        ]
+                    },
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": SAME, "topologyKey": "kubernetes.io/hostname"}
+                        ]
+                    },
+                },
+                "resourceClaims": [{"name": "channel", "resourceClaimTemplateName": "train-channel"}],
+                "containers": [
+                    {
+                        "name": "worker",
+                        "image": "busybox",
+                        "resources": {"claims": [{"name": "channel"}]},
+                    }
+                ],
+            },
+        },
+    },
+}
+
+
+def _wait(what: str, check: Callable[[], Any], seconds: float = 60) -> Any:
+    deadline = time.monotonic() + seconds
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def _running(cluster: Cluster, selector: str, namespace: str = "default") -> list[Any]:
+    pods = cluster.get_json("pods", "-n", namespace, "-l", selector)["items"]
+    return pods if pods and all(p["status"].get("phase") == "Running" for p in pods) else []
+
+
+def _labelled(cluster: Cluster) -> dict[str, str]:
+    nodes = cluster.get_json("nodes")["items"]
+    return {
+        n["metadata"]["name"]: n["metadata"]["labels"][cd.DOMAIN_LABEL]
+        for n in nodes
+        if cd.DOMAIN_LABEL in n["metadata"]["labels"]
+    }
+
+
+def test_a_two_node_domain_runs_in_one_clique(tmp_path: Path) -> None:
+    with running_platform(tmp_path, FLEET) as cluster:
+        classes = {c["metadata"]["name"] for c in cluster.get_json("deviceclasses")["items"]}
+        assert {cd.DAEMON_CLASS, cd.CHANNEL_CLASS} <= classes
+        slices = cluster.get_json("resourceslices", f"--field-selector=spec.driver={cd.DRIVER}")
+        published = {
+            s["spec"]["nodeName"]: sorted(d["name"] for d in s["spec"]["devices"])
+            for s in slices["items"]
+        }
+        assert published == {n: ["channel-0", "daemon-0"] for n in ("a-pcie-0", "nvl-0", "nvl-1")}
+
+        cluster.apply(DOMAIN)
+        domain = _wait(
+            "the domain's channel template",
+            lambda: cluster.get_json("computedomains", "train").get("status"),
+        )
+        assert domain == {"status": "NotReady"}
+        uid = cluster.get_json("computedomain", "train")["metadata"]["uid"]
+        template = cluster.get_json("resourceclaimtemplate", "train-channel")
+        config = template["spec"]["spec"]["devices"]["config"][0]["opaque"]
+        assert config == {
+            "driver": cd.DRIVER,
+            "parameters": {
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "ComputeDomainChannelConfig",
+                "domainID": uid,
+                "allocationMode": "Single",
+            },
+        }
+        daemons = cluster.get_json("daemonsets", "-n", cd.DRIVER_NAMESPACE)["items"]
+        assert [d["metadata"]["name"] for d in daemons] == [f"computedomain-daemon-{uid}"]
+
+        cluster.apply(WORKLOAD)
+        pods = _wait("the workload's pods", lambda: _running(cluster, "app=train"), 90)
+        assert sorted(p["spec"]["nodeName"] for p in pods) == ["nvl-0", "nvl-1"]
+        assert _labelled(cluster) == {"nvl-0": uid, "nvl-1": uid}
+        daemon_pods = _running(cluster, f"{cd.DOMAIN_LABEL}={uid}", cd.DRIVER_NAMESPACE)
+        assert sorted(p["spec"]["nodeName"] for p in daemon_pods) == ["nvl-0", "nvl-1"]
+        status = _wait(
+            "the domain Ready",
+            lambda: (s := cluster.get_json("computedomain", "train")["status"])["status"]
+            == "Ready"
+            and s,
+        )
+        assert [(n["name"], n["cliqueID"], n["index"], n["status"]) for n in status["nodes"]] == [
+            ("nvl-0", CLIQUE, 0, "Ready"),
+            ("nvl-1", CLIQUE, 1, "Ready"),
+        ]
+        events = cluster.get_json(
+            "events", "--field-selector=reason=FailedPrepareDynamicResources"
+        )["items"]
+        waited = {e["message"].split(": prepare devices failed: ")[-1] for e in events}
+        assert waited == {
+            "error asserting ComputeDomain Ready: current node not ready in ComputeDomain"
+        }, events  # each channel waited for its node's daemon
+        shown = cluster.kubectl("get", "computedomains").stdout
+        assert shown.split() == ["NAME", "AGE", "train", shown.split()[-1]], shown
+
+        cluster.kubectl("delete", "deployment", "train")
+        _wait("the labels gone", lambda: not _labelled(cluster) or None)
+        _wait(
+            "the daemons gone",
+            lambda: not cluster.get_json("pods", "-n", cd.DRIVER_NAMESPACE)["items"] or None,
+        )
+        cluster.kubectl("delete", "computedomain", "train", "--timeout=30s")
+        assert not cluster.get_json("computedomains")["items"]
+        left = cluster.kubectl("get", "resourceclaimtemplate", "train-channel", check=False)
+        assert left.returncode != 0 and "NotFound" in left.stderr, left
+        assert not cluster.get_json("daemonsets", "-n", cd.DRIVER_NAMESPACE)["items"]
