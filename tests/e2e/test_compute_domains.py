@@ -13,65 +13,24 @@ daemons; deleting the domain removes its objects and then the domain.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from allot.driver import computedomain as cd
-from tests.e2e.conftest import Cluster, running_platform
+from tests.conftest import EXAMPLES, load_yaml_documents
+from tests.e2e.conftest import Cluster, KubectlUser, running_platform
 
 pytestmark = pytest.mark.slow
-CLIQUE = "2f6d0c0e-6a1b-4c9e-9d3a-5b7e1f0a9c21.1"
-FLEET = {
-    "pools": [
-        {"name": "a-pcie", "nodes": 1, "gpu": "H100-80GB-HBM3"},  # first in name order
-        {"name": "nvl", "nodes": 2, "gpu": "H200", "clique": CLIQUE},
-    ]
-}
-DOMAIN = {
-    "apiVersion": "resource.nvidia.com/v1beta1",
-    "kind": "ComputeDomain",
-    "metadata": {"name": "train", "namespace": "default"},
-    "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "train-channel"}}},
-}
-SAME = {"matchLabels": {"app": "train"}}
-WORKLOAD = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "train", "namespace": "default"},
-    "spec": {
-        "replicas": 2,
-        "selector": SAME,
-        "template": {
-            "metadata": {"labels": {"app": "train"}},
-            "spec": {
-                "affinity": {
-                    "podAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {"labelSelector": SAME, "topologyKey": cd.CLIQUE_LABEL}
-                        ]
-                    },
-                    "podAntiAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {"labelSelector": SAME, "topologyKey": "kubernetes.io/hostname"}
-                        ]
-                    },
-                },
-                "resourceClaims": [{"name": "channel", "resourceClaimTemplateName": "train-channel"}],
-                "containers": [
-                    {
-                        "name": "worker",
-                        "image": "busybox",
-                        "resources": {"claims": [{"name": "channel"}]},
-                    }
-                ],
-            },
-        },
-    },
-}
+EXAMPLE_FLEET = EXAMPLES / "fleets" / "nvlink-cliques.yaml"
+FLEET = yaml.safe_load(EXAMPLE_FLEET.read_text(encoding="utf-8"))
+CLIQUE = FLEET["pools"][1]["clique"]
+DOMAIN, WORKLOAD = load_yaml_documents(EXAMPLES / "workloads" / "compute-domain.yaml")
 
 
 def _wait(what: str, check: Callable[[], Any], seconds: float = 60) -> Any:
@@ -97,6 +56,19 @@ def _labelled(cluster: Cluster) -> dict[str, str]:
         for n in nodes
         if cd.DOMAIN_LABEL in n["metadata"]["labels"]
     }
+
+
+def third_pod_message(cluster: KubectlUser, seconds: float = 60) -> str:
+    """The scheduler's message on the workload's pod that found no node."""
+
+    def unschedulable() -> str:
+        for pod in cluster.get_json("pods", "-l", "app=train")["items"]:
+            for condition in pod.get("status", {}).get("conditions") or []:
+                if condition["type"] == "PodScheduled" and condition["status"] == "False":
+                    return str(condition.get("message", ""))
+        return ""
+
+    return str(_wait("a pod that fits no node", unschedulable, seconds))
 
 
 def test_a_two_node_domain_runs_in_one_clique(tmp_path: Path) -> None:
@@ -139,9 +111,10 @@ def test_a_two_node_domain_runs_in_one_clique(tmp_path: Path) -> None:
         assert sorted(p["spec"]["nodeName"] for p in daemon_pods) == ["nvl-0", "nvl-1"]
         status = _wait(
             "the domain Ready",
-            lambda: (s := cluster.get_json("computedomain", "train")["status"])["status"]
-            == "Ready"
-            and s,
+            lambda: (
+                (s := cluster.get_json("computedomain", "train")["status"])["status"] == "Ready"
+                and s
+            ),
         )
         assert [(n["name"], n["cliqueID"], n["index"], n["status"]) for n in status["nodes"]] == [
             ("nvl-0", CLIQUE, 0, "Ready"),
@@ -157,6 +130,13 @@ def test_a_two_node_domain_runs_in_one_clique(tmp_path: Path) -> None:
         shown = cluster.kubectl("get", "computedomains").stdout
         assert shown.split() == ["NAME", "AGE", "train", shown.split()[-1]], shown
 
+        scaled = copy.deepcopy(WORKLOAD)
+        scaled["spec"]["replicas"] = 3
+        cluster.apply(scaled)
+        assert third_pod_message(cluster) == (
+            "0/3 nodes are available: 1 node(s) didn't match pod affinity rules, "
+            "2 node(s) didn't match pod anti-affinity rules."
+        )  # kube-scheduler's, less its preemption part (docs/conformance.md)
         cluster.kubectl("delete", "deployment", "train")
         _wait("the labels gone", lambda: not _labelled(cluster) or None)
         _wait(
