@@ -114,7 +114,8 @@ def test_the_channels_prepare(row: dict[str, Any]) -> None:
         nodes = [{"name": n, "status": "Ready"} for n in row["domain"]["ready"]]
         metadata = {**DOMAIN["metadata"], "namespace": row["domain"]["namespace"]}
         domain = {**DOMAIN, "metadata": metadata, "status": {"status": "Ready", "nodes": nodes}}
-    refusal = cd.channel_refusal(claim, "nvl-0", row.get("nodeDomain"), domain)
+    same = domain is not None and domain["metadata"]["namespace"] == "default"
+    refusal = cd.channel_refusal(claim, "nvl-0", row.get("nodeDomain"), domain, same)
     assert refusal == row["refusal"]
 
 

@@ -168,9 +168,12 @@ def build(
                 DevicePreparer(data_dir / "cdi"),
                 pods,
                 driver_gates,
+                names.origin_of,
             ),
             PodGarbageCollector(context),
-            ComputeDomainController(context),
+            ComputeDomainController(
+                ClusterContexts(context, "compute-domain-controller", directory.is_tenant)
+            ),
             EventRetention(context),
             ops.recorder,
             KubernetesService(

@@ -9,11 +9,18 @@ clique's nodes, never on the clique-less one that name order would try first; th
 controller made the channel template and the daemons, labelled the nodes, and the domain
 is Ready with both nodes in its status. Removing the workload removes the labels and the
 daemons; deleting the domain removes its objects and then the domain.
+
+A tenant does the same in its own cluster: the CRD is copied into it, its domain's channel
+template is its own (synced to the host like any template), the daemons run on the host,
+its pods' twins keep to the clique, its domain turns Ready, and its quota counts the
+channels as any class's devices; a tenant not entitled to the channel class gets an Event
+saying its template was refused, in the entitlement's words.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +32,7 @@ import yaml
 from allot.driver import computedomain as cd
 from tests.conftest import EXAMPLES, load_yaml_documents
 from tests.e2e.conftest import Cluster, KubectlUser, running_platform
+from tests.e2e.tenancy import Tenancy
 
 pytestmark = pytest.mark.slow
 EXAMPLE_FLEET = EXAMPLES / "fleets" / "nvlink-cliques.yaml"
@@ -146,5 +154,103 @@ def test_a_two_node_domain_runs_in_one_clique(tmp_path: Path) -> None:
         cluster.kubectl("delete", "computedomain", "train", "--timeout=30s")
         assert not cluster.get_json("computedomains")["items"]
         left = cluster.kubectl("get", "resourceclaimtemplate", "train-channel", check=False)
-        assert left.returncode != 0 and "NotFound" in left.stderr, left
+        assert left.returncode != 0, left
+        assert "NotFound" in left.stderr, left
         assert not cluster.get_json("daemonsets", "-n", cd.DRIVER_NAMESPACE)["items"]
+
+
+def _tenant_values(path: Path) -> Path:
+    """legal-ai's values: claims and templates synced, the classes labelled for it."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "sync": {
+                    "toHost": {
+                        "resourceClaims": {"enabled": True},
+                        "resourceClaimTemplates": {"enabled": True},
+                    },
+                    "fromHost": {
+                        "deviceClasses": {
+                            "enabled": True,
+                            "selector": {"matchLabels": {"gpu.platform/tenant": "legal-ai"}},
+                        }
+                    },
+                }
+            }
+        )
+    )
+    return path
+
+
+def test_a_tenant_asks_for_a_two_node_domain(tmp_path: Path) -> None:
+    with running_platform(tmp_path, FLEET) as cluster:
+        tenancy = Tenancy(cluster, tmp_path / "data")
+        cluster.kubectl("label", "deviceclass", cd.CHANNEL_CLASS, "gpu.platform/tenant=legal-ai")
+        tenancy.create_tenant(
+            "legal-ai",
+            "-f",
+            str(_tenant_values(tmp_path / "values.yaml")),
+            "--quota",
+            f"{cd.CHANNEL_CLASS}.deviceclass.resource.k8s.io/devices=2",
+        )
+        tenancy.wait(
+            lambda: (
+                tenancy.as_tenant("legal-ai", "get", "crd", cd.RESOURCE, check=False).returncode
+                == 0
+            ),
+            "the ComputeDomain CRD in the tenant's cluster",
+        )
+        documents = "\n---\n".join(json.dumps(d) for d in (DOMAIN, WORKLOAD))
+        tenancy.as_tenant("legal-ai", "apply", "-f", "-", stdin=documents)
+        pods = tenancy.wait(
+            lambda: (
+                (p := tenancy.tenant_json("legal-ai", "pods", "-l", "app=train")["items"])
+                and len(p) == 2
+                and all(x["status"].get("phase") == "Running" for x in p)
+                and p
+            ),
+            "the tenant's pods running",
+            60,
+        )
+        twins = cluster.get_json("pods", "-n", "tenant-legal-ai", "-l", "app=train")["items"]
+        assert sorted(t["spec"]["nodeName"] for t in twins) == ["nvl-0", "nvl-1"]
+        assert len(pods) == 2
+        status = tenancy.wait(
+            lambda: (
+                (s := tenancy.tenant_json("legal-ai", "computedomain", "train").get("status"))
+                and s["status"] == "Ready"
+                and s
+            ),
+            "the tenant's domain Ready",
+        )
+        assert [n["name"] for n in status["nodes"]] == ["nvl-0", "nvl-1"]
+        uid = tenancy.tenant_json("legal-ai", "computedomain", "train")["metadata"]["uid"]
+        assert _labelled(cluster) == {"nvl-0": uid, "nvl-1": uid}
+        (quota,) = cluster.get_json("resourcequota", "-n", "tenant-legal-ai")["items"]
+        devices = f"{cd.CHANNEL_CLASS}.deviceclass.resource.k8s.io/devices"
+        assert quota["status"]["used"] == {devices: "2"}  # the channels count as any class's
+
+        # a tenant not entitled to the channel class gets no channel template
+        tenancy.create_tenant("research-ai")
+        tenancy.wait(
+            lambda: (
+                tenancy.as_tenant("research-ai", "get", "crd", cd.RESOURCE, check=False).returncode
+                == 0
+            ),
+            "the ComputeDomain CRD in research-ai's cluster",
+        )
+        tenancy.as_tenant("research-ai", "apply", "-f", "-", stdin=json.dumps(DOMAIN))
+        refused = tenancy.wait(
+            lambda: [
+                e for e in tenancy.tenant_events("research-ai", "train") if "FailedCreate" in e
+            ],
+            "research-ai's domain refused its channel template",
+        )
+        assert refused == [
+            "FailedCreate: error creating ResourceClaimTemplate 'default/train-channel': "
+            'resourceclaimtemplates.resource.k8s.io "train-channel" is forbidden: '
+            "ValidatingAdmissionPolicy 'allot-tenant-claims' with binding "
+            "'allot-tenant-claims.research-ai' denied request: device class "
+            f"{cd.CHANNEL_CLASS} is not in the entitlement of tenant research-ai (entitled: "
+            "<none>)"
+        ]

@@ -1,4 +1,4 @@
-"""The NVIDIA driver's ComputeDomain controller, for the host cluster's ComputeDomains.
+"""The NVIDIA driver's ComputeDomain controller, for the host's and every tenant's ComputeDomains.
 
 For each ``ComputeDomain`` (``resource.nvidia.com/v1beta1``, served once the publisher
 installed its CRD for an MNNVL fleet), as v0.4's ``compute-domain-controller``: its
@@ -10,117 +10,201 @@ a node and released: the node gets (and loses) the label
 ``resource.nvidia.com/computeDomain=<uid>``, so the DaemonSet runs a daemon there. The
 status lists each daemon's node and is ``Ready`` once ``numNodes`` daemons are. A deleted
 domain takes its objects and labels with it, then loses its finalizer.
-:class:`DomainLookup` finds a domain by UID for the node agent, which prepares a channel only
-once its node's daemon is ready. Built by :mod:`allot.platform`.
+
+Tenants: each tenant cluster gets the host's ComputeDomain CRD (the driver's API as the
+host serves it); a tenant's domain, its status and its channel template are written in the
+tenant's cluster as the tenant's controller account (so its entitlement and quota judge the
+template, and a refusal is a ``FailedCreate`` Event on the domain), the template reaches
+the host through the sync like any other, and the daemons, node labels and claims are the
+host's. :class:`DomainLookup` finds a domain by UID in any cluster for the node agent, which
+prepares a channel only once its node's daemon is ready. Built by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from allot.api.documents import clone_document
 from allot.controllers.context import ControllerContext
+from allot.controllers.workloads import ClusterContexts, WorkloadKey
 from allot.driver import computedomain as cd
-from allot.registry.resources import ServedResource
+from allot.registry import HOST_CLUSTER
+from allot.registry.admission import AdmissionDenied
+from allot.registry.resources import ServedResource, lookup
 from allot.store import WatchEvent
 from allot.store.errors import AlreadyExists
 from allot.types import Obj
 
 MANAGER = "compute-domain-controller"
 CLAIMS = "resourceclaims.resource.k8s.io"
-WATCHED = frozenset({cd.RESOURCE, "pods", CLAIMS})
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+WATCHED = frozenset({cd.RESOURCE, "pods", CLAIMS, CRDS, "namespaces"})
+Origin = Callable[[Obj], tuple[str, str]]
+"""A host object -> the (cluster, namespace) it stands for: a tenant's twin's tenant and
+namespace, else the host's own."""
+
+
+def host_origin(obj: Obj) -> tuple[str, str]:
+    """:data:`Origin` where there are no tenants."""
+    return HOST_CLUSTER, str(obj["metadata"].get("namespace") or "")
 
 
 class DomainLookup:
-    """The cluster's ComputeDomains (none while their CRD is not installed)."""
+    """The ComputeDomains of every cluster (none where their CRD is not installed)."""
 
     def __init__(self, context: ControllerContext) -> None:
         self.context = context
 
-    def resource(self) -> ServedResource | None:
-        return self.context.custom(cd.GROUP, cd.VERSION, cd.PLURAL)
+    def in_cluster(self, cluster: str) -> list[Obj]:
+        resource = served(cluster)
+        return self.context.store.scan(cluster, resource.store) if resource is not None else []
 
-    def all(self) -> list[Obj]:
-        resource = self.resource()
-        return self.context.scan_custom(resource) if resource is not None else []
+    def all(self) -> list[tuple[str, Obj]]:
+        return [
+            (cluster, domain)
+            for cluster in self.context.store.clusters()
+            for domain in self.in_cluster(cluster)
+        ]
 
-    def by_uid(self, uid: str) -> Obj | None:
-        return next((d for d in self.all() if d["metadata"].get("uid") == uid), None)
+    def by_uid(self, uid: str) -> tuple[str, Obj] | None:
+        return next(((c, d) for c, d in self.all() if d["metadata"].get("uid") == uid), None)
+
+    def channel_refusal(self, claim: Obj, node: str, origin: Origin) -> str | None:
+        """The plugin's refusal of the claim's channel on ``node`` (None: it prepares)."""
+        uids = cd.channel_domains(claim)
+        if not uids:
+            return None
+        found = self.by_uid(uids[0]) if uids[0] else None
+        labels = (self.context.peek("Node", "", node) or {}).get("metadata", {}).get("labels")
+        same = found is not None and origin(claim) == (
+            found[0],
+            str(found[1]["metadata"].get("namespace") or ""),
+        )
+        return cd.channel_refusal(
+            claim,
+            node,
+            (labels or {}).get(cd.DOMAIN_LABEL),
+            found[1] if found else None,
+            same,
+        )
+
+
+def served(cluster: str) -> ServedResource | None:
+    """The ComputeDomain resource of ``cluster``, once its CRD is installed there."""
+    return lookup(cd.GROUP, cd.VERSION, cd.PLURAL, cluster)
 
 
 class ComputeDomainController:
     name = "compute-domain-controller"
     watches = WATCHED
 
-    def __init__(self, context: ControllerContext) -> None:
-        self.context = context
-        self.domains = DomainLookup(context)
+    def __init__(self, contexts: ClusterContexts) -> None:
+        """``contexts``: the host's and each tenant's (a tenant's domain, its status and
+        its channel template are written as the tenant's controller account)."""
+        self.contexts = contexts
+        self.host = contexts.host
+        self.domains = DomainLookup(self.host)
 
+    # ------------------------------------------------------------------ events
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        if event.cluster != self.context.cluster:
+        if not self.contexts.serves(event.cluster):
             return []
+        metadata = event.object["metadata"]
         if event.resource == cd.RESOURCE:
-            metadata = event.object["metadata"]
-            return [(metadata.get("namespace", ""), metadata["name"])]
+            return [WorkloadKey(event.cluster, metadata.get("namespace", ""), metadata["name"])]
+        if event.resource in (CRDS, "namespaces"):
+            return self._crd_keys(event)
+        if event.cluster != HOST_CLUSTER:
+            return []
         if event.resource == "pods":
-            uid = ((event.object["metadata"].get("labels")) or {}).get(cd.DOMAIN_LABEL)
+            uid = (metadata.get("labels") or {}).get(cd.DOMAIN_LABEL)
             return self._keys([uid] if uid else [])
         return self._keys(cd.config_domains(event.object))
 
-    def _keys(self, uids: list[str]) -> list[Hashable]:
-        if not uids:
+    def _crd_keys(self, event: WatchEvent) -> list[Hashable]:
+        """The host's CRD installed: every tenant gets it; a new tenant namespace: its
+        cluster may need it."""
+        if event.resource == CRDS:
+            if event.cluster != HOST_CLUSTER or event.object["metadata"]["name"] != cd.RESOURCE:
+                return []
+            return [("crd", c) for c in self.host.store.clusters() if c != HOST_CLUSTER]
+        if event.cluster == HOST_CLUSTER or event.type == "DELETED":
             return []
+        return [("crd", event.cluster)]
+
+    def _keys(self, uids: list[str]) -> list[Hashable]:
         wanted = set(uids)
         return [
-            (d["metadata"].get("namespace", ""), d["metadata"]["name"])
-            for d in self.domains.all()
+            WorkloadKey(cluster, d["metadata"].get("namespace", ""), d["metadata"]["name"])
+            for cluster, d in self.domains.all()
             if d["metadata"].get("uid") in wanted
         ]
 
     def initial_keys(self) -> list[Hashable]:
-        return [
-            (d["metadata"].get("namespace", ""), d["metadata"]["name"]) for d in self.domains.all()
-        ]
+        keys: list[Hashable] = [("crd", c) for c in self.host.store.clusters() if c != HOST_CLUSTER]
+        keys += self._keys([str(d["metadata"].get("uid")) for _, d in self.domains.all()])
+        return keys
 
+    # --------------------------------------------------------------- reconcile
     def reconcile(self, key: Hashable) -> None:
-        assert isinstance(key, tuple)
-        namespace, name = key
-        resource = self.domains.resource()
+        if isinstance(key, tuple) and len(key) == 2 and key[0] == "crd":
+            self._install_crd(str(key[1]))
+            return
+        assert isinstance(key, WorkloadKey)
+        resource = served(key.cluster)
+        if resource is None or not self.contexts.serves(key.cluster):
+            return
+        context = self.contexts(key.cluster)
         found = next(
             (
                 d
-                for d in self.domains.all()
-                if d["metadata"].get("namespace") == namespace and d["metadata"]["name"] == name
+                for d in self.domains.in_cluster(key.cluster)
+                if d["metadata"].get("namespace") == key.namespace
+                and d["metadata"]["name"] == key.name
             ),
             None,
         )
-        if resource is None or found is None:
+        if found is None:
             return
         domain = clone_document(found)
         if domain["metadata"].get("deletionTimestamp"):
-            self._tear_down(resource, domain)
+            self._tear_down(context, resource, domain)
             return
         if cd.FINALIZER not in (domain["metadata"].get("finalizers") or []):
             domain["metadata"]["finalizers"] = [
                 *(domain["metadata"].get("finalizers") or []),
                 cd.FINALIZER,
             ]
-            domain = self.context.update_custom(resource, domain, MANAGER)
-        for kind, document in (
-            ("ResourceClaimTemplate", cd.daemon_template(domain)),
-            ("DaemonSet", cd.daemon_set(domain)),
-            ("ResourceClaimTemplate", cd.channel_template(domain)),
-        ):
-            self._ensure(kind, document)
+            domain = context.update_custom(resource, domain, MANAGER)
+        self._ensure(self.host, "ResourceClaimTemplate", cd.daemon_template(domain))
+        self._ensure(self.host, "DaemonSet", cd.daemon_set(domain))
+        channel = cd.channel_template(domain)
+        try:
+            self._ensure(context, "ResourceClaimTemplate", channel)
+        except AdmissionDenied as denied:  # the tenant's entitlement or quota, say
+            where = f"{channel['metadata']['namespace']}/{channel['metadata']['name']}"
+            message = f"error creating ResourceClaimTemplate '{where}': {denied}"
+            context.event(domain, "Warning", "FailedCreate", message, MANAGER)
         self._label_nodes(str(domain["metadata"]["uid"]))
-        self._write_status(resource, domain)
+        self._write_status(context, resource, domain)
 
-    def _ensure(self, kind: str, document: Obj) -> None:
+    def _install_crd(self, cluster: str) -> None:
+        """A tenant cluster sees the driver's API as the host serves it: the CRD, copied
+        into the tenant's cluster once the host has it."""
+        if served(HOST_CLUSTER) is None or served(cluster) is not None:
+            return
+        if not self.contexts.serves(cluster):
+            return
+        tenant = ControllerContext(cluster, self.host.store, self.host.handlers, self.host.clock)
+        self._ensure(tenant, "CustomResourceDefinition", cd.crd())
+
+    @staticmethod
+    def _ensure(context: ControllerContext, kind: str, document: Obj) -> None:
         metadata = document["metadata"]
-        if self.context.peek(kind, metadata["namespace"], metadata["name"]) is not None:
+        if context.peek(kind, metadata.get("namespace", ""), metadata["name"]) is not None:
             return
         try:
-            self.context.create(kind, document, MANAGER)
+            context.create(kind, document, MANAGER)
         except AlreadyExists:
             return
 
@@ -128,7 +212,7 @@ class ComputeDomainController:
         """The nodes where a channel claim of the domain is allocated now."""
         return {
             node
-            for claim in self.context.scan("ResourceClaim")
+            for claim in self.host.scan("ResourceClaim")
             if uid in cd.channel_domains(claim)
             for node in cd.channel_nodes(claim)
         }
@@ -137,7 +221,7 @@ class ComputeDomainController:
         """The domain's label on its channels' nodes (a node labelled for another domain
         keeps that label: its channel's prepare is refused), and off every other node."""
         nodes = self._channel_nodes(uid) if wanted is None else wanted
-        for node in self.context.scan("Node"):
+        for node in self.host.scan("Node"):
             labels = node["metadata"].get("labels") or {}
             name = node["metadata"]["name"]
             current = labels.get(cd.DOMAIN_LABEL)
@@ -147,7 +231,7 @@ class ComputeDomainController:
                 self._set_label(name, None)
 
     def _set_label(self, name: str, uid: str | None) -> None:
-        node = self.context.get("Node", "", name)
+        node = self.host.get("Node", "", name)
         if node is None:
             return
         labels = node["metadata"].setdefault("labels", {})
@@ -155,18 +239,19 @@ class ComputeDomainController:
             labels.pop(cd.DOMAIN_LABEL, None)
         else:
             labels[cd.DOMAIN_LABEL] = uid
-        self.context.update("Node", node, MANAGER)
+        self.host.update("Node", node, MANAGER)
 
-    def _write_status(self, resource: ServedResource, domain: Obj) -> None:
+    def _write_status(
+        self, context: ControllerContext, resource: ServedResource, domain: Obj
+    ) -> None:
         uid = str(domain["metadata"]["uid"])
         daemons = [
             p
-            for p in self.context.scan_namespace("Pod", cd.DRIVER_NAMESPACE)
+            for p in self.host.scan_namespace("Pod", cd.DRIVER_NAMESPACE)
             if (p["metadata"].get("labels") or {}).get(cd.DOMAIN_LABEL) == uid
         ]
         labels = {
-            n["metadata"]["name"]: n["metadata"].get("labels") or {}
-            for n in self.context.scan("Node")
+            n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in self.host.scan("Node")
         }
         nodes = cd.status_nodes(daemons, labels)
         status: Obj = {"status": cd.global_status(domain, nodes)}
@@ -174,29 +259,28 @@ class ComputeDomainController:
             status["nodes"] = nodes
         if domain.get("status") == status:
             return
-        self.context.update_custom(resource, {**domain, "status": status}, MANAGER, "status")
+        context.update_custom(resource, {**domain, "status": status}, MANAGER, "status")
 
-    def _tear_down(self, resource: ServedResource, domain: Obj) -> None:
+    def _tear_down(self, context: ControllerContext, resource: ServedResource, domain: Obj) -> None:
         """Delete the domain's objects (their finalizers first), its node labels, then
         its own finalizer."""
-        for kind, document in (
-            ("ResourceClaimTemplate", cd.channel_template(domain)),
-            ("DaemonSet", cd.daemon_set(domain)),
-            ("ResourceClaimTemplate", cd.daemon_template(domain)),
-        ):
-            self._remove(kind, document["metadata"]["namespace"], document["metadata"]["name"])
+        self._remove(context, "ResourceClaimTemplate", cd.channel_template(domain))
+        self._remove(self.host, "DaemonSet", cd.daemon_set(domain))
+        self._remove(self.host, "ResourceClaimTemplate", cd.daemon_template(domain))
         self._label_nodes(str(domain["metadata"]["uid"]), set())
         finalizers = domain["metadata"].get("finalizers") or []
         if cd.FINALIZER in finalizers:
             domain["metadata"]["finalizers"] = [f for f in finalizers if f != cd.FINALIZER]
-            self.context.update_custom(resource, domain, MANAGER)
+            context.update_custom(resource, domain, MANAGER)
 
-    def _remove(self, kind: str, namespace: str, name: str) -> None:
-        current = self.context.get(kind, namespace, name)
+    @staticmethod
+    def _remove(context: ControllerContext, kind: str, document: Obj) -> None:
+        namespace, name = document["metadata"]["namespace"], document["metadata"]["name"]
+        current = context.get(kind, namespace, name)
         if current is None:
             return
         finalizers = current["metadata"].get("finalizers") or []
         if cd.FINALIZER in finalizers:
             current["metadata"]["finalizers"] = [f for f in finalizers if f != cd.FINALIZER]
-            self.context.update(kind, current, MANAGER)
-        self.context.delete(kind, namespace, name)
+            context.update(kind, current, MANAGER)
+        context.delete(kind, namespace, name)

@@ -17,7 +17,7 @@ from allot.api.documents import clone_document
 from allot.registry.admission import CONTROLLER_USER
 from allot.registry.handlers import Handlers, WriteOptions
 from allot.registry.requests import Target
-from allot.registry.resources import ServedResource, by_kind, lookup
+from allot.registry.resources import ServedResource, by_kind
 from allot.store import Store
 from allot.store.errors import AlreadyExists, NamespaceTerminating, NotFound
 from allot.types import Obj, rfc3339
@@ -76,14 +76,6 @@ class ControllerContext:
             self.cluster, by_kind(kind).store, namespace, shared=True
         )
         return items
-
-    def custom(self, group: str, version: str, plural: str) -> ServedResource | None:
-        """A custom resource this cluster serves now (its CRD installed), else None."""
-        return lookup(group, version, plural, self.cluster)
-
-    def scan_custom(self, resource: ServedResource) -> list[Obj]:
-        """:meth:`scan` of a custom resource: read the objects, never modify them."""
-        return self.store.scan(self.cluster, resource.store)
 
     def update_custom(
         self, resource: ServedResource, obj: Obj, manager: str, subresource: str = ""

@@ -49,7 +49,7 @@ from pathlib import Path
 from allot.api import claims as claims_api
 from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
-from allot.controllers.computedomains import DomainLookup
+from allot.controllers.computedomains import DomainLookup, Origin, host_origin
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.localstorage import EVICTED
@@ -136,8 +136,12 @@ class NodeAgent:
         preparer: DevicePreparer,
         runtime: Runtime,
         driver_gates: Mapping[str, bool] | None = None,
+        domain_origin: Origin = host_origin,
     ) -> None:
+        """``domain_origin``: the cluster and namespace a claim stands for (a tenant's
+        twin: the tenant's), to match a ComputeDomain channel with its domain."""
         self.context = context
+        self.domain_origin = domain_origin
         self.preparer = preparer
         self.runtime = runtime
         self.driver_gates = dict(driver_gates or {})
@@ -165,12 +169,12 @@ class NodeAgent:
         )
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.resource == computedomain.RESOURCE:  # a daemon may be ready now (any cluster)
+            return [("pod", namespace, name) for namespace, name in sorted(self._domain_waiting)]
         if event.cluster != self.context.cluster:
             return []
         if event.resource == SLICES:  # a twin shown again: its refused pods try again
             return [("pod", namespace, name) for namespace, name in sorted(self._twin_refused)]
-        if event.resource == computedomain.RESOURCE:  # a daemon may be ready now
-            return [("pod", namespace, name) for namespace, name in sorted(self._domain_waiting)]
         if event.resource in SOURCES:
             namespace = event.object["metadata"].get("namespace", "")
             return [("pod", namespace, name) for name in sorted(self._waiting.get(namespace, ()))]
@@ -405,16 +409,7 @@ class NodeAgent:
     def _check_channel(self, claim: Obj, node: str, pod: tuple[str, str]) -> None:
         """A ComputeDomain channel: refused in the plugin's words until the domain lists
         the node's daemon as ready (the pod tries again when a domain changes)."""
-        uids = computedomain.channel_domains(claim)
-        if not uids:
-            return
-        labels = (self.context.peek("Node", "", node) or {}).get("metadata", {}).get("labels")
-        refusal = computedomain.channel_refusal(
-            claim,
-            node,
-            (labels or {}).get(computedomain.DOMAIN_LABEL),
-            self.domains.by_uid(uids[0]) if uids[0] else None,
-        )
+        refusal = self.domains.channel_refusal(claim, node, self.domain_origin)
         if refusal is not None:
             self._domain_waiting.add(pod)
             raise _prepare_failed(claim, refusal)

@@ -371,11 +371,12 @@ def channel_nodes(claim: Obj) -> list[str]:
 
 
 def channel_refusal(
-    claim: Obj, node: str, node_domain: str | None, domain: Obj | None
+    claim: Obj, node: str, node_domain: str | None, domain: Obj | None, same_namespace: bool
 ) -> str | None:
     """Why the plugin does not prepare the claim's channel on ``node`` yet (its words,
     without the kubelet's prefix), or None when it does; ``node_domain`` is the node's
-    ``resource.nvidia.com/computeDomain`` label."""
+    ``resource.nvidia.com/computeDomain`` label, ``same_namespace`` whether the claim is
+    of the domain's namespace (a tenant's claim twin: of its tenant namespace)."""
     domain_id = next(iter(channel_domains(claim)), None)
     if domain_id is None:
         return None
@@ -383,7 +384,7 @@ def channel_refusal(
         return "error validating config: domainID cannot be empty"
     if domain is None:
         return f"error asserting ComputeDomain's namespace: ComputeDomain not found: {domain_id}"
-    if domain["metadata"].get("namespace") != claim["metadata"].get("namespace"):
+    if not same_namespace:
         return (
             "error asserting ComputeDomain's namespace: the ResourceClaim's namespace is "
             "different than the ComputeDomain's namespace"
