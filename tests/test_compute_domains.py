@@ -23,7 +23,7 @@ TABLE = yaml.safe_load(
     (Path(__file__).parent / "scenarios" / "compute-domains.yaml").read_text(encoding="utf-8")
 )
 CLIQUES = {"nvl-0": "c.1", "nvl-1": "c.1", "other-0": "c.2", "plain-0": None}
-DOMAIN = {
+DOMAIN: dict[str, Any] = {
     "apiVersion": cd.API_VERSION,
     "kind": cd.KIND,
     "metadata": {"name": "train", "namespace": "default", "uid": "uid-1"},

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +31,13 @@ from allot.driver import computedomain as cd
 from tests.conftest import EXAMPLES, load_yaml_documents
 from tests.e2e.conftest import Cluster, KubectlUser, running_platform
 from tests.e2e.tenancy import Tenancy
+from tests.e2e.test_driver_passthrough_health import _wait
 
 pytestmark = pytest.mark.slow
 EXAMPLE_FLEET = EXAMPLES / "fleets" / "nvlink-cliques.yaml"
 FLEET = yaml.safe_load(EXAMPLE_FLEET.read_text(encoding="utf-8"))
 CLIQUE = FLEET["pools"][1]["clique"]
 DOMAIN, WORKLOAD = load_yaml_documents(EXAMPLES / "workloads" / "compute-domain.yaml")
-
-
-def _wait(what: str, check: Callable[[], Any], seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 def _running(cluster: Cluster, selector: str, namespace: str = "default") -> list[Any]:
