@@ -139,3 +139,30 @@ def test_the_scheduler_keeps_a_domain_in_one_clique_one_pod_per_node() -> None:
         assert moved["spec"].get("nodeName") == "cpu-pool-0"  # m1's node, free again
 
     _run(scenario)
+
+
+def test_a_pod_waiting_for_its_affinity_is_placed_once_a_matching_pod_is() -> None:
+    async def scenario(api: Platform) -> None:
+        host, _ = _contexts(api)
+        _label(host, "cpu-pool-0", "cluster-1.7")
+        follower = _member("follower")
+        follower["metadata"]["labels"] = {"role": "follower"}  # does not match its own terms
+        del follower["spec"]["affinity"]["podAntiAffinity"]
+        host.create("Pod", follower, "test")
+        await settle(api)
+        waiting = host.get("Pod", "default", "follower")
+        assert waiting is not None
+        assert not waiting["spec"].get("nodeName")
+        message = _events(host, "default", "follower")["FailedScheduling"]["message"]
+        assert message.startswith(
+            "0/3 nodes are available: 3 node(s) didn't match pod affinity rules."
+        )
+        leader = _member("leader")
+        leader["spec"]["nodeName"] = "cpu-pool-0"  # bound by hand: only a pod event follows
+        host.create("Pod", leader, "test")
+        await settle(api)
+        placed = host.get("Pod", "default", "follower")
+        assert placed is not None
+        assert placed["spec"].get("nodeName") == "cpu-pool-0"
+
+    _run(scenario)

@@ -191,6 +191,8 @@ class Scheduler:
             return self._unpark()
         if not (event.object.get("spec") or {}).get("nodeName"):
             return [key]
+        if not self.affinity_parked or not _affinity_change(event):
+            return []
         woken: list[Hashable] = list(self.affinity_parked)  # an assigned pod may match them
         self.parked.difference_update(self.affinity_parked)
         self.affinity_parked.clear()
@@ -624,6 +626,18 @@ class Scheduler:
         self.context.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
         for line in explain() if explain is not None else []:
             self.context.event(pod, "Warning", CANNOT_ALLOCATE_REASON, line, MANAGER)
+
+
+def _affinity_change(event: WatchEvent) -> bool:
+    """Whether an assigned pod's event may change what pod affinity finds (upstream's
+    InterPodAffinity queueing hint): it was just bound, its labels changed, or it ended."""
+    before = event.previous
+    if before is None or not podaffinity.assigned(before):
+        return True
+    labels = (event.object.get("metadata") or {}).get("labels")
+    return labels != (before.get("metadata") or {}).get("labels") or not podaffinity.assigned(
+        event.object
+    )
 
 
 def _then(
