@@ -4,7 +4,9 @@ The table ``tests/scenarios/pod-affinity.yaml`` gives nodes, the pods on them an
 incoming pod, each node's reason in upstream's words; the filter alone must give exactly
 those. Then through the platform's scheduler: pods with affinity to their own clique
 (``nvidia.com/gpu.clique``) and anti-affinity to each other's host fill the clique's two
-nodes, never the clique-less one, and a third waits with kube-scheduler's message.
+nodes, never the clique-less one, and a third waits with kube-scheduler's message; a pod
+waiting for its affinity is placed once a matching pod is. The table's ``validation`` rows:
+pod terms refused as kube-apiserver refuses them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from allot.api import core_v1 as corev1
 from allot.controllers import podaffinity
 from allot.controllers.context import ControllerContext
 from allot.platform import Platform
+from allot.validation.core import validate_pod
 from tests.queueing_platform import settle
 from tests.test_tenant_views import _contexts, _events, _run
 
@@ -166,3 +169,16 @@ def test_a_pod_waiting_for_its_affinity_is_placed_once_a_matching_pod_is() -> No
         assert placed["spec"].get("nodeName") == "cpu-pool-0"
 
     _run(scenario)
+
+
+@pytest.mark.parametrize(
+    "case", SCENARIO["validation"], ids=[c["name"] for c in SCENARIO["validation"]]
+)
+def test_pod_affinity_terms_are_validated_as_kube_apiserver_does(case: dict[str, Any]) -> None:
+    pod = corev1.Pod.model_validate(
+        {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "affinity": case["affinity"]},
+        }
+    )
+    assert [str(e) for e in validate_pod(pod)] == case["errors"]
