@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +33,24 @@ from allot.driver import computedomain as cd
 from tests.conftest import EXAMPLES, load_yaml_documents
 from tests.e2e.conftest import Cluster, KubectlUser, running_platform
 from tests.e2e.tenancy import Tenancy
-from tests.e2e.test_driver_passthrough_health import _wait
 
 pytestmark = pytest.mark.slow
 EXAMPLE_FLEET = EXAMPLES / "fleets" / "nvlink-cliques.yaml"
 FLEET = yaml.safe_load(EXAMPLE_FLEET.read_text(encoding="utf-8"))
 CLIQUE = FLEET["pools"][1]["clique"]
 DOMAIN, WORKLOAD = load_yaml_documents(EXAMPLES / "workloads" / "compute-domain.yaml")
+
+
+def _wait(what: str, check: Callable[[], Any], seconds: float = 30) -> Any:
+    """``check()``'s first truthy value, asked every 0.2 s (main's e2e helpers have
+    ``wait_until`` for this once merged)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _running(cluster: Cluster, selector: str, namespace: str = "default") -> list[Any]:

@@ -62,8 +62,9 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
-from allot.driver import computedomain, passthrough
+from allot.driver import passthrough
 from allot.driver.catalog import created_mig_uuid
+from allot.driver.computedomain import RESOURCE as COMPUTE_DOMAINS
 from allot.driver.configs import DRIVER, DriverConfigError, configs_for_results
 from allot.driver.gates import PASSTHROUGH, enabled
 from allot.store import WatchEvent
@@ -127,7 +128,7 @@ class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
-    watches = frozenset({"pods", SLICES, computedomain.RESOURCE, *SOURCES})
+    watches = frozenset({"pods", SLICES, COMPUTE_DOMAINS, *SOURCES})
     """The resources keys_for answers for."""
 
     def __init__(
@@ -169,7 +170,7 @@ class NodeAgent:
         )
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        if event.resource == computedomain.RESOURCE:  # a daemon may be ready now (any cluster)
+        if event.resource == COMPUTE_DOMAINS:  # a daemon may be ready now (any cluster)
             return [("pod", namespace, name) for namespace, name in sorted(self._domain_waiting)]
         if event.cluster != self.context.cluster:
             return []
@@ -246,9 +247,9 @@ class NodeAgent:
         )
         try:
             for claim in claims:
+                self._check_channel(claim, node, (namespace, name))
                 self._check_twins(claim, published, (namespace, name))
                 self._check_configs(claim, published)
-                self._check_channel(claim, node, (namespace, name))
         except PrepareError as err:
             self.context.event(
                 pod,

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from allot.driver.fleet import CLIQUE_LABEL
 from allot.driver.slices import driver_slice
 from allot.types import Obj
 
@@ -46,7 +47,6 @@ RESOURCE = f"{PLURAL}.{GROUP}"
 """The custom resource's name in watch events."""
 DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
 """Where the chart runs the driver, and the controller puts each domain's daemon objects."""
-CLIQUE_LABEL = "nvidia.com/gpu.clique"
 DOMAIN_LABEL = "resource.nvidia.com/computeDomain"
 FINALIZER = DOMAIN_LABEL
 TARGET_LABEL = "resource.nvidia.com/computeDomainTarget"

@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allot.driver import catalog, nvml
-from allot.driver.computedomain import CLIQUE_LABEL
 from allot.driver.gpus import GpuInfo
 
 POOL_KEYS = {"name", "nodes", "gpu", "gpusPerNode", "mig", "labels", "taints", "local", "clique"}
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+"""A node's NVLink clique, as GPU Feature Discovery labels it: <ClusterUUID>.<CliqueID>."""
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 MIG_KEYS = {"profile", "dynamic"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
