@@ -65,8 +65,7 @@ def validate_pod_spec(spec: corev1.PodSpec, path: Path) -> ErrorList:
         ]
     errors += _validate_scheduling_gates(spec.scheduling_gates or [], path.child("schedulingGates"))
     if spec.affinity is not None:
-        wire = spec.affinity.to_wire()
-        errors += validate_pod_affinities(wire, path.child("affinity"))
+        errors += validate_pod_affinities(spec.affinity.to_wire(), path.child("affinity"))
     return errors
 
 

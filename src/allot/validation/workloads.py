@@ -15,7 +15,7 @@ from allot.api.meta import LabelSelector, selector_matches
 from allot.validation import core, names
 from allot.validation import meta as metavalidation
 from allot.validation.field import ErrorList, Path, forbidden, invalid, not_supported, required
-from allot.validation.meta import validate_label_selector
+from allot.validation.meta import validate_label_selector as validate_label_selector
 from allot.validation.objects import default_pod_spec
 
 _PERCENT = re.compile(r"^[0-9]+%$")
