@@ -159,7 +159,9 @@ class Scheduler:
         ``PodsWithRequiredAntiAffinity``), kept from pod events: every pod is judged
         against them."""
         self.affinity_parked: set[tuple[str, str, str]] = set()
-        """Parked pods with required pod affinity terms (woken by assigned pods' events)."""
+        """Parked pods that pod affinity may be holding back (their own required terms, or
+        any assigned pod's anti-affinity): woken when an assigned pod is bound, relabelled
+        or ends."""
 
     # ------------------------------------------------------------------ events
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -295,7 +297,11 @@ class Scheduler:
     def _park(self, namespace: str, name: str, volumes: PodVolumes | None) -> None:
         self.parked.add(("pod", namespace, name))
         pod = self.context.peek("Pod", namespace, name)
-        if pod is not None and podaffinity.required_terms(pod, "podAffinity"):
+        if pod is not None and (
+            self._anti_affinity
+            or podaffinity.required_terms(pod, "podAffinity")
+            or podaffinity.required_terms(pod, "podAntiAffinity")
+        ):
             self.affinity_parked.add(("pod", namespace, name))
         if volumes is not None:
             self.volume_parked.add(("pod", namespace, name))
