@@ -15,7 +15,7 @@ import yaml
 
 from allot.api.apiextensions_v1 import CustomResourceDefinition
 from allot.driver import computedomain as cd
-from allot.driver.fleet import FleetError, expand, parse_fleet
+from allot.driver.fleet import CLIQUE_LABEL, FleetError, expand, parse_fleet
 from allot.validation.schema import validate_crd
 from tests.conftest import EXAMPLES, load_yaml_documents
 
@@ -61,7 +61,7 @@ def test_fleet_cliques(row: dict[str, Any]) -> None:
         return
     fleet = parse_fleet({"pools": row["pools"]})
     assert fleet.compute_domains is row["computeDomains"]
-    assert {n.name: n.labels.get(cd.CLIQUE_LABEL) for n in expand(fleet)} == row["cliques"]
+    assert {n.name: n.labels.get(CLIQUE_LABEL) for n in expand(fleet)} == row["cliques"]
 
 
 def _daemon(entry: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def _daemon(entry: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("row", TABLE["status"], ids=_ids(TABLE["status"]))
 def test_status_from_the_daemons(row: dict[str, Any]) -> None:
-    labels = {n: ({cd.CLIQUE_LABEL: c} if c else {}) for n, c in CLIQUES.items()}
+    labels = {n: ({CLIQUE_LABEL: c} if c else {}) for n, c in CLIQUES.items()}
     nodes = cd.status_nodes([_daemon(d) for d in row["daemons"]], labels)
     assert nodes == row["nodes"]
     domain = {**DOMAIN, "spec": {**DOMAIN["spec"], "numNodes": row["numNodes"]}}
