@@ -30,7 +30,7 @@ from allot.controllers.workloads import ClusterContexts, WorkloadKey
 from allot.driver import computedomain as cd
 from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied
-from allot.registry.resources import ServedResource, lookup
+from allot.registry.resources import ServedResource, custom_resource_clusters, lookup
 from allot.store import WatchEvent
 from allot.store.errors import AlreadyExists
 from allot.types import Obj
@@ -60,9 +60,11 @@ class DomainLookup:
         return self.context.store.scan(cluster, resource.store) if resource is not None else []
 
     def all(self) -> list[tuple[str, Obj]]:
+        """Every domain with its cluster: only the clusters that serve custom resources
+        are looked at (not a walk of the store)."""
         return [
             (cluster, domain)
-            for cluster in self.context.store.clusters()
+            for cluster in custom_resource_clusters()
             for domain in self.in_cluster(cluster)
         ]
 
@@ -133,6 +135,8 @@ class ComputeDomainController:
         return [("crd", event.cluster)]
 
     def _keys(self, uids: list[str]) -> list[Hashable]:
+        if not uids:
+            return []  # most pods and claims: no domain's
         wanted = set(uids)
         return [
             WorkloadKey(cluster, d["metadata"].get("namespace", ""), d["metadata"]["name"])
