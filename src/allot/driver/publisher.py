@@ -1,13 +1,15 @@
 """Publishing a fleet through the API, as the nodes' kubelets and the driver's plugins do.
 
+A fleet with NVLink cliques also gets the driver's ComputeDomain half
+(:mod:`allot.driver.computedomain`): the ComputeDomain CRD, the driver's namespace, the two
+ComputeDomain classes and, on every GPU node, the ``compute-domain.nvidia.com`` slice with
+``channel-0`` and ``daemon-0``.
+
 For each node of the fleet: the Node object (labels, taints, capacity, Ready), then the
 driver's ResourceSlices owned by that Node (so deleting the Node removes them, as the real
 driver's garbage collection does), and once per cluster the driver's DeviceClasses (the Helm
 chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
-``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate). A
-fleet with NVLink cliques also gets the ComputeDomain half (:mod:`allot.driver.computedomain`):
-the ComputeDomain CRD, the driver's namespace, the two ComputeDomain classes and, on every
-GPU node, the ``compute-domain.nvidia.com`` slice with ``channel-0`` and ``daemon-0``.
+``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate).
 Everything goes through :class:`allot.kube.client.Client`, so it works against the embedded
 platform and, for inspection, against any cluster. ``reconcile`` adds and removes nodes
 when a pool is scaled; ``taint`` writes the health check's device taints.
@@ -147,18 +149,9 @@ class Publisher:
     def ensure_classes(self, *, passthrough: bool = False, compute_domains: bool = False) -> None:
         """The chart's classes; with ``compute_domains`` also its CRD, the driver's
         namespace and the ComputeDomain classes."""
-        documents = device_classes(passthrough=passthrough)
-        if compute_domains:
-            namespace = {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": computedomain.DRIVER_NAMESPACE},
-            }
-            documents = [computedomain.crd(), namespace, *documents]
-            documents += computedomain.device_classes()
-        for document in documents:
+        for device_class in _chart_objects(passthrough, compute_domains):
             try:
-                self.client.create(document)
+                self.client.create(device_class)
             except KubeConflict:
                 continue
 
@@ -177,10 +170,10 @@ class Publisher:
         except KubeConflict:
             created = self.client.get("v1", "Node", spec.name)
         uid = created["metadata"]["uid"]
+        if spec.gpus and compute_domains:  # the plugin's ComputeDomain half, on GPU nodes
+            self._publish_compute_domain(spec.name, uid, report)
         if not spec.gpus:
             return  # the driver's kubelet plugin runs on GPU nodes only
-        if compute_domains:
-            self._publish_compute_domain(spec.name, uid, report)
         existing = self.client.list(
             "resource.k8s.io/v1",
             "ResourceSlice",
@@ -284,6 +277,20 @@ class Publisher:
             if progress is not None:
                 progress(done, len(wanted))
         return report
+
+
+def _chart_objects(passthrough: bool, compute_domains: bool) -> list[Obj]:
+    """What the chart installs once: its classes; with ``compute_domains`` first the
+    ComputeDomain CRD and the driver's namespace, and the two ComputeDomain classes."""
+    classes = device_classes(passthrough=passthrough)
+    if not compute_domains:
+        return classes
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": computedomain.DRIVER_NAMESPACE},
+    }
+    return [computedomain.crd(), namespace, *classes, *computedomain.device_classes()]
 
 
 def _device_names(slices: list[Obj]) -> set[str]:
