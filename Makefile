@@ -69,6 +69,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# bench.agreement and bench.sidebyside run real Kubernetes from `make kube`'s binaries (each
+# says so and skips without them): about 1 and 5 minutes on a 2-core machine (sidebyside prints
+# its progress: the full scheduler_perf DRA shape runs on both schedulers).
 bench: $(STAMP)
 	$(BIN)/python -m bench.selectors
 	$(BIN)/python -m bench.allocator
@@ -83,6 +86,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.doctor
 	$(BIN)/python -m bench.startup
 	$(BIN)/python -m bench.traces
+	$(BIN)/python -m bench.agreement
+	$(BIN)/python -m bench.sidebyside
 	$(BIN)/python -m bench.conformance || true  # the count is the figure; NEW lines say what to explain
 
 # The request corpus (tests/conformance) replayed on the embedded server and on real

@@ -6,7 +6,8 @@ directory of the other engine and ``allot tenant create`` on a real-engine direc
 refused before anything is written; the build says in one line that Go is missing, that
 the proxy does not serve a module, or that a build failed; Kueue and the PrometheusRule CRD
 are optional (one line, never a failed build). The tools modules require the versions the
-engine checks for.
+engine checks for. kube-scheduler and kube-controller-manager keep client-go's request
+rates unless a benchmark lifts them.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from allot.cli.main import main
-from allot.kubeengine import build
+from allot.kubeengine import build, components, pki
 from allot.kubeengine.binaries import (
     BIN_ENV,
     CACHE_ENV,
@@ -34,6 +36,7 @@ from allot.kubeengine.binaries import (
     prometheus_rule_crd,
 )
 from allot.registry.clusters import STORE_FILE
+from allot.registry.rbac.identity import cluster_admin
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "tools" / "kube"
@@ -312,6 +315,23 @@ def test_binaries_in_the_cache_at_the_right_version_are_kept(
     )
     assert {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()} == before
     assert subprocess.run([str(bin_dir / "kwok"), "--version"], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("lifted", [False, True])
+def test_client_rate_limits_are_kubernetes_defaults_unless_a_benchmark_lifts_them(
+    tmp_path: Path, lifted: bool
+) -> None:
+    layout = components.Layout(tmp_path)
+    keys = pki.ensure(layout.pki_dir)
+    ports = components.Ports(6443, 2379, 2380, 10257, 10259, 10247)
+    options = components.Options(unlimited_client_qps=lifted)
+    components.write_configs(layout, keys, ports, cluster_admin("host"), "token", options)
+    config = yaml.safe_load((layout.config / "kube-scheduler.yaml").read_text())
+    manager = components.controller_manager(layout, keys, ports, options)
+    limits = {"qps": 5000, "burst": 10000} if lifted else {}
+    assert {k: v for k, v in config["clientConnection"].items() if k != "kubeconfig"} == limits
+    flags = ["--kube-api-qps=5000", "--kube-api-burst=10000"] if lifted else []
+    assert [f for f in manager if f.startswith("--kube-api-")] == flags
 
 
 @needs_go

@@ -33,6 +33,7 @@ from allot.client.dispatch import Dispatcher
 from allot.controllers.claims import ClaimController
 from allot.controllers.clusterroleaggregation import MANAGER as AGGREGATION_MANAGER
 from allot.controllers.clusterroleaggregation import ClusterRoleAggregation
+from allot.controllers.computedomains import ComputeDomainController
 from allot.controllers.context import ControllerContext
 from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
@@ -190,8 +191,12 @@ def build(
                 DevicePreparer(data_dir / "cdi", sharing),
                 pods,
                 driver_gates,
+                names.origin_of,
             ),
             PodGarbageCollector(context),
+            ComputeDomainController(
+                ClusterContexts(context, "compute-domain-controller", directory.is_tenant)
+            ),
             EventRetention(context),
             ops.recorder,
             KubernetesService(

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from allot.cluster.kueue import KUEUE_API, KUEUE_KINDS
+from allot.cluster import kueue
 from allot.cluster.render import OUTPUT_ORDER
 from allot.kube.client import Client
 from allot.kube.errors import KubeConflict, KubeError, KubeNotFound
@@ -49,13 +49,15 @@ PRUNABLE = [
     ("v1", "ResourceQuota"),
     ("allot.dev/v1alpha1", "Tenant"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
-    *((KUEUE_API, kind) for kind in KUEUE_KINDS),
+    *((kueue.api_version(), kind) for kind in kueue.KUEUE_KINDS),
 ]
+"""What is pruned; Kueue's kinds in v1beta2, or v1beta1 where that is all the cluster
+serves (:func:`list_served`)."""
 CRD_API, CRD_KIND = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
 ESTABLISH_SECONDS = 60.0
 KUEUE_MISSING = (
-    "Kueue is not installed: the cluster does not serve {api}; install Kueue 0.14 or later "
-    "and apply again for fair sharing"
+    "Kueue is not installed: the cluster does not serve {api}; install Kueue {release} or "
+    "later and apply again for fair sharing"
 )
 
 
@@ -191,7 +193,7 @@ def _planned(
         live = client.get(obj["apiVersion"], obj["kind"], name, namespace or None)
     except KubeNotFound as err:
         if "does not serve" in str(err) or "no matches for kind" in str(err):
-            note = KUEUE_MISSING.format(api=KUEUE_API) if obj["kind"] in KUEUE_KINDS else str(err)
+            note = _not_served(obj, err)
             return Action("skip", obj["kind"], namespace, name, note=note)
         return Action("create", obj["kind"], namespace, name, diff=_diff({}, obj, name))
     action = Action("configure", obj["kind"], namespace, name)
@@ -218,7 +220,7 @@ def _stale(client: Client, objects: list[Obj]) -> list[Obj]:
     found = []
     for api_version, kind in PRUNABLE:
         try:
-            items = client.list(api_version, kind, label_selector=MANAGED_SELECTOR)
+            api_version, items = list_served(client, api_version, kind, selector=MANAGED_SELECTOR)
         except KubeNotFound:
             continue  # not served here: nothing of that kind to prune
         found += [
@@ -230,6 +232,28 @@ def _stale(client: Client, objects: list[Obj]) -> list[Obj]:
     except KubeNotFound:
         tenants = []  # no Tenant kind: no tenant outside the set either
     return prunable(found, objects, tenants)
+
+
+def list_served(
+    client: Client, api_version: str, kind: str, namespace: str | None = None, selector: str = ""
+) -> tuple[str, list[Obj]]:
+    """A kind's objects and the version they were listed in: a Kueue kind the cluster does
+    not serve in v1beta2 is listed in v1beta1 (Kueue 0.14; 0.16 and later warn on every
+    v1beta1 request). KubeNotFound where neither is served. Also for ``allot doctor``."""
+    try:
+        return api_version, client.list(api_version, kind, namespace, label_selector=selector)
+    except KubeNotFound:
+        if kind not in kueue.KUEUE_KINDS or api_version != kueue.api_version(kueue.V1BETA2):
+            raise
+    older = kueue.api_version(kueue.V1BETA1)
+    return older, client.list(older, kind, namespace, label_selector=selector)
+
+
+def _not_served(obj: Obj, err: KubeNotFound) -> str:
+    if obj["kind"] not in kueue.KUEUE_KINDS:
+        return str(err)
+    version = obj["apiVersion"].rpartition("/")[2]
+    return KUEUE_MISSING.format(api=obj["apiVersion"], release=kueue.FIRST_RELEASE[version])
 
 
 def prunable(managed: list[Obj], rendered: list[Obj], live_tenants: list[Obj]) -> list[Obj]:

@@ -32,7 +32,10 @@ controller which pods may still use their devices. A removed pod's logs and work
 directories go with it. With the driver's ``PassthroughSupport`` gate, preparing a GPU
 hides its VFIO twin (and the reverse) until unprepare (``allot.controllers.passthrough``); a
 pod allocated the hidden twin is refused as the driver refuses it and tried again when a
-slice changes. Built by ``allot.platform``.
+slice changes. A ComputeDomain channel (``compute-domain.nvidia.com``) is prepared only once
+its node's IMEX daemon is ready in the domain's status; until then the pod stays Pending
+with the plugin's refusal as its event, and tries again when a ComputeDomain changes.
+Built by ``allot.platform``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from allot import vendors
 from allot.api import claims as claims_api
 from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
+from allot.controllers.computedomains import DomainLookup, Origin, host_origin
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.localstorage import EVICTED
@@ -60,6 +64,7 @@ from allot.controllers.runtimes import (
     is_sidecar,
 )
 from allot.driver import passthrough, sharing
+from allot.driver.computedomain import RESOURCE as COMPUTE_DOMAINS
 from allot.driver.configs import DRIVER, DriverConfigError, configs_for_results
 from allot.driver.gates import PASSTHROUGH, enabled
 from allot.driver.sharingapplier import SharingApplier, SharingError
@@ -157,7 +162,8 @@ class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
-    watches = frozenset({"pods", SLICES, *SOURCES})  # the resources keys_for answers for
+    watches = frozenset({"pods", SLICES, COMPUTE_DOMAINS, *SOURCES})
+    """The resources keys_for answers for."""
 
     def __init__(
         self,
@@ -165,8 +171,12 @@ class NodeAgent:
         preparer: DevicePreparer,
         runtime: Runtime,
         driver_gates: Mapping[str, bool] | None = None,
+        domain_origin: Origin = host_origin,
     ) -> None:
+        """``domain_origin``: the cluster and namespace a claim stands for (a tenant's
+        twin: the tenant's), to match a ComputeDomain channel with its domain."""
         self.context = context
+        self.domain_origin = domain_origin
         self.preparer = preparer
         self.runtime = runtime
         self.driver_gates = dict(driver_gates or {})
@@ -176,6 +186,8 @@ class NodeAgent:
             else None
         )
         self._twin_refused: set[tuple[str, str]] = set()  # pods whose device a twin hid
+        self.domains = DomainLookup(context)
+        self._domain_waiting: set[tuple[str, str]] = set()  # pods whose channel waits
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
         self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
@@ -192,6 +204,8 @@ class NodeAgent:
         )
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.resource == COMPUTE_DOMAINS:  # a daemon may be ready now (any cluster)
+            return [("pod", namespace, name) for namespace, name in sorted(self._domain_waiting)]
         if event.cluster != self.context.cluster:
             return []
         if event.resource == SLICES:  # a twin shown again: its refused pods try again
@@ -241,6 +255,7 @@ class NodeAgent:
         assert isinstance(key, tuple)
         what, namespace, name = key
         self._twin_refused.discard((namespace, name))  # refused again below if still so
+        self._domain_waiting.discard((namespace, name))
         pod = self.context.get("Pod", namespace, name)
         if pod is not None and what == "stop":
             self._initializing.discard(str(pod["metadata"].get("uid")))
@@ -265,6 +280,7 @@ class NodeAgent:
         )
         try:
             for claim in claims:
+                self._check_channel(claim, node, (namespace, name))
                 self._check_twins(claim, published, (namespace, name))
             plans = {c["metadata"]["uid"]: self._sharing_of(c, published) for c in claims}
         except PrepareError as err:
@@ -434,6 +450,14 @@ class NodeAgent:
             return sharing.plan(uid, chosen, attributes, consumed, dynamic)
         except DriverConfigError as err:
             raise _prepare_failed(claim, str(err)) from None
+
+    def _check_channel(self, claim: Obj, node: str, pod: tuple[str, str]) -> None:
+        """A ComputeDomain channel: refused in the plugin's words until the domain lists
+        the node's daemon as ready (the pod tries again when a domain changes)."""
+        refusal = self.domains.channel_refusal(claim, node, self.domain_origin)
+        if refusal is not None:
+            self._domain_waiting.add(pod)
+            raise _prepare_failed(claim, refusal)
 
     def _check_twins(
         self,

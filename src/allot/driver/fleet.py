@@ -12,6 +12,10 @@ pools:
   mig: {profile: 1g.5gb}         # static MIG; or {dynamic: true} for DynamicMIG
   labels: {cloud.google.com/gke-nodepool: a100-mig-1g5gb-pool}
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+- name: gb200-rack-a             # multi-node NVLink: every node in one NVLink clique
+  nodes: 2
+  gpu: H200
+  clique: 2f6d0c0e-6a1b-4c9e-9d3a-5b7e1f0a9c21.1   # nvidia.com/gpu.clique, as GFD writes it
 - name: mi300x-cpx               # AMD (the AMD GPU DRA driver, gpu.amd.com): MI300X, MI250
   gpu: MI300X
   gpusPerNode: 8
@@ -26,12 +30,15 @@ Without a file, ``allot up`` uses seed 000's two GPU pools (one whole A100, one 
 into seven 1g.5gb slices), both tainted ``nvidia.com/gpu``, plus one untainted CPU node so
 that ordinary pods (``kubectl run x --image=busybox``) have somewhere to run. Errors name
 the pool and key. Pure apart from ``local`` pools, which
-ask NVML through :mod:`allot.driver.nvml`.
+ask NVML through :mod:`allot.driver.nvml`. A fleet with a ``clique`` pool is an MNNVL
+fleet: its GPU nodes also get the driver's ComputeDomain half
+(:mod:`allot.driver.computedomain`).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +59,11 @@ POOL_KEYS = {
     "labels",
     "taints",
     "local",
+    "clique",
 }
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+"""A node's NVLink clique, as GPU Feature Discovery labels it: <ClusterUUID>.<CliqueID>."""
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 MIG_KEYS = {"profile", "dynamic"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DRIVER_KEYS = {"version", "cudaVersion", "consumableShares"}
@@ -122,6 +133,7 @@ class Pool:
     taints: list[dict[str, str]] = field(default_factory=list)
     local: bool = False
     amd_profile: str | None = None  # an AMD pool's partitionProfile ("" if unpartitioned)
+    clique: str | None = None
 
     @property
     def shares_counters(self) -> bool:
@@ -136,6 +148,11 @@ class Fleet:
     cuda_version: str
     raw: dict[str, Any]
     consumable_shares: str = "disabled"
+
+    @property
+    def compute_domains(self) -> bool:
+        """Whether the fleet has NVLink cliques (so the ComputeDomain half is published)."""
+        return any(p.clique for p in self.pools)
 
     def pool(self, name: str) -> Pool:
         found = next((p for p in self.pools if p.name == name), None)
@@ -205,6 +222,7 @@ def _pool(index: int, raw: Any) -> Pool:
         local=local,
         labels={str(k): str(v) for k, v in (raw.get("labels") or {}).items()},
         taints=_taints(where, raw.get("taints") or []),
+        clique=_clique(where, raw.get("clique")),
     )
     if local:
         return pool
@@ -263,9 +281,22 @@ def _amd_pool(where: str, raw: dict[str, Any], pool: Pool, model: amd_catalog.Am
     return pool
 
 
+def _clique(where: str, clique: Any) -> str | None:
+    """A pool's NVLink clique: the ``nvidia.com/gpu.clique`` label's value."""
+    if clique is None:
+        return None
+    text = str(clique)
+    if not text or len(text) > 63 or not LABEL_VALUE.match(text):
+        raise FleetError(
+            f"{where}: 'clique' must be a label value (63 characters at most, alphanumerics, "
+            f"'-', '_' or '.'), as GPU Feature Discovery writes <ClusterUUID>.<CliqueID>"
+        )
+    return text
+
+
 def _cpu_pool(where: str, raw: dict[str, Any], pool: Pool) -> Pool:
     """A pool without GPUs: its nodes get no NVIDIA labels and the driver publishes nothing."""
-    extra = sorted({"gpusPerNode", "mig", "partition"} & set(raw))
+    extra = sorted({"gpusPerNode", "mig", "partition", "clique"} & set(raw))
     if extra:
         raise FleetError(f"{where}: {', '.join(extra)} needs 'gpu' (a pool without 'gpu' has none)")
     pool.gpus_per_node = 0
@@ -344,6 +375,8 @@ def expand(fleet: Fleet, local_gpus: Callable[[], list[GpuInfo]] | None = None) 
                 )
             if gpus:
                 labels["nvidia.com/gpu.present"] = "true"
+            if pool.clique:
+                labels[CLIQUE_LABEL] = pool.clique
             labels.update(pool.labels)
             nodes.append(
                 NodeSpec(

@@ -205,8 +205,12 @@ def dynamic_devices(gpu: GpuInfo) -> tuple[Obj, list[Obj]]:
     return counter_set, devices
 
 
-def _slice(node: str, node_uid: str, index: int, count: int, spec: Obj) -> Obj:
-    return node_slice(DRIVER, node, node_uid, f"{index:05d}-{DRIVER}-{node}-", count, spec)
+def driver_slice(
+    node: str, node_uid: str, index: int, count: int, spec: Obj, driver: str = DRIVER
+) -> Obj:
+    """A slice of ``driver``'s pool for ``node``, owned by the Node, named as the 1.36
+    libraries name them."""
+    return node_slice(driver, node, node_uid, f"{index:05d}-{driver}-{node}-", count, spec)
 
 
 def consumable_shares(device: Obj, option: str) -> Obj:
@@ -277,8 +281,8 @@ def _node_slices(
             else:
                 per_gpu.append([whole_gpu(gpu)])
         count = len(per_gpu) + 1
-        return [_slice(node, node_uid, 0, count, {"sharedCounters": counter_sets})] + [
-            _slice(node, node_uid, i + 1, count, {"devices": devices})
+        return [driver_slice(node, node_uid, 0, count, {"sharedCounters": counter_sets})] + [
+            driver_slice(node, node_uid, i + 1, count, {"devices": devices})
             for i, devices in enumerate(per_gpu)
         ]
     legacy: list[Obj] = []
@@ -287,4 +291,4 @@ def _node_slices(
         twin = vfio_device(gpu, index) if passthrough and not gpu.mig_instances else None
         if twin is not None:
             legacy.append(twin)
-    return [_slice(node, node_uid, 0, 1, {"devices": legacy})]
+    return [driver_slice(node, node_uid, 0, 1, {"devices": legacy})]
