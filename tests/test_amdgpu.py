@@ -145,6 +145,10 @@ def test_the_amd_class_serves_the_amd_extended_resource() -> None:
             "('mig': profiles 1g.18gb, ",
         ),
         ({"gpu": "MI300X", "partition": "cpx"}, "'partition' takes 'compute' (SPX, DPX"),
+        (
+            {"gpu": "MI250", "clique": "2f6d0c0e.1"},
+            "'clique' is an NVLink clique of NVIDIA GPUs (ComputeDomains); MI250 is an AMD GPU",
+        ),
         ({"gpu": "MI355X"}, "unknown gpu 'MI355X' (known: A100-SXM4-40GB, "),
         ({"partition": {"compute": "CPX"}}, "partition needs 'gpu'"),
     ],

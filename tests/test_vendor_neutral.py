@@ -124,3 +124,13 @@ def test_a_passthrough_device_is_no_cuda_device() -> None:
     }
     assert vendors.container_environment([vfio]) == {"NVIDIA_VISIBLE_DEVICES": "void"}
     assert vendors.container_environment([]) == {}
+
+
+def test_a_compute_domain_channel_and_daemon_are_no_gpus() -> None:
+    facts = vendors.facts_for("compute-domain.nvidia.com")
+    assert facts.kind("channel") == facts.kind("daemon") == "other"
+    assert facts not in vendors.gpu_drivers()
+    assert vendors.class_types()["compute-domain-daemon.nvidia.com"] == (
+        "compute-domain.nvidia.com",
+        "daemon",
+    )

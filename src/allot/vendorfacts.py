@@ -37,6 +37,7 @@ class DriverFacts:
     vendor: str  # the vendor's name, as its own documents write it
     whole_types: frozenset[str] = frozenset()
     partition_types: frozenset[str] = frozenset()
+    other_types: frozenset[str] = frozenset()  # devices that are no GPU (a channel, a daemon)
     partition_word: str = ""  # what the vendor calls its partitions (a prefix: "X partitions")
     profile_attribute: str = ""  # names a partition's profile
     parent: Callable[[str, Mapping[str, str]], str] = lambda name, attributes: ""
@@ -54,7 +55,11 @@ class DriverFacts:
         """``whole``, ``partition``, ``other`` (not a GPU: a channel, a daemon)."""
         if device_type in self.partition_types:
             return "partition"
-        if device_type in self.whole_types or not (self.whole_types or self.partition_types):
+        if device_type in self.other_types:
+            return "other"
+        if device_type in self.whole_types or not (
+            self.whole_types or self.partition_types or self.other_types
+        ):
             return "whole"
         return "other"
 

@@ -267,6 +267,11 @@ def _amd_pool(where: str, raw: dict[str, Any], pool: Pool, model: amd_catalog.Am
             f"{where}: MIG is NVIDIA's; {model.key} is an AMD GPU: {model.makes()} "
             "(use 'partition: {compute: CPX, memory: NPS4}')"
         )
+    if "clique" in raw:
+        raise FleetError(
+            f"{where}: 'clique' is an NVLink clique of NVIDIA GPUs (ComputeDomains); "
+            f"{model.key} is an AMD GPU, which the AMD driver publishes without one"
+        )
     partition = raw.get("partition")
     if partition is None:
         pool.amd_profile = ""

@@ -6,15 +6,17 @@ PassthroughSupport) and MIG devices (``type`` ``mig``, their ``profile`` attribu
 claim's transient CDI spec ``k8s.gpu.nvidia.com-claim_<uid>``; allot's simulated runtime
 lists them with ``nvidia-smi -L`` and names their UUIDs in ``CUDA_VISIBLE_DEVICES`` and
 ``NVIDIA_VISIBLE_DEVICES`` (the conformance ledger says how that differs from the real
-driver). A DynamicMIG device gets its UUID when prepare creates it. Read by
-:mod:`allot.vendors`; everything vendor-specific stays in this package.
+driver). A DynamicMIG device gets its UUID when prepare creates it. Its
+ComputeDomain half, driver ``compute-domain.nvidia.com``, publishes a ``channel`` and a
+``daemon`` device per node, which are no GPUs. Read by :mod:`allot.vendors`; everything
+vendor-specific stays in this package.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from allot.driver import sharing
+from allot.driver import computedomain, sharing
 from allot.driver.catalog import created_mig_uuid
 from allot.driver.gates import CONSUMABLE_SHARES, DYNAMIC_MIG, HEALTH_CHECK, PASSTHROUGH
 from allot.driver.publisher import device_classes
@@ -98,4 +100,11 @@ GPU = DriverFacts(
     smi=SmiTool("nvidia-smi", _script, _listing, "nvidia-smi -L", _sharing),
     gates=GATES,
 )
-FACTS: tuple[DriverFacts, ...] = (GPU,)
+COMPUTE_DOMAIN = DriverFacts(
+    driver=computedomain.DRIVER,
+    vendor="NVIDIA",
+    other_types=frozenset({"channel", "daemon"}),
+    classes=tuple(computedomain.device_classes()),
+)
+"""The driver's ComputeDomain half: an IMEX channel and a daemon per node, no GPU."""
+FACTS: tuple[DriverFacts, ...] = (GPU, COMPUTE_DOMAIN)
