@@ -5,7 +5,6 @@ reading both alike: doctor, the capacity view, metrics, lint and the container's
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -25,21 +24,18 @@ from allot.driver.nodeslices import fleet_classes, published_slices
 from allot.driver.publisher import device_classes, node_object
 from allot.lint.catalogue import CatalogueLinter
 from allot.ops import views
-from allot.ops.capacity import CapacityView, Snapshot
+from allot.ops.capacity import Snapshot
 from allot.ops.dashboard_html import gpu_tile
 from allot.ops.metrics import MetricSources, PlatformMetrics
-from allot.registry.resources import by_kind
 from allot.simulation.scenario import Step
-from allot.store import Store
 from tests.conftest import load_yaml_documents
-from tests.test_ops_capacity import simulation_of
+from tests.test_ops_capacity import simulation_of, snapshot_of
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = yaml.safe_load((REPO / "tests" / "scenarios" / "amd-gpus.yaml").read_text())
 FLEET = yaml.safe_load((REPO / SCENARIO["fleet"]).read_text())
 CATALOGUE = load_yaml_documents(REPO / SCENARIO["catalogue"])
 SAME_PARENT = f"{DRIVER}/parentDeviceID"
-NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
 
 def fleet_objects() -> list[dict[str, Any]]:
@@ -231,13 +227,7 @@ def test_doctor_counts_both_vendors_alike(
 
 @pytest.fixture
 def snapshot(objects: list[dict[str, Any]], tmp_path: Path) -> Snapshot:
-    store = Store(tmp_path / "capacity.db", durable=False)
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
-    store.create("host", by_kind("Namespace").store, namespace)
-    for obj in objects:
-        if obj["kind"] in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
-            store.create("host", by_kind(obj["kind"]).store, obj)
-    return CapacityView(store).snapshot(NOW)
+    return snapshot_of(objects, tmp_path)
 
 
 def test_metrics_and_the_gpu_tree_read_amd_partitions_as_partitions(snapshot: Snapshot) -> None:

@@ -103,6 +103,11 @@ def objects() -> list[dict[str, Any]]:
 
 @pytest.fixture
 def snapshot(objects: list[dict[str, Any]], tmp_path: Path) -> Snapshot:
+    return snapshot_of(objects, tmp_path)
+
+
+def snapshot_of(objects: list[dict[str, Any]], tmp_path: Path) -> Snapshot:
+    """The capacity snapshot of a store holding ``objects``' classes, slices and claims."""
     store = Store(tmp_path / "capacity.db", durable=False)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
     store.create("host", by_kind("Namespace").store, namespace)
