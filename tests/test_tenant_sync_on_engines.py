@@ -93,7 +93,10 @@ async def _converges(engine: Engine, tenant: Client) -> None:
     )
     assert [s["spec"]["nodeName"] for s in mirrored] == ["a100-whole-pool-0"]  # not the MIG one
     assert [d["name"] for d in mirrored[0]["spec"]["devices"]] == ["gpu-0"]
-    assert [c["metadata"]["name"] for c in tenant.list("DeviceClass")] == ["gpu.nvidia.com"]
+    classes = await engine.until(  # classes and slices are separate writes: wait for both
+        lambda: tenant.list("DeviceClass"), "the entitled classes mirrored into the tenant"
+    )
+    assert [c["metadata"]["name"] for c in classes] == ["gpu.nvidia.com"]
 
     tenant.create(gpu_claim("train"), field_manager=MANAGER)
     twin = await engine.until(lambda: _twin(engine, "train"), "the claim's host twin")

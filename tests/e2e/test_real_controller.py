@@ -4,7 +4,8 @@ The command runs as a user starts it (its own process, README's step 6) against 
 control plane of the ``real_kube`` fixture with seed 000's platform applied. Only what the
 controller is for is checked, not how it learns of changes (it is due to watch instead of
 polling): a claim unallocated past ``--alert-pending-after`` becomes a
-``ClaimPendingTooLong`` Event on the claim (``source.component: allot-controller``);
+``ClaimPendingTooLong`` Event on the claim (``source.component: allot-alerts``, as the
+alert manager writes it on the embedded platform);
 ``/metrics`` has the cluster's figures (devices per class and node, the claims per tenant
 and state, the alert firing); the audit file has kube-scheduler's allocation and its
 release, as ``allot audit`` prints them. Without ``make kube``'s binaries the module skips.
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from allot.apiserver.server import free_port
+from allot.ops.alerts import MANAGER as ALERTS
 from tests.realkube import (
     ALLOT,
     RealKube,
@@ -92,7 +94,7 @@ def test_a_claim_left_pending_raises_the_alert_as_an_event_and_in_the_metrics(
         return [
             e
             for e in events
-            if (e.get("source") or {}).get("component") == "allot-controller"
+            if (e.get("source") or {}).get("component") == ALERTS
             and e["involvedObject"]["name"] == "forgotten"
         ]
 
