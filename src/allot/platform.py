@@ -64,7 +64,7 @@ from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.volumes import PersistentVolumeController
 from allot.controllers.workloads import ClusterContexts
-from allot.dra import DraIndex
+from allot.dra import DraIndex, gpumemory
 from allot.driver import nvml
 from allot.driver.devicenodes import DeviceNodes
 from allot.ops.dashboard import dashboard_routes
@@ -315,11 +315,7 @@ def tenant_memory_limit(directory: TenantDirectory) -> Callable[[str], tuple[str
     def limit(namespace: str) -> tuple[str, Quantity] | None:
         tenant = names.tenant_of_namespace(namespace)
         entry = directory.get(tenant) if tenant else None
-        quota = entry.tenant.spec.quota if entry else None
-        if entry is None or quota is None or quota.gpu_memory is None:
-            return None
-        if entry.tenant.spec.sharing is not None:
-            return None
-        return f"tenant {entry.name!r}", quota.gpu_memory
+        most = gpumemory.tenant_limit(entry.tenant) if entry else None
+        return None if entry is None or most is None else (f"tenant {entry.name!r}", most)
 
     return limit

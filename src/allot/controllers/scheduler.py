@@ -61,11 +61,11 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
 from allot.api.errors import ClaimNotCreatedError
 from allot.api.podresources import container_requests
-from allot.api.quantity import NANO, Quantity, QuantityFormat
+from allot.api.quantity import NANO, Quantity
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodefit import NodeFilter
 from allot.controllers.volumefilter import PodVolumes
-from allot.dra import AllocatorFeed, DraIndex
+from allot.dra import AllocatorFeed, DraIndex, gpumemory
 from allot.registry.admission import AdmissionDenied
 from allot.store import WatchEvent
 from allot.types import Obj, rfc3339
@@ -471,20 +471,8 @@ class Scheduler:
         if limit is None:
             return ""
         owner, most = limit
-        memory = self.index.device_memory()
-        held = sum(
-            memory.get(device, 0)
-            for key, claim in self.index.claims.items()
-            if key.split("/", 1)[0] == namespace
-            for device in claim.devices
-        )
-        wanted = sum(memory.get(device, 0) for r in results for device in _in_use(r))
-        if Quantity.from_int(held + wanted).compare(most) <= 0:
-            return ""
-        return (
-            f"would exceed the GPU memory quota of {owner} ({_gib(held)} allocated + "
-            f"{_gib(wanted)} requested > {most})"
-        )
+        devices = [device for r in results for device in _in_use(r)]
+        return gpumemory.overrun(self.index, namespace, devices, owner, most)
 
     def _entitlement_refusal(self, claims: list[Obj]) -> str:
         """Every claim the pod uses, allocated or not, only through entitled classes."""
@@ -564,11 +552,6 @@ class Scheduler:
         self.context.event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
         for line in explain() if explain is not None else []:
             self.context.event(pod, "Warning", CANNOT_ALLOCATE_REASON, line, MANAGER)
-
-
-def _gib(value: int) -> str:
-    """Bytes as Kubernetes writes memory (``40Gi``, ``101120Mi``), not a bare byte count."""
-    return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
 
 
 def _in_use(result: resourceapi.AllocationResult) -> list[tuple[str, str, str]]:
