@@ -149,7 +149,7 @@ def build(
     registry.quota.pending = lambda cluster, namespace, creating: [
         (by_kind(kind), twin) for kind, twin in sync.pending_twins(cluster, namespace, creating)
     ]
-    queueing = QueueingController(context, directory, index)
+    queueing = QueueingController(clients(HOST_CLUSTER), clients, directory, index)
     ops = Operations(
         registry,
         context,
