@@ -24,9 +24,9 @@ from allot.cluster.controller import CacheReads, ChangeCounts
 from allot.cluster.crd import alert_crd, tenant_crd
 from allot.kube.client import Client as KubeClient
 from allot.kube.remote import RemoteClient
-from allot.ops.capacity import StoreReads
+from allot.ops.capacity import CapacityReads
 from allot.registry.clusters import Registry
-from allot.registry.inprocess import InProcessClient
+from allot.registry.inprocess import InProcessClient, StoreReads
 
 SERVER_FIELD_MANAGER = "test"
 
@@ -57,7 +57,7 @@ def set_allocated(client: Client, name: str, allocated: bool, namespace: str = "
 class Engine:
     name: str
     client: Client
-    reads: StoreReads
+    reads: CapacityReads
     """The store-like reads of the capacity view over this engine's cache."""
     _start: Callable[[], Any] = field(repr=False, default=lambda: None)
     _stop: Callable[[], Any] = field(repr=False, default=lambda: None)
@@ -110,7 +110,7 @@ def inprocess(root: Path) -> Iterator[Engine]:
         yield Engine(
             "inprocess",
             client,
-            registry.store,
+            StoreReads(registry.store),
             client.dispatcher.start,
             settle_then_stop,
             other_cluster,

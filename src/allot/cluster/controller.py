@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from allot.api.kinds import decode
 from allot.api.tenancy import Tenant, TenantSpec
@@ -82,16 +82,6 @@ RENDERED = ("configmaps", "resourcequotas", "namespaces")
 """Kinds of the rendered tenant objects whose edits :class:`TenantObjects` takes back."""
 
 
-class Collection(Protocol):
-    """What :class:`CacheReads` reads of the capacity view's resource."""
-
-    @property
-    def key(self) -> str: ...
-
-    @property
-    def kind(self) -> str: ...
-
-
 class ChangeCounts:
     """Changes per resource, counted as the caches change (what :class:`CacheReads`
     answers for ``changes``)."""
@@ -110,15 +100,13 @@ class CacheReads:
         self.client = client
         self.counts = counts
 
-    def changes(self, cluster: str, resource: Collection) -> int:
-        return self.counts.counts[resource.key]
+    def changes(self, kind: str) -> int:
+        return self.counts.counts[self.client.kind(kind).resource]
 
-    def list_objects(
-        self, cluster: str, resource: Collection, namespace: str | None = None, *, shared: bool
-    ) -> tuple[list[Obj], int]:
-        items = self.client.list(resource.kind, namespace)
+    def objects(self, kind: str) -> list[Obj]:
+        items = self.client.list(kind)
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-        return items, 0
+        return items
 
 
 class TenantObjects:
