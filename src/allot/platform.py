@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -33,6 +33,7 @@ from allot.client.dispatch import Dispatcher
 from allot.controllers.claims import ClaimController
 from allot.controllers.clusterroleaggregation import MANAGER as AGGREGATION_MANAGER
 from allot.controllers.clusterroleaggregation import ClusterRoleAggregation
+from allot.controllers.computedomains import ComputeDomainController
 from allot.controllers.context import ControllerContext
 from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
@@ -60,6 +61,7 @@ from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
 from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
 from allot.controllers.serviceaccounts import ServiceAccounts
+from allot.controllers.sharing import SharingApplier
 from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.volumes import PersistentVolumeController
@@ -125,7 +127,14 @@ def build(
     sandbox = Sandbox.find(hidden=[data_dir]) if runtime == "process" and sandboxed else None
     registry = Registry(data_dir, clock=clock) if clock else Registry(data_dir)
     server = ApiServer(registry)
-    pods = _runtime(registry, server, runtime, sandbox, job_seconds, pod_pids_limit)
+    device_nodes = DeviceNodes(mig_ids=nvml.mig_instance_ids) if runtime == "process" else None
+    pods = _runtime(registry, server, runtime, sandbox, job_seconds, pod_pids_limit, device_nodes)
+    sharing = SharingApplier(
+        data_dir / "mps",
+        (lambda uuid: uuid in device_nodes.gpus()) if device_nodes else lambda uuid: False,
+        sandbox.bwrap if sandbox else None,
+    )
+    server.shutdown_hooks.append(_released(sharing))
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
     dispatcher = Dispatcher()
     StoreSource(registry.store, dispatcher)  # committed writes, handed over after the commit
@@ -179,11 +188,15 @@ def build(
             scheduler,
             NodeAgent(
                 context,
-                DevicePreparer(data_dir / "cdi"),
+                DevicePreparer(data_dir / "cdi", sharing),
                 pods,
                 driver_gates,
+                names.origin_of,
             ),
             PodGarbageCollector(context),
+            ComputeDomainController(
+                ClusterContexts(context, "compute-domain-controller", directory.is_tenant)
+            ),
             EventRetention(context),
             ops.recorder,
             KubernetesService(
@@ -252,6 +265,7 @@ def _runtime(
     sandbox: Sandbox | None,
     job_seconds: float = DEFAULT_JOB_SECONDS,
     pod_pids_limit: int = DEFAULT_POD_PIDS,
+    device_nodes: DeviceNodes | None = None,
 ) -> Runtime:
     """How the node agent runs pods: simulated, or as (sandboxed) local processes."""
     logs = registry.logs_dir / HOST_CLUSTER
@@ -262,11 +276,20 @@ def _runtime(
         registry.data_dir / "pods" / HOST_CLUSTER,
         sandbox,
         tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
-        device_nodes=DeviceNodes(mig_ids=nvml.mig_instance_ids),
+        device_nodes=device_nodes,
         limits=ContainerLimits(pod_pids=pod_pids_limit),
     )
     server.shutdown_hooks.append(processes.stop_all)
     return processes
+
+
+def _released(sharing: SharingApplier) -> Callable[[], Awaitable[None]]:
+    """The shutdown hook that stops every MPS daemon the platform started."""
+
+    async def release() -> None:
+        await asyncio.to_thread(sharing.release_all)
+
+    return release
 
 
 def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operations) -> None:

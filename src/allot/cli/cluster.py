@@ -4,8 +4,11 @@
 ``allot-platform.yaml``) and writes the files described in :mod:`allot.cluster.render`,
 printing each path. ``allot apply --kubeconfig PATH [--context C] [--dry-run]`` renders the
 same objects and applies them (:mod:`allot.cluster.apply`), printing one line per object.
+Both render Kueue's objects in ``kueue.x-k8s.io/v1beta2`` unless ``--kueue-api v1beta1``
+asks for the version Kueue 0.14 serves (:mod:`allot.cluster.kueue`).
 Both print one ``Warning:`` line on stderr naming what the file asks that nothing rendered
-enforces on a real cluster (:func:`allot.cluster.render.unenforced_warning`).
+enforces on a real cluster (:func:`allot.cluster.render.unenforced_warning`); ``apply``
+also prints the API server's own warnings for each object, as kubectl does.
 ``allot controller`` runs the platform controllers against a cluster. ``allot doctor`` lives
 in :mod:`allot.cli.doctor`, so reading a dump does not import the Kubernetes client. Bad
 input is one clear line.
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from allot.cli.options import add_data_dir, add_kubeconfig
+from allot.cluster import kueue
 from allot.cluster.apply import ApplyError, Report, apply, check_cluster, plan
 from allot.cluster.render import (
     Platform,
@@ -40,9 +44,24 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("render", help="manifests for a real host cluster")
     parser.add_argument("-f", "--file", type=Path, default=DEFAULT_PLATFORM, help="platform file")
     parser.add_argument("--out", type=Path, default=Path("rendered"), help="output folder")
+    add_kueue_api(parser)
     parser.set_defaults(run=run_render)
     register_apply(subparsers)
     register_controller(subparsers)
+
+
+def add_kueue_api(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kueue-api",
+        choices=kueue.VERSIONS,
+        default=kueue.V1BETA2,
+        help=(
+            "version of Kueue's objects and Configuration: v1beta2 (default; Kueue "
+            f"{kueue.FIRST_RELEASE[kueue.V1BETA2]} and later, where it first appeared) or "
+            f"v1beta1 (for Kueue {kueue.FIRST_RELEASE[kueue.V1BETA1]}; deprecated from "
+            "0.16, which warns on every object)"
+        ),
+    )
 
 
 def load_platform(path: Path) -> Platform:
@@ -59,7 +78,7 @@ def load_platform(path: Path) -> Platform:
 def run_render(args: argparse.Namespace) -> int:
     try:
         platform = load_platform(args.file)
-        files = render(platform)
+        files = render(platform, kueue_api=args.kueue_api)
     except PlatformFileError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -73,6 +92,7 @@ def register_apply(subparsers: Any) -> None:
     parser = subparsers.add_parser("apply", help="apply the rendered objects to a cluster")
     parser.add_argument("-f", "--file", type=Path, default=DEFAULT_PLATFORM, help="platform file")
     add_kubeconfig(parser)
+    add_kueue_api(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     parser.add_argument("--no-prune", action="store_true", help="keep objects no longer rendered")
     parser.add_argument(
@@ -93,15 +113,21 @@ def run_apply(args: argparse.Namespace) -> int:
     try:
         check_cluster(client)
         live_classes = client.list("resource.k8s.io/v1", "DeviceClass")
-        objects = objects_in_apply_order(render(platform, cluster_classes=live_classes))
+        rendered = render(platform, cluster_classes=live_classes, kueue_api=args.kueue_api)
+        objects = objects_in_apply_order(rendered)
         _warn_unenforced(platform)
         if args.dry_run:
             report = plan(client, objects, prune=not args.no_prune)
         else:
             report = apply(client, objects, prune=not args.no_prune, force=args.force_conflicts)
     except ApplyError as err:
-        _print_report(err.report, dry_run=False)
-        print(f"error: {err} (the objects above were applied; nothing after)", file=sys.stderr)
+        _print_report(err.report, dry_run=args.dry_run)
+        done = (
+            "a dry run: nothing was changed"
+            if args.dry_run
+            else "the objects above were applied; nothing after"
+        )
+        print(f"error: {err} ({done})", file=sys.stderr)
         return 1
     except PlatformFileError as err:  # a Tenant sharing a class the cluster lacks
         print(f"error: {err}", file=sys.stderr)
@@ -125,6 +151,8 @@ def _warn_unenforced(platform: Platform) -> None:
 def _print_report(report: Report, *, dry_run: bool) -> None:
     for action in report.actions:
         changes = action.verb in ("create", "configure", "prune")
+        for warning in action.warnings:  # the API server's, as kubectl prints them
+            print(f"Warning: {warning}", file=sys.stderr)
         print(action.line() + (" (dry run)" if dry_run and changes else ""))
         if dry_run and action.diff:
             print(action.diff)

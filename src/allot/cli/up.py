@@ -32,7 +32,13 @@ from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
 from allot.driver.files import data_dir_driver_gates, data_dir_fleet, save_driver_gates, save_fleet
 from allot.driver.fleet import Fleet, FleetError
-from allot.driver.gates import PASSTHROUGH, check_fleet_gates, check_gates, enabled
+from allot.driver.gates import (
+    PASSTHROUGH,
+    check_fleet_gates,
+    check_gates,
+    check_shares_option,
+    enabled,
+)
 from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
@@ -260,6 +266,7 @@ def run_up(args: argparse.Namespace) -> int:
             raise ValueError("--unsandboxed applies to --runtime process only")
         fleet = data_dir_fleet(args.data_dir, args.fleet)
         check_fleet_gates(fleet, gates)
+        check_shares_option(fleet.consumable_shares, gates)  # the plugin refuses to start so
         args.driver_gates = gates
         if args.engine == KUBERNETES:
             from allot.cli.kubeup import check_options

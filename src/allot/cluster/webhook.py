@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from allot.api.tenancy import Tenant
 from allot.client.protocol import Client
 from allot.dra import gpumemory
-from allot.dra.index import DeviceKey, DraIndex
+from allot.dra.index import DraIndex
 from allot.tenancy import entitlement, names
 from allot.types import Obj
 
@@ -59,7 +59,7 @@ class GpuMemoryQuota:
     def __init__(self, client: Client, index: DraIndex) -> None:
         self.client = client
         self.index = index
-        self._admitted: dict[str, tuple[list[DeviceKey], float]] = {}
+        self._admitted: dict[str, tuple[Obj, float]] = {}
 
     def judge(self, request: Obj) -> str:
         """Why the status update ``request`` (an AdmissionReview's) must be refused, or ""."""
@@ -76,18 +76,17 @@ class GpuMemoryQuota:
         if most is None:
             return ""
         key = f"{namespace}/{metadata.get('name', '')}"
-        devices = _devices(allocation)
         problem = gpumemory.overrun(
             self.index,
             namespace,
-            devices,
+            [allocation],
             f"tenant {tenant!r}",
             most,
             besides=key,
             also=self._pending(namespace, key),
         )
         if not problem:
-            self._admitted[key] = (devices, time.monotonic())
+            self._admitted[key] = (allocation, time.monotonic())
         return problem
 
     def _limit(self, tenant: str) -> Any:
@@ -100,16 +99,16 @@ class GpuMemoryQuota:
             LOG.warning("tenant %s: not judged, its spec does not decode: %s", tenant, err)
             return None
 
-    def _pending(self, namespace: str, besides: str) -> list[DeviceKey]:
-        """Devices of allocations admitted here that the cache does not show yet."""
+    def _pending(self, namespace: str, besides: str) -> list[Obj]:
+        """Allocations admitted here that the cache does not show yet."""
         now = time.monotonic()
-        found: list[DeviceKey] = []
-        for key, (devices, when) in list(self._admitted.items()):
+        found: list[Obj] = []
+        for key, (allocation, when) in list(self._admitted.items()):
             shown = self.index.claims.get(key)
-            if now - when > HELD_SECONDS or (shown is not None and shown.devices):
+            if now - when > HELD_SECONDS or (shown is not None and shown.allocation):
                 del self._admitted[key]
             elif key != besides and key.split("/", 1)[0] == namespace:
-                found.extend(devices)
+                found.append(allocation)
         return found
 
     def review(self, body: Obj) -> Obj:
@@ -126,16 +125,6 @@ class GpuMemoryQuota:
             "kind": "AdmissionReview",
             "response": response,
         }
-
-
-def _devices(allocation: Obj) -> list[DeviceKey]:
-    """The devices an allocation holds (adminAccess results hold none)."""
-    results = (allocation.get("devices") or {}).get("results") or []
-    return [
-        (str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")))
-        for r in results
-        if not r.get("adminAccess")
-    ]
 
 
 @dataclass(frozen=True)

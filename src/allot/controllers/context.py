@@ -80,6 +80,16 @@ class ControllerContext:
         )
         return items
 
+    def update_custom(
+        self, resource: ServedResource, obj: Obj, manager: str, subresource: str = ""
+    ) -> Obj:
+        """Update a custom object (``subresource``: ``status``) through the handlers."""
+        metadata = obj["metadata"]
+        target = Target(resource, metadata.get("namespace"), metadata.get("name"), subresource)
+        return clone_document(
+            self.handlers.update(self.cluster, target, obj, self._options(manager)).object
+        )
+
     def _target(self, kind: str, obj: Obj, subresource: str = "") -> Target:
         resource = by_kind(kind)
         metadata = obj["metadata"]

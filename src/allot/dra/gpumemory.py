@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from allot.api.claims import held_memory
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.api.tenancy import Tenant
-from allot.dra.index import DeviceKey, DraIndex
+from allot.dra.index import DraIndex
+from allot.types import Obj
 
 
 def tenant_limit(tenant: Tenant) -> Quantity | None:
@@ -28,26 +30,27 @@ def tenant_limit(tenant: Tenant) -> Quantity | None:
 def overrun(
     index: DraIndex,
     namespace: str,
-    devices: Iterable[DeviceKey],
+    allocations: Iterable[Obj],
     owner: str,
     most: Quantity,
     *,
     besides: str = "",
-    also: Iterable[DeviceKey] = (),
+    also: Iterable[Obj] = (),
 ) -> str:
-    """Why allocating ``devices`` in ``namespace`` would exceed ``most`` (the quota of
-    ``owner``), or "" when it would not. ``besides``: a claim (``namespace/name``) whose
-    own allocation is not counted as held (the one being allocated); ``also``: devices
-    held that the index does not show yet."""
+    """Why ``allocations`` (``status.allocation``-shaped results) in ``namespace`` would
+    exceed ``most`` (the quota of ``owner``), or "" when they would not. Memory as
+    :func:`allot.api.claims.held_memory` counts it (a device shared by capacity: what the
+    result consumed). ``besides``: a claim (``namespace/name``) whose own allocation is not
+    counted as held (the one being allocated); ``also``: allocations held that the index
+    does not show yet."""
     memory = index.device_memory()
     held = sum(
-        memory.get(device, 0)
+        sum(held_memory(claim.allocation, memory).values())
         for key, claim in index.claims.items()
         if key.split("/", 1)[0] == namespace and key != besides
-        for device in claim.devices
     )
-    held += sum(memory.get(device, 0) for device in also)
-    wanted = sum(memory.get(device, 0) for device in devices)
+    held += sum(sum(held_memory(a, memory).values()) for a in also)
+    wanted = sum(sum(held_memory(a, memory).values()) for a in allocations)
     if Quantity.from_int(held + wanted).compare(most) <= 0:
         return ""
     return (

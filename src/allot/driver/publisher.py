@@ -1,5 +1,10 @@
 """Publishing a fleet through the API, as the nodes' kubelets and the driver's plugins do.
 
+A fleet with NVLink cliques also gets the driver's ComputeDomain half
+(:mod:`allot.driver.computedomain`): the ComputeDomain CRD, the driver's namespace, the two
+ComputeDomain classes and, on every GPU node, the ``compute-domain.nvidia.com`` slice with
+``channel-0`` and ``daemon-0``.
+
 For each node of the fleet: the Node object (labels, taints, capacity, Ready), then the
 driver's ResourceSlices owned by that Node (so deleting the Node removes them, as the real
 driver's garbage collection does), and once per cluster the driver's DeviceClasses (the Helm
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from allot.client.errors import AlreadyExists, NotFound, status
 from allot.client.protocol import Client
+from allot.driver import computedomain
 from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.health import HealthEvent, taint_for, tainted
 from allot.driver.slices import DRIVER, node_slices
@@ -146,15 +152,22 @@ class Publisher:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    def ensure_classes(self, *, passthrough: bool = False) -> None:
-        for device_class in device_classes(passthrough=passthrough):
+    def ensure_classes(self, *, passthrough: bool = False, compute_domains: bool = False) -> None:
+        """The chart's classes; with ``compute_domains`` also its CRD, the driver's
+        namespace and the ComputeDomain classes."""
+        for device_class in _chart_objects(passthrough, compute_domains):
             try:
                 self.client.create(device_class, field_manager=MANAGER)
             except AlreadyExists:
                 continue
 
     def publish_node(
-        self, spec: NodeSpec, report: PublishReport, *, passthrough: bool = False
+        self,
+        spec: NodeSpec,
+        report: PublishReport,
+        *,
+        passthrough: bool = False,
+        compute_domains: bool = False,
     ) -> None:
         node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
@@ -165,13 +178,20 @@ class Publisher:
         if created is None:
             raise NotFound(status(404, "NotFound", f'nodes "{spec.name}" not found'))
         uid = created["metadata"]["uid"]
+        if spec.gpus and compute_domains:  # the plugin's ComputeDomain half, on GPU nodes
+            self._publish_compute_domain(spec.name, uid, report)
         if not spec.gpus:
             return  # the driver's kubelet plugin runs on GPU nodes only
         existing = self.client.list(
             "ResourceSlice", field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}"
         )
         wanted = node_slices(
-            spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig, passthrough=passthrough
+            spec.name,
+            uid,
+            spec.gpus,
+            dynamic_mig=spec.dynamic_mig,
+            passthrough=passthrough,
+            shares=spec.shares,
         )
         if existing and _device_names(existing) == _device_names(wanted):
             # the plugin republishes only when devices change; they do not here
@@ -184,6 +204,21 @@ class Publisher:
             self.client.create(document, field_manager=MANAGER)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
+
+    def _publish_compute_domain(self, node: str, uid: str, report: PublishReport) -> None:
+        """The ComputeDomain plugin's slice for ``node``, unless it is published already."""
+        existing = self.client.list(
+            "ResourceSlice",
+            field_selector=f"spec.nodeName={node},spec.driver={computedomain.DRIVER}",
+        )
+        if existing:
+            report.slices_kept += len(existing)
+            report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
+            return
+        for document in computedomain.node_slices(node, uid):
+            self.client.create(document, field_manager=MANAGER)
+            report.slices += 1
+            report.devices += len(document["spec"]["devices"])
 
     def taint(self, node: str, event: HealthEvent, skipped: frozenset[int]) -> Obj | None:
         """Write the driver's taint for ``event`` into the node's slices (gate
@@ -234,7 +269,7 @@ class Publisher:
         """Make the cluster's nodes and slices match the fleet; ``progress(done, total)``
         is told after each node."""
         report = PublishReport()
-        self.ensure_classes(passthrough=passthrough)
+        self.ensure_classes(passthrough=passthrough, compute_domains=fleet.compute_domains)
         wanted = expand(fleet)
         wanted_names = {spec.name for spec in wanted}
         for node in self.client.list("Node", label_selector="allot.dev/pool"):
@@ -246,10 +281,26 @@ class Publisher:
                 except NotFound:
                     continue
         for done, spec in enumerate(wanted, start=1):
-            self.publish_node(spec, report, passthrough=passthrough)
+            self.publish_node(
+                spec, report, passthrough=passthrough, compute_domains=fleet.compute_domains
+            )
             if progress is not None:
                 progress(done, len(wanted))
         return report
+
+
+def _chart_objects(passthrough: bool, compute_domains: bool) -> list[Obj]:
+    """What the chart installs once: its classes; with ``compute_domains`` first the
+    ComputeDomain CRD and the driver's namespace, and the two ComputeDomain classes."""
+    classes = device_classes(passthrough=passthrough)
+    if not compute_domains:
+        return classes
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": computedomain.DRIVER_NAMESPACE},
+    }
+    return [computedomain.crd(), namespace, *classes, *computedomain.device_classes()]
 
 
 def _device_names(slices: list[Obj]) -> set[str]:

@@ -124,13 +124,17 @@ class Client:
             return False
         return True
 
-    def apply(self, obj: Obj, field_manager: str, *, force: bool = False) -> Obj:
-        """Server-side apply of ``obj`` (``application/apply-patch+yaml``)."""
+    def apply(
+        self, obj: Obj, field_manager: str, *, force: bool = False, dry_run: bool = False
+    ) -> Obj:
+        """Server-side apply of ``obj`` (``application/apply-patch+yaml``); with
+        ``dry_run``, the object the server would store, nothing written (``dryRun=All``)."""
         metadata = obj["metadata"]
         path = self._path(
             obj["apiVersion"], obj["kind"], metadata.get("namespace"), metadata["name"]
         )
         query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
+        query += [("dryRun", "All")] if dry_run else []
         result: Obj = self._call(
             "PATCH", path, json.dumps(obj), query=query, content_type="application/apply-patch+yaml"
         )

@@ -180,7 +180,9 @@ def _run_components(
     apiserver = run("kube-apiserver", components.apiserver(layout, keys, ports))
     readyz = partial(_healthy, ports.apiserver, "/readyz", ca, token)
     supervisor.wait_until(apiserver, readyz, APISERVER_SECONDS, every=0.25)
-    manager = run("kube-controller-manager", components.controller_manager(layout, keys, ports))
+    manager = run(
+        "kube-controller-manager", components.controller_manager(layout, keys, ports, options)
+    )
     scheduler = run("kube-scheduler", components.scheduler(layout, keys, ports))
     kwok = run("kwok", components.kwok(layout, ports))
     for component, port, tls in (

@@ -247,7 +247,7 @@ class AuditRecorder:
             pool=device[1],
             device=device[2],
             device_class=claims.request_class(claim, request),
-            memory=self._memory_of(device),
+            memory=self._memory_of(claim, device),
             tenant_namespace=self._tenant_namespace(claim),
         )
 
@@ -301,11 +301,13 @@ class AuditRecorder:
             return annotations.get(names.NAME_ANNOTATION, pod["metadata"]["name"]), node
         return "", _selected_node(claim)
 
-    def _memory_of(self, device: tuple[str, str, str]) -> int:
-        """A device's ``memory`` capacity, from the DRA index."""
+    def _memory_of(self, claim: Obj, device: tuple[str, str, str]) -> int:
+        """The GPU memory the claim holds of a device (its ``memory`` capacity from the
+        DRA index, or the share it consumed of a device shared by capacity)."""
         if self._own_index:
             self.index.refresh(slices=self.context.list("ResourceSlice"))
-        return self.index.device_memory().get(device, 0)
+        allocation = (claim.get("status") or {}).get("allocation")
+        return claims.held_memory(allocation, self.index.device_memory()).get(device, 0)
 
 
 def _selected_node(claim: Obj) -> str:

@@ -204,6 +204,8 @@ class ClaimInfo:
     consumers: list[str] = field(default_factory=list)
     uid: str = ""
     device_classes: dict[DeviceKey, str] = field(default_factory=dict)  # by the request
+    # the GPU memory it holds per device: what it consumed of a device shared by capacity
+    memory: dict[DeviceKey, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -300,9 +302,11 @@ class Snapshot:
         return rows
 
     def tenant_memory(self) -> Counter[str]:
+        """GPU memory held per tenant: whole devices, and the shares claims consumed of
+        devices shared by capacity (each claim's share once)."""
         held: Counter[str] = Counter()
-        for key, claim in self.allocated.items():
-            held[claim.tenant] += self.devices[key].memory if key in self.devices else 0
+        for claim in self.claims:
+            held[claim.tenant] += sum(claim.memory.values())
         return held
 
     def pending(self) -> list[ClaimInfo]:
@@ -419,7 +423,8 @@ class CapacityView:
         known = self._known_holdings
         if known is not None and known.key == key and known.fleet is self._known_fleet:
             return known
-        claims = [self._claim(c) for c in self._list("ResourceClaim")]
+        memory = self.index.device_memory()
+        claims = [self._claim(c, memory) for c in self._list("ResourceClaim")]
         allocated = {device: claim for claim in claims for device in claim.devices}
         used: Counter[tuple[str, str, str, str]] = Counter()
         for device_key in allocated:
@@ -554,7 +559,7 @@ class CapacityView:
         return SliceSummary(devices, counters, totals, physical)
 
     # ----------------------------------------------------------------- claims
-    def _claim(self, claim: Obj) -> ClaimInfo:
+    def _claim(self, claim: Obj, memory: Mapping[DeviceKey, int]) -> ClaimInfo:
         metadata = claim["metadata"]
         namespace = metadata.get("namespace", "")
         tenant = names.tenant_of_namespace(namespace) or ""
@@ -586,6 +591,7 @@ class CapacityView:
                 for r in results
                 if not r.get("adminAccess")
             },
+            claims.held_memory(status.get("allocation"), memory),
         )
 
 
