@@ -66,6 +66,9 @@ class Engine:
     )
     """A second cluster of this engine by name, its changes on this client's dispatcher
     (in process: another cluster of the registry; remote: another API server)."""
+    patience: float = 10.0
+    """How long :meth:`until` waits by default (a real control plane on a loaded machine
+    takes longer)."""
 
     async def start(self) -> None:
         """Start watching (the remote informers list the kinds informed so far)."""
@@ -78,9 +81,10 @@ class Engine:
         if asyncio.iscoroutine(stopped):
             await stopped
 
-    async def until(self, check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+    async def until(self, check: Callable[[], Any], what: str, timeout: float | None = None) -> Any:
         """Poll ``check`` on the loop until it is truthy; its value."""
         loop = asyncio.get_running_loop()
+        timeout = self.patience if timeout is None else timeout
         deadline = loop.time() + timeout
         while loop.time() < deadline:
             found = check()
@@ -209,7 +213,8 @@ def real(root: Path) -> Iterator[Engine]:
             for each in (*others, client):
                 await each.stop()
 
-        yield Engine("real", client, CacheReads(client, counts), start, stop, other_cluster)
+        reads = CacheReads(client, counts)
+        yield Engine("real", client, reads, start, stop, other_cluster, patience=60.0)
 
 
 ENGINES: dict[str, Callable[[Path], AbstractContextManager[Engine]]] = {

@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from allot.cluster.crd import tenant_crd
 from allot.cluster.webhook import NAME, WebhookSettings
 from allot.kube.remote import RemoteClient
 from allot.tenancy import entitlement, names
+from tests.e2e.conftest import wait_until
 from tests.e2e.test_driver_passthrough_health import claim_and_pod
 from tests.realkube import RealKube, needs_real_kube, running_real_kube
 
@@ -32,16 +32,6 @@ FLEET = {"pools": [{"name": "h100", "nodes": 1, "gpu": "H100-80GB-HBM3", "gpusPe
 TENANT = "research"
 MANAGER = "test"
 ENTITLED = {"matchLabels": {"allot.dev/test-class": "gpu"}}
-
-
-def _wait(what: str, check: Callable[[], Any], seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"{what} did not happen within {seconds}s")
 
 
 def _tenant(gpu_memory: str) -> dict[str, Any]:
@@ -64,7 +54,7 @@ def _running(controller: ClusterController) -> Iterator[None]:
 
     thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
     thread.start()
-    _wait("the controller leading", lambda: controller.running is not None)
+    wait_until(lambda: controller.running is not None, "the controller leading", 60)
     try:
         yield
     finally:
@@ -80,7 +70,7 @@ def kube(tmp_path: Path) -> Iterator[RealKube]:
         try:
             client = RemoteClient(api)
             client.create(tenant_crd(), field_manager=MANAGER)
-            _wait("the Tenant kind served", lambda: _lists(client, "Tenant"))
+            wait_until(lambda: _lists(client, "Tenant"), "the Tenant kind served", 60)
             labels = {"metadata": {"labels": ENTITLED["matchLabels"]}}
             client.patch("DeviceClass", "", "gpu.nvidia.com", labels, field_manager=MANAGER)
             client.create(_tenant("100Gi"), field_manager=MANAGER)
@@ -121,14 +111,16 @@ def test_an_allocation_over_the_tenants_gpu_memory_is_refused(kube: RealKube) ->
     tenant_ns = names.host_namespace(TENANT)
     _wait_for_service_account(kube, tenant_ns)
     _apply_in(kube, tenant_ns, claim_and_pod("first", "gpu.nvidia.com"))
-    first = _wait(
-        "the first claim allocated (80Gi of 100Gi)",
+    first = wait_until(
         lambda: (_claim_in(kube, tenant_ns, "first").get("status") or {}).get("allocation"),
+        "the first claim allocated (80Gi of 100Gi)",
+        60,
     )
     assert first["devices"]["results"][0]["device"] in ("gpu-0", "gpu-1")
 
     _apply_in(kube, tenant_ns, claim_and_pod("second", "gpu.nvidia.com"))
-    refusal = _wait("the second allocation refused", lambda: _failed_scheduling(kube, tenant_ns))
+    refused = "the second allocation refused"
+    refusal = wait_until(lambda: _failed_scheduling(kube, tenant_ns), refused, 60)
     assert refusal == (  # the H100's published memory is 81559Mi
         'running PreBind plugin "DynamicResources": add allocation and reservation to claim '
         f'{tenant_ns}/second: admission webhook "gpu-memory-quota.allot.dev" denied the '
@@ -141,9 +133,10 @@ def test_an_allocation_over_the_tenants_gpu_memory_is_refused(kube: RealKube) ->
 
     _wait_for_service_account(kube, "default")
     _apply_in(kube, "default", claim_and_pod("outside", "gpu.nvidia.com"))
-    outside = _wait(
-        "the free GPU allocated outside the tenant",
+    outside = wait_until(
         lambda: (_claim_in(kube, "default", "outside").get("status") or {}).get("allocation"),
+        "the free GPU allocated outside the tenant",
+        60,
     )
     assert outside["devices"]["results"][0]["device"] != first["devices"]["results"][0]["device"]
 
@@ -151,9 +144,10 @@ def test_an_allocation_over_the_tenants_gpu_memory_is_refused(kube: RealKube) ->
 def _wait_for_service_account(kube: RealKube, namespace: str) -> None:
     """Pods need the namespace's ``default`` ServiceAccount (kube-controller-manager's)."""
     command = ("get", "serviceaccount", "default", "-n", namespace)
-    _wait(
-        f"the default ServiceAccount of {namespace}",
+    wait_until(
         lambda: kube.kubectl(*command, check=False).returncode == 0,
+        f"the default ServiceAccount of {namespace}",
+        60,
     )
 
 
