@@ -8,6 +8,13 @@ takes the first that fits, exactly like ``allot simulate``. Claims use CEL selec
 20% carry a ``matchAttribute`` constraint. Reference (issue 3, Kubernetes' Go allocator on
 this machine, one core): about 5,400 claims/s at 10 nodes, 900 at 100, 490 at 1,000, and
 about 10 ms per node attempt with dynamic MIG at 100 nodes.
+
+Mixed vendors (issue 31): a 1,000-node fleet of whole H100s (gpu.nvidia.com), whole
+MI300Xs and MI300Xs in CPX/NPS4 (gpu.amd.com, 64 partitions a node), published by allot's
+own simulated drivers, with a third of the claims each: an NVIDIA GPU, an AMD GPU of at
+least 100Gi, two compute partitions of one parent (``matchAttribute`` on
+``gpu.amd.com/parentDeviceID``). Its claims/s are compared with the NVIDIA-only 1,000-node
+fleet of the same run.
 """
 
 from __future__ import annotations
@@ -21,9 +28,12 @@ from typing import Any
 import yaml
 
 from allot.allocator import AllocatedState, Allocator
+from allot.amdgpu.slices import device_classes as amd_classes
 from allot.api import core_v1 as corev1
 from allot.api import resource_v1 as resourceapi
 from allot.api.features import KUBERNETES_1_36
+from allot.driver.fleet import expand, parse_fleet
+from allot.driver.nodeslices import published_slices
 from allot.simulation.runner import Simulation
 from allot.simulation.scenario import Scenario, Step
 
@@ -164,13 +174,78 @@ def mig_claims(count: int) -> list[resourceapi.ResourceClaim]:
     ]
 
 
+MIXED_POOLS = (("h100", "H100-80GB-HBM3", None), ("mi300x", "MI300X", None),
+               ("mi300x-cpx", "MI300X", {"compute": "CPX", "memory": "NPS4"}))  # fmt: skip
+AMD_WHOLE = "device.driver == 'gpu.amd.com' && device.attributes['gpu.amd.com'].type == 'amdgpu'"
+AMD_CPX = (
+    "device.driver == 'gpu.amd.com' && device.attributes['gpu.amd.com'].type == 'amdgpu-partition'"
+)
+AMD_MEMORY = 'device.capacity["gpu.amd.com"].memory.compareTo(quantity("100Gi")) >= 0'
+
+
+def mixed_vendor_fleet(nodes: int) -> list[resourceapi.ResourceSlice]:
+    """``nodes`` nodes of 8 GPUs, pools of H100s, MI300Xs and CPX MI300Xs (2:1:1)."""
+    counts = (nodes // 2, nodes // 4, nodes - nodes // 2 - nodes // 4)
+    pools = []
+    for (name, gpu, partition), count in zip(MIXED_POOLS, counts, strict=True):
+        pool: dict[str, Any] = {"name": name, "nodes": count, "gpu": gpu, "gpusPerNode": 8}
+        if partition:
+            pool["partition"] = partition
+        pools.append(pool)
+    slices = []
+    for spec in expand(parse_fleet({"pools": pools})):
+        for index, document in enumerate(published_slices(spec, f"uid-{spec.name}")):
+            document["metadata"] = {"name": f"{spec.name}-{index}"}
+            slices.append(resourceapi.ResourceSlice.model_validate(document))
+    return slices
+
+
+def mixed_classes() -> list[resourceapi.DeviceClass]:
+    own = [
+        resourceapi.DeviceClass.model_validate(
+            {"metadata": {"name": name}, "spec": {"selectors": [{"cel": {"expression": e}}]}}
+        )
+        for name, e in (("amd-whole", AMD_WHOLE), ("amd-cpx", AMD_CPX))
+    ]
+    return [*_classes(), *own, *map(resourceapi.DeviceClass.model_validate, amd_classes())]
+
+
+def mixed_claims(count: int) -> list[resourceapi.ResourceClaim]:
+    claims = []
+    for index in range(count):
+        kind = index % 3
+        if kind == 0:
+            requests: list[Any] = [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+            ]
+        elif kind == 1:
+            selectors = [{"cel": {"expression": AMD_MEMORY}}]
+            requests = [
+                {"name": "gpu", "exactly": {"deviceClassName": "amd-whole", "selectors": selectors}}
+            ]
+        else:
+            requests = [{"name": n, "exactly": {"deviceClassName": "amd-cpx"}} for n in "ab"]
+        devices: dict[str, Any] = {"requests": requests}
+        if kind == 2:
+            devices["constraints"] = [{"matchAttribute": "gpu.amd.com/parentDeviceID"}]
+        claims.append(
+            resourceapi.ResourceClaim.model_validate(
+                {"metadata": {"name": f"mixed-{index}", "namespace": "bench"},
+                 "spec": {"devices": devices}}
+            )
+        )  # fmt: skip
+    return claims
+
+
 def place_all(
-    slices: list[resourceapi.ResourceSlice], claims: list[resourceapi.ResourceClaim]
+    slices: list[resourceapi.ResourceSlice],
+    claims: list[resourceapi.ResourceClaim],
+    classes: list[resourceapi.DeviceClass] | None = None,
 ) -> tuple[float, int, int]:
     """Place claims one by one; return (seconds, placed, node attempts)."""
     nodes = sorted({s.spec.node_name or "" for s in slices})
     node_objects = [corev1.Node.model_validate({"metadata": {"name": n}}) for n in nodes]
-    allocator = Allocator(slices, _classes())
+    allocator = Allocator(slices, classes or _classes())
     state = AllocatedState()
     placed = attempts = 0
     started = time.perf_counter()
@@ -221,6 +296,7 @@ def placement_figure() -> None:
 
 def main() -> None:
     rng = random.Random(3)
+    rates: dict[int, float] = {}
     print(
         f"allocator benchmark: {CLAIMS:,} claims placed one by one (first fitting node)", flush=True
     )
@@ -228,7 +304,7 @@ def main() -> None:
     for nodes in (10, 100, 1000):
         slices = whole_gpu_fleet(nodes, rng)
         seconds, placed, attempts = place_all(slices, gpu_claims(CLAIMS))
-        rate = CLAIMS / seconds
+        rate = rates[nodes] = CLAIMS / seconds
         reference = REFERENCE_CLAIMS_PER_SECOND[nodes]
         print(
             f"  {nodes:>5} nodes x 8 GPUs: {rate:8,.0f} claims/s, {seconds / CLAIMS * 1e3:6.2f} "
@@ -236,6 +312,17 @@ def main() -> None:
             f"{reference:,}/s -> ratio {rate / reference:.2f}",
             flush=True,
         )
+    slices = mixed_vendor_fleet(1000)
+    seconds, placed, attempts = place_all(slices, mixed_claims(CLAIMS), mixed_classes())
+    rate = CLAIMS / seconds
+    print(
+        f"   1000 nodes mixed vendors (500 H100, 250 MI300X, 250 MI300X CPX; {len(slices):,} "
+        f"slices): {rate:8,.0f} claims/s, {seconds / CLAIMS * 1e3:6.2f} ms/claim, {placed} "
+        f"placed, {attempts:,} node attempts ({seconds / attempts * 1e3:.3f} ms each: AMD "
+        f"claims try the H100 nodes first, by name); NVIDIA-only 1,000 nodes "
+        f"{rates[1000]:,.0f}/s -> ratio {rate / rates[1000]:.2f}",
+        flush=True,
+    )
     slices = dynamic_mig_fleet(100)
     seconds, placed, attempts = place_all(slices, mig_claims(CLAIMS))
     per_attempt = seconds / attempts * 1e3

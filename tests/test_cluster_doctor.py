@@ -65,9 +65,7 @@ def test_seed_000_broken_class_and_pending_research_claim(
     research = pending["default/research-gpu-slice"]
     assert research["fits"] is False
     assert research["reason"] == "0/2 nodes are available: 2 cannot allocate all claims."
-    assert (
-        "NVIDIA MIG devices are driver gpu.nvidia.com with type == 'mig'" in research["explanation"]
-    )
+    assert "MIG devices are driver gpu.nvidia.com with type == 'mig'" in research["explanation"]
     assert pending["default/legal-whole-gpu"]["fits"] is True
     classes = {c["class"]: c for c in report["capacity"]["classes"]}
     assert classes["gpu-slice"]["devices"] == 0

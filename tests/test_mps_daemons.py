@@ -1,4 +1,4 @@
-"""MPS control daemons on this machine (``allot.controllers.sharing``), with a stand-in for
+"""MPS control daemons on this machine (``allot.driver.sharingapplier``), with a stand-in for
 ``nvidia-cuda-mps-control`` that records what it is told: one daemon per shared claim with
 its own pipe and log directories and its devices in ``CUDA_VISIBLE_DEVICES``, the driver's
 commands written to it in order once it answers, a second pod of the claim finding it
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from allot.controllers.sandbox import Confinement, HostMount, Sandbox
-from allot.controllers.sharing import SharingApplier, SharingError, _Running
 from allot.driver.configs import ChosenConfig
 from allot.driver.sharing import ClaimSharing, plan
+from allot.driver.sharingapplier import SharingApplier, SharingError, _Running
 from tests.e2e.conftest import processes_naming
 
 FAKE = """#!{python}

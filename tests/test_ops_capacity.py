@@ -69,14 +69,9 @@ def _fleet(fleet: dict[str, Any] = SCENARIO["fleet"]) -> list[dict[str, Any]]:
     return found
 
 
-def _allocated(
-    fleet: list[dict[str, Any]], claims: list[dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """The scenario's claims (or ``claims``), allocated one after the other by allot's
-    allocator (each on the first node where it fits, by name)."""
-    if claims is None:
-        claims = [_claim(c["name"], c["profile"]) for c in SCENARIO["claims"]]
-    simulation = Simulation(
+def simulation_of(fleet: list[dict[str, Any]], claims: list[dict[str, Any]]) -> Simulation:
+    """allot's allocator over the fleet's classes, slices and nodes, with ``claims``."""
+    return Simulation(
         Scenario(
             KUBERNETES_1_36,
             [DeviceClass.model_validate(o) for o in fleet if o["kind"] == "DeviceClass"],
@@ -85,6 +80,16 @@ def _allocated(
             [Node.model_validate(o) for o in fleet if o["kind"] == "Node"],
         )
     )
+
+
+def _allocated(
+    fleet: list[dict[str, Any]], claims: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The scenario's claims (or ``claims``), allocated one after the other by allot's
+    allocator (each on the first node where it fits, by name)."""
+    if claims is None:
+        claims = [_claim(c["name"], c["profile"]) for c in SCENARIO["claims"]]
+    simulation = simulation_of(fleet, claims)
     for index, claim in enumerate(claims):
         label = f"default/{claim['metadata']['name']}"
         assert simulation.run_step(Step(index, label, [label])).success, label
@@ -99,6 +104,11 @@ def objects() -> list[dict[str, Any]]:
 
 @pytest.fixture
 def snapshot(objects: list[dict[str, Any]], tmp_path: Path) -> Snapshot:
+    return snapshot_of(objects, tmp_path)
+
+
+def snapshot_of(objects: list[dict[str, Any]], tmp_path: Path) -> Snapshot:
+    """The capacity snapshot of a store holding ``objects``' classes, slices and claims."""
     store = Store(tmp_path / "capacity.db", durable=False)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
     store.create("host", by_kind("Namespace").store, namespace)
@@ -182,8 +192,8 @@ def test_metrics_report_free_unavailable_and_allocatable(snapshot: Snapshot) -> 
         assert samples[("allot_class_devices_unavailable", name)] == row["unavailable"], name
         assert samples[("allot_class_devices_allocatable", name)] == row["allocatable"], name
     for name, row in SCENARIO["profiles"].items():
-        assert samples[("allot_mig_profile_devices", name)] == row["devices"], name
-        assert samples[("allot_mig_profile_devices_allocatable", name)] == row["allocatable"]
+        assert samples[("allot_partition_profile_devices", name)] == row["devices"], name
+        assert samples[("allot_partition_profile_devices_allocatable", name)] == row["allocatable"]
 
 
 def test_the_low_capacity_alert_counts_what_can_be_allocated(snapshot: Snapshot) -> None:

@@ -147,10 +147,10 @@ def test_a_class_of_a_driver_that_does_not_exist_gets_the_hosts_hint() -> None:
         "node gpu-node-a100-mig-01: claim default/seed, request gpu: needs 1, 0 candidate(s)"
     )
     assert "    hint: no device publishes driver 'mig.nvidia.com' (drivers: gpu.nvidia.com); " \
-        "NVIDIA MIG devices are driver gpu.nvidia.com with type == 'mig'" in lines  # fmt: skip
+        "MIG devices are driver gpu.nvidia.com with type == 'mig'" in lines  # fmt: skip
     assert lines[-1] == (
         "    hint: no device publishes driver 'mig.nvidia.com' (drivers: gpu.nvidia.com); "
-        "NVIDIA MIG devices are driver gpu.nvidia.com with type == 'mig'"
+        "MIG devices are driver gpu.nvidia.com with type == 'mig'"
     )
 
 

@@ -61,14 +61,14 @@ from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
 from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
 from allot.controllers.serviceaccounts import ServiceAccounts
-from allot.controllers.sharing import SharingApplier
 from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.volumes import PersistentVolumeController
 from allot.controllers.workloads import ClusterContexts
 from allot.dra import DraIndex, gpumemory
-from allot.driver import nvml
+from allot.driver import localgpus
 from allot.driver.devicenodes import DeviceNodes
+from allot.driver.sharingapplier import SharingApplier
 from allot.ops.dashboard import dashboard_routes
 from allot.ops.rules import AlertSettings
 from allot.ops.service import Operations
@@ -127,7 +127,7 @@ def build(
     sandbox = Sandbox.find(hidden=[data_dir]) if runtime == "process" and sandboxed else None
     registry = Registry(data_dir, clock=clock) if clock else Registry(data_dir)
     server = ApiServer(registry)
-    device_nodes = DeviceNodes(mig_ids=nvml.mig_instance_ids) if runtime == "process" else None
+    device_nodes = localgpus.device_nodes() if runtime == "process" else None
     pods = _runtime(registry, server, runtime, sandbox, job_seconds, pod_pids_limit, device_nodes)
     sharing = SharingApplier(
         data_dir / "mps",

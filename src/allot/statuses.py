@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from allot import vendors
 from allot.api.errors import (
     ApiError,
     DecodeError,
@@ -60,6 +61,7 @@ _QUANTITY_OPERATOR = re.compile(
     r"found no matching overload for '_(>=|>|<=|<)_' applied to "
     r"'\(kubernetes\.Quantity, kubernetes\.Quantity\)'"
 )
+_EXAMPLE_DRIVER = vendors.gpu_drivers()[0].driver
 _QUANTITY_ADVICE = {
     ">=": "a.compareTo(b) >= 0",
     ">": "a.isGreaterThan(b)",
@@ -80,8 +82,8 @@ def field_hints(errors: list[FieldError]) -> list[tuple[str, str]]:
                 (
                     str(error.path),
                     f"Quantities cannot be compared with '{operator}' in CEL; write "
-                    f"{_QUANTITY_ADVICE[operator]}, e.g. "
-                    "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+                    f"{_QUANTITY_ADVICE[operator]}, e.g. device.capacity['{_EXAMPLE_DRIVER}']"
+                    ".memory.compareTo(quantity('40Gi')) >= 0",
                 )
             )
     return found

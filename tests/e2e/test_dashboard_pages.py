@@ -76,7 +76,7 @@ def test_capacity_counts_what_the_shared_counters_leave(
         for family in text_string_to_metric_families(scrape)
         for s in family.samples
     }
-    assert samples[("allot_mig_profile_devices_allocatable", "h100-0", "3g.40gb")] == 0
+    assert samples[("allot_partition_profile_devices_allocatable", "h100-0", "3g.40gb")] == 0
     assert samples[("allot_class_devices_free", "h100-0", "mig.nvidia.com")] == 3
     assert samples[("allot_class_devices_allocatable", "h100-0", "mig.nvidia.com")] == 1
 

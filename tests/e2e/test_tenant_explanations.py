@@ -31,7 +31,7 @@ OTHERS = (
 """legal-ai's class, claims, namespace and tenant name, pods, the node only its GPU is on,
 and the host's pod: none may reach research-ai."""
 HINT = (
-    "hint: no device publishes driver 'mig.nvidia.com' (drivers: gpu.nvidia.com); NVIDIA MIG "
+    "hint: no device publishes driver 'mig.nvidia.com' (drivers: gpu.nvidia.com); MIG "
     "devices are driver gpu.nvidia.com with type == 'mig'"
 )
 

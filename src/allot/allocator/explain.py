@@ -6,8 +6,10 @@ judges each device against each (sub)request on its own (``Allocator.examine``);
 rejections are grouped by reason (so a 1,000-device fleet gives a few lines), with hints
 for the classic mistakes: a capacity threshold just above what the hardware publishes (an
 "80GB" H100 has ``memory: 81559Mi``, less than ``80Gi``), or a selector naming a driver that
-never publishes devices (NVIDIA's MIG devices are driver ``gpu.nvidia.com`` with ``type ==
-'mig'``; there is no driver ``mig.nvidia.com``).
+never publishes devices, often a class name taken for a driver: NVIDIA's MIG devices are
+driver ``gpu.nvidia.com`` with ``type == 'mig'``; there is no driver ``mig.nvidia.com``.
+The hint derives that from the drivers published (``<type>.<domain>`` against a driver of
+that domain), so it names no vendor itself.
 
 The platform team reads all of it. A tenant reads the same explanation restricted to what
 it is entitled to see (an :class:`Audience`):
@@ -232,11 +234,24 @@ def _driver_hint(
     if driver not in fleet_drivers:
         published = ", ".join(fleet_drivers) or "none"
         return [
-            f"no device publishes driver '{driver}' (drivers: {published}); NVIDIA MIG "
-            "devices are driver gpu.nvidia.com with type == 'mig'"
+            f"no device publishes driver '{driver}' (drivers: {published})"
+            + _type_hint(driver, fleet_drivers)
         ]
     published = ", ".join(here) or "none"
     return [f"no device here is published by driver '{driver}' (drivers here: {published})"]
+
+
+def _type_hint(driver: str, fleet_drivers: list[str]) -> str:
+    """``<type>.<domain>`` named as a driver where a driver of that domain publishes: the
+    devices of that type are that driver's (a class name taken for a driver)."""
+    device_type, _, domain = driver.partition(".")
+    for published in fleet_drivers:
+        if domain and (published == domain or published.endswith(f".{domain}")):
+            return (
+                f"; {device_type.upper()} devices are driver {published} with type == "
+                f"'{device_type}'"
+            )
+    return ""
 
 
 def _near_miss(
@@ -265,7 +280,7 @@ def _near_miss(
     return (
         f"the largest {name} offered is {best[0]} on {device_id_text(best[1].id)}{label}, "
         f"which is less than {limit_text}: GPUs sold as 'N GB' publish their real size "
-        "(an NVIDIA H100 80GB has 81559Mi), so ask for a little less"
+        "(an 80GB H100 has 81559Mi), so ask for a little less"
     )
 
 

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
         help="check DeviceClasses against the devices ResourceSlices publish",
         description="Find classes that match nothing, selectors that fail on some devices, "
         "classes of different tenants sharing devices and whole-GPU classes that "
-        "also take MIG partitions.",
+        "also take GPU partitions.",
     )
     parser.add_argument(
         "files",

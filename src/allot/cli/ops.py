@@ -229,8 +229,9 @@ def _allocatable_tables(allocatable: Obj) -> list[Table]:
     """What can still be allocated per class and per MIG profile (free devices of a
     partitionable GPU may exclude each other: ALLOCATABLE counts them one after the other)."""
     tables = []
-    for part, key, title in (("classes", "class", "Capacity per class"),
-                             ("profiles", "profile", "Capacity per MIG profile")):  # fmt: skip
+    parts = (("classes", "class", "Capacity per class"),
+             ("profiles", "profile", "Capacity per partition profile"))  # fmt: skip
+    for part, key, title in parts:
         rows = allocatable.get(part) or []
         if not rows:
             continue

@@ -34,12 +34,13 @@ from allot.driver.files import data_dir_driver_gates, data_dir_fleet, save_drive
 from allot.driver.fleet import Fleet, FleetError
 from allot.driver.gates import (
     PASSTHROUGH,
+    PUBLISHING,
     check_fleet_gates,
     check_gates,
     check_shares_option,
     enabled,
 )
-from allot.driver.nvml import NvmlUnavailable, check_available
+from allot.driver.localgpus import LocalGpusUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
@@ -49,8 +50,10 @@ from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
 from allot.store.errors import Unwritable
+from allot.vendors import gpu_drivers
 
 DEFAULT_PORT = 6443
+_GATED = next(f for f in gpu_drivers() if f.gates)  # whose gates --driver-feature-gates sets
 PORT_ENV = "ALLOT_PORT"  # the default of --port, read when the command runs
 KUBECONFIG_WAIT_SECONDS = 60.0
 EMBEDDED_ONLY = (
@@ -137,9 +140,9 @@ def register(subparsers: Any) -> None:
         "--driver-feature-gates",
         default="",
         metavar="GATE=BOOL,...",
-        help="the NVIDIA driver's feature gates, e.g. TimeSlicingSettings=true,MPSSupport=true "
-        "or PassthroughSupport=true or NVMLDeviceHealthCheck=true (alpha gates off by "
-        "default, as in the driver; --engine kubernetes takes only the last two)",
+        help=f"the {_GATED.vendor} driver's feature gates ({', '.join(_GATED.gates)}), e.g. "
+        "TimeSlicingSettings=true,MPSSupport=true (alpha gates off by default, as in the "
+        f"driver; --engine kubernetes takes only {', '.join(sorted(PUBLISHING))})",
     )
     up.add_argument(
         "--alert-pending-after",
@@ -288,7 +291,7 @@ def run_up(args: argparse.Namespace) -> int:
         if any(pool.local for pool in fleet.pools):
             check_available()
         _check_sandbox(args)
-    except (NvmlUnavailable, SandboxUnavailable) as err:
+    except (LocalGpusUnavailable, SandboxUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
 
@@ -364,7 +367,7 @@ def publish_fleet(kubeconfig: Path, fleet: Fleet, gates: Mapping[str, bool] | No
         report = Publisher(RemoteClient(client)).reconcile(
             fleet, passthrough=enabled(gates or {}, PASSTHROUGH), progress=_progress
         )
-    except (KubeError, ClientError, FleetError, NvmlUnavailable) as err:
+    except (KubeError, ClientError, FleetError, LocalGpusUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
     finally:

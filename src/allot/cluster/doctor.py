@@ -576,7 +576,7 @@ def render_report(report: Report) -> str:
     lines.append("\n== Capacity per class")
     lines += [f"{row['class']}: {_counts(row)}" for row in report.capacity["classes"]]
     if report.capacity["profiles"]:
-        lines.append("\n== Capacity per MIG profile")
+        lines.append("\n== Capacity per partition profile")
         lines += [f"{row['profile']}: {_counts(row)}" for row in report.capacity["profiles"]]
     lines.append("\n== Capacity per pool")
     for row in report.capacity["pools"]:

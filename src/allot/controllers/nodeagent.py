@@ -46,6 +46,7 @@ import json
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 
+from allot import vendors
 from allot.api import claims as claims_api
 from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
@@ -62,12 +63,11 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
-from allot.controllers.sharing import SharingApplier, SharingError
 from allot.driver import passthrough, sharing
-from allot.driver.catalog import created_mig_uuid
 from allot.driver.computedomain import RESOURCE as COMPUTE_DOMAINS
 from allot.driver.configs import DRIVER, DriverConfigError, configs_for_results
 from allot.driver.gates import PASSTHROUGH, enabled
+from allot.driver.sharingapplier import SharingApplier, SharingError
 from allot.store import WatchEvent
 from allot.store.errors import Conflict
 from allot.types import Obj, rfc3339
@@ -131,7 +131,9 @@ class DevicePreparer:
         if not self._made:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._made = True
-        path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim['metadata']['uid']}.json"
+        drivers = [str(d["driver"]) for d in devices]
+        name = vendors.cdi_spec_name(drivers, claim["metadata"]["uid"])
+        path = self.directory / f"{name}.json"
         path.write_text(
             json.dumps(
                 {
@@ -146,8 +148,12 @@ class DevicePreparer:
         return devices
 
     def unprepare(self, claim_uid: str) -> None:
-        path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim_uid}.json"
-        path.unlink(missing_ok=True)
+        """Remove the claim's spec, whichever driver's naming it has (every CDI vendor is
+        ``k8s.<driver>``; other records of the claim beside it are not the spec), and
+        release its sharing."""
+        if self.directory.is_dir():
+            for path in self.directory.glob(f"k8s.*_{claim_uid}.json"):
+                path.unlink(missing_ok=True)
         self._shared.pop(claim_uid, None)
         self.sharing.release(claim_uid)
 
@@ -430,11 +436,8 @@ class NodeAgent:
         results = [r for r in _results(claim) if r.get("driver") == DRIVER]
         attributes = {str(r.get("device")): _prepared_attributes(published, r) for r in results}
         types = {name: found.get("type", "gpu") for name, found in attributes.items()}
-        dynamic = frozenset(
-            str(r.get("device"))
-            for r in results
-            if (published.get(_result_key(r)) or {}).get("type") == "mig"
-            and not (published.get(_result_key(r)) or {}).get("uuid")
+        dynamic = sharing.created_at_prepare(
+            {str(r.get("device")): published.get(_result_key(r)) or {} for r in results}
         )
         try:
             chosen = configs_for_results(claim, types, self.driver_gates)
@@ -547,16 +550,7 @@ class NodeAgent:
                             if mount not in mounts:
                                 mounts.append(mount)
                     devices.append(attributes)
-            gpus = [d for d in devices if d.get("type") != "vfio"]  # VFIO: no CUDA device
-            joined = ",".join(d.get("uuid", "") for d in gpus)
-            device_env = (
-                {"CUDA_VISIBLE_DEVICES": joined, "NVIDIA_VISIBLE_DEVICES": joined}
-                if gpus
-                else {"NVIDIA_VISIBLE_DEVICES": "void"}  # the driver's VFIO spec
-                if devices
-                else {}
-            )
-            device_env.update(sharing.container_environment(devices))
+            device_env = vendors.container_environment(devices)
             spec = initcontainers.spec_of(pod, container) or {}
             setups[container] = ContainerSetup(
                 container_environment(spec, pod, device_env, lookup), devices, mounts
@@ -1024,15 +1018,14 @@ def _prepared_attributes(
     published: dict[tuple[str, str, str], dict[str, str]], result: Obj
 ) -> dict[str, str]:
     """The published attributes of an allocated device as the container sees it once
-    prepared: a MIG device the driver creates at prepare (DynamicMIG, published without
-    ``uuid``) has the UUID NVML gives it; an unpublished device is known by its name."""
+    prepared, as its driver's facts say (a device the driver creates at prepare gets the
+    identity it is given then), tagged with the driver; an unpublished device is known by
+    its name."""
+    driver, device = str(result.get("driver")), str(result.get("device"))
     attributes = published.get(_result_key(result))
     if attributes is None:
-        return {"uuid": str(result.get("device"))}
-    if attributes.get("type") == "mig" and not attributes.get("uuid"):
-        uuid = created_mig_uuid(attributes.get("parentUUID", ""), str(result.get("device")))
-        attributes = {**attributes, "uuid": uuid}
-    return attributes
+        return {"uuid": device, vendors.DRIVER_KEY: driver}
+    return vendors.prepared(driver, device, attributes)
 
 
 def _refusal(claim: Obj, message: str) -> str:

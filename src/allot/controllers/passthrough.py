@@ -18,7 +18,7 @@ from allot.driver import passthrough
 from allot.driver.slices import DRIVER
 from allot.types import Obj
 
-MANAGER = "gpu.nvidia.com"  # the driver's kubelet plugin writes its slices
+MANAGER = DRIVER  # the driver's kubelet plugin writes its slices, as its driver name
 
 
 class PassthroughTwins:

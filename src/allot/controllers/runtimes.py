@@ -53,6 +53,7 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from allot import vendors
 from allot.controllers import envsources, logtimes, processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.localstorage import CHECK_SECONDS, StorageLimits, usage
@@ -65,8 +66,6 @@ from allot.controllers.sandbox import (
     Sandbox,
 )
 from allot.driver.devicenodes import DeviceNodes
-from allot.driver.sharing import container_environment as sharing_environment
-from allot.driver.smi import has_sharing, list_gpus, query, shim_script
 from allot.types import Obj
 
 ExitCallback = Callable[[Obj, dict[str, int]], None]
@@ -274,24 +273,20 @@ def simulated_run_seconds(pod: Obj, job_seconds: float) -> float | None:
 def simulated_log(
     spec: Obj, devices: list[dict[str, str]], environment: dict[str, str] | None = None
 ) -> str:
-    """What a simulated container's log holds: that it is simulated, its devices and, for
-    shared devices, their sharing (``nvidia-smi -q``) and the variables the driver's
-    sharing gives the container."""
+    """What a simulated container's log holds: that it is simulated, its devices as each
+    vendor's tool lists them and, for shared devices, their sharing as the tool shows it
+    with the variables the driver's sharing gives the container (``environment``)."""
     argv = list(spec.get("command") or []) + list(spec.get("args") or [])
     would_run = " ".join(argv) if argv else "the image's entrypoint"
-    listing = list_gpus(devices) if devices else "No devices found.\n"
-    shared = ""
-    if has_sharing(devices):
-        variables = sharing_environment(devices)
-        shared = (
-            f"[allot] their sharing, as nvidia-smi -q shows it:\n{query(devices)}"
-            "[allot] its sharing variables:\n"
-            + "".join(f"{k}={(environment or variables).get(k, v)}\n" for k, v in variables.items())
-        )
+    listings = "".join(
+        f"[allot] its devices, as {tool.command} lists them:\n{tool.listing(own)}"
+        + tool.sharing(own, environment or {})
+        for tool, own in vendors.smi_tools(devices)
+    )
     return (
         f"[allot] simulated container {spec['name']!r} (image {spec.get('image', '?')}): "
         f"no process runs; it would run: {would_run}\n"
-        f"[allot] its devices, as nvidia-smi -L lists them:\n{listing}{shared}"
+        + (listings or "[allot] it has no devices\n")
     )
 
 
@@ -495,11 +490,13 @@ class ProcessRuntime:
 
     @staticmethod
     def _shim(tools: Path, devices: list[dict[str, str]]) -> Path:
+        """Each vendor's tool, answering for the container's own devices of that vendor."""
         tools.mkdir(exist_ok=True)
         tools.chmod(0o755)  # read by the container's unprivileged user
-        smi = tools / "nvidia-smi"
-        smi.write_text(shim_script(devices))
-        smi.chmod(0o755)
+        for tool, own in vendors.smi_tools(devices):
+            smi = tools / tool.name
+            smi.write_text(tool.script(own))
+            smi.chmod(0o755)
         return tools
 
     def _poll(self, pod: Obj, reports: Reports) -> None:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from allot.controllers import processes
+from allot.driver.devicenodes import DeviceNodes
 from allot.types import Obj
 
 NOBODY = 65534
@@ -321,7 +322,7 @@ class Sandbox:
 def _gpus_mask(confinement: Confinement) -> Path | None:
     """``/proc/driver/nvidia/gpus``, where a container with real GPUs gets an empty tmpfs
     over it with only its own GPUs' entries bound in."""
-    gpus = Path("/proc/driver/nvidia/gpus")
+    gpus = DeviceNodes.proc / "gpus"
     return gpus if confinement.device_nodes and gpus.is_dir() else None
 
 

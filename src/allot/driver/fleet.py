@@ -16,6 +16,10 @@ pools:
   nodes: 2
   gpu: H200
   clique: 2f6d0c0e-6a1b-4c9e-9d3a-5b7e1f0a9c21.1   # nvidia.com/gpu.clique, as GFD writes it
+- name: mi300x-cpx               # AMD (the AMD GPU DRA driver, gpu.amd.com): MI300X, MI250
+  gpu: MI300X
+  gpusPerNode: 8
+  partition: {compute: CPX, memory: NPS4}   # pre-partitioned; default SPX/NPS1
 - name: local                    # this machine's real GPUs, through NVML
   local: true
 - name: cpu-pool                 # no 'gpu': nodes for ordinary pods, no driver slices
@@ -39,11 +43,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from allot.amdgpu import catalog as amd_catalog
+from allot.amdgpu.catalog import AmdDevice
 from allot.driver import catalog, nvml
 from allot.driver.gates import valid_shares_option
 from allot.driver.gpus import GpuInfo
 
-POOL_KEYS = {"name", "nodes", "gpu", "gpusPerNode", "mig", "labels", "taints", "local", "clique"}
+POOL_KEYS = {
+    "name",
+    "nodes",
+    "gpu",
+    "gpusPerNode",
+    "mig",
+    "partition",
+    "labels",
+    "taints",
+    "local",
+    "clique",
+}
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 """A node's NVLink clique, as GPU Feature Discovery labels it: <ClusterUUID>.<CliqueID>."""
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -51,6 +68,7 @@ MIG_KEYS = {"profile", "dynamic"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DRIVER_KEYS = {"version", "cudaVersion", "consumableShares"}
 DEFAULT_DRIVER = {"version": "580.95.5", "cudaVersion": "13.0.0"}
+AMD_GPU_LABEL = "feature.node.kubernetes.io/amd-gpu"  # NFD's, as the AMD GPU Operator uses
 SEED_000_FLEET: dict[str, Any] = {
     "driver": {"version": "550.163.1", "cudaVersion": "12.4.0"},
     "pools": [
@@ -99,6 +117,7 @@ class NodeSpec:
     taints: list[dict[str, str]]
     gpus: list[GpuInfo]
     dynamic_mig: bool = False
+    amd_devices: list[AmdDevice] = field(default_factory=list)  # gpu.amd.com's
     shares: str = "disabled"  # the driver's --consumable-shares
 
 
@@ -113,7 +132,13 @@ class Pool:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     local: bool = False
+    amd_profile: str | None = None  # an AMD pool's partitionProfile ("" if unpartitioned)
     clique: str | None = None
+
+    @property
+    def shares_counters(self) -> bool:
+        """Its devices draw on shared counters (DynamicMIG), so they are not independent."""
+        return self.dynamic_mig
 
 
 @dataclass
@@ -204,16 +229,60 @@ def _pool(index: int, raw: Any) -> Pool:
     if "gpu" not in raw:
         return _cpu_pool(where, raw, pool)
     model = catalog.lookup(str(raw.get("gpu", "")))
+    amd = amd_catalog.lookup(str(raw.get("gpu", "")))
+    if amd is not None:
+        return _amd_pool(where, raw, pool, amd)
     if model is None:
+        known = ", ".join([*sorted(catalog.MODELS), *sorted(amd_catalog.MODELS)])
+        raise FleetError(f"{where}: unknown gpu {raw.get('gpu')!r} (known: {known})")
+    if "partition" in raw:
         raise FleetError(
-            f"{where}: unknown gpu {raw.get('gpu')!r} (known: {', '.join(sorted(catalog.MODELS))})"
+            f"{where}: 'partition' is for AMD GPUs; {model.key} is an NVIDIA GPU, which "
+            f"partitions by MIG ('mig': profiles {_profiles(model)}, or dynamic: true)"
         )
     pool.gpu = model.key
+    pool.gpus_per_node = _gpus_per_node(where, raw)
+    _mig(where, raw.get("mig"), pool, model)
+    return pool
+
+
+def _profiles(model: catalog.GpuModel) -> str:
+    return ", ".join(p.name for p in model.profiles) or "none"
+
+
+def _gpus_per_node(where: str, raw: dict[str, Any]) -> int:
     count = raw.get("gpusPerNode", 1)
     if not isinstance(count, int) or not 1 <= count <= 16:
         raise FleetError(f"{where}: 'gpusPerNode' must be between 1 and 16")
-    pool.gpus_per_node = count
-    _mig(where, raw.get("mig"), pool, model)
+    return count
+
+
+def _amd_pool(where: str, raw: dict[str, Any], pool: Pool, model: amd_catalog.AmdModel) -> Pool:
+    """A pool of AMD GPUs: partitioned as ``partition: {compute, memory}`` says, if the
+    model makes that; NVIDIA's MIG is refused with what AMD makes instead."""
+    pool.gpu = model.key
+    pool.gpus_per_node = _gpus_per_node(where, raw)
+    if "mig" in raw:
+        raise FleetError(
+            f"{where}: MIG is NVIDIA's; {model.key} is an AMD GPU: {model.makes()} "
+            "(use 'partition: {compute: CPX, memory: NPS4}')"
+        )
+    if "clique" in raw:
+        raise FleetError(
+            f"{where}: 'clique' is an NVLink clique of NVIDIA GPUs (ComputeDomains); "
+            f"{model.key} is an AMD GPU, which the AMD driver publishes without one"
+        )
+    partition = raw.get("partition")
+    if partition is None:
+        pool.amd_profile = ""
+        return pool
+    if not isinstance(partition, dict) or set(partition) - {"compute", "memory"}:
+        raise FleetError(f"{where}: 'partition' takes 'compute' (SPX, DPX, QPX, CPX) and 'memory'")
+    compute, memory = str(partition.get("compute", "SPX")), str(partition.get("memory", "NPS1"))
+    try:
+        pool.amd_profile = amd_catalog.partition_profile(model, compute, memory)
+    except amd_catalog.PartitionError as err:
+        raise FleetError(f"{where}: {err}") from None
     return pool
 
 
@@ -232,7 +301,7 @@ def _clique(where: str, clique: Any) -> str | None:
 
 def _cpu_pool(where: str, raw: dict[str, Any], pool: Pool) -> Pool:
     """A pool without GPUs: its nodes get no NVIDIA labels and the driver publishes nothing."""
-    extra = sorted({"gpusPerNode", "mig", "clique"} & set(raw))
+    extra = sorted({"gpusPerNode", "mig", "partition", "clique"} & set(raw))
     if extra:
         raise FleetError(f"{where}: {', '.join(extra)} needs 'gpu' (a pool without 'gpu' has none)")
     pool.gpus_per_node = 0
@@ -288,8 +357,16 @@ def expand(fleet: Fleet, local_gpus: Callable[[], list[GpuInfo]] | None = None) 
         for index in range(pool.nodes):
             name = f"{pool.name}-{index}"
             labels = {"kubernetes.io/hostname": name, "allot.dev/pool": pool.name}
+            amd: list[AmdDevice] = []
             if pool.local:
                 gpus = (local_gpus or _local_gpus)()
+            elif pool.amd_profile is not None:
+                gpus = []
+                model = amd_catalog.MODELS[pool.gpu]
+                amd = amd_catalog.simulated_devices(
+                    model, name, pool.gpus_per_node, pool.amd_profile
+                )
+                labels[AMD_GPU_LABEL] = "true"
             elif not pool.gpu:
                 gpus = []
             else:
@@ -314,6 +391,7 @@ def expand(fleet: Fleet, local_gpus: Callable[[], list[GpuInfo]] | None = None) 
                     pool.taints,
                     gpus,
                     pool.dynamic_mig,
+                    amd,
                     fleet.consumable_shares,
                 )
             )

@@ -29,7 +29,8 @@ from allot.client.protocol import Client
 from allot.driver import computedomain
 from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.health import HealthEvent, taint_for, tainted
-from allot.driver.slices import DRIVER, node_slices
+from allot.driver.nodeslices import fleet_classes, published_slices
+from allot.driver.slices import DRIVER
 from allot.kube.client import Client as KubeClient
 from allot.kube.remote import RemoteClient
 from allot.types import Obj, rfc3339
@@ -152,10 +153,16 @@ class Publisher:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    def ensure_classes(self, *, passthrough: bool = False, compute_domains: bool = False) -> None:
+    def ensure_classes(
+        self,
+        *,
+        passthrough: bool = False,
+        compute_domains: bool = False,
+        extra: list[Obj] | None = None,
+    ) -> None:
         """The chart's classes; with ``compute_domains`` also its CRD, the driver's
-        namespace and the ComputeDomain classes."""
-        for device_class in _chart_objects(passthrough, compute_domains):
+        namespace and the ComputeDomain classes; then ``extra`` (other drivers' classes)."""
+        for device_class in _chart_objects(passthrough, compute_domains) + (extra or []):
             try:
                 self.client.create(device_class, field_manager=MANAGER)
             except AlreadyExists:
@@ -180,30 +187,24 @@ class Publisher:
         uid = created["metadata"]["uid"]
         if spec.gpus and compute_domains:  # the plugin's ComputeDomain half, on GPU nodes
             self._publish_compute_domain(spec.name, uid, report)
-        if not spec.gpus:
-            return  # the driver's kubelet plugin runs on GPU nodes only
-        existing = self.client.list(
-            "ResourceSlice", field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}"
-        )
-        wanted = node_slices(
-            spec.name,
-            uid,
-            spec.gpus,
-            dynamic_mig=spec.dynamic_mig,
-            passthrough=passthrough,
-            shares=spec.shares,
-        )
-        if existing and _device_names(existing) == _device_names(wanted):
-            # the plugin republishes only when devices change; they do not here
-            report.slices_kept += len(existing)
-            report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
-            return
-        for stale in existing:  # a gate changed the devices (PassthroughSupport's twins)
-            self._delete_slice(stale["metadata"]["name"])
-        for document in wanted:
-            self.client.create(document, field_manager=MANAGER)
-            report.slices += 1
-            report.devices += len(document["spec"].get("devices") or [])
+        # the drivers' plugins run on GPU nodes only
+        documents = published_slices(spec, uid, passthrough=passthrough)
+        for driver in sorted({str(d["spec"]["driver"]) for d in documents}):
+            existing = self.client.list(
+                "ResourceSlice", field_selector=f"spec.nodeName={spec.name},spec.driver={driver}"
+            )
+            wanted = [d for d in documents if d["spec"]["driver"] == driver]
+            if existing and _device_names(existing) == _device_names(wanted):
+                # a plugin republishes only when devices change; they do not here
+                report.slices_kept += len(existing)
+                report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
+                continue
+            for stale in existing:  # a gate changed the devices (PassthroughSupport's twins)
+                self._delete_slice(stale["metadata"]["name"])
+            for document in wanted:
+                self.client.create(document, field_manager=MANAGER)
+                report.slices += 1
+                report.devices += len(document["spec"].get("devices") or [])
 
     def _publish_compute_domain(self, node: str, uid: str, report: PublishReport) -> None:
         """The ComputeDomain plugin's slice for ``node``, unless it is published already."""
@@ -269,7 +270,11 @@ class Publisher:
         """Make the cluster's nodes and slices match the fleet; ``progress(done, total)``
         is told after each node."""
         report = PublishReport()
-        self.ensure_classes(passthrough=passthrough, compute_domains=fleet.compute_domains)
+        self.ensure_classes(
+            passthrough=passthrough,
+            compute_domains=fleet.compute_domains,
+            extra=fleet_classes(fleet),
+        )
         wanted = expand(fleet)
         wanted_names = {spec.name for spec in wanted}
         for node in self.client.list("Node", label_selector="allot.dev/pool"):

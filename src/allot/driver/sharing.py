@@ -21,7 +21,7 @@ between claims, and an MPS config's pinned limit on a device defaults to (and is
 the memory the claim consumed of it, so MPS enforces the share; the upstream driver refuses
 MPS in that mode because its daemon makes the GPU ``EXCLUSIVE_PROCESS``, which allot never
 does. Errors are the driver's texts (:class:`~allot.driver.configs.DriverConfigError`).
-Pure: builds the plan; ``allot.controllers.sharing`` carries it out.
+Pure: builds the plan; ``allot.driver.sharingapplier`` carries it out.
 """
 
 from __future__ import annotations
@@ -106,6 +106,16 @@ class ClaimSharing:
 
     def daemon_of(self, device_uuid: str) -> MpsDaemon | None:
         return next((d for d in self.daemons if device_uuid in d.uuids), None)
+
+
+def created_at_prepare(published: Mapping[str, Mapping[str, str]]) -> frozenset[str]:
+    """The DynamicMIG devices among ``published`` (device name -> published attributes):
+    MIG devices published without a UUID, which prepare creates."""
+    return frozenset(
+        name
+        for name, found in published.items()
+        if found.get("type") == "mig" and not found.get("uuid")
+    )
 
 
 def plan(

@@ -18,6 +18,7 @@ import uuid as uuidlib
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.driver.gpus import GiProfile, GpuInfo
 from allot.types import Obj
+from allot.vendorfacts import node_slice
 
 DRIVER = "gpu.nvidia.com"
 COUNTER_NAMES = {
@@ -209,29 +210,7 @@ def driver_slice(
 ) -> Obj:
     """A slice of ``driver``'s pool for ``node``, owned by the Node, named as the 1.36
     libraries name them."""
-    prefix = f"{index:05d}-{driver}-{node}-"
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {
-            "generateName": prefix,
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "name": node,
-                    "uid": node_uid,
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "driver": driver,
-            "nodeName": node,
-            "pool": {"generation": 1, "name": node, "resourceSliceCount": count},
-            **spec,
-        },
-    }
+    return node_slice(driver, node, node_uid, f"{index:05d}-{driver}-{node}-", count, spec)
 
 
 def consumable_shares(device: Obj, option: str) -> Obj:

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from allot.api import resource_v1 as resourceapi
 from allot.cel import CompiledSelector, CompileError, DeviceView, EvaluationError, SelectorCompiler
 from allot.dra import DraIndex
+from allot.vendors import class_types, facts_for
 
 TENANT_LABEL = "gpu.platform/tenant"
 SUGGESTION_NAMES = frozenset({"type"})
 """Attributes the suggested selectors read besides the class's own (for grouping devices)."""
-NVIDIA_DRIVER = "gpu.nvidia.com"
-CLASS_NAMES_USED_AS_DRIVERS = {"mig.nvidia.com": "mig", "vfio.gpu.nvidia.com": "vfio"}
 _DRIVER = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
 _ATTRIBUTE = re.compile(
     r"""device\.attributes\[(["'])([^"']+)\1\](?:\.(\w+)|\[(["'])(\w+)\4\])"""
@@ -257,14 +256,16 @@ class CatalogueLinter:
         )
 
     def _driver_fix(self, expression: str, driver: str) -> str | None:
-        device_type = CLASS_NAMES_USED_AS_DRIVERS.get(driver)
-        if device_type is None:
+        """A chart's class name used as a driver (``mig.nvidia.com``): its driver and type."""
+        chart = class_types().get(driver)
+        if chart is None or chart[0] == driver:
             return None
+        real, device_type = chart
         fixed = _DRIVER.sub(
             lambda m: (
                 (
-                    f"device.driver == '{NVIDIA_DRIVER}' && "
-                    f"device.attributes['{NVIDIA_DRIVER}'].type == '{device_type}'"
+                    f"device.driver == '{real}' && "
+                    f"device.attributes['{real}'].type == '{device_type}'"
                 )
                 if m.group(2) == driver
                 else m.group(0)
@@ -317,25 +318,35 @@ class CatalogueLinter:
         return [f"nearest: {label} fails only {' && '.join(f)}" for label, f in nearest.items()]
 
     def _partition_finding(self, match: ClassMatch) -> Finding | None:
-        types: Counter[str] = Counter()
+        """Whole GPUs and partitions of one driver in one class (by the driver's facts)."""
+        kinds: Counter[tuple[str, str]] = Counter()
         for view in match.matched:
-            types[str(view.attributes.get(view.driver, {}).get("type"))] += self.weights.get(
+            device_type = str(view.attributes.get(view.driver, {}).get("type"))
+            kinds[(view.driver, facts_for(view.driver).kind(device_type))] += self.weights.get(
                 id(view), 1
             )
-        if not types.get("gpu") or not types.get("mig"):
+        driver = next(
+            (d for d, kind in sorted(kinds) if kind == "whole" and kinds[(d, "partition")]), None
+        )
+        if driver is None:
             return None
+        facts = facts_for(driver)
+        whole_type = sorted(facts.whole_types)[0]
         name = match.device_class.metadata.name or ""
         expressions = self.expressions(match.device_class)
         clauses = [f"({e.strip()})" if "||" in e else e.strip() for e in expressions]
-        clauses.append(f"device.attributes['{NVIDIA_DRIVER}'].type == 'gpu'")  # no selector: alone
+        clauses.append(
+            f"device.attributes['{driver}'].type == '{whole_type}'"
+        )  # no selector: alone
         suggestion = " && ".join(clauses)
         suggestion += f"  # matches {self.count_matches(suggestion)} device(s)"
         return Finding(
             "whole-matches-partitions",
             name,
-            f"the class takes whole GPUs ({types['gpu']}) and also MIG partitions "
-            f"({types['mig']}): a tenant entitled to whole GPUs can take slices, "
-            "and a whole GPU can be blocked by a slice",
+            f"the class takes whole GPUs ({kinds[(driver, 'whole')]}) and also "
+            f"{facts.partition_word or 'GPU'} partitions ({kinds[(driver, 'partition')]}): a "
+            "tenant entitled to whole GPUs can take slices, and a whole GPU can be blocked by "
+            "a slice",
             [],
             suggestion,
         )

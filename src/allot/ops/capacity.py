@@ -29,6 +29,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from allot import vendors
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.cel import SelectorCompiler
@@ -49,9 +50,9 @@ class DeviceInfo:
     name: str
     classes: tuple[str, ...]
     memory: int
-    kind: str  # the driver's "type" attribute (gpu, mig, ...) or ""
-    profile: str  # the driver's MIG "profile" attribute (1g.5gb, ...) or ""
-    parent: str  # for a MIG device, its GPU's device name (the driver's gpu-<minor>); else ""
+    kind: str  # the driver's "type" attribute (gpu, mig, amdgpu, ...) or ""
+    profile: str  # a partition's profile, as its driver's facts name it (1g.5gb, cpx_nps4)
+    parent: str  # for a partition, the GPU it is cut from (allot.vendors.parent_of); else ""
     consumes: tuple[tuple[str, str, int], ...]  # (counter set, counter, amount)
     product: str = ""  # the driver's "productName" attribute (NVIDIA H100 80GB HBM3, ...)
     taints: tuple[str, ...] = ()  # the device's taints as key=value:effect (a driver's health)
@@ -532,7 +533,11 @@ class CapacityView:
             raise StaleIndexError(f"the DRA index lacks slice {name} as listed")
         devices = []
         for raw in spec.get("devices") or []:
-            attributes = raw.get("attributes") or {}
+            strings = {
+                key: str(value["string"])
+                for key, value in (raw.get("attributes") or {}).items()
+                if "string" in value
+            }
             devices.append(
                 DeviceInfo(
                     node,
@@ -541,11 +546,11 @@ class CapacityView:
                     raw["name"],
                     self.index.classes_of(name, raw["name"]),
                     entry.memory.get(raw["name"], 0),
-                    str((attributes.get("type") or {}).get("string") or ""),
-                    str((attributes.get("profile") or {}).get("string") or ""),
-                    raw["name"].split("-mig-")[0] if "-mig-" in raw["name"] else "",
+                    strings.get("type", ""),
+                    vendors.profile_of(driver, strings),
+                    vendors.parent_of(driver, raw["name"], strings),
                     entry.consumes.get(raw["name"], ()),
-                    str((attributes.get("productName") or {}).get("string") or ""),
+                    strings.get("productName", ""),
                     tuple(_taint_text(t) for t in raw.get("taints") or []),
                 )
             )

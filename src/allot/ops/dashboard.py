@@ -68,7 +68,7 @@ HEAD_LINKS = (
 STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
 DETAIL_KINDS = ("nodes", "tenants", "claims")
 TITLES = {
-    "fleet": "Fleet: nodes, GPUs and MIG slices",
+    "fleet": "Fleet: nodes, GPUs and their partitions",
     "capacity": "Capacity: what can still be allocated",
     "tenants": "Tenants",
     "sharing": "Fair sharing: guaranteed, borrowed and lent",
@@ -314,9 +314,9 @@ def _capacity(document: Obj) -> str:
     allocatable = document["allocatable"]
     classes = ui.capacity_table("class", "Class", allocatable["classes"], "No device classes.")
     profiles = ui.capacity_table(
-        "profile", "MIG profile", allocatable["profiles"], "No MIG devices are published."
+        "profile", "Partition profile", allocatable["profiles"], "No partitions are published."
     )
-    return f"<h3>Per device class</h3>{classes}<h3>Per MIG profile</h3>{profiles}"
+    return f"<h3>Per device class</h3>{classes}<h3>Per partition profile</h3>{profiles}"
 
 
 def _tenants(document: Obj) -> str:

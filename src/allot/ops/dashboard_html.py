@@ -16,6 +16,7 @@ import html
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from allot import vendors
 from allot.api.quantity import Quantity
 from allot.ops.audit import HOST_TENANT
 from allot.ops.capacity import memory_gib
@@ -66,9 +67,9 @@ def tenant_memory(tenant: Obj) -> str:
     return f"{held} of {memory_gib(Quantity.parse(limit).as_integer())}" if limit else held
 
 
-def model(product: str) -> str:
+def model(product: str, driver: str) -> str:
     """A GPU's model as a tile shows it: the product name without the vendor."""
-    return product.removeprefix("NVIDIA ").strip() or "unknown model"
+    return vendors.short_model(driver, product) or "unknown model"
 
 
 # ----------------------------------------------------------------- colours
@@ -116,26 +117,28 @@ def capacity_table(key: str, header: str, rows: list[Obj], empty: str) -> str:
 
 # ------------------------------------------------------------------- tiles
 def gpu_tile(node: str, gpu: Obj, order: Sequence[str]) -> str:
-    """A GPU: its name, model and memory, who holds it (or free, MIG-partitioned,
-    unavailable), its MIG slices by profile, and its memory slices in use."""
+    """A GPU: its name, model and memory, who holds it (or free, partitioned, unavailable),
+    its partitions (MIG slices) by profile, and its memory slices in use. Partitions are
+    called what the GPU's vendor calls them (``MIG partitioned``)."""
     tenant = gpu["tenant"]
+    word = vendors.partition_word(gpu["driver"])
     states = {
         "held": f"held by {tenant} ({gpu.get('claim')})",
         "free": "whole GPU free",
         "unavailable": "unavailable (its shared counters are in use)",
-        "partitioned": "MIG partitioned",
+        "partitioned": f"{word} partitioned",
     }
     held = states[gpu["state"]]
     in_use = sum(1 for s in gpu["slices"] if s["tenant"])
     if gpu["state"] == "partitioned":
-        held = f"MIG partitioned, {count(in_use, 'MIG device')} in use"
+        held = f"{word} partitioned, {count(in_use, f'{word} device')} in use"
     style = f' style="background:{colour(tenant, order)}"' if tenant else ""
-    slices = "".join(_slice(s, order) for s in gpu["slices"])
-    size = memory(gpu["memory"]) if gpu["memory"] else _mig_memory(gpu["slices"])
-    figure = f"{model(gpu['product'])}, {size}"
+    slices = "".join(_slice(s, order, word) for s in gpu["slices"])
+    size = memory(gpu["memory"]) if gpu["memory"] else _partitions_memory(gpu["slices"], word)
+    figure = f"{model(gpu['product'], gpu['driver'])}, {size}"
     published = "" if gpu.get("memorySlices") else f" of {len(gpu['slices'])}"  # static MIG
     shown = tenant or {"free": "free", "unavailable": "unavailable"}.get(
-        gpu["state"], f"MIG: {in_use}{published} in use"
+        gpu["state"], f"{word}: {in_use}{published} in use"
     )
     label = html.escape(f"{gpu['name']} on {node} ({figure}): {held}")
     holder = (
@@ -146,7 +149,7 @@ def gpu_tile(node: str, gpu: Obj, order: Sequence[str]) -> str:
     return (
         f'<div class="gpu state-{gpu["state"]}" tabindex="0" role="group" aria-label="{label}" '
         f'title="{label}"{style}><span class="label">{html.escape(gpu["name"])}</span>'
-        f'<span class="model">{html.escape(model(gpu["product"]))}</span>'
+        f'<span class="model">{html.escape(model(gpu["product"], gpu["driver"]))}</span>'
         f'<span class="memory">{html.escape(size)}</span>'
         f'<span class="holder">{holder}</span>'
         f"{('<div class=slices>' + slices + '</div>') if slices else ''}"
@@ -154,18 +157,21 @@ def gpu_tile(node: str, gpu: Obj, order: Sequence[str]) -> str:
     )
 
 
-def _mig_memory(slices: list[Obj]) -> str:
-    """A GPU published only as MIG devices (static MIG): the memory they have together."""
+def _partitions_memory(slices: list[Obj], word: str) -> str:
+    """A GPU published only as its partitions (static MIG, AMD partitions): the memory
+    they have together."""
     total = sum(s["memory"] or 0 for s in slices)
-    return f"{memory(total)} in {count(len(slices), 'MIG device')}" if total else "unknown memory"
+    return (
+        f"{memory(total)} in {count(len(slices), f'{word} device')}" if total else "unknown memory"
+    )
 
 
-def _slice(entry: Obj, order: Sequence[str]) -> str:
+def _slice(entry: Obj, order: Sequence[str], word: str) -> str:
     tenant = entry["tenant"]
     holder = f"held by {tenant} ({entry['claim']})" if tenant else "free"
-    profile = entry["profile"] or "MIG"
+    profile = entry["profile"] or word
     label = html.escape(
-        f"{profile} MIG device {entry['name']}, {memory(entry['memory'])}: {holder}"
+        f"{profile} {word} device {entry['name']}, {memory(entry['memory'])}: {holder}"
     )
     text = html.escape(profile)
     if tenant:

@@ -92,8 +92,10 @@ def _node(document: Obj | None, order: Sequence[str]) -> Page | None:
             "Capacity on this node",
             "<h3>Per device class</h3>"
             + ui.capacity_table("class", "Class", capacity["classes"], "No device classes.")
-            + "<h3>Per MIG profile</h3>"
-            + ui.capacity_table("profile", "MIG profile", capacity["profiles"], "No MIG devices."),
+            + "<h3>Per partition profile</h3>"
+            + ui.capacity_table(
+                "profile", "Partition profile", capacity["profiles"], "No partitions."
+            ),
         )
         + _section("Pools", pools)
         + _section("Claims holding its devices",
@@ -150,10 +152,10 @@ def _claim(document: Obj | None, order: Sequence[str]) -> Page | None:
     ]
     about = "<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
     devices = ui.table(
-        ["Device", "Node", "Model", "Memory", "MIG profile", "Class"],
+        ["Device", "Node", "Model", "Memory", "Partition profile", "Class"],
         [[f"<code>{html.escape(d['pool'])}/{html.escape(d['device'])}</code>",
           ui.link(ui.node_href(d["node"]), d["node"]) if d["node"] else "",
-          html.escape(ui.model(d["product"])),
+          html.escape(ui.model(d["product"], d["driver"])),
           html.escape(f"{ui.memory(d['memory'])} ({memory_text(d['memory'])})"),
           html.escape(d["profile"] or "whole GPU"), html.escape(d["class"])]
          for d in document["allocatedDevices"]],
@@ -189,8 +191,9 @@ def _why(document: Obj) -> str:
     capacity = ui.capacity_table(
         "class", "Class", document["capacity"], "Its classes publish no devices."
     )
-    profiles = ui.capacity_table("profile", "MIG profile", document["profiles"], "")
+    profiles = ui.capacity_table("profile", "Partition profile", document["profiles"], "")
     return (
         f"{reason}{explanations}<h3>What its classes can still allocate (whole fleet)</h3>"
-        f"{capacity}" + (f"<h3>Per MIG profile (whole fleet)</h3>{profiles}" if profiles else "")
+        f"{capacity}"
+        + (f"<h3>Per partition profile (whole fleet)</h3>{profiles}" if profiles else "")
     )

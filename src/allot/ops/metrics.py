@@ -20,7 +20,7 @@ the per-class view as series of their own. Claims of host namespaces carry
   ``allot_class_devices_unavailable`` and ``allot_class_devices_allocatable`` (how many more
   could be allocated one after the other: free devices of a partitionable GPU may exclude
   each other) ``{node,pool,driver,class}`` (a device counts in every class that selects it);
-* ``allot_mig_profile_devices`` and ``allot_mig_profile_devices_allocatable``
+* ``allot_partition_profile_devices`` and ``allot_partition_profile_devices_allocatable``
   ``{node,pool,driver,profile}`` (MIG devices, or DynamicMIG placements, per profile);
 * ``allot_counter_capacity`` and ``allot_counter_used`` ``{driver,pool,counter}`` (MIG
   memory slices, multiprocessors, ... summed over the pool's GPUs);
@@ -219,11 +219,12 @@ _PER_CLASS = [
                               "(smallest first).", _CLASS_LABELS)),
 ]  # fmt: skip
 _PER_PROFILE = [
-    ("total", _RowGauge("allot_mig_profile_devices", "MIG devices (or possible placements, "
-                        "with DynamicMIG) published per profile.", _PROFILE_LABELS)),
-    ("allocatable", _RowGauge("allot_mig_profile_devices_allocatable", "How many more MIG "
-                              "devices of the profile could be allocated now, one after "
-                              "the other.", _PROFILE_LABELS)),
+    ("total", _RowGauge("allot_partition_profile_devices", "GPU partitions (or possible "
+                        "placements of partitionable devices) published per profile.",
+                        _PROFILE_LABELS)),
+    ("allocatable", _RowGauge("allot_partition_profile_devices_allocatable", "How many more "
+                              "GPU partitions of the profile could be allocated now, one "
+                              "after the other.", _PROFILE_LABELS)),
 ]  # fmt: skip
 _COUNTER_LABELS = ("driver", "pool", "counter")
 _COUNTER_CAPACITY = _RowGauge(

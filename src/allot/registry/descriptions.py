@@ -65,7 +65,7 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("ResourceSliceSpec", "nodeName"): "The node whose devices these are.",
     ("ResourceSliceSpec", "devices"): "The devices, with attributes and capacities.",
     ("ResourceSliceSpec", "sharedCounters"): "Counter sets consumed by partitionable devices "
-    "(for example MIG memory slices).",
+    "(for example the memory slices of a partitionable GPU).",
     ("Device", "attributes"): "Typed properties selectors can test "
     "(device.attributes[domain].name).",
     ("Device", "capacity"): "Quantities such as memory (device.capacity[domain].name).",
@@ -214,7 +214,7 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("DeviceSelector", "cel"): "A CEL expression over the device (device.driver, "
     "device.attributes, device.capacity).",
     ("CELDeviceSelector", "expression"): "Must evaluate to true for a device to be chosen, "
-    "e.g. device.attributes['gpu.nvidia.com'].productName.contains('H100').",
+    "e.g. device.attributes[device.driver].productName.contains('H100').",
     ("DeviceToleration", "key"): "The taint key this toleration matches; empty with Exists "
     "matches every taint.",
     ("DeviceToleration", "operator"): "Equal (the default: key and value match) or Exists "
@@ -358,7 +358,7 @@ FIELD_DESCRIPTIONS: dict[tuple[str, str], str] = {
 }
 
 TYPE_DESCRIPTIONS: dict[str, str] = {
-    "ResourceClaim": "A request for devices (GPUs, MIG slices...) that pods use. The "
+    "ResourceClaim": "A request for devices (GPUs, GPU partitions...) that pods use. The "
     "scheduler allocates them; status says what was allocated and who uses it.",
     "ResourceClaimSpec": "The devices a claim asks for, with constraints and configuration.",
     "DeviceClaim": "The devices of a claim: requests, constraints across them and driver "

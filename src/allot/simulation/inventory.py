@@ -21,7 +21,7 @@ from allot import cel
 from allot.api import resource_v1 as resourceapi
 from allot.api.quantity import NANO
 from allot.driver.fleet import Fleet, expand
-from allot.driver.slices import node_slices
+from allot.driver.nodeslices import published_slices
 from allot.simulation.trace import TraceWorkload
 
 
@@ -50,15 +50,19 @@ class Inventory:
         }
         for spec in expand(fleet):
             pool = fleet.pool(spec.pool)
-            if pool.local or pool.dynamic_mig:
+            if pool.local or pool.shares_counters:
                 raise InventoryError(
                     f"pool {pool.name}: the trace simulator counts independent devices; "
                     "local GPUs and DynamicMIG (shared counters) are not supported"
                 )
             self.nodes.append(spec.name)
-            for raw in node_slices(spec.name, f"uid-{spec.name}", spec.gpus, dynamic_mig=False):
+            for raw in published_slices(spec, f"uid-{spec.name}"):
                 for device in raw["spec"].get("devices", []):
-                    self._add(len(self.nodes) - 1, resourceapi.Device.model_validate(device))
+                    self._add(
+                        len(self.nodes) - 1,
+                        raw["spec"]["driver"],
+                        resourceapi.Device.model_validate(device),
+                    )
         self.capacity: Counter[str] = Counter()
         for device in self.devices:
             self.capacity.update(device.classes)
@@ -67,8 +71,8 @@ class Inventory:
             for name in self._selectors
         }
 
-    def _add(self, node: int, device: resourceapi.Device) -> None:
-        view = cel.DeviceView("gpu.nvidia.com", device)
+    def _add(self, node: int, driver: str, device: resourceapi.Device) -> None:
+        view = cel.DeviceView(driver, device)
         matched = frozenset(
             name
             for name, compiled in self._selectors.items()
