@@ -24,9 +24,9 @@ from allot.cluster.controller import CacheReads, ChangeCounts
 from allot.cluster.crd import alert_crd, tenant_crd
 from allot.kube.client import Client as KubeClient
 from allot.kube.remote import RemoteClient
-from allot.ops.capacity import StoreReads
+from allot.ops.capacity import CapacityReads
 from allot.registry.clusters import Registry
-from allot.registry.inprocess import InProcessClient
+from allot.registry.inprocess import InProcessClient, StoreReads
 
 SERVER_FIELD_MANAGER = "test"
 
@@ -57,7 +57,7 @@ def set_allocated(client: Client, name: str, allocated: bool, namespace: str = "
 class Engine:
     name: str
     client: Client
-    reads: StoreReads
+    reads: CapacityReads
     """The store-like reads of the capacity view over this engine's cache."""
     _start: Callable[[], Any] = field(repr=False, default=lambda: None)
     _stop: Callable[[], Any] = field(repr=False, default=lambda: None)
@@ -66,6 +66,9 @@ class Engine:
     )
     """A second cluster of this engine by name, its changes on this client's dispatcher
     (in process: another cluster of the registry; remote: another API server)."""
+    patience: float = 10.0
+    """How long :meth:`until` waits by default (a real control plane on a loaded machine
+    takes longer)."""
 
     async def start(self) -> None:
         """Start watching (the remote informers list the kinds informed so far)."""
@@ -78,9 +81,10 @@ class Engine:
         if asyncio.iscoroutine(stopped):
             await stopped
 
-    async def until(self, check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+    async def until(self, check: Callable[[], Any], what: str, timeout: float | None = None) -> Any:
         """Poll ``check`` on the loop until it is truthy; its value."""
         loop = asyncio.get_running_loop()
+        timeout = self.patience if timeout is None else timeout
         deadline = loop.time() + timeout
         while loop.time() < deadline:
             found = check()
@@ -110,7 +114,7 @@ def inprocess(root: Path) -> Iterator[Engine]:
         yield Engine(
             "inprocess",
             client,
-            registry.store,
+            StoreReads(registry.store),
             client.dispatcher.start,
             settle_then_stop,
             other_cluster,
@@ -209,7 +213,8 @@ def real(root: Path) -> Iterator[Engine]:
             for each in (*others, client):
                 await each.stop()
 
-        yield Engine("real", client, CacheReads(client, counts), start, stop, other_cluster)
+        reads = CacheReads(client, counts)
+        yield Engine("real", client, reads, start, stop, other_cluster, patience=60.0)
 
 
 ENGINES: dict[str, Callable[[Path], AbstractContextManager[Engine]]] = {

@@ -102,18 +102,23 @@ def test_rendered_files_have_no_yaml_aliases(tmp_path: Path) -> None:
 
 
 NOT_COUNTED = (
-    ". Nothing rendered counts GPU memory (ResourceQuota and Kueue count devices); only the "
-    "embedded platform enforces it\n"
+    ". Nothing rendered counts GPU memory (ResourceQuota and Kueue count devices); the "
+    "embedded platform enforces it itself\n"
 )
 
 
 @pytest.mark.parametrize(
     ("platform", "named"),
     [
-        (PLATFORM, "the GPU-memory quota (spec.quota.gpuMemory) of tenant legal-ai"),
+        (
+            PLATFORM,
+            "the GPU-memory quota (spec.quota.gpuMemory) of tenant legal-ai is enforced on a "
+            "real cluster only by allot controller --webhook-port",
+        ),
         (
             EXAMPLES / "platform" / "fair-sharing.yaml",
-            "the GPU-memory share (spec.sharing.gpuMemory) of tenant research-ai",
+            "the GPU-memory share (spec.sharing.gpuMemory) of tenant research-ai is not "
+            "enforced on a real cluster yet",
         ),
     ],
 )
@@ -123,7 +128,7 @@ def test_render_warns_that_gpu_memory_is_not_enforced(
     """One line on stderr: the files are written as ever, the Tenant keeps the field."""
     assert allot(["render", "-f", str(platform), "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
-    assert captured.err == f"Warning: not enforced on a real cluster yet: {named}{NOT_COUNTED}"
+    assert captured.err == f"Warning: {named}{NOT_COUNTED}"
     assert "Warning" not in captured.out
 
 
@@ -145,11 +150,12 @@ def test_the_warning_names_every_tenant_and_only_those(
     path.write_text("---\n".join(documents))
     assert allot(["render", "-f", str(path), "--out", str(tmp_path / "out")]) == 0
     assert capsys.readouterr().err == (
-        "Warning: not enforced on a real cluster yet: the GPU-memory quota "
-        f"(spec.quota.gpuMemory) of tenants a, c{NOT_COUNTED}"
+        "Warning: the GPU-memory quota (spec.quota.gpuMemory) of tenants a, c is enforced on "
+        f"a real cluster only by allot controller --webhook-port{NOT_COUNTED}"
     )
     header = (tmp_path / "out" / "10-tenant-a.yaml").read_text().split("apiVersion")[0]
-    assert "# NOT enforced on a real cluster yet: spec.quota.gpuMemory" in header
+    assert "# NOT enforced by these objects: spec.quota.gpuMemory" in header
+    assert "allot controller --webhook-port enforces spec.quota.gpuMemory" in header
     assert "NOT enforced" not in (tmp_path / "out" / "10-tenant-b.yaml").read_text()
 
 

@@ -32,6 +32,7 @@ from allot.ops import views
 from allot.ops.capacity import CapacityView, Snapshot
 from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings, RuleInputs, evaluate
+from allot.registry.inprocess import StoreReads
 from allot.registry.resources import by_kind
 from allot.simulation.runner import Simulation
 from allot.simulation.scenario import Scenario, Step
@@ -115,7 +116,7 @@ def snapshot_of(objects: list[dict[str, Any]], tmp_path: Path) -> Snapshot:
         if obj["kind"] in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
             metadata = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
             store.create("host", by_kind(obj["kind"]).store, {**obj, "metadata": metadata})
-    return CapacityView(store).snapshot(NOW)
+    return CapacityView(StoreReads(store)).snapshot(NOW)
 
 
 def test_doctor_counts_what_the_shared_counters_leave(

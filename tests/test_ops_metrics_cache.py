@@ -21,6 +21,7 @@ from allot.driver.publisher import device_classes, node_object
 from allot.driver.slices import node_slices
 from allot.ops.capacity import CapacityView, DeviceInfo, PoolInfo, SliceSummary, Snapshot
 from allot.ops.metrics import MetricSources, PlatformMetrics
+from allot.registry.inprocess import StoreReads
 from allot.registry.resources import by_kind
 from allot.store import Store
 
@@ -50,7 +51,7 @@ def store(tmp_path: Path) -> Store:
 
 
 def _metrics(store: Store) -> tuple[CapacityView, PlatformMetrics]:
-    view = CapacityView(store)
+    view = CapacityView(StoreReads(store))
     sources = MetricSources(lambda: view.snapshot(NOW), list, list, dict)
     return view, PlatformMetrics(sources)
 

@@ -188,7 +188,7 @@ def test_an_evicted_twin_shows_disruption_target_on_the_tenants_pod() -> None:
         assert twin is not None
         assert twin["spec"].get("nodeName")
         evicted = evict_pod(
-            host,
+            host.client,
             HOST_NS,
             TWIN,
             reason="PreemptionByAllot",
@@ -201,7 +201,7 @@ def test_an_evicted_twin_shows_disruption_target_on_the_tenants_pod() -> None:
         twin = host.get("Pod", HOST_NS, TWIN)
         assert twin is None or twin["metadata"].get("deletionTimestamp")
         assert not evict_pod(
-            host,
+            host.client,
             HOST_NS,
             TWIN,
             reason="x",
@@ -271,7 +271,7 @@ def test_a_preempted_job_pod_is_made_again_and_waits_again(spec: Obj, failed: in
         _ungate(host, HOST_NS, twin["metadata"]["name"], ADMISSION_GATE)
         await _settle(api)
         assert evict_pod(
-            host,
+            host.client,
             HOST_NS,
             twin["metadata"]["name"],
             reason="PreemptionByAllot",

@@ -65,7 +65,7 @@ from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.volumes import PersistentVolumeController
 from allot.controllers.workloads import ClusterContexts
-from allot.dra import DraIndex
+from allot.dra import DraIndex, gpumemory
 from allot.driver import localgpus
 from allot.driver.devicenodes import DeviceNodes
 from allot.driver.sharingapplier import SharingApplier
@@ -158,7 +158,7 @@ def build(
     registry.quota.pending = lambda cluster, namespace, creating: [
         (by_kind(kind), twin) for kind, twin in sync.pending_twins(cluster, namespace, creating)
     ]
-    queueing = QueueingController(context, directory, index)
+    queueing = QueueingController(clients(HOST_CLUSTER), clients, directory, index)
     ops = Operations(
         registry,
         context,
@@ -338,11 +338,7 @@ def tenant_memory_limit(directory: TenantDirectory) -> Callable[[str], tuple[str
     def limit(namespace: str) -> tuple[str, Quantity] | None:
         tenant = names.tenant_of_namespace(namespace)
         entry = directory.get(tenant) if tenant else None
-        quota = entry.tenant.spec.quota if entry else None
-        if entry is None or quota is None or quota.gpu_memory is None:
-            return None
-        if entry.tenant.spec.sharing is not None:
-            return None
-        return f"tenant {entry.name!r}", quota.gpu_memory
+        most = gpumemory.tenant_limit(entry.tenant) if entry else None
+        return None if entry is None or most is None else (f"tenant {entry.name!r}", most)
 
     return limit

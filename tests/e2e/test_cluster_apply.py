@@ -38,9 +38,10 @@ def test_apply_twice_changes_nothing(cluster: Cluster, capsys: pytest.CaptureFix
     first, warnings = capsys.readouterr()
     assert code == 0
     assert warnings == (  # as `allot render` says it (tests/test_cluster_render.py)
-        "Warning: not enforced on a real cluster yet: the GPU-memory quota "
-        "(spec.quota.gpuMemory) of tenant legal-ai. Nothing rendered counts GPU memory "
-        "(ResourceQuota and Kueue count devices); only the embedded platform enforces it\n"
+        "Warning: the GPU-memory quota (spec.quota.gpuMemory) of tenant legal-ai is enforced "
+        "on a real cluster only by allot controller --webhook-port. Nothing rendered counts "
+        "GPU memory (ResourceQuota and Kueue count devices); the embedded platform enforces "
+        "it itself\n"
     )
     assert "tenant/legal-ai created" in first
     assert "validatingadmissionpolicybinding/allot-tenant-claims.legal-ai created" in first

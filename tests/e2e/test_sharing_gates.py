@@ -50,7 +50,7 @@ class Running:
 
         async def on_loop() -> bool:
             return evict_pod(
-                host,
+                host.client,
                 HOST_NS,
                 name,
                 reason="PreemptionByAllot",

@@ -182,6 +182,15 @@ def register_controller(subparsers: Any) -> None:
         metavar="DURATION",
         help="raise an alert for a claim unallocated longer than this (90s, 5m, 1h)",
     )
+    parser.add_argument(
+        "--webhook-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve the GPU-memory quota's validating webhook on https://127.0.0.1:PORT "
+        "(0: a free port) and register it, so that an allocation taking a tenant past its "
+        "spec.quota.gpuMemory is refused (the API server must reach 127.0.0.1)",
+    )
     _register_election(parser)
     parser.set_defaults(run=run_controller)
 
@@ -231,7 +240,9 @@ def run_controller(args: argparse.Namespace) -> int:
             pending_claim_seconds=parse_seconds(args.alert_pending_after),
             interval_seconds=args.interval,
         )
-        controller = ClusterController(client, args.data_dir, settings, _election(args))
+        controller = ClusterController(
+            client, args.data_dir, settings, _election(args), _webhook(args)
+        )
     except (KubeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -262,6 +273,18 @@ def run_controller(args: argparse.Namespace) -> int:
         print(f"error: {controller.failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def _webhook(args: argparse.Namespace) -> Any:
+    """The GPU-memory quota webhook's port and TLS files (None without ``--webhook-port``):
+    made once in ``<data-dir>/webhook``, as ``allot up`` makes its own."""
+    from allot.apiserver.security import ensure_tls
+    from allot.cluster.webhook import WebhookSettings
+
+    if args.webhook_port is None:
+        return None
+    tls = ensure_tls(args.data_dir / "webhook")
+    return WebhookSettings(args.webhook_port, tls.ca_cert, tls.server_cert, tls.server_key)
 
 
 def _election(args: argparse.Namespace) -> Any:

@@ -126,8 +126,9 @@ class Client(Protocol):
 
     def update_with_status(self, obj: Obj, *, field_manager: str) -> Obj:
         """Replace ``obj`` with its ``status``: in process one stored write, admitted as an
-        update and a status update would be; remotely the object, then its status (two
-        requests, as a client-go controller makes them)."""
+        update and a status update would be; remotely its status, then the object (two
+        requests, as a client-go controller makes them; a Conflict on the second leaves the
+        status written and the object not)."""
 
     def patch(
         self,

@@ -15,7 +15,9 @@ the controllers after it happened on the cluster. No mirror, no polling:
 - :class:`TenantObjects` keeps every Tenant's rendered objects applied (the same code as
   ``allot apply``, forcing conflicts), prunes those of Tenants that are gone, and writes
   the Tenants' status, when a Tenant, a class or one of those objects changes;
-- ``/metrics`` and ``/healthz`` (:func:`metrics_app`).
+- ``/metrics`` and ``/healthz`` (:func:`metrics_app`);
+- with ``--webhook-port``, the GPU-memory quota's validating webhook on
+  ``resourceclaims/status`` (:mod:`allot.cluster.webhook`), registered by the leader.
 
 With leader election (:class:`~allot.client.leaderelection.LeaderElector`, a Lease in
 ``allot-system``), replicas wait while another leads: only the leader builds the
@@ -32,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from allot.api.kinds import decode
 from allot.api.tenancy import Tenant, TenantSpec
@@ -41,6 +43,7 @@ from allot.client.leaderelection import LeaderElector, LeaseSettings
 from allot.client.protocol import HOST_CLUSTER, WatchEvent
 from allot.cluster import apply as applying
 from allot.cluster.render import objects_in_apply_order, tenant_files
+from allot.cluster.webhook import GpuMemoryQuota, WebhookServer, WebhookSettings
 from allot.controllers.runtime import ControllerManager
 from allot.dra import DraIndex
 from allot.kube.client import Client as KubeClient
@@ -79,16 +82,6 @@ RENDERED = ("configmaps", "resourcequotas", "namespaces")
 """Kinds of the rendered tenant objects whose edits :class:`TenantObjects` takes back."""
 
 
-class Collection(Protocol):
-    """What :class:`CacheReads` reads of the capacity view's resource."""
-
-    @property
-    def key(self) -> str: ...
-
-    @property
-    def kind(self) -> str: ...
-
-
 class ChangeCounts:
     """Changes per resource, counted as the caches change (what :class:`CacheReads`
     answers for ``changes``)."""
@@ -107,15 +100,13 @@ class CacheReads:
         self.client = client
         self.counts = counts
 
-    def changes(self, cluster: str, resource: Collection) -> int:
-        return self.counts.counts[resource.key]
+    def changes(self, kind: str) -> int:
+        return self.counts.counts[self.client.kind(kind).resource]
 
-    def list_objects(
-        self, cluster: str, resource: Collection, namespace: str | None = None, *, shared: bool
-    ) -> tuple[list[Obj], int]:
-        items = self.client.list(resource.kind, namespace)
+    def objects(self, kind: str) -> list[Obj]:
+        items = self.client.list(kind)
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-        return items, 0
+        return items
 
 
 class TenantObjects:
@@ -210,7 +201,13 @@ def _labels(obj: Obj) -> dict[str, str]:
 class Controllers:
     """What the leader runs: the informers and every controller on them."""
 
-    def __init__(self, api: KubeClient, data_dir: Path, settings: AlertSettings) -> None:
+    def __init__(
+        self,
+        api: KubeClient,
+        data_dir: Path,
+        settings: AlertSettings,
+        webhook: WebhookSettings | None = None,
+    ) -> None:
         self.client = RemoteClient(api)
         for kind in WATCHED:
             self.client.inform(kind)
@@ -243,6 +240,11 @@ class Controllers:
         self.manager = ControllerManager([self.recorder, self.tenants])
         self.manager.subscribe(self.client.dispatcher)
         self._tasks: list[asyncio.Task[None]] = []
+        self.webhook = (
+            WebhookServer(GpuMemoryQuota(self.client, self.index), webhook)
+            if webhook is not None
+            else None
+        )
 
     async def start(self) -> None:
         """List every kind (the caches and the DRA index full), then start the controllers
@@ -250,6 +252,9 @@ class Controllers:
         await self.client.start()
         self.manager.start()
         self._tasks.append(asyncio.create_task(self.alerts.run(), name="alerts"))
+        if self.webhook is not None:  # serving before it is registered
+            self.webhook.start(asyncio.get_running_loop())
+            self.client.apply(self.webhook.configuration(), field_manager=COMPONENT, force=True)
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -257,6 +262,8 @@ class Controllers:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.manager.stop()
         await self.client.stop()
+        if self.webhook is not None:
+            self.webhook.stop()
         self.log.close()
 
 
@@ -292,8 +299,12 @@ class ClusterController:
         data_dir: Path,
         settings: AlertSettings | None = None,
         election: Election | None = None,
+        webhook: WebhookSettings | None = None,
     ) -> None:
+        """``webhook``: serve and register the GPU-memory quota webhook while leading
+        (:mod:`allot.cluster.webhook`); None: not at all."""
         data_dir.mkdir(parents=True, exist_ok=True)
+        self.webhook = webhook
         self.api = api
         self.data_dir = data_dir
         self.settings = settings or AlertSettings()
@@ -323,7 +334,7 @@ class ClusterController:
                 raise failure  # the controllers could not start (a refusal, no server)
 
     async def _lead(self, stop: asyncio.Event) -> None:
-        controllers = Controllers(self.api, self.data_dir, self.settings)
+        controllers = Controllers(self.api, self.data_dir, self.settings, self.webhook)
         try:
             await controllers.start()
             self.running = controllers

@@ -56,6 +56,7 @@ from allot.lint.catalogue import CatalogueLinter
 from allot.lint.sharing import overcommitments
 from allot.ops import views
 from allot.ops.capacity import CapacityView, Snapshot
+from allot.registry.inprocess import StoreReads
 from allot.registry.resources import by_kind
 from allot.simulation.explain import explain_step, render_text
 from allot.simulation.runner import Simulation
@@ -241,7 +242,7 @@ def diagnose(objects: list[Obj], now: dt.datetime) -> Report:
         ]
         report.violations = _violations(by_kind_)
         report.sharing = _sharing(by_kind_, models, linter)
-        snapshot = CapacityView(store, index=index).snapshot(now)
+        snapshot = CapacityView(StoreReads(store), index=index).snapshot(now)
         report.capacity = _capacity(snapshot)
         report.pending = _pending(models, views.allocatable(snapshot)["nodes"])
         store.close()

@@ -288,46 +288,64 @@ def _tenant_file(tenant: Tenant, classes: list[Obj], *, with_tenant: bool = True
     kept = unenforced_fields(tenant)
     if kept:
         header += (
-            f"\nNOT enforced on a real cluster yet: {', '.join(kept)} (kept in the Tenant;\n"
-            "nothing rendered counts GPU memory)."
+            f"\nNOT enforced by these objects: {', '.join(kept)} (kept in the Tenant; nothing\n"
+            f"rendered counts GPU memory; {_enforcers(kept)})."
         )
     return RenderedFile(f"10-tenant-{name}.yaml", header, objects)
 
 
-UNENFORCED: dict[str, tuple[str, Callable[[TenantSpec], object]]] = {
+WEBHOOK_ENFORCES = "allot controller --webhook-port"
+UNENFORCED: dict[str, tuple[str, Callable[[TenantSpec], object], str]] = {
     "spec.quota.gpuMemory": (
         "the GPU-memory quota",
         lambda spec: spec.quota.gpu_memory if spec.quota else None,
+        WEBHOOK_ENFORCES,  # its validating webhook on resourceclaims/status
     ),
     "spec.sharing.gpuMemory": (
         "the GPU-memory share",
         lambda spec: spec.sharing.gpu_memory if spec.sharing else None,
+        "",
     ),
 }
-"""What a Tenant may say that nothing rendered enforces on a real cluster (its meaning, and
-how to read it): a ResourceQuota and Kueue count devices, not their memory. The embedded
-platform enforces both (its scheduler the quota, its admission controller the share)."""
+"""What a Tenant may say that nothing rendered enforces on a real cluster (its meaning, how
+to read it, and what enforces it there instead, "" for nothing yet): a ResourceQuota and
+Kueue count devices, not their memory. The embedded platform enforces both (its scheduler
+the quota, its admission controller the share)."""
+
+
+def _enforcers(fields: list[str]) -> str:
+    """What enforces ``fields`` on a real cluster, as the header says it."""
+    return "; ".join(
+        f"{UNENFORCED[f][2]} enforces {f}" if UNENFORCED[f][2] else f"{f}: nothing yet"
+        for f in fields
+    )
 
 
 def unenforced_fields(tenant: Tenant) -> list[str]:
     """The fields of :data:`UNENFORCED` the tenant sets."""
-    return [field for field, (_, read) in UNENFORCED.items() if read(tenant.spec) is not None]
+    return [field for field, (_, read, _) in UNENFORCED.items() if read(tenant.spec) is not None]
 
 
 def unenforced_warning(platform: Platform) -> str | None:
     """One line for ``allot render`` and ``allot apply``: per field of :data:`UNENFORCED`,
-    the tenants that set it (None when none does)."""
+    the tenants that set it and what enforces it on a real cluster (None when no tenant
+    sets one)."""
     parts = []
-    for field, (meaning, _) in UNENFORCED.items():
+    for field, (meaning, _, enforcer) in UNENFORCED.items():
         tenants = [t.metadata.name or "" for t in platform.tenants if field in unenforced_fields(t)]
         if tenants:
             noun = "tenant" if len(tenants) == 1 else "tenants"
-            parts.append(f"{meaning} ({field}) of {noun} {', '.join(tenants)}")
+            where = (
+                f"is enforced on a real cluster only by {enforcer}"
+                if enforcer
+                else "is not enforced on a real cluster yet"
+            )
+            parts.append(f"{meaning} ({field}) of {noun} {', '.join(tenants)} {where}")
     if not parts:
         return None
     return (
-        f"not enforced on a real cluster yet: {'; '.join(parts)}. Nothing rendered counts GPU "
-        "memory (ResourceQuota and Kueue count devices); only the embedded platform enforces it"
+        f"{'; '.join(parts)}. Nothing rendered counts GPU memory (ResourceQuota and Kueue "
+        "count devices); the embedded platform enforces it itself"
     )
 
 

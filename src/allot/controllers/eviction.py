@@ -8,13 +8,14 @@ an Event on the victim (``Preempted``). The condition is what lets a Job's
 ``podFailurePolicy`` (``onPodConditions: [{type: DisruptionTarget}]``) tell a preemption
 from a failure, and what a tenant sees on its own pod (the sync copies the twin's status
 back, then makes the tenant pod ``Terminating``). Called by the fair-sharing admission
-controller on host pods; the preemptor's own Event (``Preempting``) is the caller's.
+controller on host pods, through the client protocol; the preemptor's own Event
+(``Preempting``) is the caller's.
 """
 
 from __future__ import annotations
 
-from allot.controllers.context import ControllerContext
-from allot.store.errors import Conflict, NotFound
+from allot.client.errors import Conflict, NotFound, status
+from allot.client.protocol import Client
 from allot.types import Obj, rfc3339
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -22,7 +23,7 @@ STATUS_ATTEMPTS = 3
 
 
 def evict_pod(
-    context: ControllerContext,
+    context: Client,
     namespace: str,
     name: str,
     *,
@@ -39,16 +40,17 @@ def evict_pod(
     pod = _with_condition(context, namespace, name, reason, message, component)
     if pod is None:
         return False
+    options = {"preconditions": {"uid": pod["metadata"]["uid"]}}
     try:  # default options: the pod's own terminationGracePeriodSeconds
-        context.delete("Pod", namespace, name, {"preconditions": {"uid": pod["metadata"]["uid"]}})
-    except Conflict:
-        return False  # a new pod of that name by now
-    context.event(pod, "Normal", event_reason, event_message, component)
+        context.delete("Pod", namespace, name, options=options)
+    except (Conflict, NotFound):
+        return False  # gone meanwhile, or a new pod of that name by now
+    context.events().record(pod, "Normal", event_reason, event_message, component)
     return True
 
 
 def _with_condition(
-    context: ControllerContext, namespace: str, name: str, reason: str, message: str, manager: str
+    context: Client, namespace: str, name: str, reason: str, message: str, manager: str
 ) -> Obj | None:
     """The pod with its ``DisruptionTarget`` condition written (re-read on a conflict);
     None when it is gone or already terminating."""
@@ -56,15 +58,16 @@ def _with_condition(
         pod = context.get("Pod", namespace, name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return None
-        if not _set_disruption_target(pod, reason, message, rfc3339(context.clock())):
+        if not _set_disruption_target(pod, reason, message, rfc3339(context.now())):
             return pod
         try:
-            return context.update_status("Pod", pod, manager)
+            return context.update(pod, field_manager=manager, subresource="status")
         except Conflict:
             continue
         except NotFound:
             return None
-    raise Conflict(f'Operation cannot be fulfilled on pods "{name}": kept changing')
+    message = f'Operation cannot be fulfilled on pods "{name}": kept changing'
+    raise Conflict(status(409, "Conflict", message))
 
 
 def _set_disruption_target(pod: Obj, reason: str, message: str, now: str) -> bool:

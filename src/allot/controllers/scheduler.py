@@ -63,12 +63,12 @@ from allot.api import resource_v1 as resourceapi
 from allot.api.documents import clone_document
 from allot.api.errors import ClaimNotCreatedError
 from allot.api.podresources import container_requests
-from allot.api.quantity import NANO, Quantity, QuantityFormat
+from allot.api.quantity import NANO, Quantity
 from allot.controllers import podaffinity
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodefit import NodeFilter
 from allot.controllers.volumefilter import PodVolumes
-from allot.dra import AllocatorFeed, DraIndex
+from allot.dra import AllocatorFeed, DraIndex, gpumemory
 from allot.registry.admission import AdmissionDenied
 from allot.store import WatchEvent
 from allot.types import Obj, rfc3339
@@ -540,19 +540,7 @@ class Scheduler:
         if limit is None:
             return ""
         owner, most = limit
-        memory = self.index.device_memory()
-        held = sum(
-            sum(claims_api.held_memory(claim.allocation, memory).values())
-            for key, claim in self.index.claims.items()
-            if key.split("/", 1)[0] == namespace
-        )
-        wanted = sum(sum(claims_api.held_memory(r.to_wire(), memory).values()) for r in results)
-        if Quantity.from_int(held + wanted).compare(most) <= 0:
-            return ""
-        return (
-            f"would exceed the GPU memory quota of {owner} ({_gib(held)} allocated + "
-            f"{_gib(wanted)} requested > {most})"
-        )
+        return gpumemory.overrun(self.index, namespace, [r.to_wire() for r in results], owner, most)
 
     def _entitlement_refusal(self, claims: list[Obj]) -> str:
         """Every claim the pod uses, allocated or not, only through entitled classes."""
@@ -652,11 +640,6 @@ def _then(
 ) -> Callable[[corev1.Node], str | None]:
     """A node check: ``first``'s reason, else ``second``'s (the next filter plugin)."""
     return lambda node: (first(node) if first else None) or second(node)
-
-
-def _gib(value: int) -> str:
-    """Bytes as Kubernetes writes memory (``40Gi``, ``101120Mi``), not a bare byte count."""
-    return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
 
 
 def _set_condition(

@@ -175,11 +175,16 @@ class RemoteClient:
         return found
 
     def update_with_status(self, obj: Obj, *, field_manager: str) -> Obj:
-        updated = self.update(obj, field_manager=field_manager)
-        if "status" not in obj or updated.get("status") == obj["status"]:
-            return updated
-        status = {**updated, "status": obj["status"]}
-        return self.update(status, field_manager=field_manager, subresource="status")
+        """The status first, then the rest: each request has ``obj``'s resourceVersion
+        or the one the first returned as its precondition, so a write in between is a
+        Conflict, never overwritten. Status first, because a controller's spec change is
+        often what marks its work done (an admitted pod's gate removed): a Conflict on the
+        second request leaves that undone, and the retry writes both again."""
+        if "status" not in obj:
+            return self.update(obj, field_manager=field_manager)
+        written = self.update(obj, field_manager=field_manager, subresource="status")
+        metadata = {**obj["metadata"], "resourceVersion": written["metadata"]["resourceVersion"]}
+        return self.update({**obj, "metadata": metadata}, field_manager=field_manager)
 
     def patch(
         self,

@@ -33,10 +33,8 @@ from allot import vendors
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
 from allot.cel import SelectorCompiler
+from allot.client.protocol import HOST_CLUSTER
 from allot.dra import DraIndex, allocatable
-from allot.registry import HOST_CLUSTER
-from allot.registry.resources import by_kind
-from allot.store import Resource
 from allot.tenancy import generated, names
 from allot.types import Obj
 
@@ -169,15 +167,16 @@ def _counters_by_pool(
     return found
 
 
-class StoreReads(Protocol):
-    """What the view reads of a store: a :class:`allot.store.Store`, or the informers'
-    caches of ``allot controller`` (:class:`allot.cluster.controller.CacheReads`)."""
+class CapacityReads(Protocol):
+    """What the view reads of one cluster, by kind: how often the kind changed (its caches
+    are made again only when that moves) and its objects (shared: never modified), in
+    namespace and name order. In process the store's own counts and lists
+    (:class:`allot.registry.inprocess.StoreReads`); on a real cluster the informers' caches
+    of ``allot controller`` (:class:`allot.cluster.controller.CacheReads`)."""
 
-    def changes(self, cluster: str, resource: Resource) -> int: ...
+    def changes(self, kind: str) -> int: ...
 
-    def list_objects(
-        self, cluster: str, resource: Resource, namespace: str | None = None, *, shared: bool
-    ) -> tuple[list[Obj], int]: ...
+    def objects(self, kind: str) -> list[Obj]: ...
 
 
 class StaleIndexError(Exception):
@@ -360,7 +359,7 @@ class _Holdings:
 class CapacityView:
     def __init__(
         self,
-        store: StoreReads,
+        store: CapacityReads,
         cluster: str = HOST_CLUSTER,
         index: DraIndex | None = None,
         compiler: SelectorCompiler | None = None,
@@ -399,7 +398,7 @@ class CapacityView:
         )
 
     def _changes(self, kind: str) -> int:
-        return self.store.changes(self.cluster, by_kind(kind).store)
+        return self.store.changes(kind)
 
     def _fleet(self) -> _Fleet:
         key = (self._changes("DeviceClass"), self._changes("ResourceSlice"))
@@ -467,8 +466,7 @@ class CapacityView:
 
     # ----------------------------------------------------------------- slices
     def _list(self, kind: str) -> list[Obj]:
-        items, _ = self.store.list_objects(self.cluster, by_kind(kind).store, None, shared=True)
-        return items
+        return self.store.objects(kind)
 
     def _current_slices(self) -> list[Obj]:
         """Slices of each pool's newest generation, as the allocator uses them."""

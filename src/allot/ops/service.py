@@ -31,6 +31,7 @@ from allot.ops.metrics import CONTENT_TYPE, MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import Registry
 from allot.registry.errors import BadRequest
+from allot.registry.inprocess import StoreReads
 from allot.tenancy import names
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.explain import explain_twin
@@ -55,7 +56,7 @@ class Operations:
         self.sharing = sharing
         self.host = host
         self.directory = directory
-        self.capacity = CapacityView(registry.store, index=index)
+        self.capacity = CapacityView(StoreReads(registry.store), index=index)
         self.log = AuditLog(registry.data_dir / "audit.db")
         self.recorder = AuditRecorder(host.client, self.log, index=index)
         self.alerts = AlertManager(

@@ -35,7 +35,13 @@ from allot.api.kinds import lookup as lookup_kind
 from allot.client import errors
 from allot.client.dispatch import Dispatcher
 from allot.client.events import EventRecorder
-from allot.client.protocol import APPLY_CONTENT_TYPE, PATCH_CONTENT_TYPES, PatchType, WatchEvent
+from allot.client.protocol import (
+    APPLY_CONTENT_TYPE,
+    HOST_CLUSTER,
+    PATCH_CONTENT_TYPES,
+    PatchType,
+    WatchEvent,
+)
 from allot.registry.admission import CONTROLLER_USER
 from allot.registry.handlers import Handlers, WriteOptions
 from allot.registry.requests import Target
@@ -61,6 +67,23 @@ class StoreSource:
 
     def close(self) -> None:
         self.store.remove_listener(self.dispatcher.deliver)
+
+
+@dataclass(frozen=True)
+class StoreReads:
+    """One cluster of the store read as the capacity view reads
+    (:class:`allot.ops.capacity.CapacityReads`): the store's own change counts and
+    shared lists, no copy."""
+
+    store: Store
+    cluster: str = HOST_CLUSTER
+
+    def changes(self, kind: str) -> int:
+        return self.store.changes(self.cluster, by_kind(kind).store)
+
+    def objects(self, kind: str) -> builtins.list[Obj]:
+        items, _ = self.store.list_objects(self.cluster, by_kind(kind).store, None, shared=True)
+        return items
 
 
 @dataclass(frozen=True)

@@ -35,16 +35,13 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from allot.api.documents import clone_document
-from allot.controllers.context import ControllerContext
+from allot.client.protocol import Client, WatchEvent
 from allot.controllers.eviction import DISRUPTION_TARGET, evict_pod
 from allot.dra import DraIndex
 from allot.fairshare.books import Books, Standing, show
 from allot.fairshare.cycle import Decision, Eviction, Waiting, admission_cycle
 from allot.fairshare.model import GPU_MEMORY, Queue, Workload, queues_from_tenants
 from allot.fairshare.report import SharingSummary, cohort_idle, tenant_reports
-from allot.registry import HOST_CLUSTER
-from allot.registry.resources import by_kind
-from allot.store import WatchEvent
 from allot.tenancy import names
 from allot.tenancy.demand import ClassMemory, workload_demand
 from allot.tenancy.directory import TenantDirectory
@@ -169,9 +166,18 @@ class QueueingController:
     name = "tenant-queueing"
 
     def __init__(
-        self, host: ControllerContext, directory: TenantDirectory, index: DraIndex
+        self,
+        host: Client,
+        tenants: Callable[[str], Client],
+        directory: TenantDirectory,
+        index: DraIndex,
     ) -> None:
+        """``host``: the host cluster (its pods, claims, templates, events); ``tenants``: a
+        tenant's cluster by name (its Jobs and sets, a gang's size), both clients of the
+        protocol whose changes reach one dispatcher."""
         self.host = host
+        self.tenants = tenants
+        self._tenant_clients: dict[str, Client] = {}
         self.directory = directory
         self.memory = ClassMemory(index)
         self.state = QueueingState()
@@ -185,7 +191,7 @@ class QueueingController:
         return entry is not None and entry.tenant.spec.sharing is not None
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        if event.cluster == HOST_CLUSTER:
+        if event.cluster == self.host.cluster:
             if event.resource in HOST_WIDE:
                 return [CYCLE]
             if event.resource in HOST_NAMESPACED:
@@ -254,6 +260,12 @@ class QueueingController:
 
         return lookup
 
+    def _tenant(self, tenant: str) -> Client:
+        client = self._tenant_clients.get(tenant)
+        if client is None:
+            client = self._tenant_clients[tenant] = self.tenants(tenant)
+        return client
+
     # ------------------------------------------------------------------ groups
     def _groups(self, tenant: str) -> list[PodGroup]:
         namespace = names.host_namespace(tenant)
@@ -290,7 +302,7 @@ class QueueingController:
             return None
         if kind not in OWNER_KINDS:  # a gang of an owner allot does not know: what exists
             return 1 if says_gang else None
-        owner = self.host.store.peek(tenant, by_kind(kind).store, namespace, name)
+        owner = self._tenant(tenant).peek(kind, namespace, name)
         spec = (owner or {}).get("spec") or {}
         if kind == "Job":
             parallelism = spec.get("parallelism")
@@ -308,7 +320,7 @@ class QueueingController:
 
     # ------------------------------------------------------------------ writes
     def _admit(self, group: PodGroup, workload: Workload) -> None:
-        now = self.host.clock()
+        now = self.host.now()
         message = f"Quota reserved for {group.what} in {group.tenant}: " + _amounts(workload.demand)
         for pod in group.gated_pods():
             self._ungate(pod, now, message)
@@ -324,17 +336,17 @@ class QueueingController:
         annotations = updated["metadata"].setdefault("annotations", {})
         annotations.setdefault(ADMITTED_AT, precise(now))
         set_condition(updated, QUOTA_RESERVED, "True", QUOTA_RESERVED, message, now)
-        written = self.host.update_with_status("Pod", updated, MANAGER)
-        self.host.event(written, "Normal", QUOTA_RESERVED, message, MANAGER)
+        written = self.host.update_with_status(updated, field_manager=MANAGER)
+        self.host.events().record(written, "Normal", QUOTA_RESERVED, message, MANAGER)
 
     def _wait(self, group: PodGroup, message: str) -> None:
-        now = self.host.clock()
+        now = self.host.now()
         for pod in group.gated_pods():
             updated = clone_document(pod)
             if not set_condition(updated, QUOTA_RESERVED, "False", PENDING, message, now):
                 continue
-            written = self.host.update_status("Pod", updated, MANAGER)
-            self.host.event(written, "Normal", PENDING, message, MANAGER)
+            written = self.host.update(updated, field_manager=MANAGER, subresource="status")
+            self.host.events().record(written, "Normal", PENDING, message, MANAGER)
 
     def _evict(self, victim: PodGroup, preemptor: PodGroup, eviction: Eviction) -> None:
         for pod in victim.pods:
@@ -357,12 +369,12 @@ class QueueingController:
             + eviction.message
         )
         for pod in preemptor.gated_pods():
-            self.host.event(pod, "Normal", "Preempting", text, MANAGER)
+            self.host.events().record(pod, "Normal", "Preempting", text, MANAGER)
 
     def _finish_admitted(self, groups: list[PodGroup], workloads: dict[str, Workload]) -> None:
         """Pods that join an admitted workload (a gang's pod recreated) are admitted with
         it, unless the workload is being preempted: then they wait for its end."""
-        now = self.host.clock()
+        now = self.host.now()
         for group in groups:
             workload = workloads.get(group.key)
             if not group.admitted or workload is None or not group.gated_pods():
@@ -388,7 +400,7 @@ class QueueingController:
         state.books = decision.books
         state.entitled = {n: frozenset(e.entitled) for n, e in self.directory.entries.items()}
         state.passes += 1
-        now = self.host.clock().timestamp()
+        now = self.host.now().timestamp()
         admitted_now = {w.key for w in decision.admitted}
         state.workloads = [
             replace(w, admitted_at=now) if w.key in admitted_now else w for w in workloads
