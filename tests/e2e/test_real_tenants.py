@@ -1,0 +1,156 @@
+"""Tenants on the real engine: a kube-apiserver and kube-controller-manager of their own.
+
+``allot up --engine kubernetes`` runs as a user types it; ``allot tenant create`` with
+seed 000's legal-ai values file starts the tenant's control plane, and the real kubectl
+with the tenant's kubeconfig finds its own cluster: its own administrator, its own
+ServiceAccount issuer, a Deployment whose ReplicaSet and pods upstream's controllers make
+(Pending: a tenant has no scheduler and no nodes), nothing of it on the host but the
+namespace ``tenant-legal-ai`` with its entitlement objects. Its API server killed, the
+tenant is listed Unhealthy; a restart of ``allot up`` brings it back with its objects;
+``allot tenant delete`` stops its processes (by PID) and removes its etcd keys, files and
+host namespace. A host namespace allot did not make for a tenant is never adopted. Nothing
+here builds: without ``make kube``'s binaries these skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from allot.kubeengine import pki, tenants
+from tests.realkube import ALLOT, Up, allot_up, needs_real_kube, program_of
+
+pytestmark = [pytest.mark.slow, needs_real_kube]
+REPO = Path(__file__).resolve().parents[2]
+SEEDS = REPO / "examples" / "seeds"
+PLANE = {"kube-apiserver", "kube-controller-manager"}
+
+
+def _allot(up: Up, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(up.home), "KUBECONFIG": str(up.home / "config")}
+    return subprocess.run(
+        [ALLOT, *args, "--data-dir", str(up.data_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        check=False,
+    )
+
+
+def _listed(up: Up) -> dict[str, list[str]]:
+    done = _allot(up, "tenant", "list")
+    assert done.returncode == 0, done.stderr
+    return {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:]}
+
+
+def _wait_phase(up: Up, name: str, phase: str) -> list[str]:
+    deadline = time.monotonic() + 180
+    while (row := _listed(up).get(name)) is None or row[1] != phase:
+        assert time.monotonic() < deadline, f"tenant {name} never {phase}: {row}"
+        time.sleep(0.5)
+    return row
+
+
+def _etcd_keys(up: Up, name: str) -> int:
+    """How many keys the host etcd holds under the tenant's prefix (read by the test itself:
+    the host kube-apiserver's --etcd-servers names etcd's port)."""
+    apiserver = next(pid for pid, program in up.children().items() if program == "kube-apiserver")
+    flags = Path(f"/proc/{apiserver}/cmdline").read_bytes().decode().split("\0")
+    port = int(next(f for f in flags if f.startswith("--etcd-servers=")).rsplit(":", 1)[1])
+    prefix = f"/tenants/{name}/".encode()
+    body = {
+        "key": base64.b64encode(prefix).decode(),
+        "range_end": base64.b64encode(prefix[:-1] + b"0").decode(),
+        "count_only": True,
+    }
+    answer = tenants.etcd_request(pki.Pki(up.data_dir / "pki"), port, "/v3/kv/range", body)
+    return int(answer.get("count") or 0)
+
+
+def _issuer(token: str) -> str:
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return str(claims["iss"])
+
+
+def test_a_tenant_runs_its_own_control_plane_dies_comes_back_with_its_state_and_is_deleted(
+    tmp_path: Path,
+) -> None:
+    data, home = tmp_path / "data", tmp_path / "home"
+    home.mkdir()
+    values = str(SEEDS / "000-legal-ai-vcluster-config.yaml")
+    with allot_up(data, home) as up:
+        up.kubectl("apply", "-f", str(SEEDS / "000-gpu-deviceclasses.yaml"))
+        up.kubectl("create", "namespace", "tenant-squatter")
+        squatted = _allot(up, "tenant", "create", "squatter")
+        assert squatted.returncode == 1
+        assert squatted.stderr.startswith(
+            'error: namespaces "tenant-squatter" already exists on the host and is not '
+            "tenant squatter's"
+        )
+        created = _allot(up, "tenant", "create", "legal-ai", "-f", values)
+        assert created.returncode == 0, created.stderr
+        kubeconfig = data / "kubeconfigs" / "legal-ai.yaml"
+        assert created.stdout.splitlines() == [
+            "tenant.allot.dev/legal-ai created",
+            "  host namespace: tenant-legal-ai   entitled classes: gpu-whole",
+            f"  kubeconfig: {kubeconfig}",
+        ]
+        row = _listed(up)["legal-ai"]
+        assert row[:4] == ["legal-ai", "Ready", "tenant-legal-ai", "gpu-whole"]
+        assert row[4].startswith("https://127.0.0.1:")
+        assert row[4] not in up.banner[1]
+        assert "squatter" not in _listed(up)
+
+        def tenant(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+            return up.kubectl(*args, kubeconfig=kubeconfig, check=check)
+
+        whoami = json.loads(tenant("auth", "whoami", "-o", "json").stdout)
+        assert whoami["status"]["userInfo"]["username"] == "system:allot:legal-ai"
+        token = tenant("create", "token", "default").stdout.strip()
+        assert _issuer(token) == "https://legal-ai.tenant-legal-ai.svc"
+        assert tenant("get", "nodes", "-o", "name").stdout == ""
+        tenant("create", "deployment", "web", "--image=nginx", "--replicas=2")
+        tenant("wait", "--for=jsonpath={.status.replicas}=2", "replicaset", "--all")
+        pods = json.loads(tenant("get", "pods", "-o", "json").stdout)["items"]
+        assert len(pods) == 2
+        assert all("nodeName" not in p["spec"] for p in pods)
+        assert up.kubectl("get", "deployments", "-A", "-o", "name").stdout == ""
+        labels = up.get_json("namespace", "tenant-legal-ai")["metadata"]["labels"]
+        assert labels["allot.dev/tenant"] == "legal-ai"
+        up.kubectl("get", "validatingadmissionpolicybinding", "allot-tenant-claims.legal-ai")
+        pids = tenants.recorded_pids(data, "legal-ai")
+        assert {program_of(pid) for pid in pids.values()} == PLANE
+        assert set(pids.values()) <= set(up.children())
+        os.kill(pids["kube-apiserver"], signal.SIGKILL)
+        _wait_phase(up, "legal-ai", "Unhealthy")
+        shown = json.loads(_allot(up, "tenant", "list", "-o", "json").stdout)
+        message = shown["items"][0]["status"]["conditions"][0]["message"]
+        assert message.startswith("kube-apiserver exited with status -9; the last lines of")
+        assert program_of(pids["kube-controller-manager"]) == ""  # stopped with it
+        assert up.get_json("namespace", "default")  # the host goes on
+    with allot_up(data, home) as again:
+        _wait_phase(again, "legal-ai", "Ready")
+        names = up.kubectl("get", "deployment", "-o", "name", kubeconfig=kubeconfig).stdout
+        assert names.split() == ["deployment.apps/web"]
+        assert _etcd_keys(again, "legal-ai") > 0
+        pids = tenants.recorded_pids(data, "legal-ai")
+        deleted = _allot(again, "tenant", "delete", "legal-ai")
+        assert deleted.returncode == 0, deleted.stderr
+        assert deleted.stdout.splitlines()[0] == 'tenant.allot.dev "legal-ai" deleted'
+        assert [pid for pid in pids.values() if program_of(pid) in PLANE] == []
+        assert _etcd_keys(again, "legal-ai") == 0
+        assert not kubeconfig.exists()
+        assert not (data / "kube" / "tenants" / "legal-ai").exists()
+        assert "legal-ai" not in json.loads((data / "tokens.json").read_text())
+        assert _listed(again) == {}
+        namespace = again.kubectl("get", "namespace", "tenant-legal-ai", check=False)
+        assert namespace.returncode != 0 or "Terminating" in namespace.stdout
