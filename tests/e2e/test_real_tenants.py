@@ -5,8 +5,10 @@ seed 000's legal-ai values file starts the tenant's control plane, and the real 
 with the tenant's kubeconfig finds its own cluster: its own administrator, its own
 ServiceAccount issuer, a Deployment whose ReplicaSet and pods upstream's controllers make
 (Pending: a tenant has no scheduler and no nodes), nothing of it on the host but the
-namespace ``tenant-legal-ai`` with its entitlement objects. Its API server killed, the
-tenant is listed Unhealthy; a restart of ``allot up`` brings it back with its objects;
+namespace ``tenant-legal-ai`` with its entitlement objects, whose real
+ValidatingAdmissionPolicy refuses a claim there for a class outside legal-ai's
+entitlement. Its API server killed, the tenant is listed Unhealthy; a restart of ``allot
+up`` brings it back with its objects;
 ``allot tenant delete`` stops its processes (by PID) and removes its etcd keys, files and
 host namespace. A host namespace allot did not make for a tenant is never adopted. Nothing
 here builds: without ``make kube``'s binaries these skip.
@@ -75,6 +77,29 @@ def _etcd_keys(up: Up, name: str) -> int:
     return int(answer.get("count") or 0)
 
 
+def _host_claim(name: str, device_class: str) -> dict[str, object]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": device_class}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "tenant-legal-ai"},
+        "spec": {"devices": {"requests": [request]}},
+    }
+
+
+def _wait_refused(up: Up, device_class: str) -> str:
+    """The real host's refusal of a claim in the tenant's namespace for ``device_class``
+    (a new policy binding takes a moment to reach kube-apiserver's admission)."""
+    deadline = time.monotonic() + 30
+    while True:
+        claim = json.dumps(_host_claim("slice.team", device_class))
+        done = up.kubectl("create", "--dry-run=server", "-f", "-", stdin=claim, check=False)
+        if done.returncode != 0:
+            return done.stderr
+        assert time.monotonic() < deadline, "the host's claims policy never refused"
+        time.sleep(0.5)
+
+
 def _issuer(token: str) -> str:
     payload = token.split(".")[1]
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
@@ -126,7 +151,14 @@ def test_a_tenant_runs_its_own_control_plane_dies_comes_back_with_its_state_and_
         assert up.kubectl("get", "deployments", "-A", "-o", "name").stdout == ""
         labels = up.get_json("namespace", "tenant-legal-ai")["metadata"]["labels"]
         assert labels["allot.dev/tenant"] == "legal-ai"
-        up.kubectl("get", "validatingadmissionpolicybinding", "allot-tenant-claims.legal-ai")
+        refused = _wait_refused(up, "gpu-slice")
+        assert (
+            'resourceclaims.resource.k8s.io "slice.team" is forbidden: ValidatingAdmissionPolicy '
+            "'allot-tenant-claims' with binding 'allot-tenant-claims.legal-ai' denied request: "
+            "device class gpu-slice is not in the entitlement of tenant legal-ai (entitled: "
+            "gpu-whole)"
+        ) in refused
+        up.apply(_host_claim("whole.team", "gpu-whole"))  # its entitled class passes
         pids = tenants.recorded_pids(data, "legal-ai")
         assert {program_of(pid) for pid in pids.values()} == PLANE
         assert set(pids.values()) <= set(up.children())
