@@ -7,8 +7,8 @@ ServiceAccount issuer, a Deployment whose ReplicaSet and pods upstream's control
 (Pending: a tenant has no scheduler and no nodes), nothing of it on the host but the
 namespace ``tenant-legal-ai`` with its entitlement objects, whose real
 ValidatingAdmissionPolicy refuses a claim there for a class outside legal-ai's
-entitlement. Its API server killed, the tenant is listed Unhealthy; a restart of ``allot
-up`` brings it back with its objects;
+entitlement, until the class is relabelled into it. Its API server killed, the tenant
+is listed Unhealthy; a restart of ``allot up`` brings it back with its objects;
 ``allot tenant delete`` stops its processes (by PID) and removes its etcd keys, files and
 host namespace. A host namespace allot did not make for a tenant is never adopted. Nothing
 here builds: without ``make kube``'s binaries these skip.
@@ -59,6 +59,13 @@ def _wait_phase(up: Up, name: str, phase: str) -> list[str]:
         assert time.monotonic() < deadline, f"tenant {name} never {phase}: {row}"
         time.sleep(0.5)
     return row
+
+
+def _wait_for_classes(up: Up, name: str, classes: str) -> None:
+    deadline = time.monotonic() + 60
+    while (row := _listed(up)[name])[3] != classes:
+        assert time.monotonic() < deadline, f"tenant {name} never entitled to {classes}: {row}"
+        time.sleep(0.5)
 
 
 def _etcd_keys(up: Up, name: str) -> int:
@@ -159,6 +166,12 @@ def test_a_tenant_runs_its_own_control_plane_dies_comes_back_with_its_state_and_
             "gpu-whole)"
         ) in refused
         up.apply(_host_claim("whole.team", "gpu-whole"))  # its entitled class passes
+        up.kubectl(
+            "label", "deviceclass", "gpu-slice", "gpu.platform/tenant=legal-ai", "--overwrite"
+        )
+        _wait_for_classes(up, "legal-ai", "gpu-slice,gpu-whole")  # the entitlement follows
+        claim = json.dumps(_host_claim("slice.team", "gpu-slice"))
+        up.kubectl("create", "--dry-run=server", "-f", "-", stdin=claim)
         pids = tenants.recorded_pids(data, "legal-ai")
         assert {program_of(pid) for pid in pids.values()} == PLANE
         assert set(pids.values()) <= set(up.children())

@@ -20,7 +20,9 @@ it, so that tenants start side by side. A tenant has:
 * on the host: the namespace ``tenant-NAME`` labelled ``allot.dev/tenant``, its entitlement
   params, the shared ValidatingAdmissionPolicies with its bindings, and its ResourceQuota
   (:mod:`allot.tenancy.entitlement`: the objects the embedded engine's tenant controller
-  and ``allot render`` make).
+  and ``allot render`` make), its params following the host's DeviceClasses (read again
+  every few seconds: a class relabelled into or out of the entitlement is usable, or
+  refused by the policies, from then on).
 
 The up process writes each tenant's ``status.json``: the Tenant status (phase ``Pending``,
 ``Ready`` or ``Unhealthy``, server, namespace, entitled classes, a Ready condition) and
@@ -42,6 +44,7 @@ import json
 import os
 import shutil
 import ssl
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -66,6 +69,7 @@ TENANTS_DIR = "tenants"
 PREFIX_ROOT = "/tenants"
 PENDING, READY, UNHEALTHY = "Pending", "Ready", "Unhealthy"
 MANAGER = "allot-tenant-controller"  # the field manager of the host objects, as embedded
+ENTITLEMENT_SECONDS = 5.0  # how often the host's DeviceClasses are read again
 START_SECONDS = 180.0  # a cold kube-apiserver on a busy 2-core machine takes a while
 ETCD_SECONDS = 30.0
 
@@ -198,6 +202,8 @@ class TenantPlane:
     stage: str = "apiserver"  # then "manager", READY, UNHEALTHY
     started: float = field(default_factory=time.monotonic)
     entitled: list[str] = field(default_factory=list)
+    params: Obj = field(default_factory=dict)  # the entitlement ConfigMap last applied
+    condition: tuple[str, str, str] = (PENDING, "Starting", "")  # phase, reason, message
 
     @property
     def url(self) -> str:
@@ -218,23 +224,42 @@ class TenantPlanes:
     def __init__(self, cluster: RealCluster) -> None:
         self.cluster = cluster
         self.planes: dict[str, TenantPlane] = {}
+        self._refreshed = time.monotonic()
+        self._said: set[str] = set()
 
     @property
     def data_dir(self) -> Path:
         return self.cluster.data_dir
 
     def reconcile(self) -> None:
-        """Start new tenants, advance starting ones, notice exits, carry out deletions."""
+        """Start new tenants, advance starting ones, notice exits, carry out deletions,
+        and every ``ENTITLEMENT_SECONDS`` follow the host's DeviceClasses. A host or etcd
+        that does not answer is said once on stderr and tried again on the next turn."""
         for name in tenant_names(self.data_dir):
-            layout = TenantLayout(self.data_dir, name)
-            plane = self.planes.get(name)
-            if layout.deleting.exists():
-                self._delete(layout, plane)
-                continue
-            if plane is None:
-                self.planes[name] = self._start(layout)
-                continue
+            try:
+                self._reconcile_one(TenantLayout(self.data_dir, name))
+            except (KubeError, OSError) as err:
+                self._complain(f"tenant {name}: {err}")
+        if time.monotonic() - self._refreshed > ENTITLEMENT_SECONDS:
+            try:
+                self._follow_classes()
+            except (KubeError, OSError) as err:
+                self._complain(f"tenants' entitlements: {err}")
+            self._refreshed = time.monotonic()
+
+    def _reconcile_one(self, layout: TenantLayout) -> None:
+        plane = self.planes.get(layout.name)
+        if layout.deleting.exists():
+            self._delete(layout, plane)
+        elif plane is None:
+            self.planes[layout.name] = self._start(layout)
+        else:
             self._advance(plane)
+
+    def _complain(self, message: str) -> None:
+        if message not in self._said:
+            self._said.add(message)
+            print(f"warning: {message} (retrying)", file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         for plane in self.planes.values():
@@ -312,6 +337,7 @@ class TenantPlanes:
 
     def _write_status(self, plane: TenantPlane, phase: str, reason: str, message: str) -> None:
         name = plane.layout.name
+        plane.condition = (phase, reason, message)
         status: Obj = {
             "phase": phase,
             "namespace": host_namespace(name),
@@ -334,13 +360,11 @@ class TenantPlanes:
         name = plane.layout.name
         client = self.cluster.client()
         try:
-            classes = client.list("resource.k8s.io/v1", "DeviceClass")
-            entitled = entitlement.entitled_classes(plane.tenant, classes)
-            forbidden = entitlement.forbidden_extended_names(entitled, classes)
+            params = _params(plane, client.list("resource.k8s.io/v1", "DeviceClass"))
             objects = [
                 entitlement.namespace(name),
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}},
-                entitlement.params(name, entitled, forbidden),
+                params,
                 entitlement.claims_policy(),
                 entitlement.pods_policy(),
                 entitlement.binding(name, entitlement.CLAIMS_POLICY),
@@ -351,7 +375,28 @@ class TenantPlanes:
                 client.apply(obj, MANAGER, force=True)
         finally:
             client.close()
-        return entitled
+        plane.params = params
+        return entitlement.entitled_in_params(params)
+
+    def _follow_classes(self) -> None:
+        """New params for the tenants whose entitlement the host's classes changed (the
+        policies read them at once: a class that leaves is refused from then on)."""
+        planes = [plane for plane in self.planes.values() if plane.stage != UNHEALTHY]
+        if not planes:
+            return
+        client = self.cluster.client()
+        try:
+            classes = client.list("resource.k8s.io/v1", "DeviceClass")
+            for plane in planes:
+                params = _params(plane, classes)
+                if params == plane.params:
+                    continue
+                client.apply(params, MANAGER, force=True)
+                plane.params = params
+                plane.entitled = entitlement.entitled_in_params(params)
+                self._write_status(plane, *plane.condition)
+        finally:
+            client.close()
 
     def _delete(self, layout: TenantLayout, plane: TenantPlane | None) -> None:
         if plane is not None:
@@ -393,6 +438,13 @@ class TenantPlanes:
                     client.delete(api_version, kind, object_name, namespace)
         finally:
             client.close()
+
+
+def _params(plane: TenantPlane, classes: list[Obj]) -> Obj:
+    """The tenant's entitlement ConfigMap for the host's ``classes``."""
+    entitled = entitlement.entitled_classes(plane.tenant, classes)
+    forbidden = entitlement.forbidden_extended_names(entitled, classes)
+    return entitlement.params(plane.layout.name, entitled, forbidden)
 
 
 def etcd_request(keys: pki.Pki, port: int, path: str, body: Obj) -> Obj:
