@@ -80,7 +80,7 @@ def create(data_dir: Path, tenant: Obj, timeout: float | None) -> Obj:
 
 
 def _check_namespace(data_dir: Path, name: str) -> None:
-    """The tenant's host namespace must be free or this tenant's (TenantRecordError)."""
+    """The tenant's host namespace must be free or this tenant's (RealTenantError)."""
     client = platform_client(data_dir)
     namespace = host_namespace(name)
     try:

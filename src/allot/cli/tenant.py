@@ -1,10 +1,13 @@
-"""``allot tenant create|list|connect|disconnect|delete``: tenants of a running embedded platform.
+"""``allot tenant create|list|connect|disconnect|delete``: tenants of a running platform.
 
 Each verb talks to the platform that ``allot up`` serves from ``--data-dir`` (see
 ``allot.cli.options``) through the host cluster's kubeconfig and the one client interface
-(:mod:`allot.kube`). ``create NAME [-f values.yaml]...`` takes vCluster values files
-unchanged (several are merged as Helm merges them) or a Tenant document, plus ``--quota
-KEY=VALUE`` and ``--gpu-memory``, and waits until the tenant's cluster is served.
+(:mod:`allot.kube`); on a data directory of ``allot up --engine kubernetes``, whose
+tenants have control planes of their own, create, list and delete go through
+:mod:`allot.cli.kubetenant` with the same flags and output. ``create NAME [-f
+values.yaml]...`` takes vCluster values files unchanged (several are merged as Helm merges
+them) or a Tenant document, plus ``--quota KEY=VALUE`` and ``--gpu-memory``, and waits
+until the tenant's cluster is served.
 ``connect NAME [--context-namespace NS]`` merges a context for it into the user's
 kubeconfig and switches to it (``disconnect`` switches back), as ``vcluster connect``
 does; ``--print`` prints the tenant's kubeconfig instead, and ``-- COMMAND`` (or

@@ -69,6 +69,7 @@ TENANTS_DIR = "tenants"
 PREFIX_ROOT = "/tenants"
 PENDING, READY, UNHEALTHY = "Pending", "Ready", "Unhealthy"
 MANAGER = "allot-tenant-controller"  # the field manager of the host objects, as embedded
+STAGE_COMPONENTS = {"apiserver": "kube-apiserver", "manager": "kube-controller-manager"}
 ENTITLEMENT_SECONDS = 5.0  # how often the host's DeviceClasses are read again
 START_SECONDS = 180.0  # a cold kube-apiserver on a busy 2-core machine takes a while
 ETCD_SECONDS = 30.0
@@ -304,7 +305,8 @@ class TenantPlanes:
         if plane.stage == READY:
             return
         if time.monotonic() - plane.started > START_SECONDS:
-            self._fail(plane, f"{plane.stage} did not become ready within {START_SECONDS:.0f}s")
+            waited = STAGE_COMPONENTS[plane.stage]
+            self._fail(plane, f"{waited} did not become ready within {START_SECONDS:.0f}s")
         elif plane.stage == "apiserver" and healthy(
             plane.apiserver_port, "/readyz", plane.ca, plane.token
         ):
