@@ -7,8 +7,10 @@ ServiceAccount issuer, a Deployment whose ReplicaSet and pods upstream's control
 (Pending: a tenant has no scheduler and no nodes), nothing of it on the host but the
 namespace ``tenant-legal-ai`` with its entitlement objects, whose real
 ValidatingAdmissionPolicy refuses a claim there for a class outside legal-ai's
-entitlement, until the class is relabelled into it. Its API server killed, the tenant
-is listed Unhealthy; a restart of ``allot up`` brings it back with its objects;
+entitlement, as the same policy in the tenant's own API server refuses it in the tenant's
+own kubectl call, until the class is relabelled into the entitlement. Its API server
+killed, the tenant is listed Unhealthy; a restart of ``allot up`` brings it back with its
+objects;
 ``allot tenant delete`` stops its processes (by PID) and removes its etcd keys, files and
 host namespace. A host namespace allot did not make for a tenant is never adopted. Nothing
 here builds: without ``make kube``'s binaries these skip.
@@ -84,27 +86,63 @@ def _etcd_keys(up: Up, name: str) -> int:
     return int(answer.get("count") or 0)
 
 
-def _host_claim(name: str, device_class: str) -> dict[str, object]:
+def _claim(name: str, device_class: str, namespace: str) -> dict[str, object]:
     request = {"name": "gpu", "exactly": {"deviceClassName": device_class}}
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "tenant-legal-ai"},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {"devices": {"requests": [request]}},
     }
 
 
-def _wait_refused(up: Up, device_class: str) -> str:
-    """The real host's refusal of a claim in the tenant's namespace for ``device_class``
-    (a new policy binding takes a moment to reach kube-apiserver's admission)."""
+def _wait_refused(up: Up, claim: dict[str, object], kubeconfig: Path | None = None) -> str:
+    """A real kube-apiserver's refusal of ``claim`` (a new policy binding takes a moment to
+    reach its admission)."""
     deadline = time.monotonic() + 30
     while True:
-        claim = json.dumps(_host_claim("slice.team", device_class))
-        done = up.kubectl("create", "--dry-run=server", "-f", "-", stdin=claim, check=False)
+        document = json.dumps(claim)
+        done = up.kubectl(
+            "create",
+            "--dry-run=server",
+            "-f",
+            "-",
+            stdin=document,
+            check=False,
+            kubeconfig=kubeconfig,
+        )
         if done.returncode != 0:
             return done.stderr
-        assert time.monotonic() < deadline, "the host's claims policy never refused"
+        assert time.monotonic() < deadline, f"the claims policy never refused {claim}"
         time.sleep(0.5)
+
+
+def _wait_accepted(up: Up, claim: dict[str, object], kubeconfig: Path | None = None) -> None:
+    """``claim`` admitted (dry run) once the params a policy reads have caught up."""
+    deadline = time.monotonic() + 30
+    while True:
+        done = up.kubectl(
+            "create",
+            "--dry-run=server",
+            "-f",
+            "-",
+            stdin=json.dumps(claim),
+            check=False,
+            kubeconfig=kubeconfig,
+        )
+        if done.returncode == 0:
+            return
+        assert time.monotonic() < deadline, f"{claim} never admitted: {done.stderr}"
+        time.sleep(0.5)
+
+
+def _refusal(name: str) -> str:
+    return (
+        f'resourceclaims.resource.k8s.io "{name}" is forbidden: ValidatingAdmissionPolicy '
+        "'allot-tenant-claims' with binding 'allot-tenant-claims.legal-ai' denied request: "
+        "device class gpu-slice is not in the entitlement of tenant legal-ai (entitled: "
+        "gpu-whole)"
+    )
 
 
 def _issuer(token: str) -> str:
@@ -142,8 +180,8 @@ def test_a_tenant_runs_its_own_control_plane_dies_comes_back_with_its_state_and_
         assert row[4] not in up.banner[1]
         assert "squatter" not in _listed(up)
 
-        def tenant(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-            return up.kubectl(*args, kubeconfig=kubeconfig, check=check)
+        def tenant(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+            return up.kubectl(*args, kubeconfig=kubeconfig, stdin=stdin)
 
         whoami = json.loads(tenant("auth", "whoami", "-o", "json").stdout)
         assert whoami["status"]["userInfo"]["username"] == "system:allot:legal-ai"
@@ -158,20 +196,18 @@ def test_a_tenant_runs_its_own_control_plane_dies_comes_back_with_its_state_and_
         assert up.kubectl("get", "deployments", "-A", "-o", "name").stdout == ""
         labels = up.get_json("namespace", "tenant-legal-ai")["metadata"]["labels"]
         assert labels["allot.dev/tenant"] == "legal-ai"
-        refused = _wait_refused(up, "gpu-slice")
-        assert (
-            'resourceclaims.resource.k8s.io "slice.team" is forbidden: ValidatingAdmissionPolicy '
-            "'allot-tenant-claims' with binding 'allot-tenant-claims.legal-ai' denied request: "
-            "device class gpu-slice is not in the entitlement of tenant legal-ai (entitled: "
-            "gpu-whole)"
-        ) in refused
-        up.apply(_host_claim("whole.team", "gpu-whole"))  # its entitled class passes
+        host_claim = _claim("slice.team", "gpu-slice", "tenant-legal-ai")
+        assert _refusal("slice.team") in _wait_refused(up, host_claim)
+        up.apply(_claim("whole.team", "gpu-whole", "tenant-legal-ai"))  # entitled: passes
+        tenant_claim = _claim("slice", "gpu-slice", "default")
+        assert _refusal("slice") in _wait_refused(up, tenant_claim, kubeconfig)  # in its own call
+        tenant("create", "-f", "-", stdin=json.dumps(_claim("whole", "gpu-whole", "default")))
         up.kubectl(
             "label", "deviceclass", "gpu-slice", "gpu.platform/tenant=legal-ai", "--overwrite"
         )
         _wait_for_classes(up, "legal-ai", "gpu-slice,gpu-whole")  # the entitlement follows
-        claim = json.dumps(_host_claim("slice.team", "gpu-slice"))
-        up.kubectl("create", "--dry-run=server", "-f", "-", stdin=claim)
+        _wait_accepted(up, host_claim)
+        _wait_accepted(up, tenant_claim, kubeconfig)
         pids = tenants.recorded_pids(data, "legal-ai")
         assert {program_of(pid) for pid in pids.values()} == PLANE
         assert set(pids.values()) <= set(up.children())

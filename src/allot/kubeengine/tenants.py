@@ -22,7 +22,11 @@ it, so that tenants start side by side. A tenant has:
   (:mod:`allot.tenancy.entitlement`: the objects the embedded engine's tenant controller
   and ``allot render`` make), its params following the host's DeviceClasses (read again
   every few seconds: a class relabelled into or out of the entitlement is usable, or
-  refused by the policies, from then on).
+  refused by the policies, from then on);
+* in its own API server, once ready: the same claims policy, bound to every namespace of
+  the tenant's cluster, with the same params in its ``allot-system``
+  (:func:`allot.tenancy.entitlement.tenant_side_binding`), so a claim for a class outside
+  the entitlement is refused in the tenant's own request with the host's message.
 
 The up process writes each tenant's ``status.json``: the Tenant status (phase ``Pending``,
 ``Ready`` or ``Unhealthy``, server, namespace, entitled classes, a Ready condition) and
@@ -53,6 +57,7 @@ from pathlib import Path
 
 from allot.api.tenancy import Tenant
 from allot.apiserver.server import bind, free_port
+from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
 from allot.kubeengine import components, pki
 from allot.kubeengine.cluster import RealCluster, default_account, healthy, trust
@@ -60,6 +65,7 @@ from allot.kubeengine.components import Layout, Role
 from allot.kubeengine.processes import ComponentFailed, Supervisor
 from allot.registry import kubeconfigs
 from allot.registry.clusters import Tokens
+from allot.registry.kubeconfigs import own_context
 from allot.registry.rbac.identity import cluster_admin
 from allot.tenancy import entitlement
 from allot.tenancy.names import PLATFORM_NAMESPACE, host_namespace
@@ -327,10 +333,30 @@ class TenantPlanes:
             plane.url, plane.keys.ca.cert, {plane.layout.name: plane.token}, cluster_paths=False
         )
         kubeconfigs.write(plane.layout.kubeconfig_path, plane.layout.name, credentials)
+        self._tenant_side(
+            plane,
+            [
+                _platform_namespace(),
+                plane.params,
+                entitlement.claims_policy(),
+                entitlement.tenant_side_binding(plane.layout.name),
+            ],
+        )
         plane.stage = READY
         self._write_status(
             plane, READY, "ControlPlaneReady", "kube-apiserver and kube-controller-manager serve"
         )
+
+    def _tenant_side(self, plane: TenantPlane, objects: list[Obj]) -> None:
+        """Apply ``objects`` in the tenant's own API server, as its administrator."""
+        client = Client.from_kubeconfig(
+            plane.layout.kubeconfig_path, own_context(plane.layout.name)
+        )
+        try:
+            for obj in objects:
+                client.apply(obj, MANAGER, force=True)
+        finally:
+            client.close()
 
     def _fail(self, plane: TenantPlane, message: str) -> None:
         plane.supervisor.stop()
@@ -365,7 +391,7 @@ class TenantPlanes:
             params = _params(plane, client.list("resource.k8s.io/v1", "DeviceClass"))
             objects = [
                 entitlement.namespace(name),
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}},
+                _platform_namespace(),
                 params,
                 entitlement.claims_policy(),
                 entitlement.pods_policy(),
@@ -394,6 +420,8 @@ class TenantPlanes:
                 if params == plane.params:
                     continue
                 client.apply(params, MANAGER, force=True)
+                if plane.stage == READY:
+                    self._tenant_side(plane, [params])
                 plane.params = params
                 plane.entitled = entitlement.entitled_in_params(params)
                 self._write_status(plane, *plane.condition)
@@ -440,6 +468,10 @@ class TenantPlanes:
                     client.delete(api_version, kind, object_name, namespace)
         finally:
             client.close()
+
+
+def _platform_namespace() -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLATFORM_NAMESPACE}}
 
 
 def _params(plane: TenantPlane, classes: list[Obj]) -> Obj:
