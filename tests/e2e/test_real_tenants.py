@@ -183,7 +183,10 @@ def test_a_tenant_runs_its_own_control_plane_dies_comes_back_with_its_state_and_
         def tenant(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
             return up.kubectl(*args, kubeconfig=kubeconfig, stdin=stdin)
 
-        whoami = json.loads(tenant("auth", "whoami", "-o", "json").stdout)
+        connected = _allot(up, "tenant", "connect", "legal-ai")
+        assert connected.returncode == 0, connected.stderr
+        mine = home / "config"  # the user's kubeconfig, where connect merged the context
+        whoami = json.loads(up.kubectl("auth", "whoami", "-o", "json", kubeconfig=mine).stdout)
         assert whoami["status"]["userInfo"]["username"] == "system:allot:legal-ai"
         token = tenant("create", "token", "default").stdout.strip()
         assert _issuer(token) == "https://legal-ai.tenant-legal-ai.svc"
@@ -227,6 +230,7 @@ def test_a_tenant_runs_its_own_control_plane_dies_comes_back_with_its_state_and_
         deleted = _allot(again, "tenant", "delete", "legal-ai")
         assert deleted.returncode == 0, deleted.stderr
         assert deleted.stdout.splitlines()[0] == 'tenant.allot.dev "legal-ai" deleted'
+        assert deleted.stdout.splitlines()[1].startswith('Removed context "allot_legal-ai_')
         assert [pid for pid in pids.values() if program_of(pid) in PLANE] == []
         assert _etcd_keys(again, "legal-ai") == 0
         assert not kubeconfig.exists()
