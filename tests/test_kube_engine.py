@@ -368,3 +368,27 @@ def test_binaries_in_the_cache_at_the_right_version_are_kept(
     )
     assert {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()} == before
     assert subprocess.run([str(bin_dir / "kwok"), "--version"], capture_output=True).returncode == 0
+
+
+def test_tenant_requests_are_recorded_once_and_read_back_as_tenants(tmp_path: Path) -> None:
+    tenant = {"apiVersion": "allot.dev/v1alpha1", "kind": "Tenant", "metadata": {"name": "a"}}
+    tenants.request_create(tmp_path, {**tenant, "spec": {}})
+    with pytest.raises(
+        tenants.TenantRecordError, match=re.escape('tenants.allot.dev "a" already exists')
+    ):
+        tenants.request_create(tmp_path, {**tenant, "spec": {}})
+    assert tenants.tenant_names(tmp_path) == ["a"]
+    listed = tenants.recorded(tmp_path, "a")
+    assert listed is not None
+    assert listed["status"] == {"phase": "Pending"}
+    assert listed["metadata"]["creationTimestamp"].endswith("Z")
+    tenants.request_delete(tmp_path, "a")
+    assert (tenants.recorded(tmp_path, "a") or {})["status"]["phase"] == "Terminating"
+    with pytest.raises(
+        tenants.TenantRecordError, match=re.escape('tenants.allot.dev "a" is being deleted')
+    ):
+        tenants.request_create(tmp_path, {**tenant, "spec": {}})
+    with pytest.raises(
+        tenants.TenantRecordError, match=re.escape('tenants.allot.dev "b" not found')
+    ):
+        tenants.request_delete(tmp_path, "b")
