@@ -50,6 +50,7 @@ bubblewrap:
 # Real Kubernetes 1.36 (kube-apiserver, kube-controller-manager, kube-scheduler), etcd 3.6
 # and kwok, built from the Go modules in tools/kube into a per-user cache outside the clone
 # (${XDG_CACHE_HOME:-~/.cache}/allot/kube/v1.36.N/bin); a later build reuses it at once.
+# Optional, for the tests (a failure is one line): Kueue and the PrometheusRule CRD.
 kube: $(RUNTIME_STAMP)
 	$(BIN)/python -m allot.kubeengine.build tools/kube
 
@@ -68,6 +69,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# bench.agreement and bench.sidebyside run real Kubernetes from `make kube`'s binaries (each
+# says so and skips without them): about 1 and 5 minutes on a 2-core machine (sidebyside prints
+# its progress: the full scheduler_perf DRA shape runs on both schedulers).
 bench: $(STAMP)
 	$(BIN)/python -m bench.selectors
 	$(BIN)/python -m bench.allocator
@@ -83,6 +87,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.doctor
 	$(BIN)/python -m bench.startup
 	$(BIN)/python -m bench.traces
+	$(BIN)/python -m bench.agreement
+	$(BIN)/python -m bench.sidebyside
 	$(BIN)/python -m bench.conformance || true  # the count is the figure; NEW lines say what to explain
 
 # The request corpus (tests/conformance) replayed on the embedded server and on real

@@ -6,10 +6,10 @@ as ``python -m allot``, best of 5 each: target under 0.1 s. Two scenarios are wr
 fleets as the driver publishes them (Nodes, ResourceSlices, the driver's DeviceClasses): 10
 nodes of 8 whole H100s without claims, and 100 nodes of 8 H100s with DynamicMIG (every MIG
 layout, shared counters) and one claim for a 1g.10gb slice. The first runs as ``python -m
-allot simulate`` in a subprocess, best of 5. The second is about 26 MB, over the 8 MiB that
-``allot simulate`` reads, so its process reads the file and runs :mod:`allot.simulation`
-itself, with the collector thresholds of ``allot simulate`` (best of 3): the time until the
-claim is placed.
+allot simulate`` in a subprocess, best of 5. The second is about 26 MB; its process reads
+the file and runs :mod:`allot.simulation` itself (the figure is the allocator's, not YAML's),
+with the collector thresholds of ``allot simulate`` (best of 3): the time until the claim is
+placed.
 Printed: the seconds, the target (the 10-node run under 0.1 s) and the ratio; the 100-node
 figure is for information, and so is the floor every command that decodes an API object
 pays: the interpreter, pydantic, and one model class validating (``FLOOR``), which is most

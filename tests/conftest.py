@@ -57,6 +57,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(params=["inprocess", "remote", "real"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The client protocol's implementations, one test run each (tests/engines.py): in
+    process, the embedded API server, and real Kubernetes 1.36 (skipped, saying why,
+    where ``make kube`` has not built its binaries)."""
+    from tests.engines import ENGINES
+
+    if request.param == "real":
+        from tests.realkube import MISSING
+
+        if MISSING is not None:
+            pytest.skip(MISSING)
+    with ENGINES[request.param](tmp_path) as found:
+        yield found
+
+
 @pytest.fixture
 def team_context(tmp_path: Path) -> Iterator[ControllerContext]:
     """A host context on a fresh registry (no controllers) whose clock stands at

@@ -7,9 +7,11 @@ API as ``allot up --engine kubernetes`` does, yields a :class:`RealKube` (kubeco
 real kubectl, the Python client) and stops every process. The ``real_kube`` fixture
 (tests/conftest.py) does this once per test module. Nothing here builds: where the
 binaries are absent or of another version, ``MISSING`` says why and the tests skip
-(``make test`` builds them first, so in CI they are there). ``allot_up`` runs ``allot up
---engine kubernetes`` as a user types it, for the tests of what only that process does
-(its banner, Ctrl-C, the tenants' control planes).
+(``make test`` builds them first, so in CI they are there). ``wait_for`` and the object
+builders are what the real-engine tests share: a claim, a claim template, a pod using one
+that tolerates the fleet's GPU taint; ``allot(...)`` runs the ``allot`` command;
+``allot_up`` runs ``allot up --engine kubernetes`` as a user types it, for the tests of what
+only that process does (its banner, Ctrl-C, the tenants' control planes).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +32,7 @@ import pytest
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
+from allot.kube.remote import RemoteClient
 from allot.kubeengine.binaries import bin_dir, missing_or_wrong
 from allot.kubeengine.cluster import RealCluster, start
 from allot.kubeengine.components import Options
@@ -72,13 +76,77 @@ def running_real_kube(
     try:
         client = cluster.client()
         try:
-            Publisher(client).reconcile(parse_fleet(fleet), passthrough=passthrough)
+            Publisher(RemoteClient(client)).reconcile(parse_fleet(fleet), passthrough=passthrough)
         finally:
             client.close()
         cluster.ready()
         yield RealKube(cluster, root / "home")
     finally:
         cluster.stop()
+
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def allot(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The ``allot`` command as a user types it (``--kubeconfig`` added when given)."""
+    extra = ["--kubeconfig", str(kubeconfig)] if kubeconfig else []
+    return subprocess.run(
+        [ALLOT, *args, *extra], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 90) -> Any:
+    """``check()``'s first truthy answer, asked every half second; fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def requests(device_class: str, count: int = 1) -> list[Any]:
+    """One request ``gpu`` for ``count`` devices of ``device_class``."""
+    return [{"name": "gpu", "exactly": {"deviceClassName": device_class, "count": count}}]
+
+
+def resource_claim(name: str, namespace: str, spec_requests: list[Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": spec_requests}},
+    }
+
+
+def claim_template(name: str, namespace: str, device_class: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": requests(device_class)}}},
+    }
+
+
+def claim_pod(
+    name: str, namespace: str, reference: dict[str, str], **metadata: Any
+) -> dict[str, Any]:
+    """A pod whose container uses the pod claim ``gpu`` (``reference``:
+    ``resourceClaimName`` or ``resourceClaimTemplateName``), tolerating the GPU taint."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, **metadata},
+        "spec": {
+            "tolerations": [GPU_TOLERATION],
+            "resourceClaims": [{"name": "gpu", **reference}],
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
+            ],
+        },
+    }
 
 
 @dataclass

@@ -94,3 +94,34 @@ def test_invalid_policy_objects(case: dict[str, Any], tmp_path: Path) -> None:
         _create(api, case["object"])
     assert case["message"] in str(caught.value)
     api.store.close()
+
+
+def test_policies_and_bindings_are_stored_with_the_api_servers_defaults(tmp_path: Path) -> None:
+    """As ``SetObjectDefaults_ValidatingAdmissionPolicy``/``...Binding`` store them (a real
+    1.36 API server returns the same: tests/e2e/test_real_production.py): without these,
+    ``allot apply`` saw every rendered policy as changed on a real cluster."""
+    api = Registry(tmp_path)
+    policy = copy.deepcopy(TABLE["defaults"]["policy"])
+    policy["spec"].pop("failurePolicy", None)
+    policy["spec"]["matchConstraints"]["excludeResourceRules"] = [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"], "resources": ["pods"]}
+    ]
+    binding = copy.deepcopy(TABLE["defaults"]["binding"])
+    binding["spec"]["matchResources"] = {"namespaceSelector": {"matchLabels": {"a": "b"}}}
+    stored_policy = _create(api, policy).object["spec"]
+    stored_binding = _create(api, binding).object["spec"]
+    api.store.close()
+    assert stored_policy["failurePolicy"] == "Fail"
+    match = stored_policy["matchConstraints"]
+    assert (match["matchPolicy"], match["namespaceSelector"], match["objectSelector"]) == (
+        "Equivalent",
+        {},
+        {},
+    )
+    rules = match["resourceRules"] + match["excludeResourceRules"]
+    assert [rule["scope"] for rule in rules] == ["*"] * len(rules)
+    assert stored_binding["matchResources"] == {
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {"matchLabels": {"a": "b"}},
+        "objectSelector": {},
+    }

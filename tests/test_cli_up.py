@@ -24,6 +24,29 @@ def test_bad_driver_feature_gate(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+def test_consumable_shares_need_the_drivers_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The driver's plugin refuses ``--consumable-shares`` without ``ConsumableShares``;
+    so does ``allot up`` for a fleet asking for it, before writing anything."""
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        "driver: {consumableShares: memory}\npools: [{name: h100, nodes: 1, gpu: H100-80GB-HBM3}]\n"
+    )
+    data = tmp_path / "data"
+    assert main(["up", "--data-dir", str(data), "--fleet", str(fleet)]) == 2
+    assert capsys.readouterr().err == (
+        "error: --consumable-shares requires feature gate ConsumableShares to be enabled\n"
+    )
+    assert not data.exists()
+    fleet.write_text("driver: {consumableShares: most}\npools: [{name: cpu, nodes: 1}]\n")
+    assert main(["up", "--data-dir", str(data), "--fleet", str(fleet)]) == 2
+    assert capsys.readouterr().err == (
+        "error: driver.consumableShares: 'most' is not disabled, memory, unlimited or a "
+        "positive number\n"
+    )
+
+
 def test_unknown_runtime_and_placement_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

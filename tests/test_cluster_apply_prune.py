@@ -9,13 +9,16 @@ controller makes for it (:mod:`allot.tenancy.entitlement`, labelled ``managed-by
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import pytest
 import yaml
 
 from allot.api.tenancy import Tenant
-from allot.cluster.apply import prunable
+from allot.cluster.apply import apply, list_served, prunable
 from allot.cluster.render import objects_in_apply_order, read_platform, render
+from allot.kube.client import Client
+from allot.kube.errors import KubeNotFound
 from allot.tenancy import entitlement
 
 Obj = dict[str, Any]
@@ -123,3 +126,44 @@ def test_an_unlabelled_object_in_an_outside_tenants_namespace_is_kept() -> None:
     }
     assert prunable([queue], _rendered(), [tenant]) == []
     assert prunable([queue], _rendered(), []) == [queue]
+
+
+class ServedVersions:
+    """A cluster's list endpoint serving ``objects`` in their versions only (Kueue 0.14
+    serves v1beta1 alone); any other version is not served, as the client reports it."""
+
+    def __init__(self, objects: list[Obj]) -> None:
+        self.objects = objects
+        self.deleted: list[tuple[str, str, str, str | None]] = []
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None,
+             label_selector: str = "") -> list[Obj]:  # fmt: skip
+        if not any(o["apiVersion"] == api_version and o["kind"] == kind for o in self.objects):
+            raise KubeNotFound(
+                f'the cluster does not serve {api_version} (no matches for kind "{kind}")'
+            )
+        return [o for o in self.objects if o["apiVersion"] == api_version and o["kind"] == kind]
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None) -> None:
+        self.deleted.append((api_version, kind, name, namespace))
+
+
+def test_kueue_kinds_are_listed_and_pruned_in_v1beta1_where_v1beta2_is_not_served() -> None:
+    old = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "gone", "labels": {"app.kubernetes.io/managed-by": "allot"}},
+    }
+    cluster = ServedVersions([old])
+    client = cast(Client, cluster)
+    assert list_served(client, "kueue.x-k8s.io/v1beta2", "ClusterQueue") == (
+        "kueue.x-k8s.io/v1beta1",
+        [old],
+    )
+    with pytest.raises(KubeNotFound):  # neither version served: no Kueue
+        list_served(client, "kueue.x-k8s.io/v1beta2", "Cohort")
+    with pytest.raises(KubeNotFound):  # only Kueue's kinds have an older version to try
+        list_served(client, "allot.dev/v1alpha1", "Tenant")
+    [action] = apply(client, []).actions
+    assert action.line() == "clusterqueue/gone pruned"
+    assert cluster.deleted == [("kueue.x-k8s.io/v1beta1", "ClusterQueue", "gone", None)]

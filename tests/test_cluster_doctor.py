@@ -248,7 +248,7 @@ def test_fair_sharing_from_tenants_and_kueue_objects(
 ) -> None:
     """examples/platform/fair-sharing.yaml on one whole A100 and seven MIG devices: gpu-pool's
     whole-GPU guarantees (1 + 2) exceed the one GPU; Kueue's objects as ``allot render``
-    makes them, with legal-ai's ClusterQueue edited, research-ai's in v1beta2, and a stale
+    makes them, with legal-ai's ClusterQueue edited, research-ai's in v1beta1, and a stale
     allot-managed ClusterQueue of a tenant gone."""
     from allot.cluster.render import read_platform, render
 
@@ -262,8 +262,8 @@ def test_fair_sharing_from_tenants_and_kueue_objects(
     legal = queues["legal-ai"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
     legal["nominalQuota"] = "5"
     research = queues["research-ai"]
-    research["apiVersion"] = "kueue.x-k8s.io/v1beta2"
-    research["spec"]["cohortName"] = research["spec"].pop("cohort")
+    research["apiVersion"] = "kueue.x-k8s.io/v1beta1"  # as --kueue-api v1beta1 renders it
+    research["spec"]["cohort"] = research["spec"].pop("cohortName")
     research["spec"]["flavorFungibility"] = {"whenCanBorrow": "MayStopSearch"}  # a default
     stale = {**queues["legal-ai"], "metadata": {**queues["legal-ai"]["metadata"], "name": "old"}}
     code, report = _doctor(_dump(tmp_path, platform + slices + rendered + [stale]), capsys)

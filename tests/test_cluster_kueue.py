@@ -1,6 +1,7 @@
 """``allot render`` for fair-sharing tenants: Kueue's objects field by field for a
-two-tenant cohort (examples/platform/fair-sharing.yaml), the Configuration fragment, and the
-Tenants ``render`` refuses (unknown classes, invalid shares) with the API server's text."""
+two-tenant cohort (examples/platform/fair-sharing.yaml), in v1beta2 and, asked for with
+``--kueue-api v1beta1``, in v1beta1; the Configuration fragment, and the Tenants ``render``
+refuses (unknown classes, invalid shares) with the API server's text."""
 
 from __future__ import annotations
 
@@ -44,11 +45,11 @@ def test_one_cohort_one_flavor_and_the_default_priorities(files: dict[str, list[
         "LocalQueue",
         "LocalQueue",
     ]
-    assert {o["apiVersion"] for o in objects} == {"kueue.x-k8s.io/v1beta1"}
+    assert {o["apiVersion"] for o in objects} == {"kueue.x-k8s.io/v1beta2"}
     assert all(o["metadata"]["labels"] == MANAGED for o in objects)
     assert _by_kind(objects, "Cohort") == {
         "gpu-pool": {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "Cohort",
             "metadata": {"name": "gpu-pool", "labels": MANAGED},
             "spec": {},
@@ -67,7 +68,7 @@ def test_cluster_queues_carry_the_shares(files: dict[str, list[Any]]) -> None:
     assert sorted(queues) == ["legal-ai", "research-ai"]  # ops uses hard quotas
     research = queues["research-ai"]["spec"]
     assert research == {
-        "cohort": "gpu-pool",
+        "cohortName": "gpu-pool",  # v1beta1's cohort
         "namespaceSelector": {"matchLabels": {"allot.dev/tenant": "research-ai"}},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": [
@@ -121,7 +122,7 @@ def test_local_queues_are_the_default_queue_of_each_host_namespace(
 def test_the_configuration_maps_each_shared_class(files: dict[str, list[Any]]) -> None:
     [config] = files["kueue/configuration.yaml"]
     assert config == {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "featureGates": {"KueueDRAIntegration": True},
         "integrations": {"frameworks": ["pod"]},
@@ -134,6 +135,51 @@ def test_the_configuration_maps_each_shared_class(files: dict[str, list[Any]]) -
             ],
         },
     }
+
+
+def test_kueue_api_v1beta1_renders_the_version_kueue_0_14_serves(
+    documents: list[dict[str, Any]], files: dict[str, list[Any]], tmp_path: Path
+) -> None:
+    rendered = render(read_platform(documents), kueue_api="v1beta1")
+    older = {f.path: f for f in rendered}
+    objects = older["30-kueue.yaml"].objects
+    assert {o["apiVersion"] for o in objects} == {"kueue.x-k8s.io/v1beta1"}
+    assert (
+        older["30-kueue.yaml"]
+        .text()
+        .startswith(
+            "# Fair sharing on Kueue (kueue.x-k8s.io/v1beta1; install Kueue 0.14 or later first)"
+        )
+    )
+    assert _by_kind(objects, "ClusterQueue")["research-ai"]["spec"]["cohort"] == "gpu-pool"
+    assert [_as_v1beta2(o) for o in objects] == files["30-kueue.yaml"]  # all else alike
+    [config] = older["kueue/configuration.yaml"].objects
+    assert config == {**files["kueue/configuration.yaml"][0],
+                      "apiVersion": "config.kueue.x-k8s.io/v1beta1"}  # fmt: skip
+    # the command line: v1beta2 by default, v1beta1 asked for, anything else refused
+    platform = str(PLATFORM)
+    assert allot(["render", "-f", platform, "--out", str(tmp_path / "new")]) == 0
+    assert "cohortName: gpu-pool" in (tmp_path / "new" / "30-kueue.yaml").read_text()
+    out = str(tmp_path / "old")
+    assert allot(["render", "-f", platform, "--out", out, "--kueue-api", "v1beta1"]) == 0
+    text = (tmp_path / "old" / "30-kueue.yaml").read_text()
+    assert "apiVersion: kueue.x-k8s.io/v1beta1" in text
+    assert "cohortName" not in text
+
+
+def _as_v1beta2(obj: dict[str, Any]) -> dict[str, Any]:
+    converted = {**obj, "apiVersion": "kueue.x-k8s.io/v1beta2"}
+    if obj["kind"] == "ClusterQueue":
+        spec = obj["spec"]
+        converted["spec"] = {("cohortName" if k == "cohort" else k): v for k, v in spec.items()}
+    return converted
+
+
+def test_an_unknown_kueue_api_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        allot(["render", "-f", str(PLATFORM), "--kueue-api", "v1"])
+    assert caught.value.code == 2
+    assert "argument --kueue-api: invalid choice: 'v1' (choose from " in capsys.readouterr().err
 
 
 def test_the_configuration_file_says_its_exclusions_are_global(

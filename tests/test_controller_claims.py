@@ -138,7 +138,7 @@ def test_the_runtime_retries_a_refusal_with_back_off_and_logs_one_line(
 
     async def run() -> dict[str, str]:
         manager = ControllerManager([ClaimController(context)])
-        registry.store.add_listener(manager.on_event)
+        manager.subscribe(context.client.dispatcher)
         _pod(context, case)
         manager.start()
         try:

@@ -15,7 +15,8 @@ CASES: list[dict[str, Any]] = yaml.safe_load(
 )
 
 
-def _claim(case: dict[str, Any]) -> dict[str, Any]:
+def allocated_claim(case: dict[str, Any], uid: str = "u") -> dict[str, Any]:
+    """A claim allocated with the case's results (pool node-0) and config entries."""
     results = [
         {"driver": "gpu.nvidia.com", "pool": "node-0", **result} for result in case["results"]
     ]
@@ -23,7 +24,7 @@ def _claim(case: dict[str, Any]) -> dict[str, Any]:
     if case.get("config"):
         devices["config"] = case["config"]
     return {
-        "metadata": {"name": "c", "namespace": "default", "uid": "u"},
+        "metadata": {"name": "c", "namespace": "default", "uid": uid},
         "status": {"allocation": {"devices": devices}},
     }
 
@@ -37,7 +38,7 @@ def _summary(parameters: Any) -> str:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_driver_config_case(case: dict[str, Any]) -> None:
-    claim, gates = _claim(case), case.get("gates") or {}
+    claim, gates = allocated_claim(case), case.get("gates") or {}
     if "error" in case:
         with pytest.raises(DriverConfigError) as raised:
             configs_for_results(claim, case["types"], gates)

@@ -9,9 +9,11 @@ MIG devices of the fixture.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from allot.api import kinds
 from allot.cel import SelectorCompiler
@@ -117,3 +119,37 @@ def test_unknown_mig_profile_is_a_clear_error() -> None:
             cuda_version="1.0.0",
             mig_profile="1g.99gb",
         )
+
+
+SHARES: list[dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).parent / "scenarios" / "consumable-shares.yaml").read_text()
+)
+
+
+@pytest.mark.parametrize("case", SHARES, ids=[c["name"] for c in SHARES])
+def test_consumable_shares_publish_devices_by_memory(case: dict[str, Any]) -> None:
+    gpus = catalog.simulated_gpus(
+        catalog.MODELS[case["gpu"]],
+        "node-1",
+        1,
+        driver_version="580.95.5",
+        cuda_version="13.0.0",
+        mig_profile=case.get("mig"),
+    )
+    dynamic, twins = bool(case.get("dynamic")), bool(case.get("passthrough"))
+    published = slices.node_slices(
+        "node-1", "uid", gpus, dynamic_mig=dynamic, passthrough=twins, shares=case["option"]
+    )
+    devices = {d["name"]: d for s in published for d in s["spec"].get("devices") or []}
+    device = devices[case["device"]]
+    assert device.get("allowMultipleAllocations") == case["allowMultipleAllocations"]
+    for name, value in case["capacity"].items():
+        assert device["capacity"][name] == value, name
+    plain = slices.node_slices("node-1", "uid", gpus, dynamic_mig=dynamic, passthrough=twins)
+    before = {d["name"]: d for s in plain for d in s["spec"].get("devices") or []}
+    assert set(device["capacity"]) - {"shares"} == set(before[case["device"]]["capacity"])
+    assert device["attributes"] == before[case["device"]]["attributes"]
+    context = ResourceContext(compiler=SelectorCompiler())
+    for document in published:  # the API server accepts what the driver publishes
+        obj = kinds.decode({**document, "metadata": {**document["metadata"], "name": "s"}})
+        assert [str(e) for e in validate_create(obj, context, rules_for(obj))] == []

@@ -5,9 +5,11 @@ binaries of another version are refused naming what was found; a port in use, a 
 directory of the other engine, and a tenant the real engine cannot serve (allot's own
 admission, an invalid Tenant) are refused before anything is written; a tenant's
 kube-apiserver and kube-controller-manager get their own storage prefix, issuer,
-certificates and vCluster's controller list; the build says in one line that Go is missing, that
-the proxy does not serve a module, or that a build failed. The tools modules require the
-versions the engine checks for.
+certificates and vCluster's controller list; the build says in one line that Go is missing,
+that the proxy does not serve a module, or that a build failed; Kueue and the
+PrometheusRule CRD are optional (one line, never a failed build). The tools modules require
+the versions the engine checks for. kube-scheduler and kube-controller-manager keep
+client-go's request rates unless a benchmark lifts them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from allot.cli.main import main
 from allot.kubeengine import build, components, pki, tenants
@@ -28,10 +31,14 @@ from allot.kubeengine.binaries import (
     CACHE_ENV,
     ETCD_VERSION,
     KUBERNETES_VERSION,
+    KUEUE_VERSION,
     KWOK_VERSION,
     PROGRAMS,
+    PROMETHEUS_OPERATOR_VERSION,
+    prometheus_rule_crd,
 )
 from allot.registry.clusters import STORE_FILE
+from allot.registry.rbac.identity import cluster_admin
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "tools" / "kube"
@@ -149,15 +156,24 @@ def test_flags_of_the_embedded_engine_alone_are_refused_by_name(
 def test_the_real_engine_takes_only_the_driver_gates_that_change_what_it_publishes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """PassthroughSupport and NVMLDeviceHealthCheck change the slices (twins, taints), which
-    kube-scheduler reads; the sharing gates act at prepare time, which kwok nodes skip."""
-    gates = "MPSSupport=true,TimeSlicingSettings=true"
+    """PassthroughSupport, NVMLDeviceHealthCheck and ConsumableShares change the slices
+    (twins, taints, shares), which kube-scheduler reads; the sharing gates act at prepare
+    time, which kwok nodes skip. A fleet with consumable shares needs its gate here too."""
+    gates = "MPSSupport=true,TimeSlicingSettings=true,ConsumableShares=true"
     command = ["up", "--engine", "kubernetes", "--data-dir", str(tmp_path)]
     assert main([*command, "--driver-feature-gates", gates]) == 2
     assert capsys.readouterr().err == (
         "error: --driver-feature-gates MPSSupport, TimeSlicingSettings: the kubernetes engine "
-        "takes only NVMLDeviceHealthCheck and PassthroughSupport (its kwok nodes prepare no "
-        "devices, so no driver config is applied there)\n"
+        "takes only ConsumableShares, NVMLDeviceHealthCheck and PassthroughSupport (its kwok "
+        "nodes prepare no devices, so no driver config is applied there)\n"
+    )
+    fleet = tmp_path.parent / f"{tmp_path.name}-shares.yaml"
+    fleet.write_text(
+        "driver: {consumableShares: memory}\npools: [{name: h100, nodes: 1, gpu: H100-80GB-HBM3}]\n"
+    )
+    assert main([*command, "--fleet", str(fleet)]) == 2
+    assert capsys.readouterr().err == (
+        "error: --consumable-shares requires feature gate ConsumableShares to be enabled\n"
     )
     both = "PassthroughSupport=true,NVMLDeviceHealthCheck=true"
     assert main([*command, "--driver-feature-gates", both]) == 2
@@ -249,7 +265,9 @@ def test_a_tenant_kube_apiserver_has_its_own_storage_issuer_and_rbac_alone(tmp_p
     assert not any(flag.startswith("--enable-admission-plugins") for flag in command)
     assert f"--client-ca-file={layout.pki_dir / 'ca.crt'}" in command
     assert f"--etcd-certfile={host.apiserver_etcd_client.cert}" in command
-    manager = components.controller_manager(layout, keys, 7444, components.TENANT_CONTROLLERS)
+    manager = components.controller_manager(
+        layout, keys, 7444, components.Options(), components.TENANT_CONTROLLERS
+    )
     assert (
         "--controllers=*,-nodeipam,-nodelifecycle,-persistentvolume-binder,-attachdetach,"
         "-persistentvolume-expander,-cloud-node-lifecycle,-ttl" in manager
@@ -277,6 +295,11 @@ def test_the_tools_modules_require_the_versions_the_engine_checks() -> None:
     assert _required("kubernetes")["k8s.io/kubernetes"] == KUBERNETES_VERSION
     assert _required("etcd")["go.etcd.io/etcd/server/v3"] == f"v{ETCD_VERSION}"
     assert _required("kwok")["sigs.k8s.io/kwok"] == KWOK_VERSION
+    assert _required("kueue")["sigs.k8s.io/kueue"] == KUEUE_VERSION
+    operator = "github.com/prometheus-operator/prometheus-operator"
+    crd_module = (TOOLS / "prometheus-operator" / "go.mod").read_text()
+    required = re.findall(r"^require (\S+) (v\S+)$", crd_module, re.MULTILINE)
+    assert required == [(operator, PROMETHEUS_OPERATOR_VERSION)]
     replaced = re.findall(
         r"^\s+(k8s\.io/\S+) => (k8s\.io/\S+) (v\S+)$",
         (TOOLS / "kubernetes" / "go.mod").read_text(),
@@ -285,7 +308,7 @@ def test_the_tools_modules_require_the_versions_the_engine_checks() -> None:
     staging = f"v0.{KUBERNETES_VERSION.removeprefix('v1.')}"
     assert len(replaced) >= 33  # every staging module of 1.36
     assert all(old == new and version == staging for old, new, version in replaced)
-    for module in ("kubernetes", "etcd", "kwok"):
+    for module in ("kubernetes", "etcd", "kwok", "kueue", "prometheus-operator"):
         assert (TOOLS / module / "go.sum").stat().st_size > 0
 
 
@@ -332,15 +355,20 @@ def _clean_module_cache(path: Path) -> None:
             (Path(root) / name).chmod(0o755)
 
 
+def _broken_target(tools: Path, name: str, version: str) -> build.Target:
+    """A tools module ``name`` whose one package does not compile, as a build target."""
+    module = tools / name
+    module.mkdir(parents=True)
+    (module / "go.mod").write_text(f"module example.com/{name}\n\ngo 1.26.0\n")
+    (module / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
+    return build.Target(name, f"example.com/{name}", version, (f"example.com/{name}",), ())
+
+
 @needs_go
 def test_a_failed_build_is_one_line_with_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    module = tmp_path / "tools" / "broken"
-    module.mkdir(parents=True)
-    (module / "go.mod").write_text("module example.com/broken\n\ngo 1.26.0\n")
-    (module / "main.go").write_text("package main\n\nfunc main() { undefined() }\n")
-    target = build.Target("broken", "example.com/broken", "v0.0.0", ("example.com/broken",), ())
+    target = _broken_target(tmp_path / "tools", "broken", "v0.0.0")
     monkeypatch.setattr(build, "TARGETS", (target,))
     monkeypatch.setattr(build, "BINARY_NAMES", {"example.com/broken": "etcd"})
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
@@ -360,11 +388,19 @@ def test_binaries_in_the_cache_at_the_right_version_are_kept(
 ) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     bin_dir = stand_ins(tmp_path / "cache" / KUBERNETES_VERSION / "bin", right_versions())
+    crd = prometheus_rule_crd(bin_dir)
+    crd.parent.mkdir()
+    crd.write_text("kind: CustomResourceDefinition\n")
     monkeypatch.setenv("PATH", str(tmp_path / "empty") + os.pathsep + "/bin:/usr/bin")
     before = {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()}
-    assert build.main([str(TOOLS)]) == 0  # no Go needed: nothing to build
+    assert build.main([str(TOOLS)]) == 0  # no Go needed: nothing to build but Kueue
     assert capsys.readouterr().out == (
         f"make kube: binaries of Kubernetes {KUBERNETES_VERSION} are in {bin_dir}\n"
+        f"make kube: Kueue {KUEUE_VERSION} was not built (Go is not installed: install Go "
+        ">= 1.26 (https://go.dev/dl/), or set $ALLOT_KUBE_BIN to a directory of Kubernetes "
+        "1.36 binaries you have); the Kueue tests will skip\n"
+        "make kube: the PrometheusRule CRD of the Prometheus Operator "
+        f"{PROMETHEUS_OPERATOR_VERSION} is in {crd.parent}\n"
     )
     assert {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()} == before
     assert subprocess.run([str(bin_dir / "kwok"), "--version"], capture_output=True).returncode == 0
@@ -392,3 +428,58 @@ def test_tenant_requests_are_recorded_once_and_read_back_as_tenants(tmp_path: Pa
         tenants.TenantRecordError, match=re.escape('tenants.allot.dev "b" not found')
     ):
         tenants.request_delete(tmp_path, "b")
+
+
+@pytest.mark.parametrize("lifted", [False, True])
+def test_client_rate_limits_are_kubernetes_defaults_unless_a_benchmark_lifts_them(
+    tmp_path: Path, lifted: bool
+) -> None:
+    layout = components.Layout(tmp_path)
+    keys = pki.ensure(layout.pki_dir)
+    ports = components.Ports(6443, 2379, 2380, 10257, 10259, 10247)
+    options = components.Options(unlimited_client_qps=lifted)
+    components.write_configs(layout, keys, ports, cluster_admin("host"), "token", options)
+    config = yaml.safe_load((layout.config / "kube-scheduler.yaml").read_text())
+    manager = components.controller_manager(layout, keys, ports.controller_manager, options)
+    limits = {"qps": 5000, "burst": 10000} if lifted else {}
+    assert {k: v for k, v in config["clientConnection"].items() if k != "kubeconfig"} == limits
+    flags = ["--kube-api-qps=5000", "--kube-api-burst=10000"] if lifted else []
+    assert [f for f in manager if f.startswith("--kube-api-")] == flags
+
+
+@needs_go
+def test_kueue_that_does_not_build_leaves_make_kube_successful(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        build, "KUEUE_TARGET", _broken_target(tmp_path / "tools", "kueue", KUEUE_VERSION)
+    )
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    stand_ins(tmp_path / "cache" / KUBERNETES_VERSION / "bin", right_versions())
+    assert build.main([str(tmp_path / "tools")]) == 0
+    out = capsys.readouterr().out
+    log = tmp_path / "cache" / KUBERNETES_VERSION / "build-kueue.log"
+    assert f"make kube: Kueue {KUEUE_VERSION} was not built (building kueue failed (exit 1)" in out
+    assert f"the log is {log}: " in out
+    assert "; the Kueue tests will skip\n" in out
+    assert not (tmp_path / "cache" / KUBERNETES_VERSION / "bin" / "kueue").exists()
+
+
+@needs_go
+def test_a_prometheus_rule_crd_the_proxy_does_not_serve_leaves_make_kube_successful(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "modules"))  # nothing downloaded yet
+    monkeypatch.setenv("GOPROXY", "off")
+    bin_dir = tmp_path / "cache" / "bin"
+    assert build.fetch_prometheus_rule_crd(TOOLS, bin_dir) is False
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"make kube: the PrometheusRule CRD of the Prometheus Operator "
+        f"{PROMETHEUS_OPERATOR_VERSION} was not fetched (the Go module proxy (off) did not "
+        f"serve github.com/prometheus-operator/prometheus-operator {PROMETHEUS_OPERATOR_VERSION} ("
+    )
+    assert out.endswith("); its test will skip\n")
+    assert out.count("\n") == 1
+    assert not prometheus_rule_crd(bin_dir).exists()
+    _clean_module_cache(tmp_path / "modules")

@@ -51,7 +51,7 @@ def test_the_log_is_append_only(tmp_path: Path) -> None:
     reader = AuditLog(tmp_path / "audit.db", read_only=True)
     assert reader.entries() == ENTRIES
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
-        reader.append([ENTRIES[0]])
+        reader.append([replace(ENTRIES[1], action="release")])  # a change: it is written
     reader.close()
 
 
@@ -206,3 +206,18 @@ def test_the_hosts_own_claims_are_tenant_host_everywhere() -> None:
     by_tenant = audit.usage([own], since=T0, until=until, by=audit.GROUPINGS["tenant"])
     assert [r.key for r in by_tenant] == ["host"]
     assert audit.query([own, *ENTRIES], tenant="host") == [own]
+
+
+def test_appends_are_idempotent_across_writers(tmp_path: Path) -> None:
+    """Two writers of one log (a replica that took over, a restart): an allocation or a
+    release the file already shows is not written again, so usage is counted once."""
+    first, second = AuditLog(tmp_path / "audit.db"), AuditLog(tmp_path / "audit.db")
+    held = ENTRIES[0]
+    assert first.append([held]) == [held]
+    assert second.append([held]) == []  # the other writer recorded it already
+    released = replace(held, action="release", time=ENTRIES[2].time)
+    assert second.append([released, released]) == [released]
+    assert first.append([released]) == []
+    assert [e.action for e in first.entries()] == ["allocate", "release"]
+    first.close()
+    second.close()

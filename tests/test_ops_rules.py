@@ -130,7 +130,9 @@ def test_quota_use_and_gpu_memory_fire_at_the_threshold() -> None:
         "tenant legal uses 9 of 10 count/resourceclaims.resource.k8s.io (90%, threshold 90%)"
     ]
     claim = _claim("a", "legal", 1, allocated=True)
-    held = {("gpu.nvidia.com", "p1", "gpu-0"): claim}
+    device = ("gpu.nvidia.com", "p1", "gpu-0")
+    claim.devices, claim.memory = [device], {device: 40 * GIB}  # what CapacityView records
+    held = {device: claim}
     spec = TenantSpec(quota=TenantQuota(gpu_memory=Quantity.parse("40Gi")))
     found = evaluate(_inputs(_snapshot([claim], held), tenants={"legal": spec}), AlertSettings())
     assert [f.message for f in found] == [

@@ -2,7 +2,8 @@
 taint the pod does not tolerate are refused with kube-scheduler's reasons, counted in the
 ``FailedScheduling`` message; once the taint is gone the waiting pod is placed. Pods
 without tolerations, node selector or affinity have their filter worked out once per node
-list (``Scheduler._node_check``), so this also proves a node change is seen."""
+list (``Scheduler._node_check``), so this also proves a node change is seen. A pod naming
+one claim in two entries has it allocated once."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_cordoned_and_tainted_nodes_are_refused_until_the_taint_goes() -> None:
         assert not pod["spec"].get("nodeName")
         failed = _events(host, "default", "plain")["FailedScheduling"]["message"]
         assert failed.startswith(
-            f"0/{len(names)} nodes are available: 1 node(s) had untolerated taint {{team: a}}, "
+            f"0/{len(names)} nodes are available: 1 node(s) had untolerated taint(s), "
             f"{len(names) - 1} node(s) were unschedulable."
         ), failed
 
@@ -63,5 +64,42 @@ def test_cordoned_and_tainted_nodes_are_refused_until_the_taint_goes() -> None:
         pod = host.get("Pod", "default", "plain")
         assert pod is not None
         assert pod["spec"].get("nodeName") == keep
+
+    _run(scenario)
+
+
+def test_a_claim_named_by_two_entries_of_a_pod_is_allocated_once() -> None:
+    """With ``allocationMode: All`` a second allocation of the same claim finds every device
+    taken by the first, so allocating per entry refused the pod."""
+
+    async def scenario(api: Platform) -> None:
+        host, _ = _contexts(api)
+        names = sorted(n["metadata"]["name"] for n in host.list("Node"))
+        keep = "a100-whole-pool-0"
+        for name in names:
+            if name != keep:
+                _set_node(host, name, unschedulable=True)
+        await settle(api)
+        claim = _claim("legal-ai", "every")
+        claim["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] = "All"
+        host.create("ResourceClaim", claim, "test")
+        pod = _plain_pod("twice", "every")
+        spec = pod["spec"]
+        assert isinstance(spec, dict)
+        spec["resourceClaims"].append({"name": "h", "resourceClaimName": "every"})
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+        host.create("Pod", pod, "test")
+        await settle(api)
+        stored = host.get("Pod", "default", "twice")
+        assert stored is not None
+        refusal = _events(host, "default", "twice").get("FailedScheduling")
+        assert stored["spec"].get("nodeName") == keep, refusal
+        allocated = host.get("ResourceClaim", "default", "every")
+        assert allocated is not None
+        results = allocated["status"]["allocation"]["devices"]["results"]
+        devices = [r["device"] for r in results]
+        assert len(devices) == len(set(devices)) > 0  # every device of the node, once
+        assert {r["request"] for r in results} == {"g"}
+        assert [entry["name"] for entry in allocated["status"]["reservedFor"]] == ["twice"]
 
     _run(scenario)

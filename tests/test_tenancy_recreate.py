@@ -81,7 +81,7 @@ def _remembered(sync: TenantSync, tenant: str) -> list[object]:
     keys += [k for k in sync._held if k[0] == tenant]
     keys += [k for k in sync.errors if k[0] == tenant]
     keys += [k for k in sync._last_conditions if k[0] == tenant]
-    keys += [k for k in sync._relays if k == tenant]
+    keys += [k for k in sync._clients if k == tenant]
     return keys
 
 

@@ -84,7 +84,7 @@ def _bind(ctx: ControllerContext, claim: Obj, node: str) -> None:
 
 
 def test_the_twin_waits_for_missing_and_unbound_immediate_claims(tenant: ControllerContext) -> None:
-    assert claims_waiting(tenant, _pod("data")) == 'persistentvolumeclaim "data" not found'
+    assert claims_waiting(tenant.client, _pod("data")) == 'persistentvolumeclaim "data" not found'
     tenant.create(
         "StorageClass",
         {
@@ -97,12 +97,16 @@ def test_the_twin_waits_for_missing_and_unbound_immediate_claims(tenant: Control
     )
     _claim(tenant, "data", "now")
     assert (
-        claims_waiting(tenant, _pod("data")) == "pod has unbound immediate PersistentVolumeClaims"
+        claims_waiting(tenant.client, _pod("data"))
+        == "pod has unbound immediate PersistentVolumeClaims"
     )
     _claim(tenant, "later")  # the tenant's own default class waits for the first consumer
-    assert claims_waiting(tenant, _pod("later")) == ""
+    assert claims_waiting(tenant.client, _pod("later")) == ""
     tenant.delete("PersistentVolumeClaim", "default", "later")  # kept by pvc-protection
-    assert claims_waiting(tenant, _pod("later")) == 'persistentvolumeclaim "later" is being deleted'
+    assert (
+        claims_waiting(tenant.client, _pod("later"))
+        == 'persistentvolumeclaim "later" is being deleted'
+    )
 
 
 def test_the_twin_mounts_empty_dirs_and_follows_its_volumes_nodes(
@@ -124,8 +128,8 @@ def test_the_twin_mounts_empty_dirs_and_follows_its_volumes_nodes(
         {"name": "scratch", "emptyDir": {}},
     ]
     del pod["spec"]["volumes"][1]
-    assert claims_waiting(tenant, pod) == ""
-    add_volume_affinity(tenant, pod, twin)
+    assert claims_waiting(tenant.client, pod) == ""
+    add_volume_affinity(tenant.client, pod, twin)
     terms = twin["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]["nodeSelectorTerms"]

@@ -9,8 +9,10 @@ read model ``Platform.queueing.state`` the operations layer reads, the tenant cl
 admission guard, the
 entitlement re-checks of revoked classes in the scheduler and host admission, logs of
 tenant pods served from their host twins) registered to start with the server; and the
-host's DRA index (:mod:`allot.dra`), fed from store events ahead of the controllers and
-read by the scheduler, the sync, capacity and audit; the CLI's
+host's DRA index (:mod:`allot.dra`), kept in step with the store and read by the
+scheduler, the sync, capacity and audit. No controller runs inside a store write: the
+store hands its committed changes to one dispatcher (:mod:`allot.client.dispatch`),
+which gives them to each controller on its own; the CLI's
 ``allot up``, the demo and the end-to-end tests all go through here, so they run the same
 platform.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,9 +29,11 @@ from urllib.parse import urlsplit
 from allot.api.quantity import Quantity
 from allot.apiserver.app import ApiServer
 from allot.cel import SelectorCompiler
+from allot.client.dispatch import Dispatcher
 from allot.controllers.claims import ClaimController
 from allot.controllers.clusterroleaggregation import MANAGER as AGGREGATION_MANAGER
 from allot.controllers.clusterroleaggregation import ClusterRoleAggregation
+from allot.controllers.computedomains import ComputeDomainController
 from allot.controllers.context import ControllerContext
 from allot.controllers.crdstatus import CrdStatusController
 from allot.controllers.cronjobs import CronJobController
@@ -57,6 +61,7 @@ from allot.controllers.sandbox import Sandbox
 from allot.controllers.scheduler import Scheduler
 from allot.controllers.serviceaccounts import MANAGER as MANAGER_ACCOUNTS
 from allot.controllers.serviceaccounts import ServiceAccounts
+from allot.controllers.sharing import SharingApplier
 from allot.controllers.statefulset import StatefulSetController
 from allot.controllers.ttl import TtlAfterFinishedController
 from allot.controllers.volumes import PersistentVolumeController
@@ -69,6 +74,8 @@ from allot.ops.rules import AlertSettings
 from allot.ops.service import Operations
 from allot.registry import HOST_CLUSTER
 from allot.registry.clusters import Registry
+from allot.registry.inprocess import InProcessClient, StoreSource
+from allot.registry.resources import by_kind
 from allot.tenancy import names
 from allot.tenancy.controller import TenantController
 from allot.tenancy.directory import TenantDirectory
@@ -78,6 +85,11 @@ from allot.tenancy.revocation import Entitlements, RevokedClaimsAdmission
 from allot.tenancy.sync import TenantSync
 
 RUNTIMES = ("simulated", "process")
+DRA_RESOURCES = (
+    "resourceslices.resource.k8s.io",
+    "deviceclasses.resource.k8s.io",
+    "resourceclaims.resource.k8s.io",
+)
 
 
 @dataclass(frozen=True)
@@ -115,13 +127,22 @@ def build(
     sandbox = Sandbox.find(hidden=[data_dir]) if runtime == "process" and sandboxed else None
     registry = Registry(data_dir, clock=clock) if clock else Registry(data_dir)
     server = ApiServer(registry)
-    pods = _runtime(registry, server, runtime, sandbox, job_seconds, pod_pids_limit)
+    device_nodes = DeviceNodes(mig_ids=nvml.mig_instance_ids) if runtime == "process" else None
+    pods = _runtime(registry, server, runtime, sandbox, job_seconds, pod_pids_limit, device_nodes)
+    sharing = SharingApplier(
+        data_dir / "mps",
+        (lambda uuid: uuid in device_nodes.gpus()) if device_nodes else lambda uuid: False,
+        sandbox.bwrap if sandbox else None,
+    )
+    server.shutdown_hooks.append(_released(sharing))
     context = ControllerContext(HOST_CLUSTER, registry.store, registry.handlers, registry.clock)
+    dispatcher = Dispatcher()
+    StoreSource(registry.store, dispatcher)  # committed writes, handed over after the commit
     directory = TenantDirectory()
     # the host's pods end by the node agent, a tenant's once the sync saw their twins go
     registry.handlers.graceful_pods_in = lambda c: c == HOST_CLUSTER or directory.is_tenant(c)
     index = _dra_index(context, registry.admission.compiler)
-    entitlements = Entitlements(context)
+    entitlements = Entitlements(context.client)
     registry.assemble(
         [
             *registry.mutating_plugins(),  # pods carry their priority into the guard's twin
@@ -132,8 +153,11 @@ def build(
         ]
     )
     server.log_source = _tenant_logs(directory)
-    sync = TenantSync(context, directory, index)
-    registry.quota.pending = sync.pending_twins
+    clients = _clients(context, dispatcher)
+    sync = TenantSync(clients(HOST_CLUSTER), clients, directory, index)
+    registry.quota.pending = lambda cluster, namespace, creating: [
+        (by_kind(kind), twin) for kind, twin in sync.pending_twins(cluster, namespace, creating)
+    ]
     queueing = QueueingController(context, directory, index)
     ops = Operations(
         registry,
@@ -164,11 +188,15 @@ def build(
             scheduler,
             NodeAgent(
                 context,
-                DevicePreparer(data_dir / "cdi"),
+                DevicePreparer(data_dir / "cdi", sharing),
                 pods,
                 driver_gates,
+                names.origin_of,
             ),
             PodGarbageCollector(context),
+            ComputeDomainController(
+                ClusterContexts(context, "compute-domain-controller", directory.is_tenant)
+            ),
             EventRetention(context),
             ops.recorder,
             KubernetesService(
@@ -179,7 +207,7 @@ def build(
         ],
         observe=ops.metrics.observe_reconcile,
     )
-    registry.store.add_listener(manager.on_event)
+    manager.subscribe(dispatcher)
     _start_with_server(server, manager, ops)
     return Platform(registry, server, manager, ops, scheduler, queueing)
 
@@ -217,15 +245,16 @@ def _workload_controllers(
 
 
 def _dra_index(context: ControllerContext, compiler: SelectorCompiler) -> DraIndex:
-    """The host's DRA index, filled from the store and then fed by its events: its
-    listener comes before the controllers', so it is current when they see an event. It
-    shares the admission's compiler (which the class warnings' lint uses too): one
-    SelectorCompiler per platform."""
+    """The host's DRA index, filled from the store and then kept in step with it as an
+    indexer (:meth:`~allot.registry.inprocess.InProcessClient.add_indexer`), so it has
+    taken every write before any controller is handed one. It shares the admission's
+    compiler (which the class warnings' lint uses too): one SelectorCompiler per
+    platform."""
     index = DraIndex(HOST_CLUSTER, compiler)
     index.refresh(
         context.list("ResourceSlice"), context.list("DeviceClass"), context.list("ResourceClaim")
     )
-    context.store.add_listener(index.observe)
+    context.client.add_indexer("dra-index", index.observe, DRA_RESOURCES)
     return index
 
 
@@ -236,6 +265,7 @@ def _runtime(
     sandbox: Sandbox | None,
     job_seconds: float = DEFAULT_JOB_SECONDS,
     pod_pids_limit: int = DEFAULT_POD_PIDS,
+    device_nodes: DeviceNodes | None = None,
 ) -> Runtime:
     """How the node agent runs pods: simulated, or as (sandboxed) local processes."""
     logs = registry.logs_dir / HOST_CLUSTER
@@ -246,11 +276,20 @@ def _runtime(
         registry.data_dir / "pods" / HOST_CLUSTER,
         sandbox,
         tenant_namespace=lambda namespace: names.tenant_of_namespace(namespace) is not None,
-        device_nodes=DeviceNodes(mig_ids=nvml.mig_instance_ids),
+        device_nodes=device_nodes,
         limits=ContainerLimits(pod_pids=pod_pids_limit),
     )
     server.shutdown_hooks.append(processes.stop_all)
     return processes
+
+
+def _released(sharing: SharingApplier) -> Callable[[], Awaitable[None]]:
+    """The shutdown hook that stops every MPS daemon the platform started."""
+
+    async def release() -> None:
+        await asyncio.to_thread(sharing.release_all)
+
+    return release
 
 
 def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operations) -> None:
@@ -269,6 +308,16 @@ def _start_with_server(api: ApiServer, manager: ControllerManager, ops: Operatio
 
     api.startup_hooks.append(start)
     api.shutdown_hooks.append(stop)
+
+
+def _clients(
+    context: ControllerContext, dispatcher: Dispatcher
+) -> Callable[[str], InProcessClient]:
+    """A cluster by name in process, for the controllers on the client protocol (the
+    platform's one dispatcher carries every cluster's changes)."""
+    return lambda cluster: InProcessClient(
+        cluster, context.store, context.handlers, context.clock, dispatcher=dispatcher
+    )
 
 
 def _tenant_logs(directory: TenantDirectory) -> Callable[[str, str, str], tuple[str, str, str]]:

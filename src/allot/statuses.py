@@ -214,6 +214,12 @@ _MAPPERS: dict[type[Exception], Callable[[Exception], Status]] = {
     DecodeError: _bad_request,
     ApiError: _bad_request,
 }
+_MAPPED = tuple(_MAPPERS)
+
+
+def maps(err: BaseException) -> bool:
+    """Whether ``err`` is one of the API's refusals (a class mapped here), not a bug."""
+    return isinstance(err, _MAPPED)
 
 
 def to_status(err: Exception) -> Status:

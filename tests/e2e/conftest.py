@@ -11,7 +11,8 @@ import os
 import ssl
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,3 +116,38 @@ def http(cluster: Cluster) -> Iterator[httpx.Client]:
         timeout=30,
     ) as client:
         yield client
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+    """``condition()``'s first truthy value, asked every 0.1 s; AssertionError naming
+    ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def unschedulable(user: KubectlUser, pod: str, *args: str) -> Any:
+    """The pod's ``PodScheduled=False`` condition, None while it has none."""
+    conditions = user.get_json("pod", pod, *args).get("status", {}).get("conditions", [])
+    return next(
+        (c for c in conditions if c["type"] == "PodScheduled" and c["status"] == "False"), None
+    )
+
+
+def processes_naming(text: str) -> list[int]:
+    """Processes whose command line or environment names ``text`` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and any(
+                text in (entry / part).read_text(errors="replace")
+                for part in ("cmdline", "environ")
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

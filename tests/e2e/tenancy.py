@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +17,7 @@ import yaml
 
 from allot.cli.main import main as allot
 from allot.driver.fleet import SEED_000_FLEET
-from tests.e2e.conftest import Cluster, running_platform
+from tests.e2e.conftest import Cluster, running_platform, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CLASSES = REPO / "examples" / "tenancy" / "platform-classes.yaml"
@@ -53,13 +52,7 @@ class Tenancy:
         return self.cluster.get_json(*args)
 
     def wait(self, condition: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = condition()
-            if value:
-                return value
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}")
+        return wait_until(condition, what, timeout)
 
     def host_objects(self, namespace: str) -> list[str]:
         """Every claim, template and pod in a host namespace, as kind/name."""

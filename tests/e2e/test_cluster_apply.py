@@ -140,6 +140,57 @@ def test_dry_run_prints_the_diff(
     assert quota["spec"]["hard"]["gpu-whole.deviceclass.resource.k8s.io/devices"] == "2"
 
 
+def test_a_label_taken_off_a_class_in_the_file_is_taken_off_the_cluster(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Revoking a class in the platform file (its tenant label removed) changes the live
+    class: the server's dry-run apply says the field allot owned goes (comparing only the
+    rendered fields saw the class unchanged, and left the tenant entitled on the cluster
+    while its params said otherwise)."""
+    assert _apply(cluster, capsys)[0] == 0
+    revoked = tmp_path / "platform.yaml"
+    revoked.write_text(PLATFORM.read_text().replace("    gpu.platform/tenant: legal-ai\n", "", 1))
+    argv = ["apply", "-f", str(revoked), "--kubeconfig", str(cluster.kubeconfig)]
+    assert allot([*argv, "--dry-run"]) == 0
+    planned = capsys.readouterr().out
+    assert "deviceclass/gpu-whole configured (dry run)" in planned
+    assert "-    gpu.platform/tenant: legal-ai" in planned
+    assert allot(argv) == 0
+    assert "deviceclass/gpu-whole configured" in capsys.readouterr().out
+    labels = cluster.get_json("deviceclass", "gpu-whole")["metadata"]["labels"]
+    assert "gpu.platform/tenant" not in labels
+
+
+def test_the_servers_warnings_are_printed_as_kubectl_prints_them(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warn = {"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["deviceclasses"]}  # fmt: skip
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "classes-need-a-description"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [warn]},
+            "validations": [{"expression": "false", "message": "describe the class"}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "classes-need-a-description"},
+        "spec": {"policyName": "classes-need-a-description", "validationActions": ["Warn"]},
+    }
+    cluster.apply(policy, binding)
+    assert allot(["apply", "-f", str(PLATFORM), "--kubeconfig", str(cluster.kubeconfig)]) == 0
+    err = capsys.readouterr().err
+    warning = (
+        "Warning: Validation failed for ValidatingAdmissionPolicy 'classes-need-a-description' "
+        "with binding 'classes-need-a-description': describe the class"
+    )
+    assert err.count(warning) == 2  # each class, once
+
+
 POLICY_ESCAPES = [
     s
     for s in ESCAPES

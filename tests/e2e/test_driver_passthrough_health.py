@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.conftest import KubectlUser
+from tests.e2e.conftest import KubectlUser, wait_until
 from tests.e2e.test_first_run import ALLOT, CLEAN_ENV, allot_up
 
 pytestmark = pytest.mark.slow
@@ -70,16 +69,6 @@ def claim_and_pod(name: str, device_class: str, **request: Any) -> list[dict[str
         },
     }
     return [claim, pod]
-
-
-def _wait(what: str, check: Callable[[], Any], seconds: float = 30) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _phase(kubectl: Kubectl, pod: str) -> str:
@@ -130,7 +119,7 @@ def test_passthrough_twins_their_exclusion_and_the_drivers_refusal(tmp_path: Pat
         bus = "device.attributes['resource.kubernetes.io'].pciBusID"
         on_gpu0 = {"cel": {"expression": f"{bus} == '0000:07:00.0'"}}
         kubectl.apply(*claim_and_pod("vm", "vfio.gpu.nvidia.com", selectors=[on_gpu0]))
-        _wait("the VFIO pod running", lambda: _phase(kubectl, "vm") == "Running")
+        wait_until(lambda: _phase(kubectl, "vm") == "Running", "the VFIO pod running", 30)
         assert _allocated(kubectl, "vm") == "gpu-vfio-0"
         assert sorted(_devices(kubectl, "h100-0")) == ["gpu-1", "gpu-vfio-0", "gpu-vfio-1"]
         kubectl.apply(*claim_and_pod("cuda", "gpu.nvidia.com", selectors=[on_gpu0]))
@@ -138,7 +127,7 @@ def test_passthrough_twins_their_exclusion_and_the_drivers_refusal(tmp_path: Pat
         assert _phase(kubectl, "cuda") == "Pending"  # its GPU is passed through
         kubectl.kubectl("delete", "pod", "vm", "--wait=true")
         kubectl.kubectl("delete", "resourceclaim", "vm", "--wait=true")
-        _wait("the full GPU's pod running", lambda: _phase(kubectl, "cuda") == "Running")
+        wait_until(lambda: _phase(kubectl, "cuda") == "Running", "the full GPU's pod running", 30)
         assert sorted(_devices(kubectl, "h100-0")) == ["gpu-0", "gpu-1", "gpu-vfio-1"]
         bad = {
             "opaque": {
@@ -151,8 +140,8 @@ def test_passthrough_twins_their_exclusion_and_the_drivers_refusal(tmp_path: Pat
             }
         }
         kubectl.apply(*claim_and_pod("bad", "vfio.gpu.nvidia.com", config=[bad]))
-        uid = _wait("the bad claim allocated", lambda: _claim_uid(kubectl, "bad"))
-        message = _wait("the driver's refusal", lambda: _event(kubectl, "bad"))
+        uid = wait_until(lambda: _claim_uid(kubectl, "bad"), "the bad claim allocated", 30)
+        message = wait_until(lambda: _event(kubectl, "bad"), "the driver's refusal", 30)
         assert message == (
             f"error preparing devices for claim default/bad:{uid}: prepare devices failed: "
             "error validating config: unknown IOMMU backend policy: Always, supported IOMMU "
@@ -183,7 +172,7 @@ def test_health_taints_keep_new_claims_away_and_alert(tmp_path: Path) -> None:
     with up:
         kubectl = Kubectl(data, tmp_path / "home")
         kubectl.apply(*claim_and_pod("first", "gpu.nvidia.com"))
-        _wait("the first pod running", lambda: _phase(kubectl, "first") == "Running")
+        wait_until(lambda: _phase(kubectl, "first") == "Running", "the first pod running", 30)
         held = _allocated(kubectl, "first")
         other = "gpu-1" if held == "gpu-0" else "gpu-0"
         done = _allot(data, "fleet", "inject-xid", "h100-0", held, "79")
@@ -199,9 +188,11 @@ def test_health_taints_keep_new_claims_away_and_alert(tmp_path: Path) -> None:
         ignored = _allot(data, "fleet", "inject-xid", "h100-0", other, "13")
         assert ignored.stdout == f"h100-0/{other}: tainted gpu.nvidia.com/xid=13:None\n"
         kubectl.apply(*claim_and_pod("second", "gpu.nvidia.com"))
-        _wait("a pod on the informing taint", lambda: _phase(kubectl, "second") == "Running")
+        wait_until(
+            lambda: _phase(kubectl, "second") == "Running", "a pod on the informing taint", 30
+        )
         assert _allocated(kubectl, "second") == other
-        alert = _wait("the DeviceTainted alert", lambda: _alert(kubectl, held))
+        alert = wait_until(lambda: _alert(kubectl, held), "the DeviceTainted alert", 30)
         assert alert["spec"]["severity"] == "critical"
         assert alert["spec"]["message"] == (
             f"device {held} of driver gpu.nvidia.com on node h100-0 is tainted "
@@ -216,7 +207,9 @@ def test_health_taints_keep_new_claims_away_and_alert(tmp_path: Path) -> None:
         assert _phase(kubectl, "third") == "Pending"  # the only free GPU is tainted
         tolerates = [{"key": "gpu.nvidia.com/xid", "operator": "Exists", "effect": "NoSchedule"}]
         kubectl.apply(*claim_and_pod("tolerant", "gpu.nvidia.com", tolerations=tolerates))
-        _wait("the tolerating pod running", lambda: _phase(kubectl, "tolerant") == "Running")
+        wait_until(
+            lambda: _phase(kubectl, "tolerant") == "Running", "the tolerating pod running", 30
+        )
         assert _allocated(kubectl, "tolerant") == held
         unknown = _allot(data, "fleet", "inject-xid", "h100-0", "gpu-7", "79")
         assert (unknown.returncode, unknown.stderr) == (

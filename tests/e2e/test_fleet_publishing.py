@@ -12,6 +12,7 @@ from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeNotFound
+from allot.kube.remote import RemoteClient
 from tests.conftest import EXAMPLES
 from tests.e2e.conftest import Cluster
 
@@ -22,10 +23,10 @@ def test_publish_scale_and_lint_the_live_slices(cluster: Cluster, tmp_path: Path
     client = Client.from_kubeconfig(cluster.kubeconfig)
     try:
         fleet = parse_fleet(SEED_000_FLEET)
-        report = Publisher(client).reconcile(fleet)
+        report = Publisher(RemoteClient(client)).reconcile(fleet)
         assert report.nodes_created == ["a100-whole-pool-0", "a100-mig-1g5gb-pool-0", "cpu-pool-0"]
         assert (report.slices, report.devices) == (2, 8)  # nothing for the CPU node
-        again = Publisher(client).reconcile(fleet)  # idempotent
+        again = Publisher(RemoteClient(client)).reconcile(fleet)  # idempotent
         assert (again.nodes_created, again.slices) == ([], 0)
         slices = json.loads(cluster.kubectl("get", "resourceslices", "-o", "json").stdout)
         devices = sorted(d["name"] for s in slices["items"] for d in s["spec"]["devices"])
@@ -38,7 +39,7 @@ def test_publish_scale_and_lint_the_live_slices(cluster: Cluster, tmp_path: Path
         assert (
             main(["lint", str(EXAMPLES / "seeds" / "000-gpu-deviceclasses.yaml"), str(dump)]) == 1
         )
-        Publisher(client).reconcile(fleet.scaled("a100-whole-pool", 0))
+        Publisher(RemoteClient(client)).reconcile(fleet.scaled("a100-whole-pool", 0))
         with pytest.raises(KubeNotFound):
             client.get("v1", "Node", "a100-whole-pool-0")
         remaining = client.list("resource.k8s.io/v1", "ResourceSlice")

@@ -25,6 +25,7 @@ from allot.cli.main import main as allot
 from allot.driver.fleet import SEED_000_FLEET, parse_fleet
 from allot.driver.publisher import Publisher, publish
 from allot.kube.client import Client
+from allot.kube.remote import RemoteClient
 from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.platform import build
 from tests.e2e.conftest import Cluster
@@ -414,7 +415,9 @@ def test_a_node_scaled_away_fails_its_pods_and_releases_their_devices(
         "the trainer bound",
     )
     client = Client.from_kubeconfig(cluster.kubeconfig)
-    Publisher(client).reconcile(parse_fleet(SEED_000_FLEET).scaled("a100-whole-pool", 0))
+    Publisher(RemoteClient(client)).reconcile(
+        parse_fleet(SEED_000_FLEET).scaled("a100-whole-pool", 0)
+    )
     pod = tenancy.wait(  # its finalizer keeps it readable once deleted
         lambda: (
             (p := cluster.get_json("pod", "trainer"))["metadata"].get("deletionTimestamp") and p

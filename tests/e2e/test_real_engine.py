@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,20 @@ from allot.driver.fleet import SEED_000_FLEET, expand, parse_fleet
 from allot.driver.slices import node_slices
 from allot.kubeengine.binaries import BIN_ENV, KUBERNETES_VERSION, PROGRAMS, bin_dir
 from tests.e2e.conftest import KubectlUser
-from tests.realkube import ALLOT, RealKube, allot_up, needs_real_kube, program_of, up_environment
+from tests.realkube import (
+    ALLOT,
+    RealKube,
+    allot_up,
+    claim_pod,
+    claim_template,
+    needs_real_kube,
+    program_of,
+    up_environment,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, needs_real_kube]
 COMPONENTS = {program.name for program in PROGRAMS}
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def _gone(pid: int, program: str) -> bool:
@@ -37,42 +45,9 @@ def _gone(pid: int, program: str) -> bool:
     return program_of(pid) != program
 
 
-def _wait_for(check: Any, what: str, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-
-
 def _claim_pod(name: str) -> list[dict[str, Any]]:
-    template = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": f"{name}-gpu", "namespace": "default"},
-        "spec": {
-            "spec": {
-                "devices": {
-                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
-                }
-            }
-        },
-    }
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "containers": [
-                {"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
-            ],
-            "tolerations": [GPU_TOLERATION],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": f"{name}-gpu"}],
-        },
-    }
-    return [template, pod]
+    template = claim_template(f"{name}-gpu", "default", "gpu.nvidia.com")
+    return [template, claim_pod(name, "default", {"resourceClaimTemplateName": f"{name}-gpu"})]
 
 
 def _published_slices(kube: KubectlUser) -> dict[str, list[Any]]:
@@ -112,7 +87,7 @@ def test_up_serves_the_fleet_and_a_claim_pod_then_stops_every_process_and_restar
         ]
         assert _published_slices(up) == _embedded_slices()
         up.apply(*_claim_pod("trainer"))
-        pod = _wait_for(
+        pod = wait_for(
             lambda: (p := up.get_json("pod", "trainer"))["status"].get("phase") == "Running" and p,
             "the pod to run",
         )

@@ -142,7 +142,11 @@ def test_a_tenants_crd_is_invisible_to_the_other_tenant_and_the_host(tenancy: Te
     assert host.returncode != 0
     assert missing in host.stderr
     host_crds = [i["metadata"]["name"] for i in tenancy.host_json("crds")["items"]]
-    assert host_crds == ["prometheusrules.monitoring.coreos.com", "tenants.allot.dev"]
+    assert host_crds == [
+        "alerts.allot.dev",
+        "prometheusrules.monitoring.coreos.com",
+        "tenants.allot.dev",
+    ]
     assert _items(tenancy, RESEARCH, "crds") == ["widgets.example.com"]
     assert _items(tenancy, LEGAL, "crds") == ["widgets.example.com", "widgets.legal.example.com"]
     groups = tenancy.as_tenant(RESEARCH, "api-resources", "-o", "name").stdout.split()

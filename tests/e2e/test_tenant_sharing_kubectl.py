@@ -113,7 +113,7 @@ def test_apply_without_kueue_skips_its_queues_and_says_why(
     assert "tenant/research-ai created" in out
     assert (
         "clusterqueue/research-ai skip (Kueue is not installed: the cluster does not serve "
-        "kueue.x-k8s.io/v1beta1; install Kueue 0.14 or later and apply again for fair sharing)"
+        "kueue.x-k8s.io/v1beta2; install Kueue 0.15 or later and apply again for fair sharing)"
     ) in out.splitlines()
     skipped = [line for line in out.splitlines() if " skip (Kueue is not installed" in line]
     assert len(skipped) == 8  # Cohort, ResourceFlavor, 2 priorities, 2 queues, 2 local queues

@@ -1,4 +1,4 @@
-"""Consumable capacity: what a request consumes of a device's capacities (incubating v0.36.0).
+"""Consumable capacity: what a request consumes of a device's capacities (incubating v0.36.3).
 
 For every capacity of the device: the requested amount is rounded up by the capacity's
 ``requestPolicy`` (``validRange`` steps or the next ``validValues`` entry), defaults to the

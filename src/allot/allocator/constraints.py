@@ -1,4 +1,4 @@
-"""Claim constraints: ``matchAttribute`` and ``distinctAttribute`` (incubating v0.36.0).
+"""Claim constraints: ``matchAttribute`` and ``distinctAttribute`` (incubating v0.36.3).
 
 Each tracker follows upstream's contract: every successful ``add`` is later undone by
 exactly one ``remove`` when the search backtracks. Attribute lookup for ``domain/id`` tries

@@ -1,4 +1,4 @@
-"""Gathering the resource pools a node can use (port of ``GatherPools``, incubating v0.36.0).
+"""Gathering the resource pools a node can use (port of ``GatherPools``, incubating v0.36.3).
 
 A pool is all slices of one (driver, pool name) at its newest generation. Pools missing
 slices are *incomplete* (their devices unusable), pools with duplicate device or counter-set

@@ -1,8 +1,8 @@
-"""Building ``status.allocation`` from a successful search (incubating v0.36.0).
+"""Building ``status.allocation`` from a successful search (incubating v0.36.3).
 
 Results appear in the order devices were chosen; configs follow upstream exactly, including
-its v0.36.0 quirk of copying a claim config once per matching request (ledger 5.15.7); the
-node selector pins the allocation to the node when a device is node-local (or
+its quirk (still in v0.36.3) of copying a claim config once per matching request (ledger
+5.15.7); the node selector pins the allocation to the node when a device is node-local (or
 ``bindsToNode``), merges the slices' single-term selectors otherwise, and is omitted for
 devices usable from every node. Called by :mod:`allot.allocator.search`.
 """

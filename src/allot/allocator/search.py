@@ -1,4 +1,4 @@
-"""The structured allocator: a depth-first search over devices (incubating v0.36.0).
+"""The structured allocator: a depth-first search over devices (incubating v0.36.3).
 
 Contract (as upstream's ``Allocator``): ``allocate(node, claims)`` returns one
 ``AllocationResult`` per claim, ``None`` when the claims do not fit together on the node,
@@ -468,10 +468,9 @@ class _Search:
             ):
                 self._reject(request, device, Reason.CAPACITY)
                 continue
-            taken = self._take_counters(request, device)
-            if taken is None:
-                continue
-            if taken:
+            if self._counts_counters(device):
+                if not self._take_counters(request, device):
+                    continue
                 self._release_counters(device)
             if self.allocator.features.dra_device_taints and not self._tolerated(request, device):
                 continue
@@ -482,7 +481,7 @@ class _Search:
         )
 
     # ------------------------------------------------------------------ the search
-    # port of allocator_incubating.go:allocateOne @ v0.36.0
+    # port of allocator_incubating.go:allocateOne @ v0.36.3
     def allocate_one(self, claim: int, request: int, sub: int, device: int, start: int) -> Outcome:
         self.invocations += 1
         if claim == len(self.claim_data):
@@ -571,7 +570,7 @@ class _Search:
         return in_use
 
     # ---------------------------------------------------------------- selection
-    # port of allocator_incubating.go:isSelectable @ v0.36.0
+    # port of allocator_incubating.go:isSelectable @ v0.36.3
     def is_selectable(self, device: PoolDevice, request: RequestData) -> bool:
         key = (device.id, id(request))
         cached = self.selectable_cache.get(key)
@@ -635,66 +634,60 @@ class _Search:
         )
 
     # ------------------------------------------------------------------ allocation
-    # port of allocator_incubating.go:allocateDevice @ v0.36.0
+    # port of allocator_incubating.go:allocateDevice and rollbackDevice @ v0.36.3
     def try_allocate(
         self, request: RequestData, device: PoolDevice, *, must: bool
     ) -> Callable[[], None] | None:
+        """Take ``device`` for ``request``: the undo closure, or None (every change made
+        on the way is rolled back, as upstream since v0.36.3)."""
         features = self.allocator.features
         claim = request.claim_index
         multi = device.is_multi_allocatable
+        if request.admin_access and not multi and device.id in self.allocating[claim]:
+            return None
         if not request.admin_access and (
             device.id in self.state.allocated_devices
             or (not multi and any(device.id in chosen for chosen in self.allocating))
         ):
             self._reject(request, device, Reason.IN_USE, self._holder(device))
             return None
-        if request.admin_access and not multi and device.id in self.allocating[claim]:
-            return None
         if device.device.consumes_counters and not features.dra_partitionable_devices:
             return None
-        if must and self._counts_counters(device):
-            raise AllocationError(
-                f"claim {self.claim_label(claim)}, request {request.name}: allocationMode All "
-                f"reached device {device_id_text(device.id)}, which consumes shared counters: "
-                "that crashes kube-scheduler 1.36.0 and 1.36.1 (fixed in 1.36.2); allot "
-                "refuses it instead"
-            )
-        consumed = self._capacity_for(device, request) if features.dra_consumable_capacity else None
-        if features.dra_consumable_capacity and consumed is None:
-            # What this claim's earlier requests already take counts too: an `All` request
-            # enumerated up front may find a shared device full by now.
-            self._reject(request, device, Reason.CAPACITY)
-            return None
-        counters_added = self._take_counters(request, device)
-        if counters_added is None:
-            return None
+        taken = _Taken(self, request, device)
+        if self._counts_counters(device):
+            if not self._take_counters(request, device):
+                return None
+            taken.counters = True
         if features.dra_device_taints and not self._tolerated(request, device):
+            taken.rollback()
             return None
-        undo_constraints = self._add_to_constraints(request, device, must)
-        if undo_constraints is None:
+        if not self._add_to_constraints(request, device, taken):
+            taken.rollback()
+            if must:
+                raise AllocationError(
+                    f"claim {self.claim_label(claim)}, request {request.name}: cannot add device "
+                    f"{device_id_text(device.id)} because a claim constraint would not be "
+                    "satisfied"
+                )
             return None
         if not multi:
             self.allocating[claim].add(device.id)
+            taken.marked = True
         result = InternalResult(request, device)
         if features.dra_consumable_capacity:
-            result.consumed = consumed
-            if multi and result.consumed is not None:
+            # What this claim's earlier requests already take counts too: an `All` request
+            # enumerated up front may find a shared device full by now.
+            result.consumed = self._capacity_for(device, request)
+            if result.consumed is None:
+                self._reject(request, device, Reason.CAPACITY)
+                taken.rollback()
+                return None
+            if multi:
                 result.share_id = self.allocator.new_share_id()
-                self._add_in_flight_capacity(device.id, result.consumed, +1)
+                taken.share(result.consumed)
         self.results[claim].append(result)
-        size = len(self.results[claim]) - 1
-
-        def undo() -> None:
-            undo_constraints()
-            if not multi:
-                self.allocating[claim].discard(device.id)
-                if counters_added:
-                    self._release_counters(device)
-            elif result.share_id is not None and result.consumed is not None:
-                self._add_in_flight_capacity(device.id, result.consumed, -1)
-            del self.results[claim][size:]
-
-        return undo
+        taken.results = len(self.results[claim]) - 1
+        return taken.rollback
 
     def _tolerated(self, request: RequestData, device: PoolDevice) -> bool:
         for taint in device.device.taints or []:
@@ -707,46 +700,36 @@ class _Search:
                 return False
         return True
 
-    def _add_to_constraints(
-        self, request: RequestData, device: PoolDevice, must: bool
-    ) -> Callable[[], None] | None:
-        added: list[Constraint] = []
+    def _add_to_constraints(self, request: RequestData, device: PoolDevice, taken: _Taken) -> bool:
+        """Add the device to each constraint of its claim that applies to the request,
+        recording each in ``taken``; False at the first that refuses it."""
         for constraint in self.claim_data[request.claim_index].constraints:
             if not constraint.applies_to(request.name):
                 continue
             if not constraint.add(request.name, device):
-                for previous in reversed(added):
-                    previous.remove(request.name, device)
-                if must:
-                    raise AllocationError(
-                        f"claim {self.claim_label(request.claim_index)}, request "
-                        f"{request.name}: cannot add device {device_id_text(device.id)} because "
-                        "a claim constraint would not be satisfied"
-                    )
                 self._reject(request, device, Reason.CONSTRAINT, constraint.attribute)
-                return None
-            added.append(constraint)
-
-        def undo() -> None:
-            for constraint in reversed(added):
-                constraint.remove(request.name, device)
-
-        return undo
+                return False
+            taken.constraints.append(constraint)
+        return True
 
     def _add_in_flight_capacity(self, device_id: DeviceID, amounts: Consumption, sign: int) -> None:
         """Upstream's ``allocatingCapacity``: an entry appears with the first share of a
-        device (even one consuming nothing) and goes when its amounts return to zero."""
+        device (even one consuming nothing) and goes when every amount in it is zero
+        (``ConsumedCapacityCollection.Remove``)."""
         totals = self.in_flight_capacity.setdefault(device_id, {})
         for name, amount in amounts.items():
             current = totals.get(name, Quantity(0))
-            totals[name] = current.add(amount) if sign > 0 else current.sub(amount)
-        if sign < 0 and amounts and all(q == Quantity(0) for q in totals.values()):
+            if sign > 0:
+                totals[name] = current.add(amount)
+            elif name in totals:
+                totals[name] = current.sub(amount)
+        if sign < 0 and all(q == Quantity(0) for q in totals.values()):
             del self.in_flight_capacity[device_id]
 
     # -------------------------------------------------------------------- counters
     def _counts_counters(self, device: PoolDevice) -> bool:
-        """Whether taking the device checks its counters (upstream's crash point for an
-        ``All`` request in v0.36.0/1: such devices were listed without their pool)."""
+        """Whether taking the device checks (and reserves) its counters: it consumes some,
+        and is not a shared device already in use (whose counters were taken once)."""
         if not device.device.consumes_counters:
             return False
         return not device.is_multi_allocatable or (
@@ -754,15 +737,9 @@ class _Search:
             and device.id not in self.in_flight_capacity
         )
 
-    def _take_counters(self, request: RequestData, device: PoolDevice) -> bool | None:
-        """Add the device's counter consumption; None when a counter would run out.
-
-        Returns True when counters were added (and must be released on undo), False when
-        the device consumes none. Mirrors upstream's quirk (ledger 5.15.3): counters stay
-        added when a later check (taints, constraints) rejects the device.
-        """
-        if not self._counts_counters(device):
-            return False  # none, or a shared device in use has its counters taken once
+    def _take_counters(self, request: RequestData, device: PoolDevice) -> bool:
+        """Reserve the counters of a device that counts them (:meth:`_counts_counters`);
+        False, nothing reserved, when a counter would run out."""
         consumptions = device.device.consumes_counters or []
         pool_name = device.id[1]
         available = self._available_counters(device.id[0], pool_name)
@@ -784,7 +761,7 @@ class _Search:
                         f"{set_name}/{name}: needs {used}, {free} free",
                     )
                     self._release_counters(device)
-                    return None
+                    return False
         return True
 
     def _release_counters(self, device: PoolDevice) -> None:
@@ -804,7 +781,7 @@ class _Search:
         if pool is not None:
             available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
             for device in pool.counting_devices:
-                if device.id not in self.state.allocated_devices:
+                if not self._committed(device.id):
                     continue
                 for consumption_ in device.device.consumes_counters or []:
                     counters = available.setdefault(consumption_.counter_set or "", {})
@@ -814,6 +791,15 @@ class _Search:
                         )
         self.available_counters[pool_name] = available
         return available
+
+    def _committed(self, device_id: DeviceID) -> bool:
+        """``IsDeviceAllocated`` (v0.36.2): allocated exclusively, or shared by a claim."""
+        state = self.state
+        return (
+            device_id in state.allocated_devices
+            or device_id in state.aggregated_capacity
+            or any(shared[:3] == device_id for shared in state.shared_device_ids)
+        )
 
     # ---------------------------------------------------------------------- trace
     def _holder(self, device: PoolDevice) -> str:
@@ -827,3 +813,42 @@ class _Search:
             self.tracer.reject(
                 self.claim_label(request.claim_index), request.name, device.id, reason, detail
             )
+
+
+@dataclass
+class _Taken:
+    """What taking one device for a request changed, so that all of it can be undone
+    (upstream's ``deviceRollbackState``): on a rejection part-way, and when the search
+    backtracks past the device."""
+
+    search: _Search
+    request: RequestData
+    device: PoolDevice
+    counters: bool = False
+    constraints: list[Constraint] = field(default_factory=list)
+    marked: bool = False
+    shared: Consumption | None = None
+    share_existed: bool = False
+    results: int | None = None
+
+    def share(self, consumed: Consumption) -> None:
+        """Record one more share of a multi-allocatable device as being allocated."""
+        search, device_id = self.search, self.device.id
+        self.share_existed = device_id in search.in_flight_capacity
+        search._add_in_flight_capacity(device_id, consumed, +1)
+        self.shared = consumed
+
+    def rollback(self) -> None:
+        search, device, claim = self.search, self.device, self.request.claim_index
+        if self.results is not None:
+            del search.results[claim][self.results :]
+        if self.shared is not None:
+            search._add_in_flight_capacity(device.id, self.shared, -1)
+            if self.share_existed:  # an earlier share still marks the device as shared
+                search.in_flight_capacity.setdefault(device.id, {})
+        if self.marked:
+            search.allocating[claim].discard(device.id)
+        for constraint in reversed(self.constraints):
+            constraint.remove(self.request.name, device)
+        if self.counters:
+            search._release_counters(device)

@@ -10,7 +10,10 @@ of their own. Pure: documents in, values out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from allot.api.errors import ClaimNotCreatedError
+from allot.api.quantity import Quantity
 from allot.types import Obj
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device)
@@ -124,6 +127,36 @@ def allocated_devices(claim: Obj, *, with_admin_access: bool = False) -> dict[De
         for r in allocation_results(claim)
         if with_admin_access or not r.get("adminAccess")
     }
+
+
+def consumed_memory(result: Obj) -> int | None:
+    """The ``memory`` an allocation result consumed of a device shared by capacity
+    (``consumedCapacity``, KEP-5075), in bytes; None for a result that takes the device
+    whole."""
+    value = (result.get("consumedCapacity") or {}).get("memory")
+    if value is None:
+        return None
+    return Quantity.parse(str(value)).as_integer()
+
+
+def held_memory(
+    allocation: Obj | None, device_memory: Mapping[DeviceKey, int]
+) -> dict[DeviceKey, int]:
+    """The GPU memory an allocation (``status.allocation``) holds, per device: of a device
+    shared by capacity, the memory its result consumed; of any other, the device's whole
+    ``memory`` (``device_memory``; 0 for a device without one). adminAccess results hold
+    none. What GPU-memory quotas, metrics and chargeback count."""
+    results = ((allocation or {}).get("devices") or {}).get("results") or []
+    held: dict[DeviceKey, int] = {}
+    for result in results:
+        if result.get("adminAccess"):
+            continue
+        key = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
+        consumed = consumed_memory(result)
+        held[key] = held.get(key, 0) + (
+            consumed if consumed is not None else device_memory.get(key, 0)
+        )
+    return held
 
 
 def reserved_for(claim: Obj) -> list[Obj]:

@@ -51,13 +51,13 @@ LIVE_KINDS = [
     ("v1", "Node", None),
     ("v1", "ConfigMap", "allot-system"),
     ("allot.dev/v1alpha1", "Tenant", None),
-    ("kueue.x-k8s.io/v1beta1", "ClusterQueue", None),  # when Kueue is installed
-    ("kueue.x-k8s.io/v1beta1", "Cohort", None),
+    ("kueue.x-k8s.io/v1beta2", "ClusterQueue", None),  # when Kueue is installed
+    ("kueue.x-k8s.io/v1beta2", "Cohort", None),
 ]
 
 
 def _live_objects(args: argparse.Namespace) -> list[Any]:
-    from allot.cluster.apply import check_cluster  # the Kubernetes client: live clusters only
+    from allot.cluster.apply import check_cluster, list_served  # the client: live clusters
     from allot.kube.client import Client
 
     client = Client.from_kubeconfig(args.kubeconfig, args.context)
@@ -65,11 +65,11 @@ def _live_objects(args: argparse.Namespace) -> list[Any]:
         check_cluster(client)
         documents = []
         for api_version, kind, namespace in LIVE_KINDS:
-            try:
-                items = client.list(api_version, kind, namespace=namespace)
+            try:  # Kueue's kinds in v1beta1 where v1beta2 is not served
+                served, items = list_served(client, api_version, kind, namespace)
             except KubeNotFound:
                 continue  # a kind this cluster does not serve (Tenant without the CRD, no Kueue)
-            documents += [{"apiVersion": api_version, "kind": kind, **item} for item in items]
+            documents += [{"apiVersion": served, "kind": kind, **item} for item in items]
         return documents
     finally:
         client.close()

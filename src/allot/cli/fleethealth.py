@@ -21,6 +21,7 @@ import sys
 import threading
 from pathlib import Path
 
+from allot.client.errors import ClientError
 from allot.driver import nvml
 from allot.driver.files import data_dir_driver_gates
 from allot.driver.fleet import Fleet, expand
@@ -29,6 +30,7 @@ from allot.driver.health import IGNORE_ENV, XID, HealthEvent, xids_to_skip
 from allot.driver.nvmlhealth import HealthMonitor, placements, watch
 from allot.driver.publisher import Publisher, UnknownDevice
 from allot.kube.errors import KubeError
+from allot.kube.remote import RemoteClient
 
 LOG = logging.getLogger("allot.driver.health")
 
@@ -70,10 +72,10 @@ def run_inject_xid(args: argparse.Namespace) -> int:
     try:
         client = platform_client(args.data_dir)
         try:
-            taint = Publisher(client).taint(args.node, event, _skipped())
+            taint = Publisher(RemoteClient(client)).taint(args.node, event, _skipped())
         finally:
             client.close()
-    except (KubeError, UnknownDevice) as err:
+    except (KubeError, ClientError, UnknownDevice) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if taint is None:
@@ -115,8 +117,8 @@ def start_local_watch(
     def publish(event: HealthEvent) -> None:
         client = host_client(kubeconfig)
         try:
-            Publisher(client).taint(node.name, event, skipped)
-        except (KubeError, UnknownDevice) as err:
+            Publisher(RemoteClient(client)).taint(node.name, event, skipped)
+        except (KubeError, ClientError, UnknownDevice) as err:
             LOG.warning("health event %s for %s not published: %s", event.kind, node.name, err)
         finally:
             client.close()

@@ -60,8 +60,8 @@ def check_options(args: argparse.Namespace) -> None:
     if preparing:
         raise ValueError(
             f"--driver-feature-gates {', '.join(preparing)}: the kubernetes engine takes only "
-            f"{' and '.join(sorted(PUBLISHING))} (its kwok nodes prepare no devices, so no "
-            "driver config is applied there)"
+            f"{', '.join(sorted(PUBLISHING)[:-1])} and {sorted(PUBLISHING)[-1]} (its kwok "
+            "nodes prepare no devices, so no driver config is applied there)"
         )
 
 

@@ -26,16 +26,24 @@ from typing import Any
 from allot.apiserver.lock import DataDirLocked, DataDirUnwritable, running
 from allot.cli import fleethealth
 from allot.cli.options import add_data_dir, quota_percent
+from allot.client.errors import ClientError
 from allot.controllers.limits import DEFAULT_POD_PIDS, ContainerLimits
 from allot.controllers.runtimes import DEFAULT_JOB_SECONDS
 from allot.controllers.sandbox import Sandbox, SandboxUnavailable
 from allot.driver.files import data_dir_driver_gates, data_dir_fleet, save_driver_gates, save_fleet
 from allot.driver.fleet import Fleet, FleetError
-from allot.driver.gates import PASSTHROUGH, check_fleet_gates, check_gates, enabled
+from allot.driver.gates import (
+    PASSTHROUGH,
+    check_fleet_gates,
+    check_gates,
+    check_shares_option,
+    enabled,
+)
 from allot.driver.nvml import NvmlUnavailable, check_available
 from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
+from allot.kube.remote import RemoteClient
 from allot.kubeengine.datadir import (
     EMBEDDED,
     ENGINES,
@@ -265,6 +273,7 @@ def run_up(args: argparse.Namespace) -> int:
             raise ValueError("--unsandboxed applies to --runtime process only")
         fleet = data_dir_fleet(args.data_dir, args.fleet)
         check_fleet_gates(fleet, gates)
+        check_shares_option(fleet.consumable_shares, gates)  # the plugin refuses to start so
         args.driver_gates = gates
         if args.engine == KUBERNETES:
             from allot.cli.kubeup import check_options
@@ -359,10 +368,10 @@ def publish_fleet(kubeconfig: Path, fleet: Fleet, gates: Mapping[str, bool] | No
         print(f"error: {err}", file=sys.stderr)
         return False
     try:
-        report = Publisher(client).reconcile(
+        report = Publisher(RemoteClient(client)).reconcile(
             fleet, passthrough=enabled(gates or {}, PASSTHROUGH), progress=_progress
         )
-    except (KubeError, FleetError, NvmlUnavailable) as err:
+    except (KubeError, ClientError, FleetError, NvmlUnavailable) as err:
         print(f"error: publishing the fleet failed: {err}", file=sys.stderr)
         return False
     finally:

@@ -5,8 +5,11 @@ quotas, Tenants, the PrometheusRule) by server-side apply under field manager ``
 a CRD it creates or changes is waited for until the server reports it ``Established``, as
 Helm waits, so the Tenants after it never meet a kind not served yet (a CRD whose names
 another CRD holds never is: the run stops with the server's reason).
-An object whose live state already holds everything rendered is left alone (so a second
-apply changes nothing). Objects labelled ``app.kubernetes.io/managed-by: allot`` that are
+Whether an object changes is the server's answer: a dry-run apply (``dryRun=All``, as
+``kubectl diff`` asks) compared with the live object, so the server's defaults are no
+change and a field allot applied before but no longer renders (a label taken off a
+DeviceClass) is one; an unchanged object is left alone (so a second apply changes
+nothing). Objects labelled ``app.kubernetes.io/managed-by: allot`` that are
 no longer rendered are deleted afterwards, most dependent first, except those of a Tenant
 the platform file never applied (see :func:`prunable`). A kind the cluster does
 not serve (a PrometheusRule without the Prometheus Operator, Kueue's queues without Kueue)
@@ -22,14 +25,13 @@ import difflib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
-from allot.cluster.kueue import KUEUE_API, KUEUE_KINDS
+from allot.cluster import kueue
 from allot.cluster.render import OUTPUT_ORDER
 from allot.kube.client import Client
-from allot.kube.errors import KubeError, KubeNotFound
+from allot.kube.errors import KubeConflict, KubeError, KubeNotFound
 from allot.tenancy import names
 from allot.types import Obj
 
@@ -47,13 +49,15 @@ PRUNABLE = [
     ("v1", "ResourceQuota"),
     ("allot.dev/v1alpha1", "Tenant"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
-    *((KUEUE_API, kind) for kind in KUEUE_KINDS),
+    *((kueue.api_version(), kind) for kind in kueue.KUEUE_KINDS),
 ]
+"""What is pruned; Kueue's kinds in v1beta2, or v1beta1 where that is all the cluster
+serves (:func:`list_served`)."""
 CRD_API, CRD_KIND = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
 ESTABLISH_SECONDS = 60.0
 KUEUE_MISSING = (
-    "Kueue is not installed: the cluster does not serve {api}; install Kueue 0.14 or later "
-    "and apply again for fair sharing"
+    "Kueue is not installed: the cluster does not serve {api}; install Kueue {release} or "
+    "later and apply again for fair sharing"
 )
 
 
@@ -73,6 +77,8 @@ class Action:
     name: str
     diff: str = ""
     note: str = ""
+    warnings: list[str] = field(default_factory=list)
+    """The API server's ``Warning`` headers for this object (kubectl prints each)."""
 
     def line(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
@@ -104,7 +110,7 @@ def plan(client: Client, objects: list[Obj], prune: bool = True) -> Report:
     """What ``apply`` would do, with diffs; writes nothing."""
     report = Report()
     for obj in objects:
-        report.actions.append(_planned(client, obj))
+        report.actions.append(_planned(client, obj, report, planning=True))
     if prune:
         report.actions += [
             Action("prune", o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
@@ -116,12 +122,13 @@ def plan(client: Client, objects: list[Obj], prune: bool = True) -> Report:
 def apply(client: Client, objects: list[Obj], prune: bool = True, force: bool = False) -> Report:
     report = Report()
     for obj in objects:
-        action = _planned(client, obj)
+        action = _planned(client, obj, report, force)
         if action.verb in ("create", "configure"):
             try:
                 client.apply(obj, FIELD_MANAGER, force=force)
             except KubeError as err:
                 raise ApplyError(f"{action.line().rsplit(' ', 1)[0]}: {err}", report) from None
+            action.warnings = list(client.warnings)
             if obj["kind"] == CRD_KIND:
                 wait_established(client, obj["metadata"]["name"], report)
         report.actions.append(action)
@@ -172,20 +179,40 @@ def wait_established(
         sleep(0.1)
 
 
-def _planned(client: Client, obj: Obj) -> Action:
+def _planned(
+    client: Client, obj: Obj, report: Report, force: bool = False, planning: bool = False
+) -> Action:
+    """What applying ``obj`` does: the server's own answer to a dry-run apply, compared
+    with the live object (so a field allot owns that the rendering dropped, a label
+    taken off, counts as a change, and the server's defaults do not). ``planning``
+    (``--dry-run``): a conflict with another field manager is noted on the action, with
+    the change forcing would make, instead of stopping the run."""
     metadata = obj["metadata"]
     namespace, name = metadata.get("namespace", ""), metadata["name"]
     try:
         live = client.get(obj["apiVersion"], obj["kind"], name, namespace or None)
     except KubeNotFound as err:
         if "does not serve" in str(err) or "no matches for kind" in str(err):
-            note = KUEUE_MISSING.format(api=KUEUE_API) if obj["kind"] in KUEUE_KINDS else str(err)
+            note = _not_served(obj, err)
             return Action("skip", obj["kind"], namespace, name, note=note)
         return Action("create", obj["kind"], namespace, name, diff=_diff({}, obj, name))
-    projected = _project(live, obj)
-    if projected == obj:
-        return Action("unchanged", obj["kind"], namespace, name)
-    return Action("configure", obj["kind"], namespace, name, diff=_diff(projected, obj, name))
+    action = Action("configure", obj["kind"], namespace, name)
+    try:
+        predicted = client.apply(obj, FIELD_MANAGER, force=force, dry_run=True)
+    except KubeConflict as err:
+        if not planning:
+            raise ApplyError(f"{action.line().rsplit(' ', 1)[0]}: {err}", report) from None
+        action.note = f"{err}; --force-conflicts takes them over"
+        predicted = client.apply(obj, FIELD_MANAGER, force=True, dry_run=True)
+    except KubeError as err:
+        raise ApplyError(f"{action.line().rsplit(' ', 1)[0]}: {err}", report) from None
+    action.warnings = list(client.warnings)
+    before, after = _stored(live), _stored(predicted)
+    if before == after:
+        action.verb = "unchanged"
+    else:
+        action.diff = _diff(before, after, name)
+    return action
 
 
 def _stale(client: Client, objects: list[Obj]) -> list[Obj]:
@@ -193,7 +220,7 @@ def _stale(client: Client, objects: list[Obj]) -> list[Obj]:
     found = []
     for api_version, kind in PRUNABLE:
         try:
-            items = client.list(api_version, kind, label_selector=MANAGED_SELECTOR)
+            api_version, items = list_served(client, api_version, kind, selector=MANAGED_SELECTOR)
         except KubeNotFound:
             continue  # not served here: nothing of that kind to prune
         found += [
@@ -205,6 +232,28 @@ def _stale(client: Client, objects: list[Obj]) -> list[Obj]:
     except KubeNotFound:
         tenants = []  # no Tenant kind: no tenant outside the set either
     return prunable(found, objects, tenants)
+
+
+def list_served(
+    client: Client, api_version: str, kind: str, namespace: str | None = None, selector: str = ""
+) -> tuple[str, list[Obj]]:
+    """A kind's objects and the version they were listed in: a Kueue kind the cluster does
+    not serve in v1beta2 is listed in v1beta1 (Kueue 0.14; 0.16 and later warn on every
+    v1beta1 request). KubeNotFound where neither is served. Also for ``allot doctor``."""
+    try:
+        return api_version, client.list(api_version, kind, namespace, label_selector=selector)
+    except KubeNotFound:
+        if kind not in kueue.KUEUE_KINDS or api_version != kueue.api_version(kueue.V1BETA2):
+            raise
+    older = kueue.api_version(kueue.V1BETA1)
+    return older, client.list(older, kind, namespace, label_selector=selector)
+
+
+def _not_served(obj: Obj, err: KubeNotFound) -> str:
+    if obj["kind"] not in kueue.KUEUE_KINDS:
+        return str(err)
+    version = obj["apiVersion"].rpartition("/")[2]
+    return KUEUE_MISSING.format(api=obj["apiVersion"], release=kueue.FIRST_RELEASE[version])
 
 
 def prunable(managed: list[Obj], rendered: list[Obj], live_tenants: list[Obj]) -> list[Obj]:
@@ -246,11 +295,14 @@ def _tenant_of(obj: Obj) -> str | None:
     return names.tenant_of_namespace(metadata.get("namespace", ""))
 
 
-def _project(live: Any, desired: Any) -> Any:
-    """The part of ``live`` that ``desired`` speaks about (server-set fields dropped)."""
-    if isinstance(desired, dict) and isinstance(live, dict):
-        return {k: _project(live[k], v) for k, v in desired.items() if k in live}
-    return live
+SERVER_BOOKKEEPING = ("resourceVersion", "generation", "managedFields")
+
+
+def _stored(obj: Obj) -> Obj:
+    """An object as stored, without what every write changes (its resource version,
+    generation and field managers' timestamps)."""
+    metadata = {k: v for k, v in obj["metadata"].items() if k not in SERVER_BOOKKEEPING}
+    return {**obj, "metadata": metadata}
 
 
 def _diff(live: Obj, desired: Obj, name: str) -> str:

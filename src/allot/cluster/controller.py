@@ -1,15 +1,26 @@
-"""``allot controller``: the platform's controllers, run against a real cluster.
+"""``allot controller``: the platform's operations controllers, run by watch on a real cluster.
 
-The cluster is mirrored into a local store (``<data-dir>/mirror.db``) every ``interval``
-seconds by listing its DRA objects, pods, nodes, namespaces, quotas, Tenants and the
-entitlement params (ConfigMaps in ``allot-system``) through
-:mod:`allot.kube`; on that mirror run the same components as the embedded platform: the
-capacity view, the alert manager (its Events are written to the real cluster, on the host
-claims), the audit recorder (its own SQLite file, ``<data-dir>/audit.db``) and the metrics
-(``/metrics`` on ``--metrics-address``). Each round also keeps every Tenant's rendered
-objects (namespace, params, bindings, quota; policies) applied with the same code as
-``allot apply``, prunes the objects of Tenants that are gone (never namespaces), and
-writes the Tenants' status. Used by ``allot controller`` and its tests.
+The same components as the embedded platform, on the client protocol's remote
+implementation (:class:`allot.kube.remote.RemoteClient`): shared informers list and watch
+the DRA objects, pods, nodes, namespaces, quotas, Tenants and ConfigMaps (their caches
+answer every read; the DRA index and the change counts the capacity view keys its caches
+on are indexers, so they change with the caches), and the dispatcher hands each change to
+the controllers after it happened on the cluster. No mirror, no polling:
+
+- the alert manager (on its timer, ``--interval``) raises Alerts and Events on the
+  cluster from the capacity view over the caches;
+- the audit recorder (:class:`allot.ops.audit.AuditRecorder`, by claim events) writes
+  ``<data-dir>/audit.db``, whose appends are idempotent, so a replica that takes over
+  records what it missed and nothing twice;
+- :class:`TenantObjects` keeps every Tenant's rendered objects applied (the same code as
+  ``allot apply``, forcing conflicts), prunes those of Tenants that are gone, and writes
+  the Tenants' status, when a Tenant, a class or one of those objects changes;
+- ``/metrics`` and ``/healthz`` (:func:`metrics_app`).
+
+With leader election (:class:`~allot.client.leaderelection.LeaderElector`, a Lease in
+``allot-system``), replicas wait while another leads: only the leader builds the
+controllers (and opens the audit log); a leader that cannot renew stops them. Used by
+``allot controller`` and its tests.
 """
 
 from __future__ import annotations
@@ -17,185 +28,141 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from allot.api.kinds import decode
-from allot.api.tenancy import Tenant
+from allot.api.tenancy import Tenant, TenantSpec
+from allot.client.errors import ClientError
+from allot.client.leaderelection import LeaderElector, LeaseSettings
+from allot.client.protocol import HOST_CLUSTER, WatchEvent
 from allot.cluster import apply as applying
 from allot.cluster.render import objects_in_apply_order, tenant_files
-from allot.controllers.context import ControllerContext, EventOrigin, event_object
 from allot.controllers.runtime import ControllerManager
 from allot.dra import DraIndex
-from allot.kube.client import Client
-from allot.kube.errors import KubeError, KubeNotFound
+from allot.kube.client import Client as KubeClient
+from allot.kube.errors import KubeError
+from allot.kube.remote import RemoteClient
+from allot.ops import audit
 from allot.ops.alerts import AlertManager, tenant_quotas
 from allot.ops.audit import AuditLog, AuditRecorder
 from allot.ops.capacity import CapacityView
 from allot.ops.metrics import MetricSources, PlatformMetrics
 from allot.ops.rules import AlertSettings
-from allot.registry import HOST_CLUSTER
-from allot.registry.clusters import Registry
-from allot.registry.resources import by_kind
 from allot.tenancy import entitlement, names
-from allot.types import Obj, rfc3339
+from allot.types import Obj
 
 LOG = logging.getLogger("allot.controller")
 COMPONENT = "allot-controller"
-MIRRORED = [
-    ("resource.k8s.io/v1", "DeviceClass", None),
-    ("resource.k8s.io/v1", "ResourceSlice", None),
-    ("resource.k8s.io/v1", "ResourceClaim", None),
-    ("v1", "Namespace", None),
-    ("v1", "Node", None),
-    ("v1", "Pod", None),
-    ("v1", "ResourceQuota", None),
-    ("allot.dev/v1alpha1", "Tenant", None),
-    ("v1", "ConfigMap", names.PLATFORM_NAMESPACE),  # the entitlement params, for alerts
-]
+WATCHED = (
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "Namespace",
+    "Node",
+    "Pod",
+    "ResourceQuota",
+    "Tenant",
+    "ConfigMap",
+)
+"""The kinds the controllers read, each through one shared informer."""
+DRA_RESOURCES = (
+    "resourceslices.resource.k8s.io",
+    "deviceclasses.resource.k8s.io",
+    "resourceclaims.resource.k8s.io",
+)
+TENANTS = "tenants.allot.dev"
+RENDERED = ("configmaps", "resourcequotas", "namespaces")
+"""Kinds of the rendered tenant objects whose edits :class:`TenantObjects` takes back."""
 
 
-class RemoteEvents(ControllerContext):
-    """A context over the mirror whose Events go to the real cluster."""
+class Collection(Protocol):
+    """What :class:`CacheReads` reads of the capacity view's resource."""
 
-    client: Client
+    @property
+    def key(self) -> str: ...
 
-    def event(
-        self,
-        involved: Obj,
-        event_type: str,
-        reason: str,
-        message: str,
-        component: str,
-        *,
-        source: EventOrigin | None = None,
-    ) -> None:
-        metadata = involved["metadata"]
-        now = rfc3339(self.clock())
-        event = event_object(involved, event_type, reason, message, COMPONENT, now, source)
-        event["metadata"]["generateName"] = f"{metadata['name']}-"
-        event["involvedObject"].pop("resourceVersion", None)  # the mirror's, not the cluster's
-        try:
-            self.client.create(event)
-        except KubeError as err:
-            LOG.warning("could not record event %s on %s: %s", reason, metadata["name"], err)
+    @property
+    def kind(self) -> str: ...
 
 
-@dataclass
-class RoundReport:
-    mirrored: int = 0
-    applied: list[str] = field(default_factory=list)
-    alerts: int = 0
+class ChangeCounts:
+    """Changes per resource, counted as the caches change (what :class:`CacheReads`
+    answers for ``changes``)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def observe(self, event: WatchEvent) -> None:
+        self.counts[event.resource] += 1
 
 
-class ClusterController:
-    def __init__(
-        self,
-        client: Client,
-        data_dir: Path,
-        settings: AlertSettings | None = None,
-    ) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
+class CacheReads:
+    """The informers' caches read as the capacity view reads a store."""
+
+    def __init__(self, client: RemoteClient, counts: ChangeCounts) -> None:
         self.client = client
-        self.mirror = Registry(data_dir / "mirror")
-        context = RemoteEvents(
-            HOST_CLUSTER, self.mirror.store, self.mirror.handlers, self.mirror.clock
-        )
-        context.client = client
-        self.context = context
-        index = DraIndex(HOST_CLUSTER)  # fed from the mirror, before the audit sees events
-        index.refresh(
-            context.list("ResourceSlice"),
-            context.list("DeviceClass"),
-            context.list("ResourceClaim"),
-        )
-        self.mirror.store.add_listener(index.observe)
-        self.capacity = CapacityView(self.mirror.store, index=index)
-        self.tenants: dict[str, Any] = {}
-        self.alerts = AlertManager(
-            context, self.capacity, lambda: self.tenants, dict, settings or AlertSettings()
-        )
-        self.log_path = data_dir / "audit.db"
-        self.log = AuditLog(self.log_path)
-        self.metrics = PlatformMetrics(
-            MetricSources(
-                lambda: self.capacity.snapshot(self.mirror.clock()),
-                lambda: tenant_quotas(self.context),
-                self.alerts.current,
-                dict,
-            )
-        )
-        self.manager = ControllerManager(
-            [AuditRecorder(context, self.log, self.metrics.count, index)]
-        )
-        self.mirror.store.add_listener(self.manager.on_event)
+        self.counts = counts
 
-    # ------------------------------------------------------------------ rounds
-    async def round(self) -> RoundReport:
-        report = RoundReport(mirrored=self.sync_mirror())
-        await self.manager.idle()
-        report.applied = self.sync_tenants()
-        report.alerts = len(self.alerts.evaluate_now())
-        return report
+    def changes(self, cluster: str, resource: Collection) -> int:
+        return self.counts.counts[resource.key]
 
-    def sync_mirror(self) -> int:
-        """Make the mirror equal the cluster's listed objects; returns how many changed."""
-        changed = 0
-        for api_version, kind, namespace in MIRRORED:
-            try:
-                items = self.client.list(api_version, kind, namespace=namespace)
-            except KubeNotFound:
-                continue
-            changed += self._converge(
-                kind, [{"apiVersion": api_version, "kind": kind, **i} for i in items]
-            )
-        return changed
+    def list_objects(
+        self, cluster: str, resource: Collection, namespace: str | None = None, *, shared: bool
+    ) -> tuple[list[Obj], int]:
+        items = self.client.list(resource.kind, namespace)
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return items, 0
 
-    def _converge(self, kind: str, items: list[Obj]) -> int:
-        resource = by_kind(kind).store
-        store = self.mirror.store
-        live = {(i["metadata"].get("namespace", ""), i["metadata"]["name"]): i for i in items}
-        changed = 0
-        for key in list(_stored(store, resource)):
-            if key not in live:
-                store.purge(HOST_CLUSTER, resource, *key)  # gone there: no finalizers here
-                changed += 1
-        for (namespace, name), item in live.items():
-            current = store.peek(HOST_CLUSTER, resource, namespace, name)
-            body = _mirrored(item)
-            if current is None:
-                if namespace and not store.namespace_exists(HOST_CLUSTER, namespace):
-                    continue  # its namespace arrives in the same round
-                store.create(HOST_CLUSTER, resource, body, keep_identity=True)
-                changed += 1
-            elif _mirrored(current) != body:
-                store.update(
-                    HOST_CLUSTER,
-                    resource,
-                    {
-                        **body,
-                        "metadata": {
-                            **body["metadata"],
-                            "resourceVersion": current["metadata"]["resourceVersion"],
-                        },
-                    },
-                )
-                changed += 1
-        return changed
 
-    def sync_tenants(self) -> list[str]:
-        """Every Tenant's objects applied (the same code as ``allot apply``), forcing
-        conflicts: an edit by another manager is drift this controller takes back, as a
-        real cluster's field manager would otherwise refuse the apply."""
-        tenants = [Tenant.model_validate(decode(t)) for t in self.context.list("Tenant")]
-        self.tenants = {t.metadata.name or "": t.spec for t in tenants}
-        classes = [dict(c) for c in self.context.list("DeviceClass")]
+class TenantObjects:
+    """The controller that keeps every Tenant's rendered objects applied (one key)."""
+
+    name = "tenant-objects"
+    watches = frozenset({TENANTS, "deviceclasses.resource.k8s.io", *RENDERED})
+    KEY = "tenants"
+
+    def __init__(self, api: KubeClient, client: RemoteClient) -> None:
+        self.api = api
+        self.client = client
+        self.specs: dict[str, TenantSpec] = {}
+        self.applied: list[str] = []
+        """What the passes changed (``configmap/... configured``), the newest 100."""
+
+    def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.resource in RENDERED:
+            labels = event.object["metadata"].get("labels") or {}
+            return [self.KEY] if names.TENANT_LABEL in labels else []
+        if event.resource == TENANTS and event.type == "MODIFIED" and event.previous:
+            before, after = event.previous, event.object
+            if before.get("spec") == after.get("spec") and _labels(before) == _labels(after):
+                return []  # a status write (this controller's own, or another's)
+        return [self.KEY]
+
+    def initial_keys(self) -> list[Hashable]:
+        return [self.KEY]
+
+    def reconcile(self, key: Hashable) -> None:
+        """Every Tenant's objects applied, forcing conflicts: an edit by another manager is
+        drift this controller takes back, as a real cluster's field manager would otherwise
+        refuse the apply."""
+        tenants = [Tenant.model_validate(decode(dict(t))) for t in self.client.list("Tenant")]
+        tenants.sort(key=lambda t: t.metadata.name or "")
+        self.specs = {t.metadata.name or "": t.spec for t in tenants}
+        classes = sorted(
+            (dict(c) for c in self.client.list("DeviceClass")), key=lambda c: c["metadata"]["name"]
+        )
         objects = objects_in_apply_order(tenant_files(tenants, classes))
-        report = applying.apply(self.client, objects, prune=False, force=True)
-        self._prune_gone(set(self.tenants))
+        report = applying.apply(self.api, objects, prune=False, force=True)
+        self._prune_gone(set(self.specs))
         self._write_status(tenants, classes)
-        return [a.line() for a in report.actions if a.verb != "unchanged"]
+        changed = [a.line() for a in report.actions if a.verb != "unchanged"]
+        self.applied = [*self.applied, *changed][-100:]
+        for line in changed:
+            LOG.info("%s", line)
 
     def _prune_gone(self, present: set[str]) -> None:
         for api_version, kind in (
@@ -204,15 +171,15 @@ class ClusterController:
             ("v1", "ResourceQuota"),
         ):
             for item in self.client.list(
-                api_version, kind, label_selector=applying.MANAGED_SELECTOR
+                kind, label_selector=applying.MANAGED_SELECTOR, api_version=api_version
             ):
                 tenant = (item["metadata"].get("labels") or {}).get(names.TENANT_LABEL)
                 if tenant and tenant not in present:
                     self.client.delete(
-                        api_version,
                         kind,
+                        item["metadata"].get("namespace") or "",
                         item["metadata"]["name"],
-                        item["metadata"].get("namespace"),
+                        api_version=api_version,
                     )
 
     def _write_status(self, tenants: list[Tenant], classes: list[Obj]) -> None:
@@ -223,54 +190,164 @@ class ClusterController:
                 "namespace": names.host_namespace(name),
                 "entitledDeviceClasses": entitlement.entitled_classes(tenant, classes),
             }
+            live = self.client.peek("Tenant", "", name)
+            written = (live or {}).get("status") or {}
+            if live is None or all(written.get(k) == v for k, v in status.items()):
+                continue  # only these fields are this controller's: others may write more
             try:
-                live = self.client.get("allot.dev/v1alpha1", "Tenant", name)
-                if live.get("status") != status:
-                    self.client.update({**live, "status": status}, subresource="status")
-            except KubeError as err:
+                self.client.patch(
+                    "Tenant", "", name, {"status": status}, field_manager=COMPONENT,
+                    subresource="status",
+                )  # fmt: skip
+            except ClientError as err:
                 LOG.warning("tenant %s: status not written: %s", name, err)
 
-    async def run(self, interval: float, stop: asyncio.Event) -> None:
+
+def _labels(obj: Obj) -> dict[str, str]:
+    return dict(obj["metadata"].get("labels") or {})
+
+
+class Controllers:
+    """What the leader runs: the informers and every controller on them."""
+
+    def __init__(self, api: KubeClient, data_dir: Path, settings: AlertSettings) -> None:
+        self.client = RemoteClient(api)
+        for kind in WATCHED:
+            self.client.inform(kind)
+        self.counts = ChangeCounts()
+        self.client.add_indexer("changes", self.counts.observe, None)
+        self.index = DraIndex(HOST_CLUSTER)
+        self.client.add_indexer("dra-index", self.index.observe, DRA_RESOURCES)
+        self.capacity = CapacityView(CacheReads(self.client, self.counts), index=self.index)
+        self.tenants = TenantObjects(api, self.client)
+        self.log_path = data_dir / "audit.db"
+        self.log = AuditLog(self.log_path)
+        self.alerts = AlertManager(
+            self.client,
+            self.capacity,
+            lambda: self.tenants.specs,
+            dict,
+            settings,
+            releases=lambda: audit.last_releases(self.log.entries()),
+        )
+        self.metrics = PlatformMetrics(
+            MetricSources(
+                lambda: self.capacity.snapshot(self.client.now()),
+                lambda: tenant_quotas(self.client),
+                self.alerts.current,
+                dict,
+                pending_since=self.alerts.pending_since,
+            )
+        )
+        self.recorder = AuditRecorder(self.client, self.log, self.metrics.count, self.index)
+        self.manager = ControllerManager([self.recorder, self.tenants])
+        self.manager.subscribe(self.client.dispatcher)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """List every kind (the caches and the DRA index full), then start the controllers
+        and the alert timer."""
+        await self.client.start()
         self.manager.start()
-        try:
-            while not stop.is_set():
-                try:
-                    report = await self.round()
-                    for line in report.applied:
-                        LOG.info("%s", line)
-                except KubeError as err:
-                    LOG.warning("round failed: %s", err)
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=interval)
-                except TimeoutError:
-                    continue
-        finally:
-            await self.manager.stop()
+        self._tasks.append(asyncio.create_task(self.alerts.run(), name="alerts"))
 
-    def close(self) -> None:
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.manager.stop()
+        await self.client.stop()
         self.log.close()
-        self.mirror.store.close()
 
 
-def _stored(store: Any, resource: Any) -> dict[tuple[str, str], Obj]:
-    items, _ = store.list_objects(HOST_CLUSTER, resource, None, shared=True)
-    return {(i["metadata"].get("namespace", ""), i["metadata"]["name"]): i for i in items}
+@dataclass
+class Election:
+    """``--leader-elect`` and its durations (client-go's defaults: 15 s, 10 s, 2 s)."""
+
+    identity: str
+    namespace: str = names.PLATFORM_NAMESPACE
+    name: str = "allot-controller"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def settings(self) -> LeaseSettings:
+        return LeaseSettings(
+            self.name,
+            self.namespace,
+            self.identity,
+            self.lease_duration,
+            self.renew_deadline,
+            self.retry_period,
+        )
 
 
-def _mirrored(obj: Obj) -> Obj:
-    """What the mirror keeps: the object without the server's bookkeeping (the live uid and
-    times are kept, so audit entries and alerts name the real objects)."""
-    metadata = {
-        k: v
-        for k, v in obj["metadata"].items()
-        if k not in ("resourceVersion", "managedFields", "generation")
-    }
-    return {**{k: v for k, v in obj.items() if k != "metadata"}, "metadata": metadata}
+class ClusterController:
+    """One replica of ``allot controller``: it leads (builds and runs :class:`Controllers`)
+    at once, or once it holds the Lease."""
+
+    def __init__(
+        self,
+        api: KubeClient,
+        data_dir: Path,
+        settings: AlertSettings | None = None,
+        election: Election | None = None,
+    ) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.api = api
+        self.data_dir = data_dir
+        self.settings = settings or AlertSettings()
+        self.election = election
+        if election is not None:
+            election.settings().check()
+        self.running: Controllers | None = None
+        self.leading = asyncio.Event()
+        self.failure: str | None = None
+        """Why the controller stopped by itself (a refusal, no server), worded for users."""
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Lead (after winning the election, if any) until ``stop`` is set."""
+        if self.election is None:
+            await self._lead(stop)
+            return
+        elector = LeaderElector(RemoteClient(self.api), self.election.settings())
+        while not stop.is_set():
+            stopping = asyncio.create_task(stop.wait())
+            electing = asyncio.create_task(elector.run(lambda: self._lead(stop)))
+            await asyncio.wait({stopping, electing}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (stopping, electing):
+                task.cancel()
+            await asyncio.gather(stopping, electing, return_exceptions=True)
+            failure = electing.exception() if not electing.cancelled() else None
+            if failure is not None:
+                raise failure  # the controllers could not start (a refusal, no server)
+
+    async def _lead(self, stop: asyncio.Event) -> None:
+        controllers = Controllers(self.api, self.data_dir, self.settings)
+        try:
+            await controllers.start()
+            self.running = controllers
+            self.leading.set()
+            await stop.wait()
+        finally:
+            self.leading.clear()
+            self.running = None
+            await controllers.stop()
+
+    def metrics_text(self) -> bytes:
+        running = self.running
+        leader = b"# TYPE allot_controller_leader gauge\nallot_controller_leader %d\n"
+        if running is None:
+            return leader % 0
+        return running.metrics.render() + leader % 1
 
 
-def metrics_app(controller: ClusterController, interval: float) -> Any:
-    """The controller as an ASGI app: ``/metrics`` and ``/healthz``, rounds in the
-    background from startup to shutdown."""
+def metrics_app(
+    controller: ClusterController, on_failure: Callable[[], None] = lambda: None
+) -> Any:
+    """The controller as an ASGI app: ``/metrics`` and ``/healthz``, the controller run
+    from startup to shutdown; ``on_failure`` is called when it stops by itself (its
+    ``failure`` says why)."""
     from starlette.applications import Starlette
     from starlette.responses import PlainTextResponse, Response
     from starlette.routing import Route
@@ -281,14 +358,21 @@ def metrics_app(controller: ClusterController, interval: float) -> Any:
     tasks: list[asyncio.Task[None]] = []
 
     async def metrics(request: Any) -> Response:
-        return Response(controller.metrics.render(), media_type=CONTENT_TYPE)
+        return Response(controller.metrics_text(), media_type=CONTENT_TYPE)
 
     async def health(request: Any) -> Response:
         return PlainTextResponse("ok")
 
+    async def run() -> None:
+        try:
+            await controller.run(stop)
+        except (ClientError, KubeError) as err:
+            controller.failure = _described(err)
+            on_failure()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
-        tasks.append(asyncio.create_task(controller.run(interval, stop)))
+        tasks.append(asyncio.create_task(run()))
         try:
             yield
         finally:
@@ -298,3 +382,8 @@ def metrics_app(controller: ClusterController, interval: float) -> Any:
     return Starlette(
         routes=[Route("/metrics", metrics), Route("/healthz", health)], lifespan=lifespan
     )
+
+
+def _described(err: Exception) -> str:
+    rule = err.missing_rule() if hasattr(err, "missing_rule") else ""
+    return f"{err} ({rule})" if rule else str(err)

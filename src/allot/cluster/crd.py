@@ -1,19 +1,22 @@
-"""The Tenant CustomResourceDefinition, its schema generated from the pydantic model.
+"""allot's CustomResourceDefinitions (Tenant, Alert), their schemas generated from the
+pydantic models, so that a real cluster serves the kinds the embedded platform has built in
+(``allot controller`` writes Alerts there).
 
 pydantic's JSON schema is turned into a structural OpenAPI v3 schema as the API server
 requires: references inlined, ``anyOf [X, null]`` reduced to ``X`` (an omitted field is
 ``None`` in the model), titles and null defaults dropped, free-form objects marked
 ``x-kubernetes-preserve-unknown-fields``, and Quantity fields declared
 ``x-kubernetes-int-or-string`` (vCluster values write quotas as numbers). ``status`` is a
-subresource; ``additionalPrinterColumns`` match ``kubectl get tenants`` on the embedded
-platform. Pure; used by ``render``.
+subresource; ``additionalPrinterColumns`` match ``kubectl get tenants`` and ``kubectl get
+alerts`` on the embedded platform. Pure; used by ``render``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from allot.api.tenancy import TENANCY_GROUP, TENANCY_VERSION, Tenant
+from allot.api.base import ApiModel
+from allot.api.tenancy import TENANCY_GROUP, TENANCY_VERSION, Alert, Tenant
 from allot.types import Obj
 
 QUANTITY_PATHS = (("spec", "quota", "hard", "*"), ("spec", "quota", "gpuMemory"))
@@ -24,10 +27,31 @@ INT_OR_STRING: Obj = {
 
 
 def tenant_crd() -> Obj:
-    raw = Tenant.model_json_schema(by_alias=True, mode="validation")
+    return _crd(Tenant, "tenants", ["tn"], _columns(), QUANTITY_PATHS)
+
+
+def alert_crd() -> Obj:
+    columns = [  # the embedded platform's table (registry.kinds.alerts)
+        {"name": "Rule", "type": "string", "jsonPath": ".spec.rule"},
+        {"name": "Severity", "type": "string", "jsonPath": ".spec.severity"},
+        {"name": "Tenant", "type": "string", "jsonPath": ".spec.tenant"},
+        {"name": "Since", "type": "date", "jsonPath": ".status.activeSince"},
+        {"name": "Message", "type": "string", "jsonPath": ".spec.message"},
+    ]
+    return _crd(Alert, "alerts", [], columns, ())
+
+
+def _crd(
+    model: type[ApiModel],
+    plural: str,
+    short_names: list[str],
+    columns: list[Obj],
+    quantities: tuple[tuple[str, ...], ...],
+) -> Obj:
+    raw = model.model_json_schema(by_alias=True, mode="validation")
     schema = _structural(raw, raw.get("$defs", {}))
     schema["properties"]["metadata"] = {"type": "object"}
-    for path in QUANTITY_PATHS:
+    for path in quantities:
         _replace(schema, path, INT_OR_STRING)
     schema["properties"].pop("apiVersion", None)
     schema["properties"].pop("kind", None)
@@ -36,20 +60,19 @@ def tenant_crd() -> Obj:
         "kind": {"type": "string"},
         **schema["properties"],
     }
+    kind = plural[:-1].capitalize()
+    names: Obj = {"kind": kind, "listKind": f"{kind}List", "plural": plural}
+    names["singular"] = plural[:-1]
+    if short_names:
+        names["shortNames"] = short_names
+    names["categories"] = ["allot"]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"tenants.{TENANCY_GROUP}"},
+        "metadata": {"name": f"{plural}.{TENANCY_GROUP}"},
         "spec": {
             "group": TENANCY_GROUP,
-            "names": {
-                "kind": "Tenant",
-                "listKind": "TenantList",
-                "plural": "tenants",
-                "singular": "tenant",
-                "shortNames": ["tn"],
-                "categories": ["allot"],
-            },
+            "names": names,
             "scope": "Cluster",
             "versions": [
                 {
@@ -58,7 +81,7 @@ def tenant_crd() -> Obj:
                     "storage": True,
                     "schema": {"openAPIV3Schema": schema},
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": _columns(),
+                    "additionalPrinterColumns": columns,
                 }
             ],
         },

@@ -75,7 +75,7 @@ READ_KINDS = (
     "ClusterQueue",
     "Cohort",
 )
-KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")
+KUEUE_VERSIONS = tuple(kueue.api_version(v) for v in kueue.VERSIONS)
 EXPLAINED_NODES = 3  # explained device by device; the others are grouped by capacity
 NAMED_PER_GROUP = 10  # node names printed per group of alike nodes (all in the JSON)
 V1BETA1_REQUEST_FIELDS = (
@@ -150,7 +150,7 @@ def _converted(document: Obj) -> Obj | None:
     if kind not in READ_KINDS:
         return None
     if kind in ("ClusterQueue", "Cohort"):
-        return _kueue_v1beta1(document) if version in KUEUE_VERSIONS else None
+        return _kueue_v1beta2(document) if version in KUEUE_VERSIONS else None
     if version in ("resource.k8s.io/v1beta2", "resource.k8s.io/v1"):
         return {**document, "apiVersion": "resource.k8s.io/v1"}
     if version == "resource.k8s.io/v1beta1":
@@ -158,12 +158,14 @@ def _converted(document: Obj) -> Obj | None:
     return document
 
 
-def _kueue_v1beta1(document: Obj) -> Obj:
-    """v1beta2's ``cohortName`` is v1beta1's ``cohort``; the rest allot reads is alike."""
+def _kueue_v1beta2(document: Obj) -> Obj:
+    """v1beta1's ``cohort`` is v1beta2's ``cohortName``; the rest allot reads is alike.
+    Compared with what ``allot render`` makes in v1beta2, whichever version was applied."""
     spec = dict(document.get("spec") or {})
-    if "cohortName" in spec:
-        spec["cohort"] = spec.pop("cohortName")
-    return {**document, "apiVersion": kueue.KUEUE_API, "spec": spec}
+    cohort = kueue.COHORT_FIELD[kueue.V1BETA1]
+    if cohort in spec:
+        spec[kueue.COHORT_FIELD[kueue.V1BETA2]] = spec.pop(cohort)
+    return {**document, "apiVersion": kueue.api_version(kueue.V1BETA2), "spec": spec}
 
 
 def _from_v1beta1(document: Obj) -> Obj:
@@ -466,7 +468,7 @@ def _as_tenant(queue: Obj) -> Tenant:
         for r in flavor.get("resources") or []
         if str(r.get("name", "")).startswith(kueue.RESOURCE_PREFIX)
     ]
-    sharing = {"cohort": spec.get("cohort"), "deviceClasses": shares}
+    sharing = {"cohort": spec.get(kueue.COHORT_FIELD[kueue.V1BETA2]), "deviceClasses": shares}
     return Tenant.model_validate({"metadata": {"name": queue["metadata"]["name"]},
                                   "spec": {"sharing": sharing}})  # fmt: skip
 

@@ -1,8 +1,18 @@
 """Kueue objects for fair-sharing Tenants: the same policy on a real cluster.
 
 The embedded platform admits a sharing tenant's workloads itself; on a real cluster Kueue
-does it, from objects rendered here (``kueue.x-k8s.io/v1beta1``, served by Kueue 0.14 and
-later; deprecated but served since 0.15, where v1beta2 is stored):
+does it, from objects rendered here in ``kueue.x-k8s.io/v1beta2`` (Kueue 0.15 and later;
+stored from 0.16, where v1beta1 is served with a deprecation warning on every object) or,
+asked for (``allot render --kueue-api v1beta1``, for Kueue 0.14), in ``v1beta1``. The two
+differ in what allot renders only by the ClusterQueue's cohort (v1beta2's ``cohortName``,
+v1beta1's ``cohort``) and the Configuration's group version; Cohort, ResourceFlavor,
+WorkloadPriorityClass and LocalQueue are alike (a fair-sharing ``weight``, a Cohort's
+``parentName`` are spelt the same in both, and allot renders neither). Kueue itself
+defaults one thing differently by the Configuration's version: from 0.19 a v1beta2
+Configuration (the one Kueue ships since 0.15) has ``waitForPodsReady`` on, 30 minutes,
+unless the ``DisableWaitForPodsReady`` gate is set; a v1beta1 one has it off. The
+fragment leaves it to the cluster's Configuration (docs/conformance.md, "Fair sharing").
+What is rendered:
 
 * a ``Cohort`` per cohort name (no quota of its own: the members' quotas are the pool);
 * one ``ResourceFlavor``, ``allot-devices``, with no node labels: DRA picks the devices,
@@ -50,8 +60,14 @@ from allot.api.tenancy import ClassShare, SharedAmount, Tenant
 from allot.tenancy import entitlement, names
 from allot.types import Obj
 
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
-CONFIG_API = "config.kueue.x-k8s.io/v1beta1"
+V1BETA2, V1BETA1 = "v1beta2", "v1beta1"
+VERSIONS = (V1BETA2, V1BETA1)
+"""What ``--kueue-api`` takes: v1beta2 (Kueue 0.15+) by default, v1beta1 for Kueue 0.14."""
+FIRST_RELEASE = {V1BETA2: "0.15", V1BETA1: "0.14"}
+"""The first Kueue release each is rendered for: v1beta2 appeared in 0.15; 0.14 is the
+first with the device-class mappings allot's quotas need."""
+KUEUE_GROUP, CONFIG_GROUP = "kueue.x-k8s.io", "config.kueue.x-k8s.io"
+COHORT_FIELD = {V1BETA2: "cohortName", V1BETA1: "cohort"}
 KUEUE_KINDS = ("Cohort", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
 FLAVOR = "allot-devices"
 LOCAL_QUEUE = "default"
@@ -117,8 +133,13 @@ def cohort_classes(tenant: Tenant, tenants: list[Tenant]) -> list[str]:
     )
 
 
-def kueue_objects(tenants: list[Tenant]) -> list[Obj]:
-    """Every Kueue object for the sharing tenants, in apply order (none without any)."""
+def api_version(version: str = V1BETA2) -> str:
+    return f"{KUEUE_GROUP}/{version}"
+
+
+def kueue_objects(tenants: list[Tenant], version: str = V1BETA2) -> list[Obj]:
+    """Every Kueue object for the sharing tenants in ``version``, in apply order (none
+    without any)."""
     members = sharing_tenants(tenants)
     if not members:
         return []
@@ -126,16 +147,17 @@ def kueue_objects(tenants: list[Tenant]) -> list[Obj]:
         {t.spec.sharing.cohort for t in members if t.spec.sharing and t.spec.sharing.cohort}
     )
     priorities = sorted({_default_priority(t) for t in members})
-    objects = [_object("Cohort", name, {"spec": {}}) for name in cohorts]
-    objects.append(_object("ResourceFlavor", FLAVOR, {"spec": {}}))
-    objects += [_priority_class(value) for value in priorities]
-    objects += [cluster_queue(t, cohort_classes(t, members)) for t in members]
-    objects += [local_queue(t) for t in members]
+    objects = [_object("Cohort", name, {"spec": {}}, version) for name in cohorts]
+    objects.append(_object("ResourceFlavor", FLAVOR, {"spec": {}}, version))
+    objects += [_priority_class(value, version) for value in priorities]
+    objects += [cluster_queue(t, cohort_classes(t, members), version) for t in members]
+    objects += [local_queue(t, version) for t in members]
     return objects
 
 
-def configuration(tenants: list[Tenant]) -> Obj:
-    """The Configuration fragment: each shared class mapped to its resource."""
+def configuration(tenants: list[Tenant], version: str = V1BETA2) -> Obj:
+    """The Configuration fragment in ``version``: each shared class mapped to its resource
+    (the fields it sets are spelt the same in both versions)."""
     classes = shared_classes(tenants)
     if len(classes) > MAX_MAPPINGS:
         raise KueueRenderError(
@@ -143,7 +165,7 @@ def configuration(tenants: list[Tenant]) -> Obj:
         )
     mappings = [{"name": resource_name(c), "deviceClassNames": [c]} for c in classes]
     return {
-        "apiVersion": CONFIG_API,
+        "apiVersion": f"{CONFIG_GROUP}/{version}",
         "kind": "Configuration",
         "featureGates": {DRA_FEATURE_GATE: True},
         "integrations": {"frameworks": [POD_FRAMEWORK]},
@@ -155,9 +177,9 @@ def configuration(tenants: list[Tenant]) -> Obj:
     }
 
 
-def cluster_queue(tenant: Tenant, covered: list[str]) -> Obj:
-    """The tenant's ClusterQueue, covering ``covered`` (its cohort's shared classes): its own
-    shares as quotas, ``nominalQuota: "0"`` and no limits for the others."""
+def cluster_queue(tenant: Tenant, covered: list[str], version: str = V1BETA2) -> Obj:
+    """The tenant's ClusterQueue in ``version``, covering ``covered`` (its cohort's shared
+    classes): its own shares as quotas, ``nominalQuota: "0"`` and no limits for the others."""
     sharing = tenant.spec.sharing
     assert sharing is not None
     name = tenant.metadata.name or ""
@@ -166,7 +188,7 @@ def cluster_queue(tenant: Tenant, covered: list[str]) -> Obj:
     preemption = sharing.preemption
     spec: Obj = {}
     if sharing.cohort:
-        spec["cohort"] = sharing.cohort
+        spec[COHORT_FIELD[version]] = sharing.cohort
     spec["namespaceSelector"] = {"matchLabels": {names.TENANT_LABEL: name}}
     spec["queueingStrategy"] = "BestEffortFIFO"
     if shares:
@@ -187,12 +209,12 @@ def cluster_queue(tenant: Tenant, covered: list[str]) -> Obj:
         "withinClusterQueue": (preemption.within_tenant if preemption else None)
         or DEFAULT_WITHIN_TENANT,
     }
-    return _object("ClusterQueue", name, {"spec": spec})
+    return _object("ClusterQueue", name, {"spec": spec}, version)
 
 
-def local_queue(tenant: Tenant) -> Obj:
+def local_queue(tenant: Tenant, version: str) -> Obj:
     name = tenant.metadata.name or ""
-    queue = _object("LocalQueue", LOCAL_QUEUE, {"spec": {"clusterQueue": name}})
+    queue = _object("LocalQueue", LOCAL_QUEUE, {"spec": {"clusterQueue": name}}, version)
     queue["metadata"]["namespace"] = names.host_namespace(name)
     return queue
 
@@ -211,8 +233,8 @@ def _default_priority(tenant: Tenant) -> int:
     return (sharing.default_priority if sharing else None) or 0
 
 
-def _priority_class(value: int) -> Obj:
-    wpc = _object("WorkloadPriorityClass", priority_class_name(value), {"value": value})
+def _priority_class(value: int, version: str) -> Obj:
+    wpc = _object("WorkloadPriorityClass", priority_class_name(value), {"value": value}, version)
     wpc["description"] = (
         "The default priority of allot tenants; label workloads "
         f"kueue.x-k8s.io/priority-class: {priority_class_name(value)}"
@@ -220,6 +242,6 @@ def _priority_class(value: int) -> Obj:
     return wpc
 
 
-def _object(kind: str, name: str, body: Obj) -> Obj:
+def _object(kind: str, name: str, body: Obj, version: str) -> Obj:
     metadata = {"name": name, "labels": dict(entitlement.MANAGED_BY)}
-    return {"apiVersion": KUEUE_API, "kind": kind, "metadata": metadata, **body}
+    return {"apiVersion": api_version(version), "kind": kind, "metadata": metadata, **body}

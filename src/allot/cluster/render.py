@@ -41,7 +41,7 @@ from allot.api.kinds import decode, kind_info
 from allot.api.resource_v1 import DeviceClass
 from allot.api.tenancy import Tenant, TenantSpec, entitlement_selector, syncs
 from allot.cluster import kueue
-from allot.cluster.crd import tenant_crd
+from allot.cluster.crd import alert_crd, tenant_crd
 from allot.ops.rules import AlertSettings, prometheus_rule
 from allot.statuses import invalid_message
 from allot.tenancy import entitlement, names
@@ -130,9 +130,11 @@ def render(
     platform: Platform,
     settings: AlertSettings | None = None,
     cluster_classes: list[Obj] | None = None,
+    kueue_api: str = kueue.V1BETA2,
 ) -> list[RenderedFile]:
     """The files; ``cluster_classes`` (a live cluster's DeviceClasses, for ``apply``) join
-    the catalogue when entitlements are computed, as the tenant controller computes them.
+    the catalogue when entitlements are computed, as the tenant controller computes them;
+    Kueue's objects in ``kueue_api`` (:data:`allot.cluster.kueue.VERSIONS`).
     Raises PlatformFileError for a Tenant the API server would refuse."""
     check_shares(platform, cluster_classes)
     class_objects = [_managed(_clean(c.to_wire())) for c in platform.classes]
@@ -144,8 +146,9 @@ def render(
         RenderedFile(
             "00-tenant-crd.yaml",
             "The Tenant kind (allot.dev/v1alpha1): one team's entitled DeviceClasses, quotas\n"
-            "and vCluster sync settings. Generated from allot's model.",
-            [_managed(tenant_crd())],
+            "and vCluster sync settings; and the Alert kind allot controller keeps while an\n"
+            "alert fires. Generated from allot's models.",
+            [_managed(tenant_crd()), _managed(alert_crd())],
         ),
         RenderedFile(
             "01-namespaces.yaml",
@@ -178,7 +181,7 @@ def render(
             [_managed(prometheus_rule(settings or AlertSettings()))],
         )
     )
-    files += _kueue_files(platform.tenants)
+    files += _kueue_files(platform.tenants, kueue_api)
     files += [_vcluster_values(t) for t in platform.tenants]
     return files
 
@@ -196,18 +199,19 @@ def check_shares(platform: Platform, cluster_classes: list[Obj] | None = None) -
             raise PlatformFileError(invalid_message(info, tenant.metadata.name or "", errors))
 
 
-def _kueue_files(tenants: list[Tenant]) -> list[RenderedFile]:
-    objects = kueue.kueue_objects(tenants)
+def _kueue_files(tenants: list[Tenant], version: str) -> list[RenderedFile]:
+    objects = kueue.kueue_objects(tenants, version)
     if not objects:
         return []
     try:
-        config = kueue.configuration(tenants)
+        config = kueue.configuration(tenants, version)
     except kueue.KueueRenderError as err:
         raise PlatformFileError(str(err)) from None
     return [
         RenderedFile(
             "30-kueue.yaml",
-            "Fair sharing on Kueue (kueue.x-k8s.io/v1beta1; install Kueue 0.14 or later first):\n"
+            f"Fair sharing on Kueue ({kueue.api_version(version)}; install Kueue "
+            f"{kueue.FIRST_RELEASE[version]} or later first):\n"
             "a ClusterQueue per sharing tenant (nominalQuota = guaranteed) in its cohort, a\n"
             "LocalQueue named default in its namespace, the default priorities as\n"
             "WorkloadPriorityClasses. gpuMemory shares have no Kueue equivalent and are not\n"

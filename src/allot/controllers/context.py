@@ -3,27 +3,32 @@
 Writes go through :class:`allot.registry.handlers.Handlers` with a field manager per
 controller, so they are validated and versioned like any client's; ``Conflict`` simply
 makes the runtime retry. Events are core/v1 Events as kube-scheduler and the kubelet write
-them (reason, message, count, first/last timestamp). Used by every controller.
+them, recorded by the client protocol's recorder (:mod:`allot.client.events`).
+
+This is the embedded platform's older controller interface, which raises the registry's
+own errors; :attr:`ControllerContext.client` is the same cluster as the client protocol
+(:class:`allot.registry.inprocess.InProcessClient`), which controllers move to one by one
+(docs/architecture.md lists those on it). Used by every controller not yet moved.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from allot.api.documents import clone_document
+from allot.client.events import EventOrigin, event_object
 from allot.registry.admission import CONTROLLER_USER
 from allot.registry.handlers import Handlers, WriteOptions
+from allot.registry.inprocess import InProcessClient
 from allot.registry.requests import Target
 from allot.registry.resources import ServedResource, by_kind
 from allot.store import Store
-from allot.store.errors import AlreadyExists, NamespaceTerminating, NotFound
-from allot.types import Obj, rfc3339
+from allot.store.errors import NotFound
+from allot.types import Obj
 
-RECENT_EVENTS = 4096
-"""Events remembered for counting repeats (client-go's correlator keeps as many)."""
+__all__ = ["ControllerContext", "EventOrigin", "event_object"]
 
 
 @dataclass
@@ -36,9 +41,7 @@ class ControllerContext:
     """Who the writes are admitted as: the platform's own controllers by default; a
     tenant's workload controllers write as the tenant's service accounts, so its cluster's
     admission (the tenant guard, quotas) judges them as any tenant write."""
-    _recent_events: dict[str, str] = field(default_factory=dict, init=False, repr=False)
-    """Digest of (namespace, reason, message, object uid) -> the Event recorded for it."""
-    _last_event_stamp: int = field(default=0, init=False, repr=False)
+    _client: InProcessClient | None = field(default=None, init=False, repr=False)
 
     def resource(self, kind: str) -> ServedResource:
         return by_kind(kind)
@@ -76,6 +79,16 @@ class ControllerContext:
             self.cluster, by_kind(kind).store, namespace, shared=True
         )
         return items
+
+    def update_custom(
+        self, resource: ServedResource, obj: Obj, manager: str, subresource: str = ""
+    ) -> Obj:
+        """Update a custom object (``subresource``: ``status``) through the handlers."""
+        metadata = obj["metadata"]
+        target = Target(resource, metadata.get("namespace"), metadata.get("name"), subresource)
+        return clone_document(
+            self.handlers.update(self.cluster, target, obj, self._options(manager)).object
+        )
 
     def _target(self, kind: str, obj: Obj, subresource: str = "") -> Target:
         resource = by_kind(kind)
@@ -163,6 +176,15 @@ class ControllerContext:
         except NotFound:
             return
 
+    @property
+    def client(self) -> InProcessClient:
+        """This context as the client protocol (same cluster, user and clock)."""
+        if self._client is None:
+            self._client = InProcessClient(
+                self.cluster, self.store, self.handlers, self.clock, user=self.user
+            )
+        return self._client
+
     def event(
         self,
         involved: Obj,
@@ -173,99 +195,7 @@ class ControllerContext:
         *,
         source: EventOrigin | None = None,
     ) -> None:
-        """Record an Event, or bump the count of the identical one recorded before (as
-        client-go's correlator does, remembered in memory: the same object and part of it,
-        source, reason and message). A new Event is named ``<object>.<hex nanoseconds>``
-        as client-go names them, so the name order is the order they happened in:
-        ``kubectl describe`` keeps it among events of one second."""
-        metadata = involved["metadata"]
-        namespace = metadata.get("namespace") or "default"
-        moment = self.clock()
-        now = rfc3339(moment)
-        where = source or EventOrigin()
-        digest = hashlib.sha1(
-            f"{namespace}/{reason}/{message}/{metadata.get('uid')}/{where.field_path}/"
-            f"{where.host}".encode()
-        ).hexdigest()
-        known = self._recent_events.get(digest)
-        recorded = self.peek("Event", namespace, known) if known else None
-        if recorded is not None:
-            existing = clone_document(recorded)
-            existing["count"] = int(existing.get("count") or 1) + 1
-            existing["lastTimestamp"] = now
-            self.update("Event", existing, component)
-            return
-        name = f"{metadata['name'][:236]}.{self._event_stamp(moment):x}"
-        event = event_object(involved, event_type, reason, message, component, now, where)
-        event["metadata"] = {"name": name, "namespace": namespace}
-        try:
-            self.create_shared("Event", event, component)  # the result is not needed
-        except (AlreadyExists, NamespaceTerminating):  # dropped, as a recorder drops it
-            return
-        self._recent_events[digest] = name
-        if len(self._recent_events) > RECENT_EVENTS:
-            del self._recent_events[next(iter(self._recent_events))]
-
-    def _event_stamp(self, moment: dt.datetime) -> int:
-        """Nanoseconds of ``moment``, made strictly increasing (a fixed clock in tests, or
-        two events in one tick, still get distinct names in order)."""
-        stamp = max(int(moment.timestamp() * 1_000_000) * 1000, self._last_event_stamp + 1)
-        self._last_event_stamp = stamp
-        return stamp
-
-
-@dataclass(frozen=True)
-class EventOrigin:
-    """Where an Event comes from beyond its component: the part of the object it is about
-    (``involvedObject.fieldPath``, the kubelet's ``spec.containers{NAME}``) and the node
-    that reports it (``source.host`` and ``reportingInstance``, the kubelet's node)."""
-
-    field_path: str = ""
-    host: str = ""
-
-
-def event_object(
-    involved: Obj,
-    event_type: str,
-    reason: str,
-    message: str,
-    component: str,
-    now: str,
-    where: EventOrigin | None = None,
-) -> Obj:
-    """A core/v1 Event about ``involved``, as kube-scheduler and the kubelet write them
-    (its metadata is the caller's: a stable name here, ``generateName`` elsewhere)."""
-    event = _event_fields(involved, event_type, reason, message, component, now)
-    if where is not None and where.field_path:
-        event["involvedObject"]["fieldPath"] = where.field_path
-    if where is not None and where.host:
-        event["source"]["host"] = where.host
-        event["reportingInstance"] = where.host
-    return event
-
-
-def _event_fields(
-    involved: Obj, event_type: str, reason: str, message: str, component: str, now: str
-) -> Obj:
-    metadata = involved["metadata"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"namespace": metadata.get("namespace") or "default"},
-        "involvedObject": {
-            "kind": involved.get("kind"),
-            "apiVersion": involved.get("apiVersion"),
-            "namespace": metadata.get("namespace"),
-            "name": metadata["name"],
-            "uid": metadata.get("uid"),
-            "resourceVersion": metadata.get("resourceVersion"),
-        },
-        "reason": reason,
-        "message": message,
-        "type": event_type,
-        "source": {"component": component},
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-        "reportingComponent": component,
-    }
+        """Record an Event, or count a repeat of one recorded before, with the protocol's
+        recorder (:class:`allot.client.events.EventRecorder`: client-go's correlation and
+        names)."""
+        self.client.events().record(involved, event_type, reason, message, component, origin=source)

@@ -32,7 +32,10 @@ controller which pods may still use their devices. A removed pod's logs and work
 directories go with it. With the driver's ``PassthroughSupport`` gate, preparing a GPU
 hides its VFIO twin (and the reverse) until unprepare (``allot.controllers.passthrough``); a
 pod allocated the hidden twin is refused as the driver refuses it and tried again when a
-slice changes. Built by ``allot.platform``.
+slice changes. A ComputeDomain channel (``compute-domain.nvidia.com``) is prepared only once
+its node's IMEX daemon is ready in the domain's status; until then the pod stays Pending
+with the plugin's refusal as its event, and tries again when a ComputeDomain changes.
+Built by ``allot.platform``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from pathlib import Path
 from allot.api import claims as claims_api
 from allot.api.quantity import Quantity
 from allot.controllers import initcontainers, lifecycle
+from allot.controllers.computedomains import DomainLookup, Origin, host_origin
 from allot.controllers.context import ControllerContext
 from allot.controllers.envsources import ContainerConfigError, SourceLookup, names_sources
 from allot.controllers.localstorage import EVICTED
@@ -58,8 +62,10 @@ from allot.controllers.runtimes import (
     container_environment,
     is_sidecar,
 )
-from allot.driver import passthrough
+from allot.controllers.sharing import SharingApplier, SharingError
+from allot.driver import passthrough, sharing
 from allot.driver.catalog import created_mig_uuid
+from allot.driver.computedomain import RESOURCE as COMPUTE_DOMAINS
 from allot.driver.configs import DRIVER, DriverConfigError, configs_for_results
 from allot.driver.gates import PASSTHROUGH, enabled
 from allot.store import WatchEvent
@@ -78,11 +84,36 @@ class PrepareError(Exception):
 
 
 class DevicePreparer:
-    """The driver's prepare/unprepare: one JSON spec per claim, listing its devices."""
+    """The driver's prepare/unprepare: one JSON spec per claim, listing its devices, and
+    the claim's sharing (its MPS daemons, time-slices: ``sharing``) while it is prepared."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, applier: SharingApplier | None = None) -> None:
         self.directory = directory
+        self.sharing = applier or SharingApplier(directory.parent / "mps")
         self._made = False  # the directory exists (made once, not on every claim)
+        # per prepared claim's uid: its shared devices' configs (consumable shares)
+        self._shared: dict[str, dict[tuple[str, str], object]] = {}
+
+    def apply_sharing(self, claim: Obj, plan: sharing.ClaimSharing) -> list[str]:
+        """Carry out the claim's sharing plan; the lines to record. A shared device (a
+        result with a ``shareID``) already prepared for another claim with another config
+        is refused, as the driver refuses it (DriverConfigError); SharingError when a step
+        fails on this machine."""
+        uid = str(claim["metadata"]["uid"])
+        mine = {
+            (str(r.get("pool")), str(r.get("device"))): plan.configs.get(str(r.get("device")))
+            for r in _results(claim)
+            if r.get("shareID") and r.get("driver") == DRIVER and not r.get("adminAccess")
+        }
+        for other, theirs in self._shared.items():
+            for device, config in mine.items():
+                if other != uid and device in theirs and theirs[device] != config:
+                    raise DriverConfigError(
+                        f"unable to prepare claim {uid}: requested device {device[1]} has "
+                        f"conflicting configuration with already prepared claim {other}"
+                    )
+        self._shared[uid] = mine
+        return self.sharing.apply(uid, plan)
 
     def prepare(self, claim: Obj, node: str) -> list[Obj]:
         devices = [
@@ -117,13 +148,16 @@ class DevicePreparer:
     def unprepare(self, claim_uid: str) -> None:
         path = self.directory / f"k8s.gpu.nvidia.com-claim_{claim_uid}.json"
         path.unlink(missing_ok=True)
+        self._shared.pop(claim_uid, None)
+        self.sharing.release(claim_uid)
 
 
 class NodeAgent:
     """The kubelet's part for the simulated nodes: prepare claims, run, report, clean up."""
 
     name = "node-agent"
-    watches = frozenset({"pods", SLICES, *SOURCES})  # the resources keys_for answers for
+    watches = frozenset({"pods", SLICES, COMPUTE_DOMAINS, *SOURCES})
+    """The resources keys_for answers for."""
 
     def __init__(
         self,
@@ -131,8 +165,12 @@ class NodeAgent:
         preparer: DevicePreparer,
         runtime: Runtime,
         driver_gates: Mapping[str, bool] | None = None,
+        domain_origin: Origin = host_origin,
     ) -> None:
+        """``domain_origin``: the cluster and namespace a claim stands for (a tenant's
+        twin: the tenant's), to match a ComputeDomain channel with its domain."""
         self.context = context
+        self.domain_origin = domain_origin
         self.preparer = preparer
         self.runtime = runtime
         self.driver_gates = dict(driver_gates or {})
@@ -142,6 +180,8 @@ class NodeAgent:
             else None
         )
         self._twin_refused: set[tuple[str, str]] = set()  # pods whose device a twin hid
+        self.domains = DomainLookup(context)
+        self._domain_waiting: set[tuple[str, str]] = set()  # pods whose channel waits
         self.images = lifecycle.NodeImages()  # what each node has pulled
         self._published: dict[tuple[str, str], list[Obj]] | None = None  # slices by pool
         self._waiting: dict[str, set[str]] = {}  # pods waiting for a ConfigMap or Secret
@@ -158,6 +198,8 @@ class NodeAgent:
         )
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
+        if event.resource == COMPUTE_DOMAINS:  # a daemon may be ready now (any cluster)
+            return [("pod", namespace, name) for namespace, name in sorted(self._domain_waiting)]
         if event.cluster != self.context.cluster:
             return []
         if event.resource == SLICES:  # a twin shown again: its refused pods try again
@@ -207,6 +249,7 @@ class NodeAgent:
         assert isinstance(key, tuple)
         what, namespace, name = key
         self._twin_refused.discard((namespace, name))  # refused again below if still so
+        self._domain_waiting.discard((namespace, name))
         pod = self.context.get("Pod", namespace, name)
         if pod is not None and what == "stop":
             self._initializing.discard(str(pod["metadata"].get("uid")))
@@ -224,25 +267,18 @@ class NodeAgent:
             return
         node = pod["spec"].get("nodeName")
         claims = self._claims(pod)
-        with_config = any(_allocated_devices(c).get("config") for c in claims)
         published = (
             self._published_of(_pools_of(claims))
-            if with_config or self.runtime.wants_devices or self.twins
+            if any(_configured(c) for c in claims) or self.runtime.wants_devices or self.twins
             else {}
         )
         try:
             for claim in claims:
+                self._check_channel(claim, node, (namespace, name))
                 self._check_twins(claim, published, (namespace, name))
-                self._check_configs(claim, published)
+            plans = {c["metadata"]["uid"]: self._sharing_of(c, published) for c in claims}
         except PrepareError as err:
-            self.context.event(
-                pod,
-                "Warning",
-                "FailedPrepareDynamicResources",
-                str(err),
-                "kubelet",
-                source=lifecycle.pod_origin(pod),
-            )
+            self._refused(pod, err)
             return  # the pod stays Pending, as with a driver that refuses to prepare
         lookup = self._lookup(pod)
         failures = _config_errors(pod, lookup)
@@ -250,9 +286,13 @@ class NodeAgent:
             self._wait_for_config(pod, claims, failures)
             return
         self._stop_waiting(pod)
-        for claim in claims:
-            self._prepare(claim, node)
-        setups = self._setups(pod, claims, published, lookup) if self.runtime.wants_devices else {}
+        if not self._prepare(pod, claims, plans, node):
+            return
+        setups = (
+            self._setups(pod, claims, published, lookup, plans)
+            if self.runtime.wants_devices
+            else {}
+        )
         if pod["spec"].get("initContainers"):
             self._initialize(pod, setups)
             return
@@ -348,7 +388,7 @@ class NodeAgent:
         if _shown_config_errors(pod) == failures:
             return  # woken by its own status write, or by an object that changes nothing
         for claim in claims:
-            self._prepare(claim, pod["spec"].get("nodeName"))
+            self._prepare_claim(claim, pod["spec"].get("nodeName"))
         lifecycle.config_failed_events(self.context, pod, self.images, failures)
         self.context.write_status(
             "Pod", _waiting_for_config(pod, failures, self.context.clock()), MANAGER
@@ -374,22 +414,47 @@ class NodeAgent:
         slices = [s for pool in pools for s in self._published.get(pool, [])]
         return _published_devices(slices, pools)
 
-    def _check_configs(
+    def _refused(self, pod: Obj, err: PrepareError) -> None:
+        origin = lifecycle.pod_origin(pod)
+        reason = "FailedPrepareDynamicResources"
+        self.context.event(pod, "Warning", reason, str(err), "kubelet", source=origin)
+
+    def _sharing_of(
         self, claim: Obj, published: dict[tuple[str, str, str], dict[str, str]]
-    ) -> None:
-        """Validate the driver configs that apply to the claim's devices, as the driver's
-        kubelet plugin does before it prepares them."""
-        devices = _allocated_devices(claim)
-        if not devices.get("config"):
-            return
-        types = {
-            str(r.get("device")): published.get(_result_key(r), {}).get("type", "gpu")
-            for r in devices.get("results") or []
-        }
+    ) -> sharing.ClaimSharing | None:
+        """Validate the driver configs that apply to the claim's devices and plan their
+        sharing, as the driver's kubelet plugin does before it prepares them (None: a
+        claim without configs or shared devices, which the driver prepares as it is)."""
+        if not _configured(claim):
+            return None
+        results = [r for r in _results(claim) if r.get("driver") == DRIVER]
+        attributes = {str(r.get("device")): _prepared_attributes(published, r) for r in results}
+        types = {name: found.get("type", "gpu") for name, found in attributes.items()}
+        dynamic = frozenset(
+            str(r.get("device"))
+            for r in results
+            if (published.get(_result_key(r)) or {}).get("type") == "mig"
+            and not (published.get(_result_key(r)) or {}).get("uuid")
+        )
         try:
-            configs_for_results(claim, types, self.driver_gates)
+            chosen = configs_for_results(claim, types, self.driver_gates)
+            consumed = {}
+            for r in results:
+                memory = claims_api.consumed_memory(r)
+                if memory is not None:
+                    consumed[str(r.get("device"))] = memory
+            uid = str(claim["metadata"]["uid"])
+            return sharing.plan(uid, chosen, attributes, consumed, dynamic)
         except DriverConfigError as err:
             raise _prepare_failed(claim, str(err)) from None
+
+    def _check_channel(self, claim: Obj, node: str, pod: tuple[str, str]) -> None:
+        """A ComputeDomain channel: refused in the plugin's words until the domain lists
+        the node's daemon as ready (the pod tries again when a domain changes)."""
+        refusal = self.domains.channel_refusal(claim, node, self.domain_origin)
+        if refusal is not None:
+            self._domain_waiting.add(pod)
+            raise _prepare_failed(claim, refusal)
 
     def _check_twins(
         self,
@@ -407,7 +472,33 @@ class NodeAgent:
                 self._twin_refused.add(pod)
                 raise _prepare_failed(claim, passthrough.not_found(str(result.get("device"))))
 
-    def _prepare(self, claim: Obj, node: str) -> None:
+    def _prepare(
+        self,
+        pod: Obj,
+        claims: list[Obj],
+        plans: Mapping[str, sharing.ClaimSharing | None],
+        node: str,
+    ) -> bool:
+        """Prepare the pod's claims and apply their sharing; False (a Warning event, the
+        pod left Pending) when the driver refuses one."""
+        for claim in claims:
+            plan = plans.get(claim["metadata"]["uid"])
+            try:
+                lines = self.preparer.apply_sharing(claim, plan) if plan is not None else []
+            except DriverConfigError as err:
+                self._refused(pod, PrepareError(_refusal(claim, str(err))))
+                return False
+            except SharingError as err:
+                self._refused(pod, _prepare_failed(claim, str(err)))
+                return False
+            self._prepare_claim(claim, node)
+            origin = lifecycle.pod_origin(pod)
+            for line in lines:
+                self.context.event(pod, "Normal", "SharingApplied", line, "kubelet", source=origin)
+        return True
+
+    def _prepare_claim(self, claim: Obj, node: str) -> None:
+        """The driver's prepare of one claim; PassthroughSupport hides its devices' twins."""
         devices = self.preparer.prepare(claim, node)
         if self.twins is not None:
             mine = [str(d["device"]) for d in devices if d.get("driver") == DRIVER]
@@ -433,19 +524,29 @@ class NodeAgent:
         claims: list[Obj],
         published: dict[tuple[str, str, str], dict[str, str]],
         lookup: SourceLookup | None = None,
+        plans: Mapping[str, sharing.ClaimSharing | None] | None = None,
     ) -> dict[str, ContainerSetup]:
         """Per container: the devices of the claims and requests it references (the
-        kubelet's ``GetResources``), and their variables."""
+        kubelet's ``GetResources``) with their sharing, their variables and the binds of
+        their MPS daemons' directories."""
         by_name = {c["metadata"]["name"]: c for c in claims}
         setups = {}
         for container, references in container_requests(pod).items():
-            devices = [
-                _prepared_attributes(published, r)
-                for name, request in references
-                if name in by_name
-                for r in _results(by_name[name])
-                if _serves(r, request)
-            ]
+            devices, mounts = [], []
+            for name, request in references:
+                claim = by_name.get(name)
+                plan = (plans or {}).get(claim["metadata"]["uid"]) if claim else None
+                for r in _results(claim) if claim else []:
+                    if not _serves(r, request):
+                        continue
+                    attributes = _prepared_attributes(published, r)
+                    if plan is not None:
+                        attributes = {**attributes, **plan.shown.get(str(r.get("device")), {})}
+                        daemon = plan.daemon_of(attributes.get("uuid", ""))
+                        for mount in self.preparer.sharing.mounts(daemon) if daemon else []:
+                            if mount not in mounts:
+                                mounts.append(mount)
+                    devices.append(attributes)
             gpus = [d for d in devices if d.get("type") != "vfio"]  # VFIO: no CUDA device
             joined = ",".join(d.get("uuid", "") for d in gpus)
             device_env = (
@@ -455,9 +556,10 @@ class NodeAgent:
                 if devices
                 else {}
             )
+            device_env.update(sharing.container_environment(devices))
             spec = initcontainers.spec_of(pod, container) or {}
             setups[container] = ContainerSetup(
-                container_environment(spec, pod, device_env, lookup), devices
+                container_environment(spec, pod, device_env, lookup), devices, mounts
             )
         return setups
 
@@ -624,8 +726,26 @@ class NodeAgent:
         self.context.event(pod, "Normal", "Killing", message, lifecycle.COMPONENT, source=origin)
 
     def _unprepare(self, pod: Obj) -> None:
+        """The pod's claims that no other pod still uses are unprepared (the kubelet's
+        NodeUnprepareResources: a claim two pods share stays prepared, its MPS daemon
+        running, until the last of them is done)."""
         for claim in self._claims(pod):
-            self._unprepare_claim(claim["metadata"]["uid"])
+            if not self._used_by_others(claim, pod):
+                self._unprepare_claim(claim["metadata"]["uid"])
+
+    def _used_by_others(self, claim: Obj, pod: Obj) -> bool:
+        namespace = pod["metadata"].get("namespace", "")
+        for consumer in claims_api.reserved_for(claim):
+            if consumer.get("uid") == pod["metadata"].get("uid"):
+                continue
+            other = self.context.get("Pod", namespace, str(consumer.get("name")))
+            if (
+                other is not None
+                and other["metadata"].get("uid") == consumer.get("uid")
+                and (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            ):
+                return True
+        return False
 
     def _remove(self, pod: Obj) -> None:
         """A deleted pod's processes are gone: remove the object (no grace left), as the
@@ -915,6 +1035,21 @@ def _prepared_attributes(
     return attributes
 
 
+def _refusal(claim: Obj, message: str) -> str:
+    """The kubelet's message of a claim its driver refused to prepare."""
+    metadata = claim["metadata"]
+    return (
+        f"error preparing devices for claim {metadata.get('namespace')}/{metadata['name']}:"
+        f"{metadata['uid']}: {message}"
+    )
+
+
+def _configured(claim: Obj) -> bool:
+    """Whether the driver has anything to apply: configs, or devices shared by capacity."""
+    devices = _allocated_devices(claim)
+    return bool(devices.get("config")) or any(r.get("shareID") for r in _results(claim))
+
+
 def _allocated_devices(claim: Obj) -> Obj:
     """``status.allocation.devices`` of a claim (empty when not allocated)."""
     return dict(((claim.get("status") or {}).get("allocation") or {}).get("devices") or {})
@@ -925,12 +1060,8 @@ def _results(claim: Obj) -> list[Obj]:
 
 
 def _prepare_failed(claim: Obj, reason: str) -> PrepareError:
-    """The kubelet's words for a claim the driver refused to prepare."""
-    metadata = claim["metadata"]
-    return PrepareError(
-        f"error preparing devices for claim {metadata.get('namespace')}/"
-        f"{metadata['name']}:{metadata['uid']}: prepare devices failed: {reason}"
-    )
+    """The kubelet's words for a claim whose devices the driver failed to prepare."""
+    return PrepareError(_refusal(claim, f"prepare devices failed: {reason}"))
 
 
 def _result_key(result: Obj) -> tuple[str, str, str]:

@@ -18,6 +18,8 @@ BLOCKING = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = corev1.Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 """The taint a cordoned node counts as (upstream's NodeUnschedulable plugin asks whether a
 pod tolerates it)."""
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+"""TaintToleration's reason in 1.36 (the taint itself is only in kube-scheduler's log)."""
 
 
 class NodeFilter:
@@ -39,9 +41,8 @@ class NodeFilter:
     def problem(self, node: corev1.Node) -> str | None:
         if node.spec.unschedulable and not self.tolerates(UNSCHEDULABLE_TAINT):
             return "node(s) were unschedulable"
-        taint = self.untolerated(node, BLOCKING)
-        if taint is not None:
-            return f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
+        if self.untolerated(node, BLOCKING) is not None:
+            return UNTOLERATED_TAINT
         if not self.matches_affinity(node):
             return "node(s) didn't match Pod's node affinity/selector"
         return None

@@ -1,9 +1,17 @@
-"""Running controllers inside the API server's event loop, driven by store events.
+"""Running controllers inside the API server's event loop, driven by watched changes.
 
-Each controller maps store events to work keys (offered only the events of the resources
+Each controller maps watch events to work keys (offered only the events of the resources
 it declares it watches) and reconciles one key at a time; keys are
 de-duplicated while queued, failures are retried with a growing delay, and a controller may
 park keys until something relevant changes (the scheduler's unschedulable pods).
+
+The events come from a :class:`~allot.client.dispatch.Dispatcher` (:meth:`ControllerManager
+.subscribe`) after the write committed, never from inside it: each controller is a
+subscriber of its own (its ``observe`` in the observers' stage, its ``keys_for`` in the
+controllers' stage), so one that raises is logged and retried alone while the others go
+on, and a controller that keeps failing on an event is resynced from its initial keys.
+Before each turn a worker has the dispatcher hand over what is committed, so what a
+controller remembers from events (``observe``) has caught up before it reconciles.
 
 A controller's turn of the loop reconciles its queued keys one after the other until the
 queue is empty or ``TURN_SECONDS`` have passed, then yields. With one key per turn, 50
@@ -33,8 +41,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from allot.client import errors as clienterrors
+from allot.client.dispatch import CONTROLLERS, OBSERVERS, Dispatcher, Subscription
+from allot.client.protocol import WatchEvent
 from allot.statuses import InvalidObjectError, RequestError
-from allot.store import WatchEvent
 from allot.store.errors import Conflict, StoreError
 
 LOG = logging.getLogger("allot.controllers")
@@ -59,8 +69,16 @@ class ReconcileError(Exception):
     without a traceback."""
 
 
-EXPECTED_FAILURES = (ReconcileError, RequestError, InvalidObjectError, StoreError)
+EXPECTED_FAILURES = (
+    ReconcileError,
+    RequestError,
+    InvalidObjectError,
+    StoreError,
+    clienterrors.ClientError,
+)
 """Failures logged without a traceback: the API's refusals and :class:`ReconcileError`."""
+CONFLICTS = (Conflict, clienterrors.Conflict)
+"""Someone wrote first: the store's (through ControllerContext) or the protocol's."""
 
 
 class Controller(Protocol):
@@ -113,31 +131,32 @@ class ControllerManager:
     ) -> None:
         self.turn_seconds = turn_seconds
         self.workers = [_Worker(c) for c in controllers]
-        self.observers = [c for c in controllers if isinstance(c, ObservingController)]
-        self._routes: dict[str, list[_Worker]] = {}  # resource -> workers that watch it
+        self.dispatcher: Dispatcher | None = None
+        self._subscriptions: list[Subscription] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.observe = observe or (lambda controller, seconds: None)
 
-    def on_event(self, event: WatchEvent) -> None:
-        """Store listener; the store calls it in the loop's thread after each write. Every
-        controller that observes events sees it first; then each maps it to keys."""
-        for observer in self.observers:
-            observer.observe(event)
-        workers = self._routes.get(event.resource)
-        if workers is None:
-            workers = self._routes[event.resource] = self._watching(event.resource)
-        for worker in workers:
-            for key in worker.controller.keys_for(event):
-                worker.add(key)
-
-    def _watching(self, resource: str) -> list[_Worker]:
-        """The workers whose controller watches ``resource`` (or declares nothing), in
-        order: a controller's ``keys_for`` is never offered an event it ignores."""
-        return [
-            worker
-            for worker in self.workers
-            if (watches := _watches(worker.controller)) is None or resource in watches
-        ]
+    def subscribe(self, dispatcher: Dispatcher) -> None:
+        """Receive events from ``dispatcher``: each observer, then each controller's key
+        mapping, as a subscriber of its own."""
+        self.dispatcher = dispatcher
+        for worker in self.workers:
+            controller = worker.controller
+            if isinstance(controller, ObservingController):
+                self._subscriptions.append(
+                    dispatcher.subscribe(
+                        f"{controller.name}.observe", controller.observe, stage=OBSERVERS
+                    )
+                )
+            self._subscriptions.append(
+                dispatcher.subscribe(
+                    controller.name,
+                    _mapper(worker),
+                    resources=_watches(controller),
+                    stage=CONTROLLERS,
+                    resync=_resync(worker),
+                )
+            )
 
     def start(self) -> None:
         for worker in self.workers:
@@ -146,19 +165,29 @@ class ControllerManager:
             self._tasks.append(
                 asyncio.create_task(self._run(worker), name=f"controller-{worker.controller.name}")
             )
+        if self.dispatcher is not None:
+            self.dispatcher.start()
 
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self.dispatcher is not None:
+            for subscription in self._subscriptions:
+                self.dispatcher.unsubscribe(subscription)
+            self._subscriptions.clear()
 
     async def idle(self, timeout: float = 10.0) -> bool:
-        """Wait until every queue is empty (tests and benchmarks)."""
+        """Wait until every queue is empty and the dispatcher holds nothing (tests and
+        benchmarks); what is written but not yet committed is committed first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:
-            if all(not w.pending for w in self.workers):
+            if self.dispatcher is not None:
+                await self.dispatcher.settle()
+            quiet = self.dispatcher is None or self.dispatcher.quiet()
+            if quiet and all(not w.pending for w in self.workers):
                 return True
             await asyncio.sleep(0.01)
         return False
@@ -166,6 +195,8 @@ class ControllerManager:
     async def _run(self, worker: _Worker) -> None:
         while True:
             key = await worker.queue.get()
+            if self.dispatcher is not None:
+                self.dispatcher.drain()  # what is committed reaches the observers first
             turn_ends = time.perf_counter() + self.turn_seconds
             while self._reconcile(worker, key):
                 if worker.queue.empty() or time.perf_counter() >= turn_ends:
@@ -182,7 +213,7 @@ class ControllerManager:
             worker.controller.reconcile(key)
             worker.failures.pop(key, None)
             self.observe(worker.controller.name, time.perf_counter() - started)
-        except Conflict:
+        except CONFLICTS:
             worker.add(key)  # someone wrote first: read again and retry
             return False
         except RetryLater as later:
@@ -205,6 +236,24 @@ def _log_failure(
         LOG.error(line + ": %s", controller, key, attempts, delay, err)
     else:
         LOG.exception(line, controller, key, attempts, delay)
+
+
+def _mapper(worker: _Worker) -> Callable[[WatchEvent], None]:
+    def handle(event: WatchEvent) -> None:
+        for key in worker.controller.keys_for(event):
+            worker.add(key)
+
+    return handle
+
+
+def _resync(worker: _Worker) -> Callable[[], None]:
+    """A controller that failed on an event for good: every initial key again."""
+
+    def resync() -> None:
+        for key in worker.controller.initial_keys():
+            worker.add(key)
+
+    return resync
 
 
 def _watches(controller: Controller) -> frozenset[str] | None:

@@ -56,9 +56,17 @@ from typing import Protocol
 from allot.controllers import envsources, logtimes, processes
 from allot.controllers.limits import ContainerLimits
 from allot.controllers.localstorage import CHECK_SECONDS, StorageLimits, usage
-from allot.controllers.sandbox import TOOLS_DIR, WORKDIR, Confinement, ConfinementError, Sandbox
+from allot.controllers.sandbox import (
+    TOOLS_DIR,
+    WORKDIR,
+    Confinement,
+    ConfinementError,
+    HostMount,
+    Sandbox,
+)
 from allot.driver.devicenodes import DeviceNodes
-from allot.driver.smi import list_gpus, shim_script
+from allot.driver.sharing import container_environment as sharing_environment
+from allot.driver.smi import has_sharing, list_gpus, query, shim_script
 from allot.types import Obj
 
 ExitCallback = Callable[[Obj, dict[str, int]], None]
@@ -91,6 +99,8 @@ class ContainerSetup:
 
     environment: dict[str, str] = field(default_factory=dict)
     devices: list[dict[str, str]] = field(default_factory=list)  # published attributes
+    # (host path, container path): its MPS daemons' pipe and shared-memory directories
+    mounts: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -165,7 +175,7 @@ class SimulatedRuntime:
             for container in containers:
                 log = directory / f"{container['name']}.log"
                 setup = setups.get(container["name"]) or ContainerSetup()
-                text = simulated_log(container, setup.devices).encode()
+                text = simulated_log(container, setup.devices, setup.environment).encode()
                 log.write_bytes(text)
                 logtimes.forget(log)
         if spec.get("initContainers"):
@@ -261,15 +271,27 @@ def simulated_run_seconds(pod: Obj, job_seconds: float) -> float | None:
     return None
 
 
-def simulated_log(spec: Obj, devices: list[dict[str, str]]) -> str:
-    """What a simulated container's log holds: that it is simulated, and its devices."""
+def simulated_log(
+    spec: Obj, devices: list[dict[str, str]], environment: dict[str, str] | None = None
+) -> str:
+    """What a simulated container's log holds: that it is simulated, its devices and, for
+    shared devices, their sharing (``nvidia-smi -q``) and the variables the driver's
+    sharing gives the container."""
     argv = list(spec.get("command") or []) + list(spec.get("args") or [])
     would_run = " ".join(argv) if argv else "the image's entrypoint"
     listing = list_gpus(devices) if devices else "No devices found.\n"
+    shared = ""
+    if has_sharing(devices):
+        variables = sharing_environment(devices)
+        shared = (
+            f"[allot] their sharing, as nvidia-smi -q shows it:\n{query(devices)}"
+            "[allot] its sharing variables:\n"
+            + "".join(f"{k}={(environment or variables).get(k, v)}\n" for k, v in variables.items())
+        )
     return (
         f"[allot] simulated container {spec['name']!r} (image {spec.get('image', '?')}): "
         f"no process runs; it would run: {would_run}\n"
-        f"[allot] its devices, as nvidia-smi -L lists them:\n{listing}"
+        f"[allot] its devices, as nvidia-smi -L lists them:\n{listing}{shared}"
     )
 
 
@@ -417,6 +439,11 @@ class ProcessRuntime:
         directory = self.work_dir / key[0] / key[1] / name
         confinement = self._confinement(pod, spec, setup, directory)
         environment = _clean_environment(setup.environment)
+        if self.sandbox is None:  # no binds: the variables name the host's directories
+            for source, target in setup.mounts:
+                for name, value in environment.items():
+                    if value == target:
+                        environment[name] = source
         marker = f"{self.marker}/{key[2]}/{name}"
         environment[processes.MARKER] = marker
         if self.sandbox is not None:
@@ -454,6 +481,9 @@ class ProcessRuntime:
         confinement.nproc = self.limits.sandbox_nproc
         confinement.device_nodes = self.device_nodes.for_devices(setup.devices)
         confinement.gpu_buses = self.device_nodes.buses(setup.devices)
+        confinement.device_mounts = [
+            HostMount(source, target, False) for source, target in setup.mounts
+        ]
         if setup.devices and not confinement.device_nodes:  # simulated: the shim answers
             confinement.tools = self._shim(directory.parent / f".{name}.bin", setup.devices)
         if self.sandbox is not None:

@@ -95,6 +95,9 @@ class Confinement:
     host_ipc: bool = False
     privileged: bool = False
     mounts: list[HostMount] = field(default_factory=list)
+    # what its devices' driver binds (an MPS daemon's pipes at /tmp/nvidia-mps and its
+    # shared memory at /dev/shm): not the pod's own hostPath volumes
+    device_mounts: list[HostMount] = field(default_factory=list)
 
     @classmethod
     def of(cls, pod: Obj, container: Obj, directory: Path, tenant_pod: bool) -> Confinement:
@@ -254,11 +257,15 @@ class Sandbox:
         return [str(hidden) for hidden in self.hidden if _inside(str(hidden), visible)]
 
     def _devices(self, confinement: Confinement) -> list[str]:
+        binds = []  # the driver's binds, over the private /tmp and /dev/shm
+        for mount in confinement.device_mounts:
+            binds += ["--bind", mount.source, mount.target]
         if confinement.privileged:
-            return ["--dev-bind", "/dev", "/dev"]
+            return ["--dev-bind", "/dev", "/dev", *binds]
         args = ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
         for node in confinement.device_nodes:
             args += ["--dev-bind", str(node), str(node)]
+        args += binds
         gpus = _gpus_mask(confinement)
         if gpus is not None:  # other GPUs' entries hidden too
             args += ["--tmpfs", str(gpus)]

@@ -8,7 +8,9 @@ Per pod, as kube-scheduler with the DynamicResources plugin does:
    claim of the DeviceClass whose ``extendedResourceName`` matches;
 2. filter nodes (:mod:`allot.controllers.nodefit`): unschedulable unless the pod tolerates
    it, untolerated NoSchedule/NoExecute taints, ``nodeSelector`` and required node
-   affinity, already-allocated claims' node selectors; a pod that mounts
+   affinity, required inter-pod affinity and anti-affinity
+   (:mod:`allot.controllers.podaffinity`, upstream's InterPodAffinity), already-allocated
+   claims' node selectors; a pod that mounts
    PersistentVolumeClaims also goes through the VolumeBinding plugin
    (:mod:`allot.controllers.volumefilter`: it waits for unbound claims, keeps to its
    volumes' nodes, and its claims that wait for a consumer get the chosen node before the
@@ -62,6 +64,7 @@ from allot.api.documents import clone_document
 from allot.api.errors import ClaimNotCreatedError
 from allot.api.podresources import container_requests
 from allot.api.quantity import NANO, Quantity, QuantityFormat
+from allot.controllers import podaffinity
 from allot.controllers.context import ControllerContext
 from allot.controllers.nodefit import NodeFilter
 from allot.controllers.volumefilter import PodVolumes
@@ -151,6 +154,14 @@ class Scheduler:
         self._nodes: list[corev1.Node] | None = None
         self._plain_problems: dict[str, str] | None = None  # see _node_check
         self._memo = PlacementMemo()  # forgets itself with a new allocator or state
+        self._anti_affinity: dict[tuple[str, str], Obj] = {}
+        """Assigned pods with required anti-affinity (upstream's
+        ``PodsWithRequiredAntiAffinity``), kept from pod events: every pod is judged
+        against them."""
+        self.affinity_parked: set[tuple[str, str, str]] = set()
+        """Parked pods that pod affinity may be holding back (their own required terms, or
+        any assigned pod's anti-affinity): woken when an assigned pod is bound, relabelled
+        or ends."""
 
     # ------------------------------------------------------------------ events
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
@@ -169,15 +180,37 @@ class Scheduler:
             freed = self._track_claim(event)
             return self._unpark() if freed or event.type == "ADDED" else []
         if event.resource == "pods":
-            metadata = event.object["metadata"]
-            key = ("pod", metadata.get("namespace", ""), metadata["name"])
-            if event.type == "DELETED":
-                self.parked.discard(key)
-                self.volume_parked.discard(key)
-                return self._unpark()
-            if not (event.object.get("spec") or {}).get("nodeName"):
-                return [key]
+            return self._pod_keys(event)
         return []
+
+    def _pod_keys(self, event: WatchEvent) -> list[Hashable]:
+        metadata = event.object["metadata"]
+        key = ("pod", metadata.get("namespace", ""), metadata["name"])
+        self._track_anti_affinity(event)
+        if event.type == "DELETED":
+            self.parked.discard(key)
+            self.volume_parked.discard(key)
+            return self._unpark()
+        if not (event.object.get("spec") or {}).get("nodeName"):
+            return [key]
+        if not self.affinity_parked or not _affinity_change(event):
+            return []
+        woken: list[Hashable] = list(self.affinity_parked)  # an assigned pod may match them
+        self.parked.difference_update(self.affinity_parked)
+        self.affinity_parked.clear()
+        return woken
+
+    def _track_anti_affinity(self, event: WatchEvent) -> None:
+        metadata = event.object["metadata"]
+        key = (metadata.get("namespace", ""), metadata["name"])
+        if (
+            event.type != "DELETED"
+            and podaffinity.assigned(event.object)
+            and podaffinity.has_required_anti_affinity(event.object)
+        ):
+            self._anti_affinity[key] = event.object
+        else:
+            self._anti_affinity.pop(key, None)
 
     def observe(self, event: WatchEvent) -> None:
         """Nodes, slices and classes change what placement knows: the node list is read
@@ -192,6 +225,7 @@ class Scheduler:
         keys: list[Hashable] = list(self.parked)
         self.parked.clear()
         self.volume_parked.clear()
+        self.affinity_parked.clear()
         return keys
 
     def _track_claim(self, event: WatchEvent) -> bool:
@@ -210,6 +244,11 @@ class Scheduler:
         return index
 
     def initial_keys(self) -> list[Hashable]:
+        self._anti_affinity = {
+            (p["metadata"].get("namespace", ""), p["metadata"]["name"]): p
+            for p in self.context.list("Pod")
+            if podaffinity.assigned(p) and podaffinity.has_required_anti_affinity(p)
+        }
         return [
             ("pod", p["metadata"].get("namespace", ""), p["metadata"]["name"])
             for p in self.context.list("Pod")
@@ -257,6 +296,13 @@ class Scheduler:
 
     def _park(self, namespace: str, name: str, volumes: PodVolumes | None) -> None:
         self.parked.add(("pod", namespace, name))
+        pod = self.context.peek("Pod", namespace, name)
+        if pod is not None and (
+            self._anti_affinity
+            or podaffinity.required_terms(pod, "podAffinity")
+            or podaffinity.required_terms(pod, "podAntiAffinity")
+        ):
+            self.affinity_parked.add(("pod", namespace, name))
         if volumes is not None:
             self.volume_parked.add(("pod", namespace, name))
 
@@ -273,7 +319,7 @@ class Scheduler:
     # ------------------------------------------------------------------ claims
     def _claims(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace", "")
-        claims = []
+        claims: list[Obj] = []
         for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
             try:
                 name = claims_api.claim_name(pod, pod_claim)
@@ -286,7 +332,8 @@ class Scheduler:
                 raise Unschedulable(f'resourceclaim.resource.k8s.io "{name}" not found')
             if claim["metadata"].get("deletionTimestamp"):
                 raise Unschedulable(f'resourceclaim "{name}" is being deleted')
-            claims.append(claim)
+            if all(other["metadata"]["name"] != name for other in claims):
+                claims.append(claim)  # a claim named by two entries is allocated once
         extended = self._extended_claim(pod)
         if extended is not None:
             claims.append(extended)
@@ -417,6 +464,26 @@ class Scheduler:
         problems = self._plain_problems
         return (lambda node: problems.get(node.metadata.name or "")) if problems else None
 
+    def _affinity_state(self, pod: Obj) -> podaffinity.AffinityState | None:
+        """InterPodAffinity's PreFilter: over every assigned pod when the pod has required
+        terms, else over the assigned pods with required anti-affinity (none: skipped)."""
+        own = podaffinity.required_terms(pod, "podAffinity") or podaffinity.required_terms(
+            pod, "podAntiAffinity"
+        )
+        if not own and not self._anti_affinity:
+            return None
+        existing = (
+            [p for p in self.context.scan("Pod") if podaffinity.assigned(p)]
+            if own
+            else list(self._anti_affinity.values())
+        )
+        labels = {n.metadata.name or "": n.metadata.labels or {} for n in self._node_list()}
+        return podaffinity.prefilter(pod, existing, labels.get, self._ns_labels)
+
+    def _ns_labels(self, namespace: str) -> dict[str, str]:
+        found = self.context.peek("Namespace", "", namespace)
+        return dict(((found or {}).get("metadata") or {}).get("labels") or {})
+
     def _allocator_for(self) -> Allocator:
         """The allocator over the index's slices and classes, updated in place with what
         changed since the last call."""
@@ -432,8 +499,10 @@ class Scheduler:
         namespace = pod["metadata"].get("namespace", "")
         node_check = self._node_check(pod)
         if volumes is not None:  # the VolumeBinding plugin's Filter after the node's own
-            own = node_check
-            node_check = lambda node: (own(node) if own else None) or volumes.problem(node)  # noqa: E731
+            node_check = _then(node_check, volumes.problem)
+        affinity = self._affinity_state(pod)
+        if affinity is not None:  # InterPodAffinity's Filter after those
+            node_check = _then(node_check, lambda node: affinity.problem(node, self._ns_labels))
         checks = Checks(
             node=node_check,
             results=lambda node, results: self._memory_problem(namespace, results),
@@ -473,12 +542,11 @@ class Scheduler:
         owner, most = limit
         memory = self.index.device_memory()
         held = sum(
-            memory.get(device, 0)
+            sum(claims_api.held_memory(claim.allocation, memory).values())
             for key, claim in self.index.claims.items()
             if key.split("/", 1)[0] == namespace
-            for device in claim.devices
         )
-        wanted = sum(memory.get(device, 0) for r in results for device in _in_use(r))
+        wanted = sum(sum(claims_api.held_memory(r.to_wire(), memory).values()) for r in results)
         if Quantity.from_int(held + wanted).compare(most) <= 0:
             return ""
         return (
@@ -566,17 +634,29 @@ class Scheduler:
             self.context.event(pod, "Warning", CANNOT_ALLOCATE_REASON, line, MANAGER)
 
 
+def _affinity_change(event: WatchEvent) -> bool:
+    """Whether an assigned pod's event may change what pod affinity finds (upstream's
+    InterPodAffinity queueing hint): it was just bound, its labels changed, or it ended."""
+    before = event.previous
+    if before is None or not podaffinity.assigned(before):
+        return True
+    labels = (event.object.get("metadata") or {}).get("labels")
+    return labels != (before.get("metadata") or {}).get("labels") or not podaffinity.assigned(
+        event.object
+    )
+
+
+def _then(
+    first: Callable[[corev1.Node], str | None] | None,
+    second: Callable[[corev1.Node], str | None],
+) -> Callable[[corev1.Node], str | None]:
+    """A node check: ``first``'s reason, else ``second``'s (the next filter plugin)."""
+    return lambda node: (first(node) if first else None) or second(node)
+
+
 def _gib(value: int) -> str:
     """Bytes as Kubernetes writes memory (``40Gi``, ``101120Mi``), not a bare byte count."""
     return str(Quantity.from_int(value, QuantityFormat.BINARY_SI))
-
-
-def _in_use(result: resourceapi.AllocationResult) -> list[tuple[str, str, str]]:
-    """The devices an allocation result holds (adminAccess results hold none)."""
-    found = result.devices.results if result.devices else None
-    return [
-        (r.driver or "", r.pool or "", r.device or "") for r in found or [] if not r.admin_access
-    ]
 
 
 def _set_condition(

@@ -2,6 +2,8 @@
 
 ```yaml
 driver: {version: 580.95.5, cudaVersion: 13.0.0}   # optional
+# consumableShares: memory   # in driver: the plugin's --consumable-shares (needs the
+#                            # ConsumableShares gate): disabled, memory, unlimited or N
 pools:
 - name: a100-mig-1g5gb-pool
   nodes: 1
@@ -10,6 +12,10 @@ pools:
   mig: {profile: 1g.5gb}         # static MIG; or {dynamic: true} for DynamicMIG
   labels: {cloud.google.com/gke-nodepool: a100-mig-1g5gb-pool}
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+- name: gb200-rack-a             # multi-node NVLink: every node in one NVLink clique
+  nodes: 2
+  gpu: H200
+  clique: 2f6d0c0e-6a1b-4c9e-9d3a-5b7e1f0a9c21.1   # nvidia.com/gpu.clique, as GFD writes it
 - name: local                    # this machine's real GPUs, through NVML
   local: true
 - name: cpu-pool                 # no 'gpu': nodes for ordinary pods, no driver slices
@@ -20,22 +26,30 @@ Without a file, ``allot up`` uses seed 000's two GPU pools (one whole A100, one 
 into seven 1g.5gb slices), both tainted ``nvidia.com/gpu``, plus one untainted CPU node so
 that ordinary pods (``kubectl run x --image=busybox``) have somewhere to run. Errors name
 the pool and key. Pure apart from ``local`` pools, which
-ask NVML through :mod:`allot.driver.nvml`.
+ask NVML through :mod:`allot.driver.nvml`. A fleet with a ``clique`` pool is an MNNVL
+fleet: its GPU nodes also get the driver's ComputeDomain half
+(:mod:`allot.driver.computedomain`).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from allot.driver import catalog, nvml
+from allot.driver.gates import valid_shares_option
 from allot.driver.gpus import GpuInfo
 
-POOL_KEYS = {"name", "nodes", "gpu", "gpusPerNode", "mig", "labels", "taints", "local"}
+POOL_KEYS = {"name", "nodes", "gpu", "gpusPerNode", "mig", "labels", "taints", "local", "clique"}
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+"""A node's NVLink clique, as GPU Feature Discovery labels it: <ClusterUUID>.<CliqueID>."""
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 MIG_KEYS = {"profile", "dynamic"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+DRIVER_KEYS = {"version", "cudaVersion", "consumableShares"}
 DEFAULT_DRIVER = {"version": "580.95.5", "cudaVersion": "13.0.0"}
 SEED_000_FLEET: dict[str, Any] = {
     "driver": {"version": "550.163.1", "cudaVersion": "12.4.0"},
@@ -85,6 +99,7 @@ class NodeSpec:
     taints: list[dict[str, str]]
     gpus: list[GpuInfo]
     dynamic_mig: bool = False
+    shares: str = "disabled"  # the driver's --consumable-shares
 
 
 @dataclass
@@ -98,6 +113,7 @@ class Pool:
     labels: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     local: bool = False
+    clique: str | None = None
 
 
 @dataclass
@@ -106,6 +122,12 @@ class Fleet:
     driver_version: str
     cuda_version: str
     raw: dict[str, Any]
+    consumable_shares: str = "disabled"
+
+    @property
+    def compute_domains(self) -> bool:
+        """Whether the fleet has NVLink cliques (so the ComputeDomain half is published)."""
+        return any(p.clique for p in self.pools)
 
     def pool(self, name: str) -> Pool:
         found = next((p for p in self.pools if p.name == name), None)
@@ -131,12 +153,25 @@ def parse_fleet(document: Any) -> Fleet:
     if unknown:
         raise FleetError(f"unknown fleet key(s): {', '.join(unknown)}")
     driver = {**DEFAULT_DRIVER, **(document.get("driver") or {})}
+    unknown_driver = sorted(set(driver) - DRIVER_KEYS)
+    if unknown_driver:
+        raise FleetError(
+            f"driver: unknown key(s): {', '.join(unknown_driver)} "
+            f"(known: {', '.join(sorted(DRIVER_KEYS))})"
+        )
+    shares = str(driver.get("consumableShares", "disabled"))
+    if not valid_shares_option(shares):
+        raise FleetError(
+            f"driver.consumableShares: {shares!r} is not disabled, memory, unlimited or a "
+            "positive number"
+        )
     pools = [_pool(index, raw) for index, raw in enumerate(document["pools"])]
     names = [p.name for p in pools]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise FleetError(f"duplicate pool name(s): {', '.join(duplicates)}")
-    return Fleet(pools, str(driver["version"]), str(driver["cudaVersion"]), copy.deepcopy(document))
+    version, cuda = str(driver["version"]), str(driver["cudaVersion"])
+    return Fleet(pools, version, cuda, copy.deepcopy(document), shares)
 
 
 def _pool(index: int, raw: Any) -> Pool:
@@ -162,6 +197,7 @@ def _pool(index: int, raw: Any) -> Pool:
         local=local,
         labels={str(k): str(v) for k, v in (raw.get("labels") or {}).items()},
         taints=_taints(where, raw.get("taints") or []),
+        clique=_clique(where, raw.get("clique")),
     )
     if local:
         return pool
@@ -181,9 +217,22 @@ def _pool(index: int, raw: Any) -> Pool:
     return pool
 
 
+def _clique(where: str, clique: Any) -> str | None:
+    """A pool's NVLink clique: the ``nvidia.com/gpu.clique`` label's value."""
+    if clique is None:
+        return None
+    text = str(clique)
+    if not text or len(text) > 63 or not LABEL_VALUE.match(text):
+        raise FleetError(
+            f"{where}: 'clique' must be a label value (63 characters at most, alphanumerics, "
+            f"'-', '_' or '.'), as GPU Feature Discovery writes <ClusterUUID>.<CliqueID>"
+        )
+    return text
+
+
 def _cpu_pool(where: str, raw: dict[str, Any], pool: Pool) -> Pool:
     """A pool without GPUs: its nodes get no NVIDIA labels and the driver publishes nothing."""
-    extra = sorted({"gpusPerNode", "mig"} & set(raw))
+    extra = sorted({"gpusPerNode", "mig", "clique"} & set(raw))
     if extra:
         raise FleetError(f"{where}: {', '.join(extra)} needs 'gpu' (a pool without 'gpu' has none)")
     pool.gpus_per_node = 0
@@ -254,8 +303,20 @@ def expand(fleet: Fleet, local_gpus: Callable[[], list[GpuInfo]] | None = None) 
                 )
             if gpus:
                 labels["nvidia.com/gpu.present"] = "true"
+            if pool.clique:
+                labels[CLIQUE_LABEL] = pool.clique
             labels.update(pool.labels)
-            nodes.append(NodeSpec(name, pool.name, labels, pool.taints, gpus, pool.dynamic_mig))
+            nodes.append(
+                NodeSpec(
+                    name,
+                    pool.name,
+                    labels,
+                    pool.taints,
+                    gpus,
+                    pool.dynamic_mig,
+                    fleet.consumable_shares,
+                )
+            )
     return nodes
 
 

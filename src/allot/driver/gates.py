@@ -6,8 +6,9 @@ refuses to start with gates that cannot go together (``DynamicMIG`` with
 ``PassthroughSupport`` with ``NVMLDeviceHealthCheck``; ``DeviceMetadata`` without
 ``PassthroughSupport``), in its own words. :func:`check_gates` raises
 :class:`DriverGateError` with those words, :func:`check_fleet_gates` for a fleet's
-DynamicMIG pools; ``allot up`` calls both on ``--driver-feature-gates`` before anything
-starts. :func:`enabled` answers with the defaults filled in. Pure.
+DynamicMIG pools, :func:`check_shares_option` for its ``consumableShares`` (the plugin's
+``--consumable-shares``); ``allot up`` calls them on ``--driver-feature-gates`` before
+anything starts. :func:`enabled` answers with the defaults filled in. Pure.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 PASSTHROUGH = "PassthroughSupport"
 HEALTH_CHECK = "NVMLDeviceHealthCheck"
 DYNAMIC_MIG = "DynamicMIG"
+CONSUMABLE_SHARES = "ConsumableShares"
+SHARES_OPTIONS = ("disabled", "memory", "unlimited")  # or a positive integer
 DEFAULTS = {
     "TimeSlicingSettings": False,
     "MPSSupport": False,
@@ -34,10 +37,10 @@ DEFAULTS = {
     "DRAListTypeAttributes": False,
     "FabricManagerPartitioning": False,
     "HostManagedIMEXDaemon": False,
-    "ConsumableShares": False,
+    CONSUMABLE_SHARES: False,
 }
 """Every gate the driver's main branch knows, with its default (all alpha gates off)."""
-PUBLISHING = frozenset({PASSTHROUGH, HEALTH_CHECK})
+PUBLISHING = frozenset({PASSTHROUGH, HEALTH_CHECK, CONSUMABLE_SHARES})
 """Gates that change what the driver publishes (its devices, classes and taints), not how
 it prepares devices: these work with any engine."""
 EXCLUSIVE = (
@@ -87,3 +90,21 @@ def check_fleet_gates(fleet: Fleet, gates: Mapping[str, bool]) -> None:
                 f"feature gate {DYNAMIC_MIG} is currently mutually exclusive with {second} "
                 f"(pool {dynamic[0]} has mig: {{dynamic: true}})"
             )
+
+
+def valid_shares_option(option: str) -> bool:
+    """Whether ``option`` is a value ``--consumable-shares`` takes."""
+    return option in SHARES_OPTIONS or (option.isdigit() and int(option) > 0)
+
+
+def check_shares_option(option: str, gates: Mapping[str, bool]) -> None:
+    """The plugin's start-up checks of ``--consumable-shares``, in its words."""
+    if option != "disabled" and not enabled(gates, CONSUMABLE_SHARES):
+        raise DriverGateError(
+            f"--consumable-shares requires feature gate {CONSUMABLE_SHARES} to be enabled"
+        )
+    if not valid_shares_option(option):
+        raise DriverGateError(
+            f"invalid value for --consumable-shares: \"{option}\" (must be 'disabled', "
+            "'memory', 'unlimited', or a positive integer)"
+        )

@@ -1,13 +1,19 @@
 """Publishing a fleet through the API, as the nodes' kubelets and the driver's plugins do.
 
+A fleet with NVLink cliques also gets the driver's ComputeDomain half
+(:mod:`allot.driver.computedomain`): the ComputeDomain CRD, the driver's namespace, the two
+ComputeDomain classes and, on every GPU node, the ``compute-domain.nvidia.com`` slice with
+``channel-0`` and ``daemon-0``.
+
 For each node of the fleet: the Node object (labels, taints, capacity, Ready), then the
 driver's ResourceSlices owned by that Node (so deleting the Node removes them, as the real
 driver's garbage collection does), and once per cluster the driver's DeviceClasses (the Helm
 chart's ``gpu.nvidia.com`` with ``extendedResourceName: nvidia.com/gpu`` and
 ``mig.nvidia.com``; ``vfio.gpu.nvidia.com`` only with the ``PassthroughSupport`` gate).
-Everything goes through :class:`allot.kube.client.Client`, so it works against the embedded
-platform and, for inspection, against any cluster. ``reconcile`` adds and removes nodes
-when a pool is scaled; ``taint`` writes the health check's device taints.
+Everything goes through the client protocol (:class:`allot.client.protocol.Client`), so the
+same code publishes in process and through any API server (:func:`publish` connects with
+a kubeconfig: :class:`allot.kube.remote.RemoteClient`). ``reconcile`` adds and removes
+nodes when a pool is scaled; ``taint`` writes the health check's device taints.
 """
 
 from __future__ import annotations
@@ -18,12 +24,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from allot.client.errors import AlreadyExists, NotFound, status
+from allot.client.protocol import Client
+from allot.driver import computedomain
 from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.health import HealthEvent, taint_for, tainted
 from allot.driver.slices import DRIVER, node_slices
-from allot.kube.client import Client
-from allot.kube.errors import KubeConflict, KubeNotFound
+from allot.kube.client import Client as KubeClient
+from allot.kube.remote import RemoteClient
 from allot.types import Obj, rfc3339
+
+MANAGER = "allot-driver"
+"""The field manager of what the driver and its nodes' kubelets write."""
 
 CLASS_TYPES = (
     ("gpu.nvidia.com", "gpu", "nvidia.com/gpu"),
@@ -140,32 +152,46 @@ class Publisher:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    def ensure_classes(self, *, passthrough: bool = False) -> None:
-        for device_class in device_classes(passthrough=passthrough):
+    def ensure_classes(self, *, passthrough: bool = False, compute_domains: bool = False) -> None:
+        """The chart's classes; with ``compute_domains`` also its CRD, the driver's
+        namespace and the ComputeDomain classes."""
+        for device_class in _chart_objects(passthrough, compute_domains):
             try:
-                self.client.create(device_class)
-            except KubeConflict:
+                self.client.create(device_class, field_manager=MANAGER)
+            except AlreadyExists:
                 continue
 
     def publish_node(
-        self, spec: NodeSpec, report: PublishReport, *, passthrough: bool = False
+        self,
+        spec: NodeSpec,
+        report: PublishReport,
+        *,
+        passthrough: bool = False,
+        compute_domains: bool = False,
     ) -> None:
         node = node_object(spec, dt.datetime.now(dt.UTC))
         try:
-            created = self.client.create(node)
+            created: Obj | None = self.client.create(node, field_manager=MANAGER)
             report.nodes_created.append(spec.name)
-        except KubeConflict:
-            created = self.client.get("v1", "Node", spec.name)
+        except AlreadyExists:
+            created = self.client.get("Node", "", spec.name)
+        if created is None:
+            raise NotFound(status(404, "NotFound", f'nodes "{spec.name}" not found'))
         uid = created["metadata"]["uid"]
+        if spec.gpus and compute_domains:  # the plugin's ComputeDomain half, on GPU nodes
+            self._publish_compute_domain(spec.name, uid, report)
         if not spec.gpus:
             return  # the driver's kubelet plugin runs on GPU nodes only
         existing = self.client.list(
-            "resource.k8s.io/v1",
-            "ResourceSlice",
-            field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}",
+            "ResourceSlice", field_selector=f"spec.nodeName={spec.name},spec.driver={DRIVER}"
         )
         wanted = node_slices(
-            spec.name, uid, spec.gpus, dynamic_mig=spec.dynamic_mig, passthrough=passthrough
+            spec.name,
+            uid,
+            spec.gpus,
+            dynamic_mig=spec.dynamic_mig,
+            passthrough=passthrough,
+            shares=spec.shares,
         )
         if existing and _device_names(existing) == _device_names(wanted):
             # the plugin republishes only when devices change; they do not here
@@ -175,22 +201,36 @@ class Publisher:
         for stale in existing:  # a gate changed the devices (PassthroughSupport's twins)
             self._delete_slice(stale["metadata"]["name"])
         for document in wanted:
-            self.client.create(document)
+            self.client.create(document, field_manager=MANAGER)
             report.slices += 1
             report.devices += len(document["spec"].get("devices") or [])
+
+    def _publish_compute_domain(self, node: str, uid: str, report: PublishReport) -> None:
+        """The ComputeDomain plugin's slice for ``node``, unless it is published already."""
+        existing = self.client.list(
+            "ResourceSlice",
+            field_selector=f"spec.nodeName={node},spec.driver={computedomain.DRIVER}",
+        )
+        if existing:
+            report.slices_kept += len(existing)
+            report.devices_kept += sum(len(s["spec"].get("devices") or []) for s in existing)
+            return
+        for document in computedomain.node_slices(node, uid):
+            self.client.create(document, field_manager=MANAGER)
+            report.slices += 1
+            report.devices += len(document["spec"]["devices"])
 
     def taint(self, node: str, event: HealthEvent, skipped: frozenset[int]) -> Obj | None:
         """Write the driver's taint for ``event`` into the node's slices (gate
         ``NVMLDeviceHealthCheck``): the taint, or None when no device changed (the same
-        taint again: the driver does not republish). ``KubeNotFound`` names a node without
+        taint again: the driver does not republish). ``NotFound`` names a node without
         the driver's slices, ``UnknownDevice`` a device they do not have."""
         slices = self.client.list(
-            "resource.k8s.io/v1",
-            "ResourceSlice",
-            field_selector=f"spec.nodeName={node},spec.driver={DRIVER}",
+            "ResourceSlice", field_selector=f"spec.nodeName={node},spec.driver={DRIVER}"
         )
         if not slices:
-            raise KubeNotFound(f"node {node!r} has no ResourceSlice of driver {DRIVER}")
+            message = f"node {node!r} has no ResourceSlice of driver {DRIVER}"
+            raise NotFound(status(404, "NotFound", message))
         published = sorted(_device_names(slices))
         missing = sorted(set(event.devices) - set(published))
         if missing:
@@ -209,14 +249,15 @@ class Publisher:
                         "apiVersion": "resource.k8s.io/v1",
                         "kind": "ResourceSlice",
                         "spec": spec,
-                    }
+                    },
+                    field_manager=MANAGER,
                 )
                 changed = True
         return taint if changed else None
 
     def _delete_slice(self, name: str) -> None:
-        with contextlib.suppress(KubeNotFound):  # gone meanwhile
-            self.client.delete("resource.k8s.io/v1", "ResourceSlice", name)
+        with contextlib.suppress(NotFound):  # gone meanwhile
+            self.client.delete("ResourceSlice", "", name)
 
     def reconcile(
         self,
@@ -228,22 +269,38 @@ class Publisher:
         """Make the cluster's nodes and slices match the fleet; ``progress(done, total)``
         is told after each node."""
         report = PublishReport()
-        self.ensure_classes(passthrough=passthrough)
+        self.ensure_classes(passthrough=passthrough, compute_domains=fleet.compute_domains)
         wanted = expand(fleet)
         wanted_names = {spec.name for spec in wanted}
-        for node in self.client.list("v1", "Node", label_selector="allot.dev/pool"):
+        for node in self.client.list("Node", label_selector="allot.dev/pool"):
             name = node["metadata"]["name"]
             if name not in wanted_names:
                 try:
-                    self.client.delete("v1", "Node", name)
+                    self.client.delete("Node", "", name)
                     report.nodes_removed.append(name)
-                except KubeNotFound:
+                except NotFound:
                     continue
         for done, spec in enumerate(wanted, start=1):
-            self.publish_node(spec, report, passthrough=passthrough)
+            self.publish_node(
+                spec, report, passthrough=passthrough, compute_domains=fleet.compute_domains
+            )
             if progress is not None:
                 progress(done, len(wanted))
         return report
+
+
+def _chart_objects(passthrough: bool, compute_domains: bool) -> list[Obj]:
+    """What the chart installs once: its classes; with ``compute_domains`` first the
+    ComputeDomain CRD and the driver's namespace, and the two ComputeDomain classes."""
+    classes = device_classes(passthrough=passthrough)
+    if not compute_domains:
+        return classes
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": computedomain.DRIVER_NAMESPACE},
+    }
+    return [computedomain.crd(), namespace, *classes, *computedomain.device_classes()]
 
 
 def _device_names(slices: list[Obj]) -> set[str]:
@@ -252,8 +309,8 @@ def _device_names(slices: list[Obj]) -> set[str]:
 
 def publish(kubeconfig: Path, fleet: Fleet) -> PublishReport:
     """Connect with ``kubeconfig``, bring the cluster to ``fleet``, disconnect."""
-    client = Client.from_kubeconfig(kubeconfig)
+    api = KubeClient.from_kubeconfig(kubeconfig)
     try:
-        return Publisher(client).reconcile(fleet)
+        return Publisher(RemoteClient(api)).reconcile(fleet)
     finally:
-        client.close()
+        api.close()

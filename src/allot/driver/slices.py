@@ -7,7 +7,8 @@ capacities, no parent). Dynamic MIG (gate ``DynamicMIG``, Kubernetes ≥ 1.35 "s
 layout) publishes a slice of counter sets, then one slice per GPU with the full GPU and every
 possible MIG device, each consuming counters. With ``PassthroughSupport`` each whole GPU
 without MIG devices also has its VFIO twin ``gpu-vfio-<index>`` (PCI attributes, no NVML).
-Pure: returns wire dicts.
+With ``--consumable-shares`` (gate ``ConsumableShares``) gpu and mig devices, never the VFIO
+twins, allow multiple allocations by memory. Pure: returns wire dicts.
 """
 
 from __future__ import annotations
@@ -203,8 +204,12 @@ def dynamic_devices(gpu: GpuInfo) -> tuple[Obj, list[Obj]]:
     return counter_set, devices
 
 
-def _slice(node: str, node_uid: str, index: int, count: int, spec: Obj) -> Obj:
-    prefix = f"{index:05d}-{DRIVER}-{node}-"
+def driver_slice(
+    node: str, node_uid: str, index: int, count: int, spec: Obj, driver: str = DRIVER
+) -> Obj:
+    """A slice of ``driver``'s pool for ``node``, owned by the Node, named as the 1.36
+    libraries name them."""
+    prefix = f"{index:05d}-{driver}-{node}-"
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
@@ -221,12 +226,47 @@ def _slice(node: str, node_uid: str, index: int, count: int, spec: Obj) -> Obj:
             ],
         },
         "spec": {
-            "driver": DRIVER,
+            "driver": driver,
             "nodeName": node,
             "pool": {"generation": 1, "name": node, "resourceSliceCount": count},
             **spec,
         },
     }
+
+
+def consumable_shares(device: Obj, option: str) -> Obj:
+    """A gpu or mig device as the driver's ``--consumable-shares`` publishes it (gate
+    ``ConsumableShares``; KEP-5075): ``allowMultipleAllocations``, and ``memory`` rounded
+    down to whole MiB with a request policy in 1Mi steps up to it: ``memory`` asks for
+    the whole memory by default, from 1Mi; ``unlimited`` for none by default, from 0; a
+    number N as ``unlimited`` plus a ``shares`` capacity of N (1 by default, 1 to N)."""
+    kind = ((device.get("attributes") or {}).get("type") or {}).get("string")
+    if option == "disabled" or kind not in ("gpu", "mig"):
+        return device  # VFIO devices are never shared
+    device["allowMultipleAllocations"] = True
+    capacity = device.setdefault("capacity", {})
+    if "memory" not in capacity:
+        return device
+    whole = Quantity.parse(str(capacity["memory"]["value"])).as_integer() // 2**20
+    most, step = _mib(whole)["value"], "1Mi"
+    memory_default = most if option == "memory" else "0"
+    memory_min = step if option == "memory" else "0"
+    capacity["memory"] = {
+        "value": most,
+        "requestPolicy": {
+            "default": memory_default,
+            "validRange": {"min": memory_min, "max": most, "step": step},
+        },
+    }
+    if option not in ("memory", "unlimited"):
+        capacity["shares"] = {
+            "value": option,
+            "requestPolicy": {
+                "default": "1",
+                "validRange": {"min": "1", "max": option, "step": "1"},
+            },
+        }
+    return device
 
 
 def node_slices(
@@ -236,9 +276,21 @@ def node_slices(
     *,
     dynamic_mig: bool,
     passthrough: bool = False,
+    shares: str = "disabled",
 ) -> list[Obj]:
     """Every slice the driver publishes for ``node``; with ``passthrough`` (the gate, never
-    with DynamicMIG) each GPU without MIG devices also has its VFIO twin."""
+    with DynamicMIG) each GPU without MIG devices also has its VFIO twin; ``shares`` is
+    ``--consumable-shares``, applied to gpu and mig devices only (a VFIO twin is never shared)."""
+    slices = _node_slices(node, node_uid, gpus, dynamic_mig=dynamic_mig, passthrough=passthrough)
+    for slice_ in slices:
+        for device in slice_["spec"].get("devices") or []:
+            consumable_shares(device, shares)
+    return slices
+
+
+def _node_slices(
+    node: str, node_uid: str, gpus: list[GpuInfo], *, dynamic_mig: bool, passthrough: bool
+) -> list[Obj]:
     ordered = sorted(gpus, key=lambda g: g.pci_bus_id)
     if dynamic_mig and any(g.mig_capable for g in ordered):
         counter_sets, per_gpu = [], []
@@ -250,8 +302,8 @@ def node_slices(
             else:
                 per_gpu.append([whole_gpu(gpu)])
         count = len(per_gpu) + 1
-        return [_slice(node, node_uid, 0, count, {"sharedCounters": counter_sets})] + [
-            _slice(node, node_uid, i + 1, count, {"devices": devices})
+        return [driver_slice(node, node_uid, 0, count, {"sharedCounters": counter_sets})] + [
+            driver_slice(node, node_uid, i + 1, count, {"devices": devices})
             for i, devices in enumerate(per_gpu)
         ]
     legacy: list[Obj] = []
@@ -260,4 +312,4 @@ def node_slices(
         twin = vfio_device(gpu, index) if passthrough and not gpu.mig_instances else None
         if twin is not None:
             legacy.append(twin)
-    return [_slice(node, node_uid, 0, 1, {"devices": legacy})]
+    return [driver_slice(node, node_uid, 0, 1, {"devices": legacy})]

@@ -32,6 +32,8 @@ class Client:
     def __init__(self, api_client: Any) -> None:
         self._api = api_client
         self._discovered: dict[tuple[str, str], tuple[str, bool]] = {}
+        self._streams: set[Any] = set()  # the watch responses being read
+        self._cuts = 0  # how many times end_streams was called
         self.warnings: list[str] = []
         """The texts of the last response's ``Warning`` headers (kubectl prints each as
         ``Warning: ...``)."""
@@ -55,6 +57,15 @@ class Client:
         return cls(api_client)
 
     def close(self) -> None:
+        """Close every connection: urllib3's ``clear`` only forgets its pools, whose sockets
+        stay open for as long as anything (an error's traceback keeping an answer) holds
+        a pool."""
+        self.end_streams()
+        pools = self._api.rest_client.pool_manager.pools
+        for key in list(pools.keys()):
+            pool = pools.get(key)
+            if pool is not None:
+                pool.close()
         self._api.close()
 
     # ---------------------------------------------------------------- requests
@@ -113,17 +124,74 @@ class Client:
             return False
         return True
 
-    def apply(self, obj: Obj, field_manager: str, *, force: bool = False) -> Obj:
-        """Server-side apply of ``obj`` (``application/apply-patch+yaml``)."""
+    def apply(
+        self, obj: Obj, field_manager: str, *, force: bool = False, dry_run: bool = False
+    ) -> Obj:
+        """Server-side apply of ``obj`` (``application/apply-patch+yaml``); with
+        ``dry_run``, the object the server would store, nothing written (``dryRun=All``)."""
         metadata = obj["metadata"]
         path = self._path(
             obj["apiVersion"], obj["kind"], metadata.get("namespace"), metadata["name"]
         )
         query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
+        query += [("dryRun", "All")] if dry_run else []
         result: Obj = self._call(
             "PATCH", path, json.dumps(obj), query=query, content_type="application/apply-patch+yaml"
         )
         return result
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """One request by path; the decoded JSON answer (None when empty). A refusal
+        raises a :class:`KubeError` carrying the server's Status (``status_body``)."""
+        return self._call(method, path, body, query, content_type)
+
+    def stream(
+        self, path: str, query: list[tuple[str, str]], timeout_seconds: float
+    ) -> Iterator[dict[str, Any]]:
+        """GET a watch: each line of the answer decoded, as it arrives, until the server
+        ends it (its ``timeoutSeconds``) or :meth:`end_streams` cuts it (also one that
+        was still being opened then)."""
+        cuts = self._cuts
+        try:
+            _, url, headers, _, _ = self._api.param_serialize(
+                method="GET",
+                resource_path=path,
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            response = self._api.call_api(
+                "GET", url, header_params=headers, _request_timeout=(10, timeout_seconds + 30)
+            )
+        except ApiException as err:
+            raise _wrap(err.status or 0, err.body, str(err.reason or "")) from None
+        except Exception as err:
+            raise KubeError(_unreachable(self._api.configuration.host, err)) from None
+        raw = response.response
+        if not 200 <= response.status < 300:
+            raise _wrap(response.status, raw.data, str(response.reason or ""))
+        self._streams.add(raw)
+        try:
+            if cuts != self._cuts:
+                return  # cut while it was being opened
+            yield from _lines(raw, self._api.configuration.host)
+        finally:
+            self._streams.discard(raw)
+            _done(raw)
+
+    def end_streams(self) -> None:
+        """Cut every watch in progress (from another thread: its reader sees the end)."""
+        self._cuts += 1
+        for raw in list(self._streams):
+            with contextlib.suppress(Exception):
+                raw.shutdown()
 
     def _call(
         self,
@@ -144,6 +212,7 @@ class Client:
             )
             response = self._api.call_api(method, url, header_params=headers, body=payload)
             response.read()
+            _done(response.response)
         except ApiException as err:
             raise _wrap(err.status or 0, err.body, str(err.reason or "")) from None
         except Exception as err:  # connection refused, TLS...
@@ -274,19 +343,42 @@ def _warnings(values: list[str]) -> list[str]:
     return found
 
 
+def _done(raw: Any) -> None:
+    """A read answer's connection back to the pool (which ``close`` closes) and its file
+    closed: a traceback that keeps the answer alive must not keep the socket open."""
+    raw.release_conn()
+    raw.close()
+
+
+def _lines(raw: Any, server: str) -> Iterator[dict[str, Any]]:
+    """The JSON documents of a streamed answer, one per line."""
+    pending = b""
+    try:
+        for chunk in raw.stream(65536, decode_content=True):
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                if line.strip():
+                    yield json.loads(line)
+    except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, OSError):
+        return  # cut (end_streams), or the server went away: the watch simply ends
+    if pending.strip():
+        yield json.loads(pending)
+
+
 def _wrap(status: int, body: Any, fallback: str) -> KubeError:
     message, reason = fallback, ""
+    document: Any = None
     try:
         document = json.loads(body or "{}")
         message, reason = document.get("message", message), document.get("reason", "")
     except (TypeError, ValueError, AttributeError):
-        pass
+        document = None
     message = str(message)[:MESSAGE_LIMIT]
-    if status == 404:
-        return KubeNotFound(message, 404, reason)
-    if status == 409:
-        return KubeConflict(message, 409, reason)
-    return KubeError(message, status, reason)
+    cls = {404: KubeNotFound, 409: KubeConflict}.get(status, KubeError)
+    error = cls(message, status, reason)
+    error.status_body = document if isinstance(document, dict) else None
+    return error
 
 
 def _unreachable(server: str, err: Exception) -> str:

@@ -11,12 +11,16 @@ Messages carry the Status ``message`` from the server, truncated, never the raw 
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class KubeError(Exception):
     def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.status_body: dict[str, Any] | None = None
+        """The server's whole Status document, when it answered one."""
 
 
 class KubeNotFound(KubeError):

@@ -12,6 +12,7 @@ used, and binaries of another version are refused, naming what was found.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import subprocess
@@ -22,6 +23,8 @@ from pathlib import Path
 KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "3.6.8"  # the etcd Kubernetes 1.36.3 names in build/dependencies.yaml
 KWOK_VERSION = "v0.8.0"
+KUEUE_VERSION = "v0.19.2"  # optional: only the Kueue tests use it, and skip without it
+PROMETHEUS_OPERATOR_VERSION = "v0.85.0"  # optional: its PrometheusRule CRD, for the tests
 BIN_ENV = "ALLOT_KUBE_BIN"
 CACHE_ENV = "ALLOT_KUBE_CACHE"  # the cache's root, for CI and tests; default under XDG
 VERSION_SECONDS = 20.0
@@ -104,6 +107,43 @@ def missing_or_wrong(directory: Path) -> list[str]:
         elif not _same_version(found, program.version):
             problems.append(f"{program.name} is {found}, not {program.version}")
     return problems
+
+
+KUEUE = "kueue"
+_KUEUE_DEPENDENCY = re.compile(rb"\n(?:mod|dep)\tsigs\.k8s\.io/kueue\t(v[^\t\n]+)")
+
+
+def kueue_manifests(directory: Path) -> Path:
+    """Where ``make kube`` puts Kueue's CRDs and webhook manifests for the binaries of
+    ``directory`` (its module's ``config/components/crd`` and ``webhook``)."""
+    return directory.parent / f"kueue-{KUEUE_VERSION}"
+
+
+def kueue_problem(directory: Path) -> str | None:
+    """What is wrong with DIRECTORY's Kueue, or None when it is the right one.
+
+    Kueue prints its version only in its first log line, so the version is read from the
+    Go build information in the binary (what ``go version -m`` prints: the module
+    ``sigs.k8s.io/kueue`` it was built from)."""
+    path = directory / KUEUE
+    if not os.access(path, os.X_OK):
+        return f"{KUEUE} missing"
+    if not (kueue_manifests(directory) / "crd" / "kustomization.yaml").is_file():
+        return f"{KUEUE}'s manifests missing"
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        found = _KUEUE_DEPENDENCY.search(data)
+        version = bytes(found.group(1)).decode() if found else None
+    if version is None:
+        return f"{KUEUE} carries no build information of sigs.k8s.io/kueue"
+    return None if version == KUEUE_VERSION else f"{KUEUE} is {version}, not {KUEUE_VERSION}"
+
+
+def prometheus_rule_crd(directory: Path) -> Path:
+    """Where ``make kube`` puts the Prometheus Operator's PrometheusRule CRD for the binaries
+    of ``directory`` (from its module's ``example/prometheus-operator-crd``): what the tests
+    install to hold the rendered PrometheusRule against a real API server."""
+    name = "monitoring.coreos.com_prometheusrules.yaml"
+    return directory.parent / f"prometheus-operator-{PROMETHEUS_OPERATOR_VERSION}" / name
 
 
 def locate(env: Mapping[str, str] | None = None) -> dict[str, Path]:

@@ -4,7 +4,11 @@
 kube-controller-manager and kube-scheduler (``tools/kube/kubernetes``), etcd
 (``tools/kube/etcd``) and kwok (``tools/kube/kwok``) into the per-user cache that
 :mod:`allot.kubeengine.binaries` names, stamping the versions the way upstream's release
-scripts do so that ``--version`` prints the real one. Binaries already there at the right
+scripts do so that ``--version`` prints the real one, then Kueue (``tools/kube/kueue``),
+which only the Kueue tests use: when it cannot be built it says why in one line and the
+build still succeeds; the same holds for the Prometheus Operator's PrometheusRule CRD
+(``tools/kube/prometheus-operator``: downloaded, not built), which the tests install to hold
+the rendered PrometheusRule against the real API server. Binaries already there at the right
 version are kept (a second build costs seconds); Go's module and build caches stay in their
 default per-user places, so later clones and CI runs reuse them. A cold build prints
 progress (packages compiled of the total, elapsed time) and its duration. Go missing, a
@@ -32,9 +36,14 @@ from typing import IO
 from allot.kubeengine.binaries import (
     ETCD_VERSION,
     KUBERNETES_VERSION,
+    KUEUE_VERSION,
     KWOK_VERSION,
+    PROMETHEUS_OPERATOR_VERSION,
     cache_bin_dir,
+    kueue_manifests,
+    kueue_problem,
     missing_or_wrong,
+    prometheus_rule_crd,
 )
 
 PROGRESS_SECONDS = 30.0
@@ -101,6 +110,23 @@ TARGETS = (
         ),
     ),
 )
+KUEUE_TARGET = Target(
+    "kueue",
+    "sigs.k8s.io/kueue",
+    KUEUE_VERSION,
+    ("sigs.k8s.io/kueue/cmd/kueue",),
+    (f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",),
+)
+"""Optional: built after the engine's binaries when they are there; a failure is reported
+and leaves `make kube` successful (only the Kueue tests need it, and they skip)."""
+PROMETHEUS_OPERATOR = Target(
+    "prometheus-operator",
+    "github.com/prometheus-operator/prometheus-operator",
+    PROMETHEUS_OPERATOR_VERSION,
+    (),
+    (),
+)
+"""Optional and never built: its module is downloaded for the PrometheusRule CRD alone."""
 # What each package's binary is called (the etcd server module's root package is etcd).
 BINARY_NAMES = {"go.etcd.io/etcd/server/v3": "etcd"}
 
@@ -221,6 +247,36 @@ def _build_target(go: str, target: Target, tools: Path, output: Path, log_path: 
     _say(f"  {names} built in {int(time.monotonic() - started)}s")
 
 
+def _module_source(go: str, target: Target, module_dir: Path) -> Path:
+    """Where Go's module cache holds ``target``'s module, as ``module_dir`` requires it."""
+    done = subprocess.run(
+        [go, "list", "-m", "-f", "{{.Dir}}", target.module],
+        cwd=module_dir,
+        capture_output=True,
+        text=True,
+        env=_environment(),
+        check=False,
+    )
+    source = Path(done.stdout.strip())
+    if done.returncode != 0 or not source.is_dir():
+        raise BuildError(f"{target.module} is not in Go's module cache ({done.stderr.strip()})")
+    return source
+
+
+def _copy_kueue_manifests(go: str, module_dir: Path, target_dir: Path) -> None:
+    """Kueue's CRDs and webhook manifests (``config/components/{crd,webhook}`` of the
+    module), beside the binary: what running it against the real engine applies."""
+    source = _module_source(go, KUEUE_TARGET, module_dir) / "config" / "components"
+    if not source.is_dir():
+        raise BuildError(f"Kueue's manifests are not in its module ({source} is missing)")
+    manifests = kueue_manifests(target_dir)
+    shutil.rmtree(manifests, ignore_errors=True)
+    for part in ("crd", "webhook"):
+        shutil.copytree(source / part, manifests / part)
+        for path in (manifests / part).rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # the module cache is read-only
+
+
 def _tail(path: Path) -> str:
     lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
     return " | ".join(lines[-LOG_TAIL_LINES:])
@@ -244,31 +300,96 @@ def _locked(directory: Path) -> Iterator[None]:
 
 
 def build(tools: Path) -> Path:
-    """Build what the cache lacks into it; returns the binaries' directory."""
+    """Build what the cache lacks into it, then Kueue (:func:`build_kueue`) and the
+    PrometheusRule CRD (:func:`fetch_prometheus_rule_crd`); returns the binaries' directory."""
     target_dir = cache_bin_dir()
     with _locked(target_dir.parent):
-        problems = missing_or_wrong(target_dir)
-        if not problems:
-            _say(f"binaries of Kubernetes {KUBERNETES_VERSION} are in {target_dir}")
-            return target_dir
-        go = _go()
-        _say(f"building into {target_dir} ({'; '.join(problems)})")
-        _say("a cold build takes 10-40 minutes on 2 cores; Go's caches make later ones fast")
-        started = time.monotonic()
-        target_dir.mkdir(parents=True, exist_ok=True)
-        log_path = target_dir.parent / "build.log"
-        log_path.write_text("")
-        for target in TARGETS:
-            if not _needs(target, target_dir):
-                continue
-            with tempfile.TemporaryDirectory(dir=target_dir.parent) as output:
-                _build_target(go, target, tools, Path(output), log_path)
-                _rename_outputs(Path(output), target_dir)
-        left = missing_or_wrong(target_dir)
-        if left:
-            raise BuildError(f"the build ended but {'; '.join(left)}; the log is {log_path}")
-        _say(f"built in {_minutes(time.monotonic() - started)} into {target_dir}")
+        _build_engine(tools, target_dir)
+        build_kueue(tools, target_dir)
+        fetch_prometheus_rule_crd(tools, target_dir)
     return target_dir
+
+
+def _build_engine(tools: Path, target_dir: Path) -> None:
+    problems = missing_or_wrong(target_dir)
+    if not problems:
+        _say(f"binaries of Kubernetes {KUBERNETES_VERSION} are in {target_dir}")
+        return
+    go = _go()
+    _say(f"building into {target_dir} ({'; '.join(problems)})")
+    _say("a cold build takes 10-40 minutes on 2 cores; Go's caches make later ones fast")
+    started = time.monotonic()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    log_path = target_dir.parent / "build.log"
+    log_path.write_text("")
+    for target in TARGETS:
+        if not _needs(target, target_dir):
+            continue
+        with tempfile.TemporaryDirectory(dir=target_dir.parent) as output:
+            _build_target(go, target, tools, Path(output), log_path)
+            _rename_outputs(Path(output), target_dir)
+    left = missing_or_wrong(target_dir)
+    if left:
+        raise BuildError(f"the build ended but {'; '.join(left)}; the log is {log_path}")
+    _say(f"built in {_minutes(time.monotonic() - started)} into {target_dir}")
+
+
+def build_kueue(tools: Path, target_dir: Path) -> bool:
+    """Kueue into ``target_dir`` unless it is there; whether it is there now. Go missing, a
+    module not served or a failed build is one line saying so, never a failure of the
+    whole build."""
+    if kueue_problem(target_dir) is None:
+        _say(f"Kueue {KUEUE_VERSION} is in {target_dir}")
+        return True
+    log_path = target_dir.parent / "build-kueue.log"
+    log_path.write_text("")
+    started = time.monotonic()
+    try:
+        go = _go()
+        with tempfile.TemporaryDirectory(dir=target_dir.parent) as output:
+            _build_target(go, KUEUE_TARGET, tools, Path(output), log_path)
+            _copy_kueue_manifests(go, tools / KUEUE_TARGET.module_dir, target_dir)
+            _rename_outputs(Path(output), target_dir)
+    except BuildError as error:
+        _say(f"Kueue {KUEUE_VERSION} was not built ({error}); the Kueue tests will skip")
+        return False
+    problem = kueue_problem(target_dir)
+    if problem is not None:
+        _say(f"Kueue {KUEUE_VERSION} was not built ({problem}); the Kueue tests will skip")
+        return False
+    _say(f"Kueue built in {_minutes(time.monotonic() - started)} into {target_dir}")
+    return True
+
+
+def fetch_prometheus_rule_crd(tools: Path, target_dir: Path) -> bool:
+    """The Prometheus Operator's PrometheusRule CRD beside ``target_dir`` unless it is
+    there; whether it is there now. Go missing or the module not served is one line saying
+    so, never a failure of the whole build."""
+    crd = prometheus_rule_crd(target_dir)
+    what = f"the PrometheusRule CRD of the Prometheus Operator {PROMETHEUS_OPERATOR_VERSION}"
+    if crd.is_file():
+        _say(f"{what} is in {crd.parent}")
+        return True
+    module_dir = tools / PROMETHEUS_OPERATOR.module_dir
+    try:
+        if not (module_dir / "go.mod").is_file():
+            raise BuildError(f"{module_dir / 'go.mod'} is missing")
+        go = _go()
+        _download(go, PROMETHEUS_OPERATOR, module_dir, _environment())
+        source = _module_source(go, PROMETHEUS_OPERATOR, module_dir)
+        source = source / "example" / "prometheus-operator-crd" / crd.name
+        if not source.is_file():
+            raise BuildError(f"{source} is missing")
+    except BuildError as error:
+        _say(f"{what} was not fetched ({error}); its test will skip")
+        return False
+    crd.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("wb", dir=crd.parent, delete=False) as copy:
+        copy.write(source.read_bytes())  # the module cache is read-only; the copy is not
+    os.chmod(copy.name, 0o644)
+    os.replace(copy.name, crd)
+    _say(f"{what} fetched into {crd.parent}")
+    return True
 
 
 def _binaries(target: Target) -> list[str]:

@@ -186,7 +186,7 @@ def _run_components(
     supervisor.wait_until(apiserver, readyz, APISERVER_SECONDS, every=0.25)
     manager = run(
         "kube-controller-manager",
-        components.controller_manager(layout, keys, ports.controller_manager),
+        components.controller_manager(layout, keys, ports.controller_manager, options),
     )
     scheduler = run("kube-scheduler", components.scheduler(layout, keys, ports))
     kwok = run("kwok", components.kwok(layout, ports))

@@ -8,11 +8,12 @@ ServiceAccount token issuance, the admission plugins on by default in 1.36 plus
 ``NodeRestriction`` (kubeadm's), and the feature gates at their 1.36 defaults (the DRA beta
 gates are on; ``resource.k8s.io/v1`` is served without a flag); kube-controller-manager
 with every default controller and per-controller ServiceAccount credentials;
-kube-scheduler from a KubeSchedulerConfiguration; kwok managing the fleet's nodes (label
-``allot.dev/pool``) with stages written here: nodes keep the kubelet's conditions
-(:data:`allot.driver.publisher.NODE_CONDITIONS`) and their lease, pods become Running,
-Jobs' pods succeed after ``job_seconds`` as in the embedded engine's simulated runtime,
-deleted pods go. Nothing here starts a process: :mod:`allot.kubeengine.cluster` does.
+kube-scheduler from a KubeSchedulerConfiguration (both at client-go's default request rates,
+unless a benchmark lifts them: :attr:`Options.unlimited_client_qps`); kwok managing the
+fleet's nodes (label ``allot.dev/pool``) with stages written here: nodes keep the kubelet's
+conditions (:data:`allot.driver.publisher.NODE_CONDITIONS`) and their lease, pods become
+Running, Jobs' pods succeed after ``job_seconds`` as in the embedded engine's simulated
+runtime, deleted pods go. Nothing here starts a process: :mod:`allot.kubeengine.cluster` does.
 """
 
 from __future__ import annotations
@@ -80,12 +81,19 @@ class Layout:
         return self.config / f"{component}.kubeconfig"
 
 
+UNLIMITED_QPS, UNLIMITED_BURST = 5000, 10000
+"""The client rate of a benchmark's kube-scheduler and kube-controller-manager (kwokctl's
+``--disable-qps-limits``); a cluster's default is 50/100 and 20/30 requests per second."""
+
+
 @dataclass(frozen=True)
 class Options:
-    """What a start may vary: fsync (tests only), and the Jobs' simulated run time."""
+    """What a start may vary: fsync (tests only), the Jobs' simulated run time, and the
+    controllers' client rate limits (lifted for benchmarks only)."""
 
     unsafe_no_fsync: bool = False
     job_seconds: float = 30.0
+    unlimited_client_qps: bool = False
 
 
 def etcd(layout: Layout, pki: Pki, ports: Ports, options: Options) -> list[str]:
@@ -193,10 +201,18 @@ TENANT_CONTROLLERS = (
 default controller but those that act on nodes and volumes the tenant does not own."""
 
 
-def controller_manager(layout: Layout, pki: Pki, port: int, controllers: str = "*") -> list[str]:
+def controller_manager(
+    layout: Layout, pki: Pki, port: int, options: Options, controllers: str = "*"
+) -> list[str]:
     kubeconfig = layout.kubeconfig("kube-controller-manager")
     serving = pki.serving("kube-controller-manager")
+    limits = (
+        [f"--kube-api-qps={UNLIMITED_QPS}", f"--kube-api-burst={UNLIMITED_BURST}"]
+        if options.unlimited_client_qps
+        else []
+    )
     return [
+        *limits,
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
@@ -247,10 +263,13 @@ def write_configs(
     server = f"https://127.0.0.1:{ports.apiserver}"
     write_access(layout, pki, server, ("kube-controller-manager", "kube-scheduler", "kwok"))
     write_token_file(layout, admin, token)
+    connection: Obj = {"kubeconfig": str(layout.kubeconfig("kube-scheduler"))}
+    if options.unlimited_client_qps:
+        connection.update(qps=UNLIMITED_QPS, burst=UNLIMITED_BURST)
     scheduler_config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(layout.kubeconfig("kube-scheduler"))},
+        "clientConnection": connection,
         "leaderElection": {"leaderElect": False},
     }
     (layout.config / "kube-scheduler.yaml").write_text(yaml.safe_dump(scheduler_config))

@@ -317,7 +317,11 @@ class TenantPlanes:
             plane.apiserver_port, "/readyz", plane.ca, plane.token
         ):
             arguments = components.controller_manager(
-                plane.layout, plane.keys, plane.manager_port, components.TENANT_CONTROLLERS
+                plane.layout,
+                plane.keys,
+                plane.manager_port,
+                components.Options(),  # client-go's default request rates
+                components.TENANT_CONTROLLERS,
             )
             self._run(plane, "kube-controller-manager", arguments)
             plane.stage = "manager"

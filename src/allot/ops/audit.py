@@ -25,10 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from allot.api import claims
-from allot.controllers.context import ControllerContext
+from allot.client.protocol import HOST_CLUSTER, Client, WatchEvent
 from allot.dra import DraIndex
-from allot.registry import HOST_CLUSTER
-from allot.store import WatchEvent
 from allot.tenancy import generated, names
 from allot.tenancy.translate import tenant_object_name
 from allot.types import Obj
@@ -48,6 +46,7 @@ CREATE TABLE IF NOT EXISTS entries (
     tenant_namespace TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS entries_by_device ON entries (driver, pool, device);
 CREATE INDEX IF NOT EXISTS entries_by_tenant ON entries (tenant, time);
+CREATE INDEX IF NOT EXISTS entries_by_holding ON entries (claim_uid, driver, pool, device, seq);
 CREATE TRIGGER IF NOT EXISTS entries_no_update BEFORE UPDATE ON entries
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS entries_no_delete BEFORE DELETE ON entries
@@ -103,13 +102,48 @@ class AuditLog:
     def close(self) -> None:
         self._db.close()
 
-    def append(self, entries: Iterable[Entry]) -> None:
-        rows = [tuple(asdict(e).values()) for e in entries]
-        if rows:
-            columns = ", ".join(FIELDS)
-            marks = ", ".join("?" for _ in FIELDS)
-            with self._db:
-                self._db.executemany(f"INSERT INTO entries ({columns}) VALUES ({marks})", rows)
+    def append(self, entries: Iterable[Entry]) -> list[Entry]:
+        """Append the entries that change what the file says a device is doing: an
+        ``allocate`` of a device (of a claim) the file shows allocated, or a ``release`` of
+        one it does not, is dropped. Judged against the file itself inside one write
+        transaction, so two recorders (a replica that took over from another, one that
+        restarted) never count an allocation twice. Returns what was written."""
+        entries = list(entries)
+        if not entries:
+            return []
+        columns = ", ".join(FIELDS)
+        marks = ", ".join("?" for _ in FIELDS)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            written = self._changes(entries)
+            self._db.executemany(
+                f"INSERT INTO entries ({columns}) VALUES ({marks})",
+                [tuple(asdict(e).values()) for e in written],
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        return written
+
+    def _changes(self, entries: list[Entry]) -> list[Entry]:
+        """The entries, in order, that change a device's state as the file holds it."""
+        state: dict[tuple[str, str, str, str], str] = {}
+        kept = []
+        for entry in entries:
+            key = entry.device_key
+            if key not in state:
+                row = self._db.execute(
+                    "SELECT action FROM entries WHERE claim_uid=? AND driver=? AND pool=? "
+                    "AND device=? ORDER BY seq DESC LIMIT 1",
+                    key,
+                ).fetchone()
+                state[key] = row[0] if row else "release"
+            if (entry.action == "allocate") == (state[key] == "allocate"):
+                continue  # allocated twice, or released while not held: already recorded
+            state[key] = entry.action
+            kept.append(entry)
+        return kept
 
     def entries(self) -> list[Entry]:
         stored = self._columns()  # a file opened read-only may predate a column
@@ -136,7 +170,7 @@ class AuditRecorder:
 
     def __init__(
         self,
-        context: ControllerContext,
+        context: Client,
         log: AuditLog,
         on_entries: Callable[[list[Entry]], None] | None = None,
         index: DraIndex | None = None,
@@ -174,7 +208,7 @@ class AuditRecorder:
         claim = self.context.peek("ResourceClaim", namespace, name)
         if claim is not None and claim["metadata"].get("uid") != uid:
             claim = None  # a newer claim of the same name: its own key records it
-        now = _stamp(self.context.clock())
+        now = _stamp(self.context.now())
         current = claims.allocated_devices(claim) if claim is not None else {}
         held = self.open[uid]
         released = [
@@ -190,9 +224,9 @@ class AuditRecorder:
         if not held:
             self.open.pop(uid, None)
             self._claims.pop(uid, None)
-        self.log.append([*released, *allocated])
-        if self.on_entries is not None and (released or allocated):
-            self.on_entries([*released, *allocated])
+        written = self.log.append([*released, *allocated])
+        if self.on_entries is not None and written:
+            self.on_entries(written)
 
     def _entry(self, claim: Obj, device: tuple[str, str, str], request: str, now: str) -> Entry:
         metadata = claim["metadata"]
@@ -213,7 +247,7 @@ class AuditRecorder:
             pool=device[1],
             device=device[2],
             device_class=claims.request_class(claim, request),
-            memory=self._memory_of(device),
+            memory=self._memory_of(claim, device),
             tenant_namespace=self._tenant_namespace(claim),
         )
 
@@ -267,11 +301,13 @@ class AuditRecorder:
             return annotations.get(names.NAME_ANNOTATION, pod["metadata"]["name"]), node
         return "", _selected_node(claim)
 
-    def _memory_of(self, device: tuple[str, str, str]) -> int:
-        """A device's ``memory`` capacity, from the DRA index."""
+    def _memory_of(self, claim: Obj, device: tuple[str, str, str]) -> int:
+        """The GPU memory the claim holds of a device (its ``memory`` capacity from the
+        DRA index, or the share it consumed of a device shared by capacity)."""
         if self._own_index:
             self.index.refresh(slices=self.context.list("ResourceSlice"))
-        return self.index.device_memory().get(device, 0)
+        allocation = (claim.get("status") or {}).get("allocation")
+        return claims.held_memory(allocation, self.index.device_memory()).get(device, 0)
 
 
 def _selected_node(claim: Obj) -> str:

@@ -27,7 +27,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from allot.api import claims
 from allot.api.quantity import Quantity, QuantityFormat
@@ -35,7 +35,7 @@ from allot.cel import SelectorCompiler
 from allot.dra import DraIndex, allocatable
 from allot.registry import HOST_CLUSTER
 from allot.registry.resources import by_kind
-from allot.store import Store
+from allot.store import Resource
 from allot.tenancy import generated, names
 from allot.types import Obj
 
@@ -168,6 +168,17 @@ def _counters_by_pool(
     return found
 
 
+class StoreReads(Protocol):
+    """What the view reads of a store: a :class:`allot.store.Store`, or the informers'
+    caches of ``allot controller`` (:class:`allot.cluster.controller.CacheReads`)."""
+
+    def changes(self, cluster: str, resource: Resource) -> int: ...
+
+    def list_objects(
+        self, cluster: str, resource: Resource, namespace: str | None = None, *, shared: bool
+    ) -> tuple[list[Obj], int]: ...
+
+
 class StaleIndexError(Exception):
     """The DRA index given to a :class:`CapacityView` is behind the store it reads."""
 
@@ -194,6 +205,8 @@ class ClaimInfo:
     consumers: list[str] = field(default_factory=list)
     uid: str = ""
     device_classes: dict[DeviceKey, str] = field(default_factory=dict)  # by the request
+    # the GPU memory it holds per device: what it consumed of a device shared by capacity
+    memory: dict[DeviceKey, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -290,9 +303,11 @@ class Snapshot:
         return rows
 
     def tenant_memory(self) -> Counter[str]:
+        """GPU memory held per tenant: whole devices, and the shares claims consumed of
+        devices shared by capacity (each claim's share once)."""
         held: Counter[str] = Counter()
-        for key, claim in self.allocated.items():
-            held[claim.tenant] += self.devices[key].memory if key in self.devices else 0
+        for claim in self.claims:
+            held[claim.tenant] += sum(claim.memory.values())
         return held
 
     def pending(self) -> list[ClaimInfo]:
@@ -344,7 +359,7 @@ class _Holdings:
 class CapacityView:
     def __init__(
         self,
-        store: Store,
+        store: StoreReads,
         cluster: str = HOST_CLUSTER,
         index: DraIndex | None = None,
         compiler: SelectorCompiler | None = None,
@@ -409,7 +424,8 @@ class CapacityView:
         known = self._known_holdings
         if known is not None and known.key == key and known.fleet is self._known_fleet:
             return known
-        claims = [self._claim(c) for c in self._list("ResourceClaim")]
+        memory = self.index.device_memory()
+        claims = [self._claim(c, memory) for c in self._list("ResourceClaim")]
         allocated = {device: claim for claim in claims for device in claim.devices}
         used: Counter[tuple[str, str, str, str]] = Counter()
         for device_key in allocated:
@@ -545,7 +561,7 @@ class CapacityView:
         return SliceSummary(devices, counters, totals, physical)
 
     # ----------------------------------------------------------------- claims
-    def _claim(self, claim: Obj) -> ClaimInfo:
+    def _claim(self, claim: Obj, memory: Mapping[DeviceKey, int]) -> ClaimInfo:
         metadata = claim["metadata"]
         namespace = metadata.get("namespace", "")
         tenant = names.tenant_of_namespace(namespace) or ""
@@ -577,6 +593,7 @@ class CapacityView:
                 for r in results
                 if not r.get("adminAccess")
             },
+            claims.held_memory(status.get("allocation"), memory),
         )
 
 

@@ -57,9 +57,9 @@ class Operations:
         self.directory = directory
         self.capacity = CapacityView(registry.store, index=index)
         self.log = AuditLog(registry.data_dir / "audit.db")
-        self.recorder = AuditRecorder(host, self.log, index=index)
+        self.recorder = AuditRecorder(host.client, self.log, index=index)
         self.alerts = AlertManager(
-            host,
+            host.client,
             self.capacity,
             self.tenant_specs,
             lambda: sync.errors,
@@ -95,7 +95,7 @@ class Operations:
         return {name: entry.tenant.spec for name, entry in self.directory.entries.items()}
 
     def tenant_quotas(self) -> list[Obj]:
-        return tenant_quotas(self.host)
+        return tenant_quotas(self.host.client)
 
     def capacity_document(self) -> Obj:
         snapshot = self.snapshot()

@@ -144,12 +144,12 @@ def held_per_class(snapshot: Snapshot) -> dict[str, list[Obj]]:
     """Tenant (``host`` for host claims) -> per class its claims were allocated devices
     through: devices held and their GPU memory."""
     counts: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
-    for key, claim in snapshot.allocated.items():
-        device_class = claim.device_classes.get(key) or NO_CLASS
-        entry = counts[claim.tenant or HOST_TENANT][device_class]
-        entry["devices"] += 1
-        device = snapshot.devices.get(key)
-        entry["memory"] += device.memory if device is not None else 0
+    for claim in snapshot.claims:  # a device shared by capacity counts for each claim
+        for key in claim.devices:
+            device_class = claim.device_classes.get(key) or NO_CLASS
+            entry = counts[claim.tenant or HOST_TENANT][device_class]
+            entry["devices"] += 1
+            entry["memory"] += claim.memory.get(key, 0)
     return {
         tenant: [
             {"class": name, "devices": c["devices"], "gpuMemoryBytes": c["memory"]}
@@ -387,7 +387,7 @@ def claim_view(snapshot: Snapshot, namespace: str, name: str) -> Obj | None:
              "class": claim.device_classes.get(key, ""),
              "node": device.node if device else "", "product": device.product if device else "",
              "profile": device.profile if device else "",
-             "memory": device.memory if device else 0}
+             "memory": claim.memory.get(key, 0)}
         )  # fmt: skip
     fleet = allocatable(snapshot)
     classes = {row["class"]: row for row in fleet["classes"]}

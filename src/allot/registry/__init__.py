@@ -8,4 +8,4 @@
 write here directly, never through the HTTP layer.
 """
 
-HOST_CLUSTER = "host"  # the platform's own cluster; tenants' clusters are named after them
+from allot.client.protocol import HOST_CLUSTER as HOST_CLUSTER

@@ -177,14 +177,20 @@ class Handlers:
     def patch(
         self, cluster: str, target: Target, content_type: str, raw: bytes, options: WriteOptions
     ) -> WriteResult:
-        resource = target.resource
         patch_type = content_type.split(";")[0].strip()
         if patch_type not in PATCH_TYPES:
             raise UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {', '.join(PATCH_TYPES[:4])}"
             )
-        patch = bodies.decode_patch(raw)
+        return self.patch_decoded(cluster, target, patch_type, bodies.decode_patch(raw), options)
+
+    def patch_decoded(
+        self, cluster: str, target: Target, patch_type: str, patch: Any, options: WriteOptions
+    ) -> WriteResult:
+        """:meth:`patch` of a patch already decoded (an in-process client's: no JSON round
+        trip); ``patch_type`` is one of ``PATCH_TYPES``."""
+        resource = target.resource
         try:
             current = self._current(cluster, target)
         except NotFound:
@@ -236,8 +242,15 @@ class Handlers:
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {', '.join(PATCH_TYPES[:3])}"
             )
+        return self.patch_scale_decoded(
+            cluster, target, patch_type, bodies.decode_patch(raw), options
+        )
+
+    def patch_scale_decoded(
+        self, cluster: str, target: Target, patch_type: str, patch: Any, options: WriteOptions
+    ) -> WriteResult:
         current = scale.scale_of(self._current(cluster, target), target.resource.kind)
-        patched = self._apply_patch(patch_type, current, bodies.decode_patch(raw))
+        patched = self._apply_patch(patch_type, current, patch)
         return self.update_scale(cluster, target, patched, options)
 
     def delete(

@@ -34,13 +34,14 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
 from allot.api.costs import COSTS
 from allot.api.documents import clone_document, encode_document
+from allot.client.protocol import WatchEvent as WatchEvent
 from allot.store import namespaces
 from allot.store.commits import GroupCommit
 from allot.store.errors import (
@@ -79,22 +80,6 @@ class Resource:
     @cached_property
     def key(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    """One write. ``previous`` is the object as stored before it, so watches can tell
-    when an object enters or leaves their selector: for a live event the very dict the
-    store held (no copy); for one read back (:meth:`Store.events_since`) the object of
-    the event that wrote it, while that one is retained. None for ADDED and when unknown.
-    Neither object may be modified."""
-
-    type: str  # ADDED, MODIFIED, DELETED
-    rv: int
-    cluster: str
-    resource: str
-    object: Obj
-    previous: Obj | None = field(default=None, compare=False, repr=False)
 
 
 Listener = Callable[[WatchEvent], None]

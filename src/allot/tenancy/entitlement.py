@@ -162,13 +162,20 @@ def _policy(
     name: str, group: str, resources: list[str], spec: Obj, updates: list[str] | None = None
 ) -> Obj:
     """A fail-closed, ConfigMap-parameterised policy on CREATE of ``resources`` (and on
-    UPDATE of the subresources ``updates``, such as ``resourceclaims/status``)."""
+    UPDATE of the subresources ``updates``, such as ``resourceclaims/status``).
+
+    ``matchConstraints`` (and a binding's ``matchResources``) is an atomic struct that the
+    API server defaults (``scope: "*"``, empty selectors): written with its defaults, the
+    applied value is the stored one, so a second field manager applying the same object
+    (``allot apply`` beside the tenant controller) co-owns it instead of conflicting, and
+    a re-apply is no change."""
     rules = [
         {
             "apiGroups": [group],
             "apiVersions": ["v1"],
             "operations": ["CREATE"],
             "resources": resources,
+            "scope": "*",
         }
     ]
     if updates:
@@ -178,6 +185,7 @@ def _policy(
                 "apiVersions": ["v1"],
                 "operations": ["UPDATE"],
                 "resources": updates,
+                "scope": "*",
             }
         )
     return {
@@ -189,6 +197,8 @@ def _policy(
             "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
             "matchConstraints": {
                 "matchPolicy": "Equivalent",
+                "namespaceSelector": {},
+                "objectSelector": {},
                 "resourceRules": rules,
             },
             **spec,
@@ -389,7 +399,11 @@ def binding(tenant: str, policy: str) -> Obj:
                 "namespace": PLATFORM_NAMESPACE,
                 "parameterNotFoundAction": "Deny",
             },
-            "matchResources": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant}}},
+            "matchResources": {
+                "matchPolicy": "Equivalent",
+                "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant}},
+                "objectSelector": {},
+            },
         },
     }
 

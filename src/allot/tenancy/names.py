@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from allot.registry import HOST_CLUSTER
 from allot.validation.tenancy import TENANT_NAMESPACE_PREFIX
 
 PLATFORM_PREFIX = "allot.dev/"
@@ -35,6 +36,16 @@ MAX_HOST_NAME = 253
 
 class NameTooLong(ValueError):
     """The host name of a tenant object would exceed what Kubernetes allows."""
+
+
+def origin_of(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """The (cluster, namespace) a host object stands for: a tenant twin's tenant and
+    namespace (its sync labels), else the host's own namespace."""
+    metadata = obj.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    if TENANT_LABEL in labels and TENANT_NAMESPACE_LABEL in labels:
+        return str(labels[TENANT_LABEL]), str(labels[TENANT_NAMESPACE_LABEL])
+    return HOST_CLUSTER, str(metadata.get("namespace") or "")
 
 
 def host_namespace(tenant: str) -> str:

@@ -15,17 +15,17 @@ class):
   that references (by name or through a template) a claim naming such a class; the
   tenant guard's dry-run preflight turns that into the tenant's own refusal.
 
+:class:`Entitlements` reads through the client protocol only, so it judges a real
+cluster's claims as the embedded platform's; the admission plugin is the registry's.
 Built and registered by :mod:`allot.platform`.
 """
 
 from __future__ import annotations
 
 from allot.allocator.explain import Audience
-from allot.controllers.context import ControllerContext
+from allot.client.protocol import HOST_CLUSTER, Client, WatchEvent
 from allot.dra import DraIndex
-from allot.registry import HOST_CLUSTER
 from allot.registry.admission import AdmissionDenied, AdmissionRequest, Operation
-from allot.store import WatchEvent
 from allot.tenancy import entitlement, names
 from allot.tenancy.explain import tenant_audience
 from allot.types import Obj
@@ -36,7 +36,9 @@ class Entitlements:
 
     watched = frozenset({"namespaces", "configmaps"})  # what ``changed`` looks at
 
-    def __init__(self, host: ControllerContext) -> None:
+    def __init__(self, host: Client) -> None:
+        """``host``: any client of the host (its reads only: the cached namespaces,
+        params, claims and templates)."""
         self.host = host
 
     def of_namespace(self, namespace: str) -> tuple[str, list[str]] | None:

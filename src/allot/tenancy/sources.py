@@ -16,10 +16,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Hashable
 
-from allot.controllers.context import ControllerContext
-from allot.registry.admission import AdmissionDenied
-from allot.statuses import InvalidObjectError
-from allot.store.errors import AlreadyExists, NotFound
+from allot.client.errors import REFUSED, AlreadyExists, NotFound
+from allot.client.protocol import Client
 from allot.tenancy import names
 from allot.tenancy.translate import (
     SOURCE_KINDS,
@@ -50,13 +48,13 @@ def host_source_key(tenant: str, resource: str, twin: Obj) -> list[Hashable]:
 
 
 class SourceSync:
-    def __init__(self, host: ControllerContext, report: Report) -> None:
+    def __init__(self, host: Client, report: Report) -> None:
         self.host = host
         self.report = report
 
     def sync(
         self,
-        tenant_ctx: ControllerContext,
+        tenant_ctx: Client,
         kind: str,
         namespace: str,
         name: str,
@@ -78,13 +76,14 @@ class SourceSync:
         obj = tenant_ctx.peek(kind, namespace, name)
         if obj is None or not (used or self._used(tenant_ctx, kind, namespace, name)):
             if twin is not None:
-                self.host.delete(kind, host_ns, twin_name)
+                with contextlib.suppress(NotFound):
+                    self.host.delete(kind, host_ns, twin_name)
             self.report((tenant, kind, namespace, name), None)
             return
         desired = to_host(kind, obj, tenant)
         try:
             self._write(kind, twin, desired)
-        except (AdmissionDenied, InvalidObjectError) as refused:
+        except REFUSED as refused:
             self.report((tenant, kind, namespace, name), f"not synced to the host: {refused}")
             return
         self.report((tenant, kind, namespace, name), None)
@@ -93,24 +92,25 @@ class SourceSync:
         metadata = desired["metadata"]
         if twin is None:
             with contextlib.suppress(AlreadyExists):
-                self.host.create(kind, desired, MANAGER)
+                self.host.create(desired, field_manager=MANAGER)
             return
         desired = with_host_keys(twin, desired)
         if same_content(kind, twin, desired):
             return
         if twin.get("immutable") and twin.get("data") != desired.get("data"):
-            self.host.delete(kind, metadata["namespace"], metadata["name"])  # as kubectl
-            self.host.create(kind, desired, MANAGER)  # replace --force does for it
+            with contextlib.suppress(NotFound):  # as kubectl replace --force does for it
+                self.host.delete(kind, metadata["namespace"], metadata["name"])
+            self.host.create(desired, field_manager=MANAGER)
             return
         updated = {**desired, "metadata": {**twin["metadata"], **desired["metadata"]}}
         try:
-            self.host.update(kind, updated, MANAGER)
+            self.host.update(updated, field_manager=MANAGER)
         except NotFound:
             return
 
     @staticmethod
-    def _used(tenant_ctx: ControllerContext, kind: str, namespace: str, name: str) -> bool:
+    def _used(tenant_ctx: Client, kind: str, namespace: str, name: str) -> bool:
         return any(
             (kind, name) in pod_sources(pod.get("spec") or {})
-            for pod in tenant_ctx.scan_namespace("Pod", namespace)
+            for pod in tenant_ctx.list("Pod", namespace)
         )

@@ -24,19 +24,23 @@ de-duplicates and retries them. Built by :mod:`allot.platform`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Hashable
 
 from allot.api import claims
 from allot.api.documents import clone_document
 from allot.api.tenancy import syncs
-from allot.controllers.context import ControllerContext, EventOrigin
+from allot.client.errors import (
+    REFUSED,
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+)
+from allot.client.events import EventOrigin
+from allot.client.protocol import Client, WatchEvent
 from allot.dra import DraIndex
-from allot.registry import HOST_CLUSTER
-from allot.registry.admission import AdmissionDenied
-from allot.statuses import InvalidObjectError
-from allot.store import WatchEvent
-from allot.store.errors import AlreadyExists, Conflict, NotFound
 from allot.tenancy import generated, names, nodes
 from allot.tenancy.directory import TenantDirectory
 from allot.tenancy.sources import SourceSync, host_source_key, source_keys
@@ -58,6 +62,13 @@ from allot.tenancy.translate import (
 from allot.tenancy.volumes import add_volume_affinity, claims_waiting
 from allot.types import Obj
 
+HOST_KINDS: tuple[str, ...] = ("ResourceClaim", "ResourceClaimTemplate", "Pod", "ConfigMap")
+HOST_KINDS += ("Secret", "DeviceClass", "ResourceSlice", "Node", "Event")
+"""What the sync reads and follows on the host (informed on a remote host)."""
+TENANT_KINDS: tuple[str, ...] = (*HOST_KINDS[:-1], "PersistentVolumeClaim")
+TENANT_KINDS += ("PersistentVolume", "StorageClass")
+"""What it reads and follows in each tenant's cluster (the host's, but Events, and the
+volumes its pods mount)."""
 MANAGER = "allot-syncer"
 SYNCED = {"resourceclaims.resource.k8s.io": "ResourceClaim", "pods": "Pod"}
 SYNCED["resourceclaimtemplates.resource.k8s.io"] = "ResourceClaimTemplate"
@@ -71,13 +82,22 @@ class TenantSync:
     name = "tenant-sync"
 
     def __init__(
-        self, host: ControllerContext, directory: TenantDirectory, index: DraIndex
+        self,
+        host: Client,
+        tenants: Callable[[str], Client],
+        directory: TenantDirectory,
+        index: DraIndex,
     ) -> None:
-        """``index``: the host's DRA index, fed from host events before this sync sees
-        them; slices are trimmed by its class verdicts."""
+        """``host`` and ``tenants`` (a tenant's cluster by its name) are any clients of
+        the protocol whose changes reach one dispatcher (in process: the registry's
+        clusters; remotely: API servers' informers); ``index``: the host's DRA index,
+        fed from host events before this sync sees them; slices are trimmed by its class
+        verdicts."""
         self.host = host
+        self.tenants = tenants
         self.directory = directory
         self.index = index
+        self._clients: dict[str, Client] = {}
         self._held: set[tuple[str, str, str]] = set()
         # (tenant, kind, namespace, name) -> why the object could not be synced (for alerts)
         self.errors: dict[tuple[str, str, str, str], str] = {}
@@ -85,10 +105,6 @@ class TenantSync:
         self._slice_inputs: dict[tuple[str, str], tuple[object, ...]] = {}
         # (tenant, namespace, name) -> the conditions of a pod twin when it was removed
         self._last_conditions: dict[tuple[str, str, str], list[Obj]] = {}
-        # tenant -> the context host Events are relayed through: one per tenant, so its
-        # recorder counts a repeated host Event (a retried FailedResourceClaimCreation) on
-        # the tenant's one Event instead of adding one per repeat
-        self._relays: dict[str, ControllerContext] = {}
         self.sources = SourceSync(host, self._report)
 
     def _report(self, key: tuple[str, str, str, str], error: str | None) -> None:
@@ -98,8 +114,25 @@ class TenantSync:
         else:
             self.errors[key] = error
 
-    def context(self, tenant: str) -> ControllerContext:
-        return ControllerContext(tenant, self.host.store, self.host.handlers, self.host.clock)
+    def context(self, tenant: str) -> Client:
+        """The tenant's cluster, one client per tenant: its Event recorder counts a
+        repeated host Event (a retried FailedResourceClaimCreation) on the tenant's one
+        Event instead of adding one per repeat."""
+        client = self._clients.get(tenant)
+        if client is None:
+            client = self._clients[tenant] = self.tenants(tenant)
+            for kind in TENANT_KINDS:
+                client.inform(kind)
+        return client
+
+    def inform(self) -> None:
+        """Watch what the sync follows on the host and in the clusters of the tenants
+        known now (a tenant's cluster is watched as :meth:`context` first makes its
+        client; a remote client informed after its start is the caller's to start)."""
+        for kind in HOST_KINDS:
+            self.host.inform(kind)
+        for tenant in self.directory.names():
+            self.context(tenant)
 
     def gated(self, tenant: str) -> bool:
         """Whether the tenant's pod twins wait for admission (fair-sharing mode)."""
@@ -112,7 +145,7 @@ class TenantSync:
         removed on the host leaves its last conditions (a preemption's
         ``DisruptionTarget``), which its tenant pod gets as it ends (``_terminal``), even
         when the node agent removed the twin before the sync saw it terminating."""
-        if event.cluster != HOST_CLUSTER or event.type != "DELETED":
+        if event.cluster != self.host.cluster or event.type != "DELETED":
             return
         if event.resource == TENANTS:
             self.forget(event.object["metadata"]["name"])
@@ -134,10 +167,10 @@ class TenantSync:
         self.errors = {k: v for k, v in self.errors.items() if k[0] != tenant}
         self._slice_inputs = {k: v for k, v in self._slice_inputs.items() if k[0] != tenant}
         self._last_conditions = {k: v for k, v in self._last_conditions.items() if k[0] != tenant}
-        self._relays.pop(tenant, None)
+        self._clients.pop(tenant, None)
 
     def keys_for(self, event: WatchEvent) -> list[Hashable]:
-        if event.cluster == HOST_CLUSTER:
+        if event.cluster == self.host.cluster:
             return self._host_keys(event)
         if not self.directory.is_tenant(event.cluster):
             return []
@@ -250,7 +283,7 @@ class TenantSync:
         for namespace, name in sorted(pods):
             self.sync_generated_claims(tenant, namespace, name)
 
-    def _resync_sources(self, tenant_ctx: ControllerContext) -> None:
+    def _resync_sources(self, tenant_ctx: Client) -> None:
         """The ConfigMaps and Secrets the tenant's pods use, and the twins left of ones
         no pod uses any more."""
         wanted = set()
@@ -310,23 +343,23 @@ class TenantSync:
         versions = tuple(c["metadata"].get("resourceVersion") if c else None for c in classes)
         return host_slice["metadata"].get("resourceVersion"), tuple(entry.entitled), versions
 
-    def _converge(self, ctx: ControllerContext, kind: str, wanted: dict[str, Obj]) -> None:
+    def _converge(self, ctx: Client, kind: str, wanted: dict[str, Obj]) -> None:
         for existing in ctx.list(kind):
             name = existing["metadata"]["name"]
             if name not in wanted:
-                ctx.delete(kind, "", name)
+                _delete(ctx, kind, "", name)
                 if kind == "DeviceClass":
                     self._warn_claims_of(ctx, name)
         for name, desired in wanted.items():
             self._put(ctx, kind, name, desired)
 
-    def _warn_claims_of(self, ctx: ControllerContext, device_class: str) -> None:
+    def _warn_claims_of(self, ctx: Client, device_class: str) -> None:
         """Tell the tenant's claims that name a class it lost (deleted or unentitled)."""
         gone = self.host.peek("DeviceClass", "", device_class) is None
         reason = "was deleted on the host" if gone else "is no longer entitled to this tenant"
         for claim in ctx.list("ResourceClaim"):
             if device_class in claims.claim_classes(claim):
-                ctx.event(
+                ctx.events().record(
                     claim,
                     "Warning",
                     "DeviceClassUnavailable",
@@ -335,22 +368,22 @@ class TenantSync:
                     MANAGER,
                 )
 
-    def _put(self, ctx: ControllerContext, kind: str, name: str, desired: Obj | None) -> None:
+    def _put(self, ctx: Client, kind: str, name: str, desired: Obj | None) -> None:
         current = ctx.peek(kind, "", name)
         if desired is None:
             if current is not None:
-                ctx.delete(kind, "", name)
+                _delete(ctx, kind, "", name)
             return
         if current is None:
             try:
-                ctx.create(kind, desired, MANAGER)
+                ctx.create(desired, field_manager=MANAGER)
             except AlreadyExists:
                 return
             return
         if _mirror(current, copy=False) != desired:
             updated = {**desired, "metadata": {**desired["metadata"]}}
             updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            ctx.update(kind, updated, MANAGER)
+            ctx.update(updated, field_manager=MANAGER)
 
     def _trimmed(self, tenant: str, host_slice: Obj) -> Obj | None:
         """The slice with only the devices an entitled class selects (None: no device)."""
@@ -391,17 +424,14 @@ class TenantSync:
         message = message_to_tenant(message, namespace, str(involved.get("name") or ""), origin)
         if kind == "Pod":
             message = sources_to_tenant(message, namespace, target)
-        relay = self._relays.get(tenant)
-        if relay is None:
-            relay = self._relays[tenant] = self.context(tenant)
         source = event.get("source") or {}
-        relay.event(
+        self.context(tenant).events().record(
             target,
             event.get("type") or "Normal",
             event.get("reason") or "",
             message,
             source.get("component") or "host",
-            source=EventOrigin(str(involved.get("fieldPath") or ""), str(source.get("host") or "")),
+            origin=EventOrigin(str(involved.get("fieldPath") or ""), str(source.get("host") or "")),
         )
 
     @staticmethod
@@ -447,14 +477,14 @@ class TenantSync:
             return
         recorded = (obj["metadata"].get("annotations") or {}).get(names.HOST_UID_ANNOTATION)
         if recorded and (twin is None or twin["metadata"].get("uid") != recorded):
-            ctx.delete(kind, namespace, name)  # its twin was deleted on the host: follow
+            _delete(ctx, kind, namespace, name)  # its twin was deleted on the host: follow
             return
         if twin is None:
             twin = self._create_twin(ctx, tenant, kind, obj)
             if twin is None:
                 return
         elif not _twin_of(twin, obj):
-            self.host.delete(kind, host_ns, twin_name)  # left by an earlier object
+            _delete(self.host, kind, host_ns, twin_name)  # left by an earlier object
             return
         else:
             self._update_twin(kind, obj, twin, tenant)
@@ -464,9 +494,7 @@ class TenantSync:
         if kind == "Pod" and twin["metadata"].get("deletionTimestamp"):
             self._follow_termination(ctx, obj, twin)
 
-    def _delete_twin(
-        self, ctx: ControllerContext, kind: str, obj: Obj | None, twin: Obj | None
-    ) -> None:
+    def _delete_twin(self, ctx: Client, kind: str, obj: Obj | None, twin: Obj | None) -> None:
         """A deleted (or terminating) tenant object's twin goes too. A terminating tenant
         pod (graceful deletion) has its twin deleted with the same grace period, and is
         removed for good only once the twin is gone, as the kubelet confirms a deletion:
@@ -476,7 +504,7 @@ class TenantSync:
             if not metadata.get("deletionTimestamp"):
                 grace = (obj or {}).get("metadata", {}).get("deletionGracePeriodSeconds")
                 options = {} if grace is None else {"gracePeriodSeconds": grace}
-                self.host.delete(kind, metadata["namespace"], metadata["name"], options)
+                _delete(self.host, kind, metadata["namespace"], metadata["name"], options)
             if self.host.peek(kind, metadata["namespace"], metadata["name"]) is not None:
                 return
         if obj is not None and kind == "Pod":
@@ -487,12 +515,12 @@ class TenantSync:
             obj = self._terminal(ctx, obj, last)
             options = {"gracePeriodSeconds": 0, "preconditions": {"uid": metadata.get("uid")}}
             try:
-                ctx.delete(kind, metadata.get("namespace", ""), metadata["name"], options)
+                _delete(ctx, kind, metadata.get("namespace", ""), metadata["name"], options)
             except Conflict:
                 return  # another pod of that name by now
 
     @staticmethod
-    def _terminal(ctx: ControllerContext, pod: Obj, last: list[Obj]) -> Obj:
+    def _terminal(ctx: Client, pod: Obj, last: list[Obj]) -> Obj:
         """A bound tenant pod whose twin was stopped ends ``Failed`` before it goes, as the
         kubelet gives a deleted pod a terminal phase: a Job (its finalizer keeps the pod
         until counted) then judges it by its conditions (``DisruptionTarget``), and with
@@ -509,12 +537,14 @@ class TenantSync:
         elif not missing:
             return pod
         try:
-            return ctx.update_status("Pod", {**pod, "status": status}, MANAGER)
+            return ctx.update(
+                {**pod, "status": status}, field_manager=MANAGER, subresource="status"
+            )
         except (NotFound, Conflict):
             return pod
 
     @staticmethod
-    def _follow_termination(ctx: ControllerContext, obj: Obj, twin: Obj) -> None:
+    def _follow_termination(ctx: Client, obj: Obj, twin: Obj) -> None:
         """A twin the host deletes gracefully (an eviction, a preemption) makes its tenant
         pod ``Terminating`` with the same grace period, after its last status (a
         ``DisruptionTarget`` condition) was copied; the tenant pod goes with the twin."""
@@ -524,24 +554,24 @@ class TenantSync:
         if grace is not None:
             options["gracePeriodSeconds"] = grace
         with contextlib.suppress(NotFound, Conflict):
-            ctx.delete("Pod", metadata.get("namespace", ""), metadata["name"], options)
+            ctx.delete("Pod", metadata.get("namespace", ""), metadata["name"], options=options)
 
     @staticmethod
-    def _record_twin(ctx: ControllerContext, kind: str, obj: Obj, twin: Obj) -> Obj:
+    def _record_twin(ctx: Client, kind: str, obj: Obj, twin: Obj) -> Obj:
         """Write the twin's uid on the tenant object (after the twin exists: a crash in
         between leaves a twin without record, which the next sync records)."""
         updated = clone_document(obj)
         annotations = updated["metadata"].setdefault("annotations", {})
         annotations[names.HOST_UID_ANNOTATION] = twin["metadata"]["uid"]
-        return ctx.update(kind, updated, MANAGER)
+        return ctx.update(updated, field_manager=MANAGER)
 
-    def pending_twins(self, cluster: str, namespace: str, creating: Obj) -> list[tuple[Any, Obj]]:
-        """The twins the sync has yet to create in a tenant's host namespace, for the host's
-        quota (``QuotaAdmission.pending``): a tenant object counts from the moment it is
-        admitted, so twenty racing creates cannot all pass the last unit of quota.
+    def pending_twins(self, cluster: str, namespace: str, creating: Obj) -> list[tuple[str, Obj]]:
+        """The twins (kind, object) the sync has yet to create in a tenant's host namespace,
+        for the host's quota (``QuotaAdmission.pending``): a tenant object counts from the
+        moment it is admitted, so twenty racing creates cannot all pass the last unit of quota.
         ``creating`` (a twin being created now) is not counted twice."""
         tenant = names.tenant_of_namespace(namespace)
-        if cluster != HOST_CLUSTER or tenant is None or self.directory.get(tenant) is None:
+        if cluster != self.host.cluster or tenant is None or self.directory.get(tenant) is None:
             return []
         ctx = self.context(tenant)
         creating_uid = (creating["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
@@ -562,16 +592,16 @@ class TenantSync:
                     continue
                 if self.host.peek(kind, namespace, twin_name) is None:
                     twin = to_host(kind, obj, tenant, self.gated(tenant))
-                    pending.append((self.host.resource(kind), twin))
+                    pending.append((kind, twin))
         return pending
 
-    def _create_twin(self, ctx: ControllerContext, tenant: str, kind: str, obj: Obj) -> Obj | None:
+    def _create_twin(self, ctx: Client, tenant: str, kind: str, obj: Obj) -> Obj | None:
         metadata = obj["metadata"]
         if kind == "Pod":
             waiting = self._missing_references(ctx, tenant, obj)
             if waiting:
                 self._held.add((tenant, metadata.get("namespace", ""), metadata["name"]))
-                ctx.event(obj, "Warning", "SyncWaiting", waiting, MANAGER)
+                ctx.events().record(obj, "Warning", "SyncWaiting", waiting, MANAGER)
                 return None
             self._held.discard((tenant, metadata.get("namespace", ""), metadata["name"]))
             for source, name in sorted(pod_sources(obj.get("spec") or {})):
@@ -581,17 +611,17 @@ class TenantSync:
         if kind == "Pod":
             add_volume_affinity(ctx, obj, twin)
         try:
-            created = self.host.create(kind, twin, MANAGER)
+            created = self.host.create(twin, field_manager=MANAGER)
         except AlreadyExists:
             return None
-        except (AdmissionDenied, InvalidObjectError) as refused:
+        except REFUSED as refused:
             self.errors[key] = f"not synced to the host: {refused}"
-            ctx.event(obj, "Warning", "SyncError", self.errors[key], MANAGER)
+            ctx.events().record(obj, "Warning", "SyncError", self.errors[key], MANAGER)
             return None
         self.errors.pop(key, None)
         return created
 
-    def _missing_references(self, ctx: ControllerContext, tenant: str, pod: Obj) -> str:
+    def _missing_references(self, ctx: Client, tenant: str, pod: Obj) -> str:
         entry = self.directory.get(tenant)
         assert entry is not None
         namespace = pod["metadata"].get("namespace", "")
@@ -642,11 +672,11 @@ class TenantSync:
             else:
                 updated["spec"].pop("schedulingGates", None)
         try:
-            self.host.update(kind, updated, MANAGER)
-        except (AdmissionDenied, InvalidObjectError, NotFound):
+            self.host.update(updated, field_manager=MANAGER)
+        except (BadRequest, Forbidden, Invalid, NotFound):  # REFUSED, or gone
             return
 
-    def _status_back(self, ctx: ControllerContext, kind: str, obj: Obj, twin: Obj) -> None:
+    def _status_back(self, ctx: Client, kind: str, obj: Obj, twin: Obj) -> None:
         host_ns = twin["metadata"]["namespace"]
         if kind == "ResourceClaim":
             status = claim_status_to_tenant(
@@ -655,7 +685,7 @@ class TenantSync:
         elif kind == "Pod":
             node = (twin.get("spec") or {}).get("nodeName")
             if node and not (obj.get("spec") or {}).get("nodeName"):
-                ctx.bind(obj["metadata"].get("namespace", ""), obj["metadata"]["name"], node)
+                _bind(ctx, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], node)
                 obj = (
                     ctx.peek(kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
                     or obj
@@ -673,7 +703,7 @@ class TenantSync:
             return
         updated = {**obj, "status": status}
         try:
-            ctx.update_status(kind, updated, MANAGER)
+            ctx.update(updated, field_manager=MANAGER, subresource="status")
         except (NotFound, Conflict):
             return
 
@@ -699,24 +729,24 @@ class TenantSync:
         host_ns = names.host_namespace(tenant)
         twins = [  # read in place: the sync runs on every pod event of the tenant
             t
-            for t in self.host.scan_namespace("Pod", host_ns)
+            for t in self.host.list("Pod", host_ns)
             if (t.get("spec") or {}).get("nodeName") and tenant_object_name(t) is not None
         ]
-        wanted = nodes.shown_nodes(entry.tenant.spec, twins, self.host.scan("Node"))
-        for existing in ctx.scan("Node"):
+        wanted = nodes.shown_nodes(entry.tenant.spec, twins, self.host.list("Node"))
+        for existing in ctx.list("Node"):
             if existing["metadata"]["name"] not in wanted:
-                ctx.delete("Node", "", existing["metadata"]["name"])
+                _delete(ctx, "Node", "", existing["metadata"]["name"])
         for name, desired in sorted(wanted.items()):
             current = ctx.peek("Node", "", name)
             if current is None:
                 with contextlib.suppress(AlreadyExists):
-                    ctx.create("Node", desired, MANAGER)
+                    ctx.create(desired, field_manager=MANAGER)
             elif not nodes.same_node(current, desired):
                 updated = {**desired, "metadata": {**current["metadata"], **desired["metadata"]}}
                 for field in ("labels", "annotations"):
                     if field not in desired["metadata"]:
                         updated["metadata"].pop(field, None)
-                ctx.update_with_status("Node", updated, MANAGER)
+                ctx.update_with_status(updated, field_manager=MANAGER)
 
     def _generated_claim_keys(self, tenant: str, event: WatchEvent) -> list[Hashable]:
         """A host claim generated for a twin pod: the key of that pod's generated claims."""
@@ -751,10 +781,10 @@ class TenantSync:
                 )
                 wanted[mirror["metadata"]["name"]] = mirror
         # the mirrors of a pod that is gone go with it (the store's garbage collection)
-        owned = ctx.owned_by("ResourceClaim", pod) if pod is not None else []
+        owned = ctx.owned_by("ResourceClaim", pod["metadata"].get("uid") or "") if pod else []
         for claim in owned:
             if generated.owner_pod(claim) == pod_name and claim["metadata"]["name"] not in wanted:
-                ctx.delete("ResourceClaim", namespace, claim["metadata"]["name"])
+                _delete(ctx, "ResourceClaim", namespace, claim["metadata"]["name"])
         for name, desired in wanted.items():
             self._put_mirror(ctx, namespace, name, desired)
 
@@ -768,20 +798,20 @@ class TenantSync:
         return twin if twin is not None and _twin_of(twin, pod) else None
 
     @staticmethod
-    def _put_mirror(ctx: ControllerContext, namespace: str, name: str, desired: Obj) -> None:
+    def _put_mirror(ctx: Client, namespace: str, name: str, desired: Obj) -> None:
         current = ctx.peek("ResourceClaim", namespace, name)
         if current is None:
             with contextlib.suppress(AlreadyExists):
-                created = ctx.create("ResourceClaim", desired, MANAGER)
+                created = ctx.create(desired, field_manager=MANAGER)
                 status = {**created, "status": desired["status"]}
-                ctx.update_status("ResourceClaim", status, MANAGER)
+                ctx.update(status, field_manager=MANAGER, subresource="status")
             return
         if generated.same_mirror(current, desired):
             return
         updated = {**current, "metadata": {**current["metadata"], **desired["metadata"]}}
         updated["status"] = desired["status"]
         with contextlib.suppress(NotFound, Conflict):
-            ctx.update_with_status("ResourceClaim", updated, MANAGER)
+            ctx.update_with_status(updated, field_manager=MANAGER)
 
 
 def _mirror(obj: Obj, copy: bool = True) -> Obj:
@@ -810,3 +840,24 @@ def _twin_of(twin: Obj, obj: Obj | None) -> bool:
     """Whether ``twin`` was created for ``obj`` (same uid), or for a deleted object."""
     uid = (twin["metadata"].get("annotations") or {}).get(names.UID_ANNOTATION)
     return obj is None or uid == obj["metadata"].get("uid")
+
+
+def _delete(
+    client: Client, kind: str, namespace: str, name: str, options: Obj | None = None
+) -> None:
+    """Delete, gone already being fine."""
+    with contextlib.suppress(NotFound):
+        client.delete(kind, namespace, name, options=options)
+
+
+def _bind(client: Client, namespace: str, name: str, node: str) -> None:
+    """Bind a tenant pod to the node its twin runs on, as kube-scheduler binds
+    (deleted meanwhile: nothing to bind)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    with contextlib.suppress(NotFound):
+        client.create_subresource("Pod", namespace, name, "binding", body)

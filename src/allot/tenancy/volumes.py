@@ -21,12 +21,12 @@ from __future__ import annotations
 import itertools
 
 from allot.api.documents import clone_document
+from allot.client.protocol import Client
 from allot.controllers import volumebinding as vb
-from allot.controllers.context import ControllerContext
 from allot.types import Obj
 
 
-def claims_waiting(ctx: ControllerContext, pod: Obj) -> str:
+def claims_waiting(ctx: Client, pod: Obj) -> str:
     """Why the pod's twin must wait for its claims ("" when it need not)."""
     namespace = pod["metadata"].get("namespace", "")
     for name in vb.pod_claim_names(pod):
@@ -44,7 +44,7 @@ def claims_waiting(ctx: ControllerContext, pod: Obj) -> str:
     return ""
 
 
-def add_volume_affinity(ctx: ControllerContext, pod: Obj, twin: Obj) -> None:
+def add_volume_affinity(ctx: Client, pod: Obj, twin: Obj) -> None:
     """AND the node affinity of the pod's bound volumes into the twin's required node
     affinity (each term of one with each term of the other)."""
     namespace = pod["metadata"].get("namespace", "")

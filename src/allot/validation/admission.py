@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from allot.api import admission_v1 as admissionapi
 from allot.api import core_v1 as corev1
+from allot.api.meta import LabelSelector
 from allot.api.quantity import Quantity
 from allot.cel import CelError, CompileError, CompileErrorReason
 from allot.cel.policy import PolicyCompiler
@@ -28,6 +29,36 @@ FAILURE_POLICIES = ["Fail", "Ignore"]
 VALIDATION_ACTIONS = ["Audit", "Deny", "Warn"]
 NOT_FOUND_ACTIONS = ["Allow", "Deny"]
 OPERATIONS = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
+
+
+def default_policy(policy: admissionapi.ValidatingAdmissionPolicy) -> None:
+    """``SetObjectDefaults_ValidatingAdmissionPolicy``: ``failurePolicy: Fail`` and the
+    match defaults (:func:`_default_match`)."""
+    if policy.spec.failure_policy is None:
+        policy.spec.failure_policy = "Fail"
+    _default_match(policy.spec.match_constraints)
+
+
+def default_binding(binding: admissionapi.ValidatingAdmissionPolicyBinding) -> None:
+    """``SetObjectDefaults_ValidatingAdmissionPolicyBinding``: the match defaults."""
+    _default_match(binding.spec.match_resources)
+
+
+def _default_match(match: admissionapi.MatchResources | None) -> None:
+    """``SetDefaults_MatchResources`` and ``SetDefaults_Rule``: ``matchPolicy:
+    Equivalent``, empty namespace and object selectors (everything), each rule's
+    ``scope: "*"``, as a 1.36 API server stores them."""
+    if match is None:
+        return
+    if match.match_policy is None:
+        match.match_policy = "Equivalent"
+    if match.namespace_selector is None:
+        match.namespace_selector = LabelSelector()
+    if match.object_selector is None:
+        match.object_selector = LabelSelector()
+    for rule in [*(match.resource_rules or []), *(match.exclude_resource_rules or [])]:
+        if rule.scope is None:
+            rule.scope = "*"
 
 
 def validate_policy_spec(spec: admissionapi.ValidatingAdmissionPolicySpec) -> ErrorList:

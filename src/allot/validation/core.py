@@ -2,7 +2,8 @@
 
 Pods: claim references (``spec.resourceClaims`` one-of, names, container
 ``resources.claims`` pointing at existing entries), containers with names and images,
-restart policy, scheduling gates (qualified names, no duplicates; no ``nodeName`` while any
+restart policy, inter-pod affinity terms (:mod:`allot.validation.podaffinity`), scheduling
+gates (qualified names, no duplicates; no ``nodeName`` while any
 remain; on update gates may only be removed, as ``validateOnlyDeletedSchedulingGates``),
 and container resource amounts as ``ValidateResourceRequirements``: none
 negative; extended resources (``nvidia.com/gpu``, and, stricter than upstream, a
@@ -31,6 +32,7 @@ from allot.validation.field import (
     required,
     too_long,
 )
+from allot.validation.podaffinity import validate_pod_affinities
 
 RESTART_POLICIES = ["Always", "Never", "OnFailure"]
 CONFIG_MAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -62,6 +64,8 @@ def validate_pod_spec(spec: corev1.PodSpec, path: Path) -> ErrorList:
             for msg in names.is_dns1123_subdomain(spec.node_name)
         ]
     errors += _validate_scheduling_gates(spec.scheduling_gates or [], path.child("schedulingGates"))
+    if spec.affinity is not None:
+        errors += validate_pod_affinities(spec.affinity.to_wire(), path.child("affinity"))
     return errors
 
 

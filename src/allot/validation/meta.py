@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 
 from allot.api.core_v1_nodes import NodeSelector, NodeSelectorRequirement
-from allot.api.meta import ObjectMeta
+from allot.api.meta import LabelSelector, ObjectMeta
 from allot.validation import names
 from allot.validation.field import (
     ErrorList,
@@ -30,6 +30,7 @@ TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 DRIVER_NAME_MAX_LENGTH = 63
 DEVICE_MAX_ID_LENGTH = 32
 NODE_SELECTOR_OPERATORS = ["DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"]
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def validate_object_meta(
@@ -163,6 +164,35 @@ def validate_fully_qualified_name(name: str, path: Path) -> ErrorList:
                 "a fully qualified name must be a domain and a name separated by a slash",
             )
         )
+    return errors
+
+
+def validate_label_selector(selector: LabelSelector, path: Path) -> ErrorList:
+    errors = validate_labels(selector.match_labels or {}, path.child("matchLabels"))
+    for index, requirement in enumerate(selector.match_expressions or []):
+        item = path.child("matchExpressions").index(index)
+        operator, values = requirement.operator or "", requirement.values or []
+        if operator in ("In", "NotIn") and not values:
+            errors.append(
+                required(
+                    item.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"
+                )
+            )
+        elif operator in ("Exists", "DoesNotExist") and values:
+            errors.append(
+                forbidden(
+                    item.child("values"),
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )
+            )
+        elif operator not in SELECTOR_OPERATORS:
+            errors.append(
+                invalid(item.child("operator"), operator, "not a valid selector operator")
+            )
+        errors += [
+            invalid(item.child("key"), requirement.key or "", message)
+            for message in names.is_qualified_name(requirement.key or "")
+        ]
     return errors
 
 

@@ -15,9 +15,9 @@ from allot.api.meta import LabelSelector, selector_matches
 from allot.validation import core, names
 from allot.validation import meta as metavalidation
 from allot.validation.field import ErrorList, Path, forbidden, invalid, not_supported, required
+from allot.validation.meta import validate_label_selector as validate_label_selector
 from allot.validation.objects import default_pod_spec
 
-SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _PERCENT = re.compile(r"^[0-9]+%$")
 
 
@@ -34,35 +34,6 @@ def immutable(new: Any, old: Any, path: Path) -> ErrorList:
     if new_wire != old_wire:
         return [invalid(path, new_wire, "field is immutable")]
     return []
-
-
-def validate_label_selector(selector: LabelSelector, path: Path) -> ErrorList:
-    errors = metavalidation.validate_labels(selector.match_labels or {}, path.child("matchLabels"))
-    for index, requirement in enumerate(selector.match_expressions or []):
-        item = path.child("matchExpressions").index(index)
-        operator, values = requirement.operator or "", requirement.values or []
-        if operator in ("In", "NotIn") and not values:
-            errors.append(
-                required(
-                    item.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"
-                )
-            )
-        elif operator in ("Exists", "DoesNotExist") and values:
-            errors.append(
-                forbidden(
-                    item.child("values"),
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                )
-            )
-        elif operator not in SELECTOR_OPERATORS:
-            errors.append(
-                invalid(item.child("operator"), operator, "not a valid selector operator")
-            )
-        errors += [
-            invalid(item.child("key"), requirement.key or "", message)
-            for message in names.is_qualified_name(requirement.key or "")
-        ]
-    return errors
 
 
 def validate_selector(selector: LabelSelector | None, path: Path, owner: str) -> ErrorList:

@@ -1,4 +1,5 @@
-"""ValidatingAdmissionPolicy and its binding: validated as admissionregistration does."""
+"""ValidatingAdmissionPolicy and its binding: defaulted and validated as admissionregistration
+does."""
 
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ STRATEGIES = (
         "validatingadmissionpolicy",
         categories=("api-extensions",),
         subresources=("status",),
-        rules=KindRules(validate=lambda obj, context: admission.validate_policy_spec(obj.spec)),
+        rules=KindRules(
+            defaults=admission.default_policy,
+            validate=lambda obj, context: admission.validate_policy_spec(obj.spec),
+        ),
         table=Table(
             [
                 NAME,
@@ -49,7 +53,10 @@ STRATEGIES = (
         "ValidatingAdmissionPolicyBinding",
         "validatingadmissionpolicybinding",
         categories=("api-extensions",),
-        rules=KindRules(validate=lambda obj, context: admission.validate_binding_spec(obj.spec)),
+        rules=KindRules(
+            defaults=admission.default_binding,
+            validate=lambda obj, context: admission.validate_binding_spec(obj.spec),
+        ),
         table=Table(
             [
                 NAME,
