@@ -31,10 +31,6 @@ from allot.validation.tenancy import validate_for_real_engine
 
 START_SECONDS = 180.0
 """How long ``create`` waits by default: a cold kube-apiserver takes tens of seconds."""
-UNSYNCED = (
-    "the sync between the tenant's API server and the host's is not running on the "
-    "kubernetes engine yet: the tenant's claims stay in its own cluster"
-)
 
 
 class RealTenantError(Exception):
@@ -52,17 +48,6 @@ def refusal(tenant: Obj) -> str:
     if errors:
         return invalid_message(kind_info(model), model.metadata.name or "", errors)
     return ""
-
-
-def warnings(tenant: Obj) -> list[str]:
-    """What the tenant asks that the real engine accepts but does not do yet."""
-    sync = (tenant.get("spec") or {}).get("sync") or {}
-    to_host = sync.get("toHost") or {}
-    asked = [key for key, switch in to_host.items() if (switch or {}).get("enabled")]
-    nodes = (sync.get("fromHost") or {}).get("nodes") or {}
-    if nodes.get("enabled"):
-        asked.append("nodes")
-    return [f"sync.{', '.join(asked)}: {UNSYNCED}"] if asked else []
 
 
 def create(data_dir: Path, tenant: Obj, timeout: float | None) -> Obj:

@@ -38,6 +38,7 @@ from allot.kubeengine.cluster import ComponentFailed, PortInUse, RealCluster, st
 from allot.kubeengine.components import Layout, Options
 from allot.kubeengine.datadir import EngineMismatch
 from allot.kubeengine.tenants import TenantPlanes
+from allot.kubeengine.tenantsync import RealTenantSync
 
 UNSAFE_NO_FSYNC_ENV = "ALLOT_KUBE_UNSAFE_NO_FSYNC"
 WATCH_SECONDS = 0.5
@@ -112,7 +113,9 @@ def _serve(args: argparse.Namespace, cluster: RealCluster, fleet: Fleet) -> int:
     if not publish_fleet(cluster.kubeconfig, fleet, args.driver_gates):
         return 1
     start_local_watch(cluster.kubeconfig, fleet, args.driver_gates)
-    planes = TenantPlanes(cluster)
+    sync = RealTenantSync(cluster)
+    sync.start()
+    planes = TenantPlanes(cluster, sync)
     try:
         planes.reconcile()  # the recorded tenants start again, on their storage
         cluster.ready()
@@ -126,6 +129,7 @@ def _serve(args: argparse.Namespace, cluster: RealCluster, fleet: Fleet) -> int:
             planes.reconcile()
             time.sleep(WATCH_SECONDS)
     finally:
+        sync.stop()
         planes.stop()  # before the host's etcd, which their kube-apiservers use
 
 

@@ -163,8 +163,6 @@ def run_create(args: argparse.Namespace) -> int:
 
 
 def _create_real(args: argparse.Namespace, tenant: Obj) -> int:
-    for warning in kubetenant.warnings(tenant):
-        print(f"Warning: {warning}", file=sys.stderr)
     try:
         status = kubetenant.create(args.data_dir, tenant, args.timeout)
     except (kubetenant.RealTenantError, KubeError) as err:

@@ -63,6 +63,7 @@ from allot.kubeengine import components, pki
 from allot.kubeengine.cluster import RealCluster, default_account, healthy, trust
 from allot.kubeengine.components import Layout, Role
 from allot.kubeengine.processes import ComponentFailed, Supervisor
+from allot.kubeengine.tenantsync import RealTenantSync
 from allot.registry import kubeconfigs
 from allot.registry.clusters import Tokens
 from allot.registry.kubeconfigs import own_context
@@ -228,8 +229,9 @@ class TenantPlane:
 class TenantPlanes:
     """Every recorded tenant's control plane, kept by ``allot up``'s loop."""
 
-    def __init__(self, cluster: RealCluster) -> None:
+    def __init__(self, cluster: RealCluster, sync: RealTenantSync | None = None) -> None:
         self.cluster = cluster
+        self.sync = sync
         self.planes: dict[str, TenantPlane] = {}
         self._refreshed = time.monotonic()
         self._said: set[str] = set()
@@ -347,6 +349,8 @@ class TenantPlanes:
             ],
         )
         plane.stage = READY
+        if self.sync is not None:
+            self.sync.add(plane.tenant, plane.entitled)
         self._write_status(
             plane, READY, "ControlPlaneReady", "kube-apiserver and kube-controller-manager serve"
         )
@@ -363,6 +367,8 @@ class TenantPlanes:
             client.close()
 
     def _fail(self, plane: TenantPlane, message: str) -> None:
+        if self.sync is not None and plane.stage == READY:
+            self.sync.remove(plane.layout.name)
         plane.supervisor.stop()
         plane.stage = UNHEALTHY
         self._write_status(plane, UNHEALTHY, "ControlPlaneDown", message)
@@ -428,11 +434,15 @@ class TenantPlanes:
                     self._tenant_side(plane, [params])
                 plane.params = params
                 plane.entitled = entitlement.entitled_in_params(params)
+                if self.sync is not None and plane.stage == READY:
+                    self.sync.entitle(plane.tenant, plane.entitled)
                 self._write_status(plane, *plane.condition)
         finally:
             client.close()
 
     def _delete(self, layout: TenantLayout, plane: TenantPlane | None) -> None:
+        if self.sync is not None and plane is not None and plane.stage == READY:
+            self.sync.remove(layout.name)
         if plane is not None:
             plane.supervisor.stop()
             self.planes.pop(layout.name, None)
