@@ -79,6 +79,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.scheduler
 	$(BIN)/python -m bench.dra_index
 	$(BIN)/python -m bench.tenancy
+	$(BIN)/python -m bench.real_tenants
 	$(BIN)/python -m bench.writecosts
 	$(BIN)/python -m bench.workloads
 	$(BIN)/python -m bench.operations

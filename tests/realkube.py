@@ -9,11 +9,15 @@ real kubectl, the Python client) and stops every process. The ``real_kube`` fixt
 binaries are absent or of another version, ``MISSING`` says why and the tests skip
 (``make test`` builds them first, so in CI they are there). ``wait_for`` and the object
 builders are what the real-engine tests share: a claim, a claim template, a pod using one
-that tolerates the fleet's GPU taint; ``allot(...)`` runs the ``allot`` command.
+that tolerates the fleet's GPU taint; ``allot(...)`` runs the ``allot`` command;
+``allot_up`` runs ``allot up --engine kubernetes`` as a user types it, for the tests of what
+only that process does (its banner, Ctrl-C, the tenants' control planes).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +46,7 @@ def _missing() -> str | None:
     return f"real Kubernetes binaries in {bin_dir()}: {'; '.join(problems)} (run `make kube`)"
 
 
+ALLOT = str(Path(sys.executable).with_name("allot"))
 MISSING = _missing()
 needs_real_kube = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 TEST_OPTIONS = Options(unsafe_no_fsync=True, job_seconds=2.0)
@@ -80,7 +85,6 @@ def running_real_kube(
         cluster.stop()
 
 
-ALLOT = str(Path(sys.executable).with_name("allot"))
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -143,3 +147,60 @@ def claim_pod(
             ],
         },
     }
+
+
+@dataclass
+class Up(KubectlUser):
+    """A running ``allot up --engine kubernetes`` and what its banner said."""
+
+    process: subprocess.Popen[str]
+    banner: list[str]
+    data_dir: Path
+    home: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfigs" / "host.yaml"
+
+    def children(self) -> dict[int, str]:
+        """The processes allot started (pid: program), read from /proc, not from allot."""
+        pid = self.process.pid
+        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return {int(child): program_of(int(child)) for child in listed}
+
+
+def up_environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "ALLOT_DATA_DIR")}
+    return {**env, "ALLOT_KUBE_UNSAFE_NO_FSYNC": "1", **extra}
+
+
+@contextmanager
+def allot_up(data_dir: Path, home: Path, **env: str) -> Iterator[Up]:
+    """``allot up --engine kubernetes --port 0`` until its last banner line; Ctrl-C after."""
+    process = subprocess.Popen(
+        [ALLOT, "up", "--engine", "kubernetes", "--port", "0", "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=up_environment(**env),
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        while not lines or lines[-1] != "Ctrl-C stops it.":
+            line = process.stdout.readline()
+            assert line, f"allot up ended early: {lines} {process.communicate()}"
+            lines.append(line.rstrip("\n"))
+        yield Up(process, lines, data_dir, home)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+
+
+def program_of(pid: int) -> str:
+    """The file name of the program process ``pid`` runs ("" once it has ended)."""
+    try:
+        return Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()).name
+    except (FileNotFoundError, IndexError):
+        return ""

@@ -2,12 +2,14 @@
 
 Binaries are stand-ins here (shell scripts that print a version), so these run everywhere:
 binaries of another version are refused naming what was found; a port in use, a data
-directory of the other engine and ``allot tenant create`` on a real-engine directory are
-refused before anything is written; the build says in one line that Go is missing, that
-the proxy does not serve a module, or that a build failed; Kueue and the PrometheusRule CRD
-are optional (one line, never a failed build). The tools modules require the versions the
-engine checks for. kube-scheduler and kube-controller-manager keep client-go's request
-rates unless a benchmark lifts them.
+directory of the other engine, and a tenant the real engine cannot serve (allot's own
+admission, an invalid Tenant) are refused before anything is written; a tenant's
+kube-apiserver and kube-controller-manager get their own storage prefix, issuer,
+certificates and vCluster's controller list; the build says in one line that Go is missing,
+that the proxy does not serve a module, or that a build failed; Kueue and the
+PrometheusRule CRD are optional (one line, never a failed build). The tools modules require
+the versions the engine checks for. kube-scheduler and kube-controller-manager keep
+client-go's request rates unless a benchmark lifts them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pytest
 import yaml
 
 from allot.cli.main import main
-from allot.kubeengine import build, components, pki
+from allot.kubeengine import build, components, pki, tenants
 from allot.kubeengine.binaries import (
     BIN_ENV,
     CACHE_ENV,
@@ -182,19 +184,106 @@ def test_the_real_engine_takes_only_the_driver_gates_that_change_what_it_publish
     assert list(tmp_path.iterdir()) == []
 
 
-def test_tenant_create_on_the_real_engine_says_tenants_are_not_there_yet(
+SHARING_TENANT = """apiVersion: allot.dev/v1alpha1
+kind: Tenant
+metadata:
+  name: team-a
+spec:
+  sharing:
+    cohort: lab
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "values", "refusal"),
+    [
+        (
+            ["--gpu-memory", "80Gi"],
+            None,
+            'Tenant.allot.dev "team-a" is invalid: spec.quota.gpuMemory: Forbidden: a '
+            "GPU-memory quota is not available on the kubernetes engine (allot up --engine "
+            "kubernetes): Kubernetes 1.36's ResourceQuota counts devices per class",
+        ),
+        (
+            [],
+            SHARING_TENANT,
+            'Tenant.allot.dev "team-a" is invalid: spec.sharing: Forbidden: fair sharing is '
+            "not available on the kubernetes engine",
+        ),
+        (
+            ["--quota", "gpu-whole.deviceclass.resource.k8s.io/devices=-1"],
+            None,
+            'Tenant.allot.dev "team-a" is invalid: spec.quota.hard[gpu-whole.deviceclass.'
+            'resource.k8s.io/devices]: Invalid value: "-1": must be greater than or equal to 0',
+        ),
+    ],
+)
+def test_tenant_create_on_the_real_engine_refuses_what_it_cannot_do_before_writing(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    values: str | None,
+    refusal: str,
+) -> None:
+    (tmp_path / "kube").mkdir()
+    if values is not None:
+        (tmp_path / "tenant.yaml").write_text(values)
+        flags = [*flags, "-f", str(tmp_path / "tenant.yaml")]
+    assert main(["tenant", "create", "team-a", *flags, "--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {refusal}")
+    assert "Traceback" not in err
+    assert sorted(p.name for p in (tmp_path / "kube").iterdir()) == []
+
+
+def test_tenant_verbs_on_a_real_engine_directory_not_served_say_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "kube").mkdir()
     for command in (["create", "team-a"], ["list"], ["delete", "team-a"]):
         assert main(["tenant", *command, "--data-dir", str(tmp_path)]) == 1
         err = capsys.readouterr().err
-        assert err.startswith(
-            f"error: tenants are not available on the kubernetes engine yet: {tmp_path} runs "
-            "real Kubernetes 1.36"
+        assert err == (
+            f"error: the platform in {tmp_path} is not running (start it with: allot up "
+            f"--engine kubernetes --data-dir {tmp_path})\n"
         )
-        assert "tenants run on the embedded engine" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kube"]
+
+
+def test_a_tenant_kube_apiserver_has_its_own_storage_issuer_and_rbac_alone(tmp_path: Path) -> None:
+    layout = tenants.TenantLayout(tmp_path, "team-a")
+    keys = pki.Pki(layout.pki_dir)
+    host = pki.Pki(tmp_path / "pki")
+    storage = components.Storage(
+        "https://127.0.0.1:2379", host.etcd_ca.cert, host.apiserver_etcd_client, "/tenants/team-a"
+    )
+    role = components.Role(issuer=tenants.issuer("team-a"), tenant=True)
+    command = components.apiserver(layout, keys, 7443, storage, role)
+    assert "--etcd-prefix=/tenants/team-a" in command
+    assert "--service-account-issuer=https://team-a.tenant-team-a.svc" in command
+    assert "--authorization-mode=RBAC" in command
+    assert not any(flag.startswith("--enable-admission-plugins") for flag in command)
+    assert f"--client-ca-file={layout.pki_dir / 'ca.crt'}" in command
+    assert f"--etcd-certfile={host.apiserver_etcd_client.cert}" in command
+    manager = components.controller_manager(
+        layout, keys, 7444, components.Options(), components.TENANT_CONTROLLERS
+    )
+    assert (
+        "--controllers=*,-nodeipam,-nodelifecycle,-persistentvolume-binder,-attachdetach,"
+        "-persistentvolume-expander,-cloud-node-lifecycle,-ttl" in manager
+    )
+
+
+def test_a_tenant_has_certificates_of_its_own_and_no_etcd_ca(tmp_path: Path) -> None:
+    keys = pki.ensure_tenant(tmp_path / "a")
+    other = pki.ensure_tenant(tmp_path / "b")
+    assert keys.ca.cert.read_bytes() != other.ca.cert.read_bytes()
+    assert keys.service_account_key.read_bytes() != other.service_account_key.read_bytes()
+    assert keys.client("kube-controller-manager").cert.exists()
+    assert not keys.etcd_ca.cert.exists()
+    assert not keys.client("kube-scheduler").cert.exists()
+    before = keys.ca.cert.read_bytes()
+    assert pki.ensure_tenant(tmp_path / "a").ca.cert.read_bytes() == before  # kept
 
 
 def _required(module: str) -> dict[str, str]:
@@ -317,6 +406,30 @@ def test_binaries_in_the_cache_at_the_right_version_are_kept(
     assert subprocess.run([str(bin_dir / "kwok"), "--version"], capture_output=True).returncode == 0
 
 
+def test_tenant_requests_are_recorded_once_and_read_back_as_tenants(tmp_path: Path) -> None:
+    tenant = {"apiVersion": "allot.dev/v1alpha1", "kind": "Tenant", "metadata": {"name": "a"}}
+    tenants.request_create(tmp_path, {**tenant, "spec": {}})
+    with pytest.raises(
+        tenants.TenantRecordError, match=re.escape('tenants.allot.dev "a" already exists')
+    ):
+        tenants.request_create(tmp_path, {**tenant, "spec": {}})
+    assert tenants.tenant_names(tmp_path) == ["a"]
+    listed = tenants.recorded(tmp_path, "a")
+    assert listed is not None
+    assert listed["status"] == {"phase": "Pending"}
+    assert listed["metadata"]["creationTimestamp"].endswith("Z")
+    tenants.request_delete(tmp_path, "a")
+    assert (tenants.recorded(tmp_path, "a") or {})["status"]["phase"] == "Terminating"
+    with pytest.raises(
+        tenants.TenantRecordError, match=re.escape('tenants.allot.dev "a" is being deleted')
+    ):
+        tenants.request_create(tmp_path, {**tenant, "spec": {}})
+    with pytest.raises(
+        tenants.TenantRecordError, match=re.escape('tenants.allot.dev "b" not found')
+    ):
+        tenants.request_delete(tmp_path, "b")
+
+
 @pytest.mark.parametrize("lifted", [False, True])
 def test_client_rate_limits_are_kubernetes_defaults_unless_a_benchmark_lifts_them(
     tmp_path: Path, lifted: bool
@@ -327,7 +440,7 @@ def test_client_rate_limits_are_kubernetes_defaults_unless_a_benchmark_lifts_the
     options = components.Options(unlimited_client_qps=lifted)
     components.write_configs(layout, keys, ports, cluster_admin("host"), "token", options)
     config = yaml.safe_load((layout.config / "kube-scheduler.yaml").read_text())
-    manager = components.controller_manager(layout, keys, ports, options)
+    manager = components.controller_manager(layout, keys, ports.controller_manager, options)
     limits = {"qps": 5000, "burst": 10000} if lifted else {}
     assert {k: v for k, v in config["clientConnection"].items() if k != "kubeconfig"} == limits
     flags = ["--kube-api-qps=5000", "--kube-api-burst=10000"] if lifted else []

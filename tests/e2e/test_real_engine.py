@@ -13,12 +13,8 @@ the 1.36 default gates. Nothing here builds: without ``make kube``'s binaries th
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +27,12 @@ from tests.e2e.conftest import KubectlUser
 from tests.realkube import (
     ALLOT,
     RealKube,
+    allot_up,
     claim_pod,
     claim_template,
     needs_real_kube,
+    program_of,
+    up_environment,
     wait_for,
 )
 
@@ -41,66 +40,9 @@ pytestmark = [pytest.mark.slow, needs_real_kube]
 COMPONENTS = {program.name for program in PROGRAMS}
 
 
-@dataclass
-class Up(KubectlUser):
-    """A running ``allot up --engine kubernetes`` and what its banner said."""
-
-    process: subprocess.Popen[str]
-    banner: list[str]
-    data_dir: Path
-    home: Path
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.data_dir / "kubeconfigs" / "host.yaml"
-
-    def children(self) -> dict[int, str]:
-        """The processes allot started (pid: program), read from /proc, not from allot."""
-        pid = self.process.pid
-        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        return {int(child): _program(int(child)) for child in listed}
-
-
-def _environment(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "ALLOT_DATA_DIR")}
-    return {**env, "ALLOT_KUBE_UNSAFE_NO_FSYNC": "1", **extra}
-
-
-@contextmanager
-def allot_up(data_dir: Path, home: Path, **env: str) -> Iterator[Up]:
-    """``allot up --engine kubernetes --port 0`` until its last banner line; Ctrl-C after."""
-    process = subprocess.Popen(
-        [ALLOT, "up", "--engine", "kubernetes", "--port", "0", "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_environment(**env),
-    )
-    assert process.stdout is not None
-    lines: list[str] = []
-    try:
-        while not lines or lines[-1] != "Ctrl-C stops it.":
-            line = process.stdout.readline()
-            assert line, f"allot up ended early: {lines} {process.communicate()}"
-            lines.append(line.rstrip("\n"))
-        yield Up(process, lines, data_dir, home)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-        process.communicate(timeout=60)
-
-
-def _program(pid: int) -> str:
-    """The file name of the program process ``pid`` runs ("" once it has ended)."""
-    try:
-        return Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()).name
-    except (FileNotFoundError, IndexError):
-        return ""
-
-
 def _gone(pid: int, program: str) -> bool:
     """Whether process ``pid`` running ``program`` has ended (its number may be reused)."""
-    return _program(pid) != program
+    return program_of(pid) != program
 
 
 def _claim_pod(name: str) -> list[dict[str, Any]]:
@@ -203,7 +145,7 @@ def test_a_component_that_fails_to_start_is_named_with_its_log_and_the_others_st
         [ALLOT, "up", "--engine", "kubernetes", "--port", "0", "--data-dir", str(data)],
         capture_output=True,
         text=True,
-        env=_environment(**{BIN_ENV: str(_failing_apiserver(tmp_path / "bin"))}),
+        env=up_environment(**{BIN_ENV: str(_failing_apiserver(tmp_path / "bin"))}),
         timeout=120,
     )
     assert done.returncode == 1

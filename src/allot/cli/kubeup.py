@@ -4,9 +4,11 @@ The same command as the embedded engine's ``allot up`` (:mod:`allot.cli.up`), th
 data directory layout for what a user touches (``kubeconfigs/host.yaml``, ``tokens.json``,
 the saved fleet) and the same banner, but the cluster is :mod:`allot.kubeengine`'s: etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler and kwok, with allot's simulated
-NVIDIA driver publishing the fleet through the API. Flags that only the embedded engine
-has a meaning for are refused, by name. Ctrl-C (or SIGTERM) stops every component; a
-component that exits meanwhile stops the rest, and its log's last lines are shown.
+NVIDIA driver publishing the fleet through the API; each turn of its loop also keeps the
+tenants' own control planes (:class:`allot.kubeengine.tenants.TenantPlanes`). Flags that
+only the embedded engine has a meaning for are refused, by name. Ctrl-C (or SIGTERM)
+stops every component, the tenants' first; a host component that exits meanwhile stops
+the rest, and its log's last lines are shown.
 ``$ALLOT_KUBE_UNSAFE_NO_FSYNC=1`` runs etcd without fsync: for the test suite only (a
 crash loses data), never for a directory whose cluster you keep.
 """
@@ -35,6 +37,8 @@ from allot.kubeengine.binaries import (
 from allot.kubeengine.cluster import ComponentFailed, PortInUse, RealCluster, start
 from allot.kubeengine.components import Layout, Options
 from allot.kubeengine.datadir import EngineMismatch
+from allot.kubeengine.tenants import TenantPlanes
+from allot.kubeengine.tenantsync import RealTenantSync
 
 UNSAFE_NO_FSYNC_ENV = "ALLOT_KUBE_UNSAFE_NO_FSYNC"
 WATCH_SECONDS = 0.5
@@ -109,15 +113,24 @@ def _serve(args: argparse.Namespace, cluster: RealCluster, fleet: Fleet) -> int:
     if not publish_fleet(cluster.kubeconfig, fleet, args.driver_gates):
         return 1
     start_local_watch(cluster.kubeconfig, fleet, args.driver_gates)
-    cluster.ready()
-    print("Ctrl-C stops it.", flush=True)
-    while True:
-        try:
-            cluster.check()
-        except ComponentFailed as err:
-            print(f"error: {err}", file=sys.stderr, flush=True)
-            return 1
-        time.sleep(WATCH_SECONDS)
+    sync = RealTenantSync(cluster)
+    sync.start()
+    planes = TenantPlanes(cluster, sync)
+    try:
+        planes.reconcile()  # the recorded tenants start again, on their storage
+        cluster.ready()
+        print("Ctrl-C stops it.", flush=True)
+        while True:
+            try:
+                cluster.check()
+            except ComponentFailed as err:
+                print(f"error: {err}", file=sys.stderr, flush=True)
+                return 1
+            planes.reconcile()
+            time.sleep(WATCH_SECONDS)
+    finally:
+        sync.stop()
+        planes.stop()  # before the host's etcd, which their kube-apiservers use
 
 
 def _announce(args: argparse.Namespace, cluster: RealCluster) -> None:

@@ -1,10 +1,13 @@
-"""``allot tenant create|list|connect|disconnect|delete``: tenants of a running embedded platform.
+"""``allot tenant create|list|connect|disconnect|delete``: tenants of a running platform.
 
 Each verb talks to the platform that ``allot up`` serves from ``--data-dir`` (see
 ``allot.cli.options``) through the host cluster's kubeconfig and the one client interface
-(:mod:`allot.kube`). ``create NAME [-f values.yaml]...`` takes vCluster values files
-unchanged (several are merged as Helm merges them) or a Tenant document, plus ``--quota
-KEY=VALUE`` and ``--gpu-memory``, and waits until the tenant's cluster is served.
+(:mod:`allot.kube`); on a data directory of ``allot up --engine kubernetes``, whose
+tenants have control planes of their own, create, list and delete go through
+:mod:`allot.cli.kubetenant` with the same flags and output. ``create NAME [-f
+values.yaml]...`` takes vCluster values files unchanged (several are merged as Helm merges
+them) or a Tenant document, plus ``--quota KEY=VALUE`` and ``--gpu-memory``, and waits
+until the tenant's cluster is served.
 ``connect NAME [--context-namespace NS]`` merges a context for it into the user's
 kubeconfig and switches to it (``disconnect`` switches back), as ``vcluster connect``
 does; ``--print`` prints the tenant's kubeconfig instead, and ``-- COMMAND`` (or
@@ -32,18 +35,19 @@ from typing import Any
 import yaml
 
 from allot.api.quantity import Quantity
-from allot.cli import kubeconfigs, vclusterflags
+from allot.cli import kubeconfigs, kubetenant, vclusterflags
 from allot.cli.options import add_data_dir
 from allot.cli.output import Column, add_output, emit
 from allot.cli.up import platform_client
 from allot.kube.client import Client
 from allot.kube.errors import KubeError, KubeNotFound
-from allot.kubeengine.datadir import EmbeddedOnly, check_embedded
+from allot.kubeengine.datadir import KUBERNETES, engine_of
 from allot.manifests.documents import ManifestError, read_yaml_file
 from allot.tenancy.values import ValuesError, merged, tenant_document
 from allot.types import Obj
 
 API_VERSION = "allot.dev/v1alpha1"
+EMBEDDED_SECONDS = 30.0
 
 
 def register(subparsers: Any) -> None:
@@ -69,7 +73,10 @@ def register(subparsers: Any) -> None:
     )
     create.add_argument("--gpu-memory", help="most GPU memory the tenant may hold, e.g. 80Gi")
     create.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds to wait for the tenant to be ready"
+        "--timeout",
+        type=float,
+        help="seconds to wait for the tenant to be ready (default 30; 180 on the kubernetes "
+        "engine, which starts a kube-apiserver)",
     )
     vclusterflags.add_host_namespace(create)
     vclusterflags.add_create_flags(create)
@@ -115,14 +122,9 @@ def register(subparsers: Any) -> None:
         add_data_dir(parser)
 
 
-def _embedded(args: argparse.Namespace) -> bool:
-    """Whether the data directory is the embedded engine's; says why not on stderr."""
-    try:
-        check_embedded(args.data_dir, "tenants")
-    except EmbeddedOnly as err:
-        print(f"error: {err}", file=sys.stderr)
-        return False
-    return True
+def _real(args: argparse.Namespace) -> bool:
+    """Whether the data directory is the kubernetes engine's (its tenants: kubetenant)."""
+    return engine_of(args.data_dir) == KUBERNETES
 
 
 def run_create(args: argparse.Namespace) -> int:
@@ -132,8 +134,6 @@ def run_create(args: argparse.Namespace) -> int:
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    if not _embedded(args):
-        return 1
     note = vclusterflags.ignored_note(args)
     if note:
         print(note, file=sys.stderr)
@@ -147,17 +147,32 @@ def run_create(args: argparse.Namespace) -> int:
         return 2  # bad usage or unreadable input
     for warning in warnings:
         print(f"Warning: {warning}", file=sys.stderr)
+    if _real(args):
+        return _create_real(args, tenant)
     try:
         client = platform_client(args.data_dir)
         client.create(tenant)
         for warning in client.warnings:  # the server's, e.g. about the entitled classes
             print(f"Warning: {warning}", file=sys.stderr)
-        ready = _wait_ready(client, args.name, args.timeout)
+        timeout = EMBEDDED_SECONDS if args.timeout is None else args.timeout
+        ready = _wait_ready(client, args.name, timeout)
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    return _created(args, ready.get("status") or {})
+
+
+def _create_real(args: argparse.Namespace, tenant: Obj) -> int:
+    try:
+        status = kubetenant.create(args.data_dir, tenant, args.timeout)
+    except (kubetenant.RealTenantError, KubeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return _created(args, status)
+
+
+def _created(args: argparse.Namespace, status: Obj) -> int:
     print(f"tenant.allot.dev/{args.name} created")
-    status = ready.get("status") or {}
     classes = ", ".join(status.get("entitledDeviceClasses") or []) or "<none>"
     print(f"  host namespace: {status.get('namespace')}   entitled classes: {classes}")
     for condition in status.get("conditions") or []:
@@ -234,10 +249,12 @@ def _wait_ready(client: Client, name: str, timeout: float) -> Obj:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    if not _embedded(args):
-        return 1
     try:
-        tenants = platform_client(args.data_dir).list(API_VERSION, "Tenant")
+        tenants = (
+            kubetenant.listed(args.data_dir)
+            if _real(args)
+            else platform_client(args.data_dir).list(API_VERSION, "Tenant")
+        )
     except KubeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -273,8 +290,6 @@ TENANT_COLUMNS = [
 
 
 def run_connect(args: argparse.Namespace) -> int:
-    if not _embedded(args):
-        return 1
     path = args.data_dir / "kubeconfigs" / f"{args.name}.yaml"
     if args.name == "host" or not path.exists():
         print(
@@ -352,8 +367,8 @@ def _forget_context(tenant: str, data_dir: Path) -> None:
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    if not _embedded(args):
-        return 1
+    if _real(args):
+        return _delete_real(args)
     try:
         client = platform_client(args.data_dir)
         client.delete(API_VERSION, "Tenant", args.name)
@@ -374,3 +389,14 @@ def run_delete(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _delete_real(args: argparse.Namespace) -> int:
+    try:
+        kubetenant.delete(args.data_dir, args.name, args.timeout)
+    except (kubetenant.RealTenantError, KubeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f'tenant.allot.dev "{args.name}" deleted')
+    _forget_context(args.name, args.data_dir)
+    return 0

@@ -45,7 +45,14 @@ from allot.driver.publisher import Publisher
 from allot.kube.client import Client
 from allot.kube.errors import KubeError
 from allot.kube.remote import RemoteClient
-from allot.kubeengine.datadir import EMBEDDED, ENGINES, KUBERNETES, EngineMismatch, check_engine
+from allot.kubeengine.datadir import (
+    EMBEDDED,
+    ENGINES,
+    KUBERNETES,
+    EngineMismatch,
+    check_engine,
+    engine_of,
+)
 from allot.ops.rules import AlertSettings
 from allot.registry.clusters import HOST_CLUSTER, Tokens
 from allot.registry.kubeconfigs import own_context
@@ -389,8 +396,9 @@ class PlatformNotRunning(KubeError):
     """No ``allot up`` serves this data directory: said once, the same way by every command."""
 
     def __init__(self, data_dir: Path) -> None:
+        engine = " --engine kubernetes" if engine_of(data_dir) == KUBERNETES else ""
         super().__init__(
-            f"the platform in {data_dir} is not running (start it with: allot up "
+            f"the platform in {data_dir} is not running (start it with: allot up{engine} "
             f"--data-dir {data_dir})"
         )
 

@@ -66,6 +66,9 @@ class RealCluster:
     supervisor: Supervisor
     lock: DataDirLock
     notes: list[str]
+    ports: Ports
+    keys: pki.Pki
+    binaries: dict[str, Path]
 
     def client(self) -> Client:
         return Client.from_kubeconfig(self.kubeconfig, own_context(HOST_CLUSTER))
@@ -153,7 +156,7 @@ def _start(
     written = kubeconfigs.write(path, HOST_CLUSTER, credentials)
     lock.record(url)
     notes = [f"{path.resolve()}: {note}" for note in written.notes]
-    return RealCluster(data_dir, url, path, supervisor, lock, notes)
+    return RealCluster(data_dir, url, path, supervisor, lock, notes, ports, keys, binaries)
 
 
 def _run_components(
@@ -170,18 +173,20 @@ def _run_components(
     def run(name: str, arguments: list[str]) -> Component:
         return supervisor.start(name, [str(binaries[name]), *arguments], layout.log(name))
 
-    etcd_tls = _trust(keys.etcd_ca.cert)
+    etcd_tls = trust(keys.etcd_ca.cert)
     etcd_tls.load_cert_chain(keys.apiserver_etcd_client.cert, keys.apiserver_etcd_client.key)
     etcd = run("etcd", components.etcd(layout, keys, ports, options))
     supervisor.wait_until(
-        etcd, partial(_healthy, ports.etcd_client, "/health", etcd_tls), ETCD_SECONDS
+        etcd, partial(healthy, ports.etcd_client, "/health", etcd_tls), ETCD_SECONDS
     )
-    ca = _trust(keys.ca.cert)
-    apiserver = run("kube-apiserver", components.apiserver(layout, keys, ports))
-    readyz = partial(_healthy, ports.apiserver, "/readyz", ca, token)
+    ca = trust(keys.ca.cert)
+    storage = components.host_storage(keys, ports)
+    apiserver = run("kube-apiserver", components.apiserver(layout, keys, ports.apiserver, storage))
+    readyz = partial(healthy, ports.apiserver, "/readyz", ca, token)
     supervisor.wait_until(apiserver, readyz, APISERVER_SECONDS, every=0.25)
     manager = run(
-        "kube-controller-manager", components.controller_manager(layout, keys, ports, options)
+        "kube-controller-manager",
+        components.controller_manager(layout, keys, ports.controller_manager, options),
     )
     scheduler = run("kube-scheduler", components.scheduler(layout, keys, ports))
     kwok = run("kwok", components.kwok(layout, ports))
@@ -190,18 +195,16 @@ def _run_components(
         (scheduler, ports.scheduler, ca),
         (kwok, ports.kwok, None),
     ):
-        supervisor.wait_until(
-            component, partial(_healthy, port, "/healthz", tls), COMPONENT_SECONDS
-        )
-    account = partial(_default_account, ports.apiserver, ca, token)
+        supervisor.wait_until(component, partial(healthy, port, "/healthz", tls), COMPONENT_SECONDS)
+    account = partial(default_account, ports.apiserver, ca, token)
     supervisor.wait_until(manager, account, COMPONENT_SECONDS)
 
 
-def _trust(ca: Path) -> ssl.SSLContext:
+def trust(ca: Path) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(ca))
 
 
-def _healthy(
+def healthy(
     port: int, path: str, tls: ssl.SSLContext | None = None, token: str | None = None
 ) -> bool:
     """Whether ``GET path`` on the loopback port answers 200 (HTTPS when ``tls``)."""
@@ -222,7 +225,7 @@ def _healthy(
         connection.close()
 
 
-def _default_account(port: int, tls: ssl.SSLContext, token: str) -> bool:
+def default_account(port: int, tls: ssl.SSLContext, token: str) -> bool:
     """Whether kube-controller-manager has made the ``default`` namespace's account."""
     connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=PROBE_SECONDS, context=tls)
     try:

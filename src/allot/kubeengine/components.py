@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from allot.driver.publisher import NODE_CONDITIONS
-from allot.kubeengine.pki import FRONT_PROXY_CLIENT, Pki
+from allot.kubeengine.pki import FRONT_PROXY_CLIENT, Pair, Pki
 from allot.registry.clusters import write_private
 from allot.registry.rbac.identity import UserInfo
 from allot.types import Obj
@@ -123,22 +123,54 @@ def etcd(layout: Layout, pki: Pki, ports: Ports, options: Options) -> list[str]:
     return command
 
 
-def apiserver(layout: Layout, pki: Pki, ports: Ports) -> list[str]:
-    return [
-        f"--etcd-servers=https://127.0.0.1:{ports.etcd_client}",
-        f"--etcd-cafile={pki.etcd_ca.cert}",
-        f"--etcd-certfile={pki.apiserver_etcd_client.cert}",
-        f"--etcd-keyfile={pki.apiserver_etcd_client.key}",
+@dataclass(frozen=True)
+class Storage:
+    """Where a kube-apiserver keeps its objects: etcd's client URL, the CA and client
+    certificate that open it, and the key prefix (the host's ``/registry``, upstream's
+    default; a tenant's its own, :mod:`allot.kubeengine.tenants`)."""
+
+    url: str
+    ca: Path
+    client: Pair
+    prefix: str = "/registry"
+
+
+def host_storage(pki: Pki, ports: Ports) -> Storage:
+    """The host cluster's etcd, as the host's kube-apiserver (and its tenants') open it."""
+    url = f"https://127.0.0.1:{ports.etcd_client}"
+    return Storage(url, pki.etcd_ca.cert, pki.apiserver_etcd_client)
+
+
+@dataclass(frozen=True)
+class Role:
+    """How one kube-apiserver differs by role: the host's, or a tenant's, as vCluster runs
+    a virtual cluster's (RBAC alone, no nodes of its own so neither the Node authorizer nor
+    NodeRestriction, no endpoints reconciler for its ``kubernetes`` Service)."""
+
+    issuer: str = SERVICE_ACCOUNT_ISSUER
+    tenant: bool = False
+
+
+HOST = Role()
+
+
+def apiserver(
+    layout: Layout, pki: Pki, port: int, storage: Storage, role: Role = HOST
+) -> list[str]:
+    command = [
+        f"--etcd-servers={storage.url}",
+        f"--etcd-cafile={storage.ca}",
+        f"--etcd-certfile={storage.client.cert}",
+        f"--etcd-keyfile={storage.client.key}",
+        f"--etcd-prefix={storage.prefix}",
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
-        f"--secure-port={ports.apiserver}",
+        f"--secure-port={port}",
         f"--tls-cert-file={pki.apiserver.cert}",
         f"--tls-private-key-file={pki.apiserver.key}",
         f"--client-ca-file={pki.ca.cert}",
         f"--token-auth-file={layout.config / 'tokens.csv'}",
-        "--authorization-mode=Node,RBAC",
-        f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
-        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-issuer={role.issuer}",
         f"--service-account-key-file={pki.service_account_public_key}",
         f"--service-account-signing-key-file={pki.service_account_key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
@@ -152,9 +184,26 @@ def apiserver(layout: Layout, pki: Pki, ports: Ports) -> list[str]:
         f"--proxy-client-cert-file={pki.front_proxy_client.cert}",
         f"--proxy-client-key-file={pki.front_proxy_client.key}",
     ]
+    if role.tenant:
+        return [*command, "--authorization-mode=RBAC", "--endpoint-reconciler-type=none"]
+    return [
+        *command,
+        "--authorization-mode=Node,RBAC",
+        f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
+    ]
 
 
-def controller_manager(layout: Layout, pki: Pki, ports: Ports, options: Options) -> list[str]:
+TENANT_CONTROLLERS = (
+    "*,-nodeipam,-nodelifecycle,-persistentvolume-binder,-attachdetach,"
+    "-persistentvolume-expander,-cloud-node-lifecycle,-ttl"
+)
+"""vCluster's controller list for a virtual cluster's kube-controller-manager: every
+default controller but those that act on nodes and volumes the tenant does not own."""
+
+
+def controller_manager(
+    layout: Layout, pki: Pki, port: int, options: Options, controllers: str = "*"
+) -> list[str]:
     kubeconfig = layout.kubeconfig("kube-controller-manager")
     serving = pki.serving("kube-controller-manager")
     limits = (
@@ -168,11 +217,11 @@ def controller_manager(layout: Layout, pki: Pki, ports: Ports, options: Options)
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         "--bind-address=127.0.0.1",
-        f"--secure-port={ports.controller_manager}",
+        f"--secure-port={port}",
         f"--tls-cert-file={serving.cert}",
         f"--tls-private-key-file={serving.key}",
         "--leader-elect=false",
-        "--controllers=*",
+        f"--controllers={controllers}",
         "--use-service-account-credentials=true",
         f"--service-account-private-key-file={pki.service_account_key}",
         f"--root-ca-file={pki.ca.cert}",
@@ -211,16 +260,9 @@ def write_configs(
     layout: Layout, pki: Pki, ports: Ports, admin: UserInfo, token: str, options: Options
 ) -> None:
     """The files the components read: their kubeconfigs, the token file, their configs."""
-    layout.config.mkdir(parents=True, exist_ok=True)
-    layout.logs.mkdir(parents=True, exist_ok=True)
     server = f"https://127.0.0.1:{ports.apiserver}"
-    for component in ("kube-controller-manager", "kube-scheduler", "kwok"):
-        client = pki.client(component)
-        config = component_kubeconfig(server, pki.ca.cert, client.cert, client.key)
-        write_private(layout.kubeconfig(component), yaml.safe_dump(config).encode())
-    groups = ",".join(group for group in admin.groups if group != "system:authenticated")
-    line = f'{token},{admin.name},{admin.name},"{groups}"\n'
-    write_private(layout.config / "tokens.csv", line.encode())
+    write_access(layout, pki, server, ("kube-controller-manager", "kube-scheduler", "kwok"))
+    write_token_file(layout, admin, token)
     connection: Obj = {"kubeconfig": str(layout.kubeconfig("kube-scheduler"))}
     if options.unlimited_client_qps:
         connection.update(qps=UNLIMITED_QPS, burst=UNLIMITED_BURST)
@@ -233,6 +275,23 @@ def write_configs(
     (layout.config / "kube-scheduler.yaml").write_text(yaml.safe_dump(scheduler_config))
     stages = kwok_stages(options.job_seconds)
     (layout.config / "kwok.yaml").write_text(yaml.safe_dump_all(stages, sort_keys=False))
+
+
+def write_access(layout: Layout, pki: Pki, server: str, components: tuple[str, ...]) -> None:
+    """Each component's kubeconfig: ``server``, trusted by the CA, with its client cert."""
+    layout.config.mkdir(parents=True, exist_ok=True)
+    layout.logs.mkdir(parents=True, exist_ok=True)
+    for component in components:
+        client = pki.client(component)
+        config = component_kubeconfig(server, pki.ca.cert, client.cert, client.key)
+        write_private(layout.kubeconfig(component), yaml.safe_dump(config).encode())
+
+
+def write_token_file(layout: Layout, admin: UserInfo, token: str) -> None:
+    """kube-apiserver's static token file: the administrator's bearer token."""
+    groups = ",".join(group for group in admin.groups if group != "system:authenticated")
+    line = f'{token},{admin.name},{admin.name},"{groups}"\n'
+    write_private(layout.config / "tokens.csv", line.encode())
 
 
 def component_kubeconfig(server: str, ca: Path, cert: Path, key: Path) -> Obj:

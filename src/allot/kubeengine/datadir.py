@@ -2,8 +2,8 @@
 
 The embedded engine keeps its objects in ``state.db`` (:data:`allot.registry.clusters.
 STORE_FILE`); the real engine keeps etcd, its configuration and logs under ``kube/``.
-``allot up`` of either engine refuses a directory the other made, and commands that only
-the embedded engine serves (``allot tenant create``) say so on a real-engine directory.
+``allot up`` of either engine refuses a directory the other made, and ``allot tenant``
+serves a real-engine directory's tenants its own way (:mod:`allot.cli.kubetenant`).
 Called by :mod:`allot.cli.up`, :mod:`allot.cli.tenant` and :mod:`allot.kubeengine.cluster`.
 """
 
@@ -45,20 +45,3 @@ def check_engine(data_dir: Path, wanted: str) -> None:
     found = engine_of(data_dir)
     if found is not None and found != wanted:
         raise EngineMismatch(data_dir, found, wanted)
-
-
-class EmbeddedOnly(Exception):
-    """A command the real engine does not serve yet, asked of a real-engine directory."""
-
-    def __init__(self, data_dir: Path, what: str) -> None:
-        super().__init__(
-            f"{what} are not available on the kubernetes engine yet: {data_dir} runs real "
-            "Kubernetes 1.36, which serves no Tenant kind; tenants run on the embedded "
-            "engine (allot up --data-dir ANOTHER_DIR, without --engine kubernetes)"
-        )
-
-
-def check_embedded(data_dir: Path, what: str) -> None:
-    """EmbeddedOnly when ``data_dir`` is the real engine's."""
-    if engine_of(data_dir) == KUBERNETES:
-        raise EmbeddedOnly(data_dir, what)

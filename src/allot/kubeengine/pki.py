@@ -51,6 +51,7 @@ CLIENTS = {
     "kube-scheduler": ("system:kube-scheduler", ()),
     "kwok": ("kwok", ("system:masters",)),
 }
+TENANT_CLIENTS = {"kube-controller-manager": CLIENTS["kube-controller-manager"]}
 
 
 @dataclass(frozen=True)
@@ -114,33 +115,45 @@ class Pki:
 def ensure(directory: Path) -> Pki:
     """Make what ``directory`` lacks (everything, the first time); returns the layout."""
     pki = Pki(directory)
-    if not _complete(pki):
-        _make(pki)
+    if not all(path.exists() for path in _files(pki, _host_pairs(pki))):
+        _make_etcd(pki)
+        _make_cluster(pki, CLIENTS, ("kube-controller-manager", "kube-scheduler"))
     return pki
 
 
-def _complete(pki: Pki) -> bool:
+def ensure_tenant(directory: Path) -> Pki:
+    """A tenant control plane's own certificates (:mod:`allot.kubeengine.tenants`): its CA,
+    kube-apiserver's serving certificate, the front proxy's, kube-controller-manager's client
+    and serving certificates and its ServiceAccount signing key; no etcd CA (a tenant's
+    kube-apiserver opens the host's etcd with the host's etcd client certificate)."""
+    pki = Pki(directory)
+    if not all(path.exists() for path in _files(pki, _tenant_pairs(pki))):
+        _make_cluster(pki, TENANT_CLIENTS, ("kube-controller-manager",))
+    return pki
+
+
+def _tenant_pairs(pki: Pki) -> list[Pair]:
+    pairs = [pki.ca, pki.apiserver, pki.front_proxy_ca, pki.front_proxy_client]
+    pairs += [pki.client(name) for name in TENANT_CLIENTS]
+    return [*pairs, pki.serving("kube-controller-manager")]
+
+
+def _host_pairs(pki: Pki) -> list[Pair]:
     pairs = [pki.ca, pki.apiserver, pki.etcd_ca, pki.etcd_server, pki.apiserver_etcd_client]
     pairs += [pki.front_proxy_ca, pki.front_proxy_client]
     pairs += [pki.client(name) for name in CLIENTS]
     pairs += [pki.serving(name) for name in ("kube-controller-manager", "kube-scheduler")]
+    return pairs
+
+
+def _files(pki: Pki, pairs: list[Pair]) -> list[Path]:
     files = [path for pair in pairs for path in (pair.cert, pair.key)]
-    files += [pki.service_account_key, pki.service_account_public_key]
-    return all(path.exists() for path in files)
+    return [*files, pki.service_account_key, pki.service_account_public_key]
 
 
-def _make(pki: Pki) -> None:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    ca = new_ca("kubernetes")
+def _make_etcd(pki: Pki) -> None:
     etcd_ca = new_ca("etcd-ca")
-    front_proxy_ca = new_ca("front-proxy-ca")
-    _write(pki.ca, ca)
     _write(pki.etcd_ca, etcd_ca)
-    _write(pki.front_proxy_ca, front_proxy_ca)
-    _write(pki.front_proxy_client, issue(front_proxy_ca, FRONT_PROXY_CLIENT, usages=("client",)))
-    _write(pki.apiserver, issue(ca, "kube-apiserver", names=APISERVER_NAMES))
     _write(
         pki.etcd_server,
         issue(etcd_ca, "etcd", names=LOOPBACK_NAMES, usages=("server", "client")),
@@ -148,9 +161,23 @@ def _make(pki: Pki) -> None:
     _write(
         pki.apiserver_etcd_client, issue(etcd_ca, "kube-apiserver-etcd-client", usages=("client",))
     )
-    for component, (user, groups) in CLIENTS.items():
+
+
+def _make_cluster(
+    pki: Pki, clients: dict[str, tuple[str, tuple[str, ...]]], serving: tuple[str, ...]
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    ca = new_ca("kubernetes")
+    front_proxy_ca = new_ca("front-proxy-ca")
+    _write(pki.ca, ca)
+    _write(pki.front_proxy_ca, front_proxy_ca)
+    _write(pki.front_proxy_client, issue(front_proxy_ca, FRONT_PROXY_CLIENT, usages=("client",)))
+    _write(pki.apiserver, issue(ca, "kube-apiserver", names=APISERVER_NAMES))
+    for component, (user, groups) in clients.items():
         _write(pki.client(component), issue(ca, user, organizations=groups, usages=("client",)))
-    for component in ("kube-controller-manager", "kube-scheduler"):
+    for component in serving:
         _write(pki.serving(component), issue(ca, component, names=LOOPBACK_NAMES))
     signing = ec.generate_private_key(ec.SECP256R1())
     write_private(pki.service_account_key, key_pem(signing))

@@ -408,6 +408,17 @@ def binding(tenant: str, policy: str) -> Obj:
     }
 
 
+def tenant_side_binding(tenant: str) -> Obj:
+    """The claims policy's binding inside a tenant's own API server (the kubernetes engine's
+    tenants, :mod:`allot.kubeengine.tenants`): every namespace of the tenant's cluster, with
+    the params ConfigMap of the same name in the tenant's ``allot-system``, so the tenant's
+    own request is refused with the host's message. A courtesy, not the enforcement: the
+    tenant's administrator may remove it, and the host's binding still judges its twins."""
+    made = binding(tenant, CLAIMS_POLICY)
+    made["spec"]["matchResources"] = {"namespaceSelector": {}}
+    return made
+
+
 def quota(tenant: Tenant) -> Obj | None:
     """The tenant's ResourceQuota; a tenant in fair-sharing mode gets only its non-device
     keys (its devices are admitted by queue, not refused by quota), none when none is left."""

@@ -106,6 +106,9 @@ class TenantSync:
         # (tenant, namespace, name) -> the conditions of a pod twin when it was removed
         self._last_conditions: dict[tuple[str, str, str], list[Obj]] = {}
         self.sources = SourceSync(host, self._report)
+        # uids of twins this sync created that the host's view has not shown yet: a remote
+        # host's informer sees its own create a moment later, which is not a deletion
+        self._unseen: set[str] = set()
 
     def _report(self, key: tuple[str, str, str, str], error: str | None) -> None:
         """What the source sync could not write (alerts and metrics read ``errors``)."""
@@ -144,8 +147,13 @@ class TenantSync:
         """A Tenant gone takes what the sync remembers of it (``forget``). A pod twin
         removed on the host leaves its last conditions (a preemption's
         ``DisruptionTarget``), which its tenant pod gets as it ends (``_terminal``), even
-        when the node agent removed the twin before the sync saw it terminating."""
-        if event.cluster != self.host.cluster or event.type != "DELETED":
+        when the node agent removed the twin before the sync saw it terminating. A twin
+        this sync created is "unseen" until the host's view shows it: a remote host's
+        informer lags its own create, and a twin missing from it then is not deleted."""
+        if event.cluster != self.host.cluster:
+            return
+        self._unseen.discard(event.object["metadata"].get("uid", ""))  # seen, or gone
+        if event.type != "DELETED":
             return
         if event.resource == TENANTS:
             self.forget(event.object["metadata"]["name"])
@@ -476,6 +484,8 @@ class TenantSync:
             self._delete_twin(ctx, kind, obj, twin)
             return
         recorded = (obj["metadata"].get("annotations") or {}).get(names.HOST_UID_ANNOTATION)
+        if recorded and twin is None and recorded in self._unseen:
+            return  # created a moment ago; its ADDED on the host brings the key back
         if recorded and (twin is None or twin["metadata"].get("uid") != recorded):
             _delete(ctx, kind, namespace, name)  # its twin was deleted on the host: follow
             return
@@ -619,6 +629,7 @@ class TenantSync:
             ctx.events().record(obj, "Warning", "SyncError", self.errors[key], MANAGER)
             return None
         self.errors.pop(key, None)
+        self._unseen.add(created["metadata"].get("uid", ""))
         return created
 
     def _missing_references(self, ctx: Client, tenant: str, pod: Obj) -> str:

@@ -326,3 +326,51 @@ def validate_selector(selector: LabelSelector | None, path: Path) -> ErrorList:
                 )
             )
     return errors
+
+
+REAL_ENGINE = "on the kubernetes engine (allot up --engine kubernetes)"
+
+
+def validate_for_real_engine(tenant: tenancy.Tenant) -> ErrorList:
+    """What a tenant may not ask of the kubernetes engine, whose host runs only upstream
+    components: allot's own admission (fair sharing, the GPU-memory quota), its store's
+    bounds and its alert evaluation from Tenant objects have nothing to run on there.
+    Called by ``allot tenant create`` on a real-engine data directory."""
+    spec = tenant.spec
+    path = Path("spec")
+    errors: ErrorList = []
+    if spec.sharing is not None:
+        errors.append(
+            forbidden(
+                path.child("sharing"),
+                f"fair sharing is not available {REAL_ENGINE}: it admits claims by allot's "
+                "own queueing; give hard device quotas instead (spec.quota.hard, or "
+                "--quota <class>.deviceclass.resource.k8s.io/devices=N)",
+            )
+        )
+    if spec.quota is not None and spec.quota.gpu_memory is not None:
+        errors.append(
+            forbidden(
+                path.child("quota", "gpuMemory"),
+                f"a GPU-memory quota is not available {REAL_ENGINE}: Kubernetes 1.36's "
+                "ResourceQuota counts devices per class, not their memory; use "
+                "<class>.deviceclass.resource.k8s.io/devices keys in spec.quota.hard",
+            )
+        )
+    if spec.storage is not None:
+        errors.append(
+            forbidden(
+                path.child("storage"),
+                f"storage bounds are not available {REAL_ENGINE}: they bound the embedded "
+                "store, and a tenant there keeps its objects in the host's etcd",
+            )
+        )
+    if spec.alerts is not None:
+        errors.append(
+            forbidden(
+                path.child("alerts"),
+                f"per-tenant alert thresholds are not available {REAL_ENGINE}: the real host "
+                "serves no Tenant objects for allot controller to read them from",
+            )
+        )
+    return errors
