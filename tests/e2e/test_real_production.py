@@ -58,9 +58,9 @@ STATEFULSET = REPO / "tests" / "data" / "vcluster-v0.36.1" / "control-plane-stat
 HOST_PODS = yaml.safe_load((REPO / "tests" / "scenarios" / "vcluster-host-pods.yaml").read_text())
 LEGAL = "tenant-legal-ai"
 UNENFORCED = (
-    "Warning: not enforced on a real cluster yet: the GPU-memory quota (spec.quota.gpuMemory) "
-    "of tenant legal-ai. Nothing rendered counts GPU memory (ResourceQuota and Kueue count "
-    "devices); only the embedded platform enforces it\n"
+    "Warning: the GPU-memory quota (spec.quota.gpuMemory) of tenant legal-ai is enforced on a "
+    "real cluster only by allot controller --webhook-port. Nothing rendered counts GPU memory "
+    "(ResourceQuota and Kueue count devices); the embedded platform enforces it itself\n"
 )
 PROMETHEUS_RULE_CRD = prometheus_rule_crd(bin_dir())
 DENIED = (

@@ -31,8 +31,6 @@ from allot.driver.fleet import Fleet, NodeSpec, expand
 from allot.driver.health import HealthEvent, taint_for, tainted
 from allot.driver.nodeslices import fleet_classes, published_slices
 from allot.driver.slices import DRIVER
-from allot.kube.client import Client as KubeClient
-from allot.kube.remote import RemoteClient
 from allot.types import Obj, rfc3339
 
 MANAGER = "allot-driver"
@@ -314,6 +312,11 @@ def _device_names(slices: list[Obj]) -> set[str]:
 
 def publish(kubeconfig: Path, fleet: Fleet) -> PublishReport:
     """Connect with ``kubeconfig``, bring the cluster to ``fleet``, disconnect."""
+    # imported here: the fact sheets read this module's classes, and commands that only
+    # validate (allot validate) must not load the remote client and its event loop
+    from allot.kube.client import Client as KubeClient
+    from allot.kube.remote import RemoteClient
+
     api = KubeClient.from_kubeconfig(kubeconfig)
     try:
         return Publisher(RemoteClient(api)).reconcile(fleet)
